@@ -1,0 +1,26 @@
+//! The ClickHouse proving ground: targets, datasets, measurement and results.
+//!
+//! # Test contract
+//!
+//! - `CHBENCH_TARGET` chooses the engine every scenario runs on: `embedded` (the real
+//!   ClickHouse engine in-process, libchdb), `container` (`clickhouse/clickhouse-server`
+//!   started by testcontainers), `url` (a running server: `CHBENCH_URL`, `CHBENCH_USER`,
+//!   `CHBENCH_PASSWORD`) or `auto`, the default: `container` when a Docker daemon answers,
+//!   else `embedded`. [`target::open_target`] is the only place that reads it.
+//! - The embedded engine is fetched on first use ([`engine`]); `CHBENCH_LIBCHDB` points
+//!   at an existing `libchdb.so` instead.
+//! - Each scenario works in a database named after itself, dropped and recreated at its
+//!   start and left behind afterwards for inspection.
+//! - Tests assert structural facts (rows read, granules selected, bytes per column,
+//!   parts) or ratios measured in the same run, never a wall-clock time. Snapshots live
+//!   in the workspace's `snapshots/` under explicit names and record the engine version.
+//! - SQL comes from `fixtures/`, never from Rust strings, except the system-table
+//!   queries the measurement core itself runs.
+
+pub mod engine;
+pub mod explain;
+pub mod fixtures;
+pub mod measure;
+pub mod parts;
+pub mod settings;
+pub mod target;

@@ -1,0 +1,244 @@
+//! The measurement core: one function runs a measured statement ([`measure`]) and
+//! yields one [`QueryStats`] record, the same type on every target; plus cache control.
+//!
+//! Protocol (DESIGN.md "Measurement protocol"): every measured statement carries a
+//! `log_comment` ([`StatementTag`]) and is timed on the client as well. On servers the
+//! record comes from the statement's `system.query_log` row; on the embedded engine,
+//! which has no query_log, from the result's storage counters and the `system.events`
+//! delta around the statement, less the cost of reading `system.events` itself.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use anyhow::{Context, Result, bail};
+use serde::{Deserialize, Serialize};
+
+use crate::settings::Settings;
+use crate::target::{StatsSource, Target, one_line};
+
+/// The `log_comment` of a measured statement: `<run>/<scenario>/<query>/<attempt>`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StatementTag {
+    pub run: String,
+    pub scenario: String,
+    pub query: String,
+    pub attempt: u32,
+}
+
+impl StatementTag {
+    pub fn new(run: &str, scenario: &str, query: &str, attempt: u32) -> StatementTag {
+        StatementTag { run: run.to_string(), scenario: scenario.to_string(), query: query.to_string(), attempt }
+    }
+}
+
+impl fmt::Display for StatementTag {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}/{}/{}", self.run, self.scenario, self.query, self.attempt)
+    }
+}
+
+/// What one measured statement cost, from whichever source the target has.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QueryStats {
+    pub log_comment: String,
+    pub source: StatsSource,
+    /// Rows and uncompressed bytes read from storage.
+    pub read_rows: u64,
+    pub read_bytes: u64,
+    pub result_rows: u64,
+    /// Duration the engine reports for the statement.
+    pub server_duration_us: u64,
+    /// Wall time around the call in this process (includes the harness and transport).
+    pub client_duration_us: u64,
+    /// Peak memory of the statement; unknown on the embedded engine.
+    pub memory_usage: Option<u64>,
+    /// ProfileEvents: the query_log map on servers, the `system.events` delta on the
+    /// embedded engine. Only non-zero counters are kept.
+    pub profile_events: BTreeMap<String, u64>,
+    /// The raw record the numbers came from (a query_log row, or the result counters and
+    /// the events before and after), kept for results bundles.
+    pub raw: serde_json::Value,
+}
+
+impl QueryStats {
+    pub fn event(&self, name: &str) -> u64 {
+        self.profile_events.get(name).copied().unwrap_or(0)
+    }
+
+    /// The record without its raw source, for printing.
+    pub fn without_raw(&self) -> QueryStats {
+        QueryStats { raw: serde_json::Value::Null, ..self.clone() }
+    }
+}
+
+/// A measured statement's result and its statistics.
+#[derive(Debug, Clone)]
+pub struct Measured {
+    /// The result as tab-separated text (check the answer before trusting the numbers).
+    pub body: String,
+    pub stats: QueryStats,
+}
+
+/// Runs `sql` once as a measured statement with statement-level `settings`.
+pub fn measure(target: &mut Target, sql: &str, tag: &StatementTag, settings: &Settings) -> Result<Measured> {
+    let log_comment = tag.to_string();
+    let settings = settings.merged(&Settings::new().with("log_comment", &log_comment));
+    match target.stats_source() {
+        StatsSource::ResultAndEventsDelta => measure_with_events_delta(target, sql, log_comment, &settings),
+        StatsSource::QueryLog => measure_with_query_log(target, sql, log_comment, &settings),
+    }
+}
+
+fn measure_with_events_delta(
+    target: &mut Target,
+    sql: &str,
+    log_comment: String,
+    settings: &Settings,
+) -> Result<Measured> {
+    let overhead = events_read_overhead(target)?;
+    let before = target.read_events()?;
+    let output = target.run(sql, settings, "TabSeparated")?;
+    let after = target.read_events()?;
+    let profile_events = events_delta(&before, &after, &overhead);
+    let counters = output.counters;
+    let stats = QueryStats {
+        log_comment,
+        source: StatsSource::ResultAndEventsDelta,
+        read_rows: counters.read_rows.unwrap_or(0),
+        read_bytes: counters.read_bytes.unwrap_or(0),
+        result_rows: counters.result_rows.unwrap_or(0),
+        server_duration_us: counters.elapsed_us.unwrap_or(0),
+        client_duration_us: micros(output.client_elapsed),
+        memory_usage: counters.memory_usage,
+        raw: serde_json::json!({
+            "result_counters": counters,
+            "events_before": before,
+            "events_after": after,
+            "events_read_overhead": overhead,
+        }),
+        profile_events,
+    };
+    Ok(Measured { body: output.body, stats })
+}
+
+/// What one read of `system.events` adds to the counters, from two reads back to back.
+/// Measured each time (cheap) because the number of non-zero events grows as a
+/// process runs, and with it the rows the read selects.
+fn events_read_overhead(target: &mut Target) -> Result<BTreeMap<String, u64>> {
+    let first = target.read_events()?;
+    let second = target.read_events()?;
+    Ok(events_delta(&first, &second, &BTreeMap::new()))
+}
+
+/// `after - before - overhead` per counter, saturating at zero; zeros are dropped.
+pub fn events_delta(
+    before: &BTreeMap<String, u64>,
+    after: &BTreeMap<String, u64>,
+    overhead: &BTreeMap<String, u64>,
+) -> BTreeMap<String, u64> {
+    after
+        .iter()
+        .filter_map(|(name, value)| {
+            let delta = value
+                .saturating_sub(before.get(name).copied().unwrap_or(0))
+                .saturating_sub(overhead.get(name).copied().unwrap_or(0));
+            (delta > 0).then(|| (name.clone(), delta))
+        })
+        .collect()
+}
+
+/// A `system.query_log` row, as much of it as the record needs.
+#[derive(Debug, Deserialize)]
+struct QueryLogRow {
+    read_rows: u64,
+    read_bytes: u64,
+    result_rows: u64,
+    query_duration_ms: u64,
+    memory_usage: u64,
+    #[serde(rename = "ProfileEvents")]
+    profile_events: BTreeMap<String, u64>,
+}
+
+fn measure_with_query_log(
+    target: &mut Target,
+    sql: &str,
+    log_comment: String,
+    settings: &Settings,
+) -> Result<Measured> {
+    let output = target.run(sql, settings, "TabSeparated")?;
+    target.execute("SYSTEM FLUSH LOGS").context("cannot flush the query log")?;
+    let lookup = format!(
+        "SELECT * FROM system.query_log WHERE type = 'QueryFinish' AND log_comment = '{}' \
+         ORDER BY event_time_microseconds DESC LIMIT 1",
+        log_comment.replace('\\', "\\\\").replace('\'', "\\'")
+    );
+    let mut rows: Vec<serde_json::Value> = target.query_rows(&lookup)?;
+    let Some(raw) = rows.pop() else {
+        bail!("no system.query_log row with log_comment {log_comment:?} for: {}", one_line(sql));
+    };
+    let row: QueryLogRow = serde_json::from_value(raw.clone())
+        .with_context(|| format!("unexpected system.query_log row for {log_comment:?}"))?;
+    let counters = output.counters;
+    let stats = QueryStats {
+        log_comment,
+        source: StatsSource::QueryLog,
+        read_rows: row.read_rows,
+        read_bytes: row.read_bytes,
+        result_rows: row.result_rows,
+        // query_log has milliseconds; the response summary has the same figure finer.
+        server_duration_us: counters.elapsed_us.unwrap_or(row.query_duration_ms * 1000),
+        client_duration_us: micros(output.client_elapsed),
+        memory_usage: Some(row.memory_usage),
+        profile_events: row.profile_events.into_iter().filter(|(_, value)| *value > 0).collect(),
+        raw,
+    };
+    Ok(Measured { body: output.body, stats })
+}
+
+fn micros(duration: std::time::Duration) -> u64 {
+    u64::try_from(duration.as_micros()).unwrap_or(u64::MAX)
+}
+
+/// Caches a cold run must not find warm. The page cache of the OS is not among them:
+/// a cold run bypasses it with [`Settings::direct_io`].
+pub const CACHE_DROPS: [&str; 6] = [
+    "SYSTEM DROP MARK CACHE",
+    "SYSTEM DROP UNCOMPRESSED CACHE",
+    "SYSTEM DROP QUERY CACHE",
+    "SYSTEM DROP QUERY CONDITION CACHE",
+    "SYSTEM DROP PAGE CACHE",
+    "SYSTEM DROP FILESYSTEM CACHE",
+];
+
+/// Drops the engine's caches before a cold run.
+pub fn drop_caches(target: &mut Target) -> Result<()> {
+    for statement in CACHE_DROPS {
+        target.execute(statement).with_context(|| format!("cannot drop caches before a cold run ({statement})"))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn events(pairs: &[(&str, u64)]) -> BTreeMap<String, u64> {
+        pairs.iter().map(|(name, value)| (name.to_string(), *value)).collect()
+    }
+
+    #[test]
+    fn events_delta_subtracts_the_read_overhead_and_drops_zeros() {
+        let before = events(&[("Query", 10), ("SelectedRows", 1000)]);
+        let after = events(&[("Query", 12), ("SelectedRows", 9292), ("SelectedMarks", 1)]);
+        let overhead = events(&[("Query", 1), ("SelectedRows", 100)]);
+        assert_eq!(
+            events_delta(&before, &after, &overhead),
+            events(&[("Query", 1), ("SelectedMarks", 1), ("SelectedRows", 8192)])
+        );
+    }
+
+    #[test]
+    fn tags_read_as_the_protocol_says() {
+        assert_eq!(StatementTag::new("r1", "logs", "q1", 2).to_string(), "r1/logs/q1/2");
+    }
+}

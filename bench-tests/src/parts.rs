@@ -1,0 +1,61 @@
+//! What a table looks like on disk, from the system tables: active parts and partitions
+//! (`system.parts`) and bytes per column (`system.parts_columns`), in the current
+//! database.
+
+use anyhow::Result;
+use serde::{Deserialize, Serialize};
+
+use crate::target::Target;
+
+/// Active parts of one table.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartsSummary {
+    pub active_parts: u64,
+    pub partitions: u64,
+    pub rows: u64,
+    pub marks: u64,
+    pub bytes_on_disk: u64,
+}
+
+/// Compressed and uncompressed bytes of one column over the table's active parts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ColumnBytes {
+    pub column: String,
+    pub compressed_bytes: u64,
+    pub uncompressed_bytes: u64,
+    pub marks_bytes: u64,
+}
+
+impl ColumnBytes {
+    /// Uncompressed over compressed (0 for an empty column).
+    pub fn compression_ratio(&self) -> f64 {
+        if self.compressed_bytes == 0 { 0.0 } else { self.uncompressed_bytes as f64 / self.compressed_bytes as f64 }
+    }
+}
+
+pub fn parts_summary(target: &mut Target, table: &str) -> Result<PartsSummary> {
+    let sql = format!(
+        "SELECT count() AS active_parts, uniqExact(partition_id) AS partitions, sum(rows) AS rows, \
+         sum(marks) AS marks, sum(bytes_on_disk) AS bytes_on_disk \
+         FROM system.parts WHERE active AND database = currentDatabase() AND table = '{}'",
+        escape(table)
+    );
+    let mut rows: Vec<PartsSummary> = target.query_rows(&sql)?;
+    Ok(rows.pop().unwrap_or(PartsSummary { active_parts: 0, partitions: 0, rows: 0, marks: 0, bytes_on_disk: 0 }))
+}
+
+/// Bytes per column, in table order.
+pub fn column_bytes(target: &mut Target, table: &str) -> Result<Vec<ColumnBytes>> {
+    let sql = format!(
+        "SELECT column, sum(column_data_compressed_bytes) AS compressed_bytes, \
+         sum(column_data_uncompressed_bytes) AS uncompressed_bytes, sum(column_marks_bytes) AS marks_bytes \
+         FROM system.parts_columns WHERE active AND database = currentDatabase() AND table = '{}' \
+         GROUP BY column ORDER BY min(column_position)",
+        escape(table)
+    );
+    target.query_rows(&sql)
+}
+
+fn escape(name: &str) -> String {
+    name.replace('\\', "\\\\").replace('\'', "\\'")
+}

@@ -1,0 +1,218 @@
+//! A small safe wrapper over libchdb's C API, loaded at run time.
+//!
+//! Facts this module relies on (measured, see DESIGN.md "The embedded engine"):
+//! - the library is loaded once per process and never unloaded: the engine registers
+//!   thread-local destructors that crash the process at thread exit once it is gone;
+//! - the engine's signal handlers are turned off before the first connection, or a panic
+//!   that aborts is caught by the engine's crash handler, which sleeps for minutes;
+//! - an empty result (DDL, INSERT) has a NULL buffer;
+//! - one storage path per process: a second connection must use the same `--path`;
+//! - every connection is closed before the process exits ([`Connection`]'s `Drop`).
+//!
+//! The prototypes below are the exported ones; there is no header in the package, and a
+//! prototype that differs crashes.
+
+use std::ffi::{CStr, CString, c_char, c_int, c_void};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+use anyhow::{Context, Result, anyhow, bail};
+use libloading::Library;
+
+use crate::engine;
+
+type ConnectFn = unsafe extern "C" fn(c_int, *mut *mut c_char) -> *mut *mut c_void;
+type CloseConnFn = unsafe extern "C" fn(*mut *mut c_void);
+type QueryNFn = unsafe extern "C" fn(*mut c_void, *const c_char, usize, *const c_char, usize) -> *mut c_void;
+type ResultBufferFn = unsafe extern "C" fn(*mut c_void) -> *const c_char;
+type ResultU64Fn = unsafe extern "C" fn(*mut c_void) -> u64;
+type ResultLengthFn = unsafe extern "C" fn(*mut c_void) -> usize;
+type ResultElapsedFn = unsafe extern "C" fn(*mut c_void) -> f64;
+type ResultErrorFn = unsafe extern "C" fn(*mut c_void) -> *const c_char;
+type DestroyResultFn = unsafe extern "C" fn(*mut c_void);
+type SetSignalHandlersFn = unsafe extern "C" fn(c_int);
+
+/// The loaded library and the functions we call. Lives in a `static` and is never
+/// dropped, so the library is never unloaded.
+struct Api {
+    path: PathBuf,
+    connect: ConnectFn,
+    close_conn: CloseConnFn,
+    query_n: QueryNFn,
+    result_buffer: ResultBufferFn,
+    result_length: ResultLengthFn,
+    result_elapsed: ResultElapsedFn,
+    result_rows_read: ResultU64Fn,
+    result_storage_rows_read: ResultU64Fn,
+    result_storage_bytes_read: ResultU64Fn,
+    result_error: ResultErrorFn,
+    destroy_query_result: DestroyResultFn,
+    _library: Library,
+}
+
+static API: OnceLock<Result<Api, String>> = OnceLock::new();
+
+/// The storage path this process's engine was opened with (one per process).
+static STORAGE_PATH: Mutex<Option<PathBuf>> = Mutex::new(None);
+
+fn api() -> Result<&'static Api> {
+    API.get_or_init(|| {
+        let progress = |line: &str| eprintln!("chbench: {line}");
+        let path = engine::library_path(&progress).map_err(|error| format!("{error:#}"))?;
+        load(&path).map_err(|error| format!("{error:#}"))
+    })
+    .as_ref()
+    .map_err(|error| anyhow!("{error}"))
+}
+
+/// Loads the library at `path` and resolves every symbol we use.
+fn load(path: &Path) -> Result<Api> {
+    let broken = || {
+        format!(
+            "the embedded engine {} failed to load: delete it and run `cargo xtask setup`, or set {} to a \
+             good libchdb.so",
+            path.display(),
+            engine::LIBCHDB_ENV
+        )
+    };
+    // SAFETY: loading runs the library's initialisers; libchdb's are known to be benign
+    // when loaded once per process, which the `static` above guarantees.
+    let library = unsafe { Library::new(path) }.with_context(broken)?;
+    // SAFETY: every type below is the exported prototype (see the module docs).
+    unsafe {
+        let set_signal_handlers: SetSignalHandlersFn =
+            *library.get(b"chdb_set_signal_handlers_enabled").with_context(broken)?;
+        set_signal_handlers(0);
+        Ok(Api {
+            path: path.to_path_buf(),
+            connect: *library.get(b"chdb_connect").with_context(broken)?,
+            close_conn: *library.get(b"chdb_close_conn").with_context(broken)?,
+            query_n: *library.get(b"chdb_query_n").with_context(broken)?,
+            result_buffer: *library.get(b"chdb_result_buffer").with_context(broken)?,
+            result_length: *library.get(b"chdb_result_length").with_context(broken)?,
+            result_elapsed: *library.get(b"chdb_result_elapsed").with_context(broken)?,
+            result_rows_read: *library.get(b"chdb_result_rows_read").with_context(broken)?,
+            result_storage_rows_read: *library.get(b"chdb_result_storage_rows_read").with_context(broken)?,
+            result_storage_bytes_read: *library.get(b"chdb_result_storage_bytes_read").with_context(broken)?,
+            result_error: *library.get(b"chdb_result_error").with_context(broken)?,
+            destroy_query_result: *library.get(b"chdb_destroy_query_result").with_context(broken)?,
+            _library: library,
+        })
+    }
+}
+
+/// Loads the engine library (once per process) and returns the path it came from.
+pub fn ensure_loaded() -> Result<PathBuf> {
+    Ok(api()?.path.clone())
+}
+
+/// What one statement returned, with the engine's own counters.
+#[derive(Debug, Clone)]
+pub struct ChdbOutput {
+    /// The result in the requested output format (empty for DDL and INSERT).
+    pub body: String,
+    /// Time the engine reports for the statement.
+    pub elapsed: Duration,
+    /// Rows in the result.
+    pub result_rows: u64,
+    /// Rows and bytes read from storage.
+    pub storage_rows_read: u64,
+    pub storage_bytes_read: u64,
+}
+
+/// One connection to the in-process engine. Closed on drop.
+pub struct Connection {
+    handle: *mut *mut c_void,
+    api: &'static Api,
+}
+
+impl Connection {
+    /// Opens the engine on a storage directory. The first connection of a process
+    /// chooses the directory; later ones must use the same directory.
+    pub fn open(storage: &Path) -> Result<Connection> {
+        let api = api()?;
+        let storage = storage
+            .canonicalize()
+            .with_context(|| format!("the engine's storage folder {} does not exist", storage.display()))?;
+        let mut chosen = STORAGE_PATH.lock().map_err(|_| anyhow!("the engine's storage lock is poisoned"))?;
+        if let Some(existing) = chosen.as_ref()
+            && existing != &storage
+        {
+            bail!(
+                "the embedded engine allows one storage folder per process: {} is open, {} was asked for",
+                existing.display(),
+                storage.display()
+            );
+        }
+        let arguments = [
+            CString::new("clickhouse")?,
+            CString::new(format!("--path={}", storage.display())).context("storage path has a NUL byte")?,
+        ];
+        let mut argv: Vec<*mut c_char> = arguments.iter().map(|argument| argument.as_ptr().cast_mut()).collect();
+        let argc = c_int::try_from(argv.len()).context("too many engine arguments")?;
+        // SAFETY: argv points at NUL-terminated strings that outlive the call.
+        let handle = unsafe { (api.connect)(argc, argv.as_mut_ptr()) };
+        if handle.is_null() {
+            bail!(
+                "the embedded engine refused a connection to {} (another process may hold it: look for its \
+                 `status` lock file)",
+                storage.display()
+            );
+        }
+        *chosen = Some(storage);
+        Ok(Connection { handle, api })
+    }
+
+    /// Runs one statement and returns its output in `format` (e.g. `TabSeparated`).
+    pub fn query(&self, sql: &str, format: &str) -> Result<ChdbOutput> {
+        let api = self.api;
+        // SAFETY: the handle is a live connection (closed only in Drop); the pointers and
+        // lengths describe live buffers; the result is destroyed before returning.
+        unsafe {
+            let result =
+                (api.query_n)(*self.handle, sql.as_ptr().cast(), sql.len(), format.as_ptr().cast(), format.len());
+            if result.is_null() {
+                bail!("the embedded engine returned no result");
+            }
+            let outcome = read_result(api, result);
+            (api.destroy_query_result)(result);
+            outcome
+        }
+    }
+}
+
+/// Copies what we need out of a result; the caller destroys it.
+unsafe fn read_result(api: &Api, result: *mut c_void) -> Result<ChdbOutput> {
+    // SAFETY: `result` is a live result from chdb_query_n.
+    unsafe {
+        let error = (api.result_error)(result);
+        if !error.is_null() {
+            let message = CStr::from_ptr(error).to_string_lossy();
+            bail!("{}", message.trim());
+        }
+        let length = (api.result_length)(result);
+        let buffer = (api.result_buffer)(result);
+        // An empty result (DDL, INSERT) has a NULL buffer.
+        let body = if buffer.is_null() || length == 0 {
+            String::new()
+        } else {
+            String::from_utf8_lossy(std::slice::from_raw_parts(buffer.cast::<u8>(), length)).into_owned()
+        };
+        let elapsed_seconds = (api.result_elapsed)(result);
+        Ok(ChdbOutput {
+            body,
+            elapsed: Duration::from_secs_f64(elapsed_seconds.max(0.0)),
+            result_rows: (api.result_rows_read)(result),
+            storage_rows_read: (api.result_storage_rows_read)(result),
+            storage_bytes_read: (api.result_storage_bytes_read)(result),
+        })
+    }
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        // SAFETY: the handle came from chdb_connect and is closed exactly once.
+        unsafe { (self.api.close_conn)(self.handle) }
+    }
+}

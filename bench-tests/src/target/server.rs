@@ -1,0 +1,175 @@
+//! Server targets: any ClickHouse server reached over HTTP with the `clickhouse` crate.
+//!
+//! Used directly by the `url` target and underneath the `container` target. Credentials
+//! come from the environment and are never printed: errors and [`ServerConfig::display_url`]
+//! show the URL without its user-info part.
+
+use std::fmt;
+
+use anyhow::{Context, Result, anyhow, bail};
+
+use super::ResultCounters;
+use crate::settings::Settings;
+
+pub const URL_ENV: &str = "CHBENCH_URL";
+pub const USER_ENV: &str = "CHBENCH_USER";
+pub const PASSWORD_ENV: &str = "CHBENCH_PASSWORD";
+
+/// Where a server is and who to log in as.
+#[derive(Clone)]
+pub struct ServerConfig {
+    pub url: String,
+    pub user: String,
+    pub password: String,
+}
+
+impl fmt::Debug for ServerConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ServerConfig")
+            .field("url", &self.display_url())
+            .field("user", &self.user)
+            .field("password", &"<hidden>")
+            .finish()
+    }
+}
+
+impl ServerConfig {
+    /// Reads `CHBENCH_URL` (required), `CHBENCH_USER` (default `default`) and
+    /// `CHBENCH_PASSWORD` (default empty).
+    pub fn from_env() -> Result<ServerConfig> {
+        let url = std::env::var(URL_ENV)
+            .map_err(|_| anyhow!("the url target needs {URL_ENV} (e.g. http://127.0.0.1:8123)"))?;
+        ServerConfig::new(
+            &url,
+            &std::env::var(USER_ENV).unwrap_or_else(|_| "default".to_string()),
+            &std::env::var(PASSWORD_ENV).unwrap_or_default(),
+        )
+    }
+
+    pub fn new(url: &str, user: &str, password: &str) -> Result<ServerConfig> {
+        let url = url.trim().trim_end_matches('/');
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            bail!("{URL_ENV} must be an http:// or https:// URL, got {:?}", without_userinfo(url));
+        }
+        if url.starts_with("https://") {
+            bail!("https URLs are not supported yet (reach the server through a port-forward or loopback)");
+        }
+        Ok(ServerConfig { url: url.to_string(), user: user.to_string(), password: password.to_string() })
+    }
+
+    /// The URL as it may appear in output and results: no user-info part.
+    pub fn display_url(&self) -> String {
+        without_userinfo(&self.url)
+    }
+}
+
+/// `http://user:secret@host:8123` becomes `http://host:8123`.
+fn without_userinfo(url: &str) -> String {
+    match url.split_once("://") {
+        Some((scheme, rest)) => {
+            let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+            let host = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
+            format!("{scheme}://{host}{path}")
+        }
+        None => url.to_string(),
+    }
+}
+
+pub struct ServerTarget {
+    config: ServerConfig,
+    client: clickhouse::Client,
+    runtime: tokio::runtime::Runtime,
+}
+
+impl ServerTarget {
+    /// Builds a client with the session defaults and checks that the server answers.
+    pub fn connect(config: ServerConfig) -> Result<ServerTarget> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .context("cannot start the HTTP client's runtime")?;
+        let mut client =
+            clickhouse::Client::default().with_url(&config.url).with_user(&config.user).with_password(&config.password);
+        for (name, value) in Settings::session_defaults().iter() {
+            client = client.with_setting(name, value);
+        }
+        let mut target = ServerTarget { config, client, runtime };
+        target.run("SELECT 1", &Settings::new(), "TabSeparated")?;
+        Ok(target)
+    }
+
+    pub fn config(&self) -> &ServerConfig {
+        &self.config
+    }
+
+    pub fn use_database(&mut self, name: &str) {
+        self.client = self.client.clone().with_database(name);
+    }
+
+    /// Runs one statement; statement-level settings travel as URL parameters.
+    pub fn run(&mut self, sql: &str, settings: &Settings, format: &str) -> Result<(String, ResultCounters)> {
+        let mut query = self.client.query_raw(sql);
+        for (name, value) in settings.iter() {
+            query = query.with_setting(name, value);
+        }
+        let outcome = self.runtime.block_on(async {
+            let mut cursor = query.fetch_bytes(format)?;
+            let body = cursor.collect().await?;
+            let counters = cursor
+                .summary()
+                .map(|summary| ResultCounters {
+                    read_rows: summary.read_rows(),
+                    read_bytes: summary.read_bytes(),
+                    result_rows: summary.result_rows(),
+                    elapsed_us: summary.elapsed_ns().map(|ns| ns / 1000),
+                    memory_usage: summary.memory_usage(),
+                })
+                .unwrap_or_default();
+            Ok::<_, clickhouse::error::Error>((String::from_utf8_lossy(&body).into_owned(), counters))
+        });
+        outcome.map_err(|error| self.explain_error(error))
+    }
+
+    /// One line naming the server and what went wrong, never the password.
+    fn explain_error(&self, error: clickhouse::error::Error) -> anyhow::Error {
+        let url = self.config.display_url();
+        let text = error.to_string().replace(&self.config.password, "<hidden>");
+        match error {
+            clickhouse::error::Error::Network(_) => {
+                anyhow!("cannot reach ClickHouse at {url}: {text}")
+            }
+            _ if text.contains("Code: 516") || text.contains("Code: 194") || text.contains("AUTHENTICATION_FAILED") => {
+                anyhow!("ClickHouse at {url} refused user {:?}: {}", self.config.user, first_line(&text))
+            }
+            _ => anyhow!("ClickHouse at {url}: {}", first_line(&text)),
+        }
+    }
+}
+
+fn first_line(text: &str) -> &str {
+    text.lines().next().unwrap_or("").trim()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_lose_their_credentials_for_display() {
+        assert_eq!(without_userinfo("http://bench:s3cret@127.0.0.1:8123/x"), "http://127.0.0.1:8123/x");
+        assert_eq!(without_userinfo("http://127.0.0.1:8123"), "http://127.0.0.1:8123");
+    }
+
+    #[test]
+    fn config_debug_hides_the_password() {
+        let config = ServerConfig::new("http://u:s3cret@127.0.0.1:8123", "u", "s3cret").unwrap();
+        let shown = format!("{config:?}");
+        assert!(!shown.contains("s3cret"), "{shown}");
+    }
+
+    #[test]
+    fn non_http_urls_are_refused_without_echoing_credentials() {
+        let error = ServerConfig::new("tcp://u:s3cret@host:9000", "u", "s3cret").unwrap_err().to_string();
+        assert!(error.contains("must be an http://") && !error.contains("s3cret"), "{error}");
+    }
+}

@@ -1,0 +1,71 @@
+//! The embedded engine's facts (DESIGN.md "The embedded engine"), checked on the real
+//! libchdb whatever `CHBENCH_TARGET` says: these are facts about this one target.
+
+use bench_tests::settings::Settings;
+use bench_tests::target::chdb::Connection;
+use bench_tests::target::{TargetKind, open_target_of_kind};
+
+fn embedded() -> bench_tests::target::Target {
+    open_target_of_kind(TargetKind::Embedded).expect("cannot open the embedded engine")
+}
+
+#[test]
+fn the_engine_reports_its_version() {
+    let target = embedded();
+    let version = &target.info().engine_version;
+    assert!(version.split('.').count() == 4 && version.starts_with("26."), "unexpected version {version:?}");
+}
+
+#[test]
+fn an_empty_result_is_empty_text() {
+    let mut target = embedded();
+    assert_eq!(target.query_text("SELECT 1 WHERE 0").unwrap(), "");
+    target.use_fresh_database("engine_empty_result").unwrap();
+    let ddl = target.run("CREATE TABLE t (k UInt8) ENGINE = Memory", &Settings::new(), "TabSeparated").unwrap();
+    assert_eq!(ddl.body, "");
+}
+
+#[test]
+fn an_sql_error_names_the_statement_and_the_engine_code() {
+    let mut target = embedded();
+    let error = format!("{:#}", target.execute("SELEC 1").unwrap_err());
+    assert!(error.contains("statement failed: SELEC 1"), "{error}");
+    assert!(error.contains("Code: 62") && error.contains("SYNTAX_ERROR"), "{error}");
+    // The connection is still usable after an error.
+    assert_eq!(target.query_text("SELECT 2").unwrap(), "2\n");
+}
+
+#[test]
+fn a_second_connection_shares_the_storage_and_closing_it_leaves_the_first_working() {
+    let mut first = embedded();
+    first.use_fresh_database("engine_second_connection").unwrap();
+    first.execute("CREATE TABLE t (k UInt64) ENGINE = MergeTree ORDER BY k").unwrap();
+    first.execute("INSERT INTO t SELECT number FROM numbers(10)").unwrap();
+    {
+        let mut second = embedded();
+        assert_eq!(second.query_text("SELECT count() FROM engine_second_connection.t").unwrap(), "10\n");
+    }
+    assert_eq!(first.query_text("SELECT count() FROM t").unwrap(), "10\n");
+}
+
+#[test]
+fn a_second_storage_folder_in_one_process_is_refused_clearly() {
+    let _first = embedded();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let error = Connection::open(elsewhere.path()).err().expect("a second folder must be refused").to_string();
+    assert!(error.contains("one storage folder per process"), "{error}");
+}
+
+#[test]
+fn statement_settings_apply_to_that_statement_only() {
+    let mut target = embedded();
+    let one_thread = Settings::new().with("max_threads", 1).with("use_query_condition_cache", 1);
+    let during = target
+        .run("SELECT getSetting('max_threads'), getSetting('use_query_condition_cache')", &one_thread, "TabSeparated")
+        .unwrap();
+    assert_eq!(during.body, "1\ttrue\n");
+    let after =
+        target.query_text("SELECT getSetting('max_threads') = 1, getSetting('use_query_condition_cache')").unwrap();
+    // max_threads is back to the engine default, the condition cache back to the session's "off".
+    assert_eq!(after, "0\tfalse\n");
+}

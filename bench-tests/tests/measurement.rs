@@ -1,0 +1,84 @@
+//! The measurement core on the chosen target: statistics records, cache control,
+//! EXPLAIN parsing, and the system-table readers.
+
+mod common;
+
+use bench_tests::explain::explain_indexes;
+use bench_tests::measure::{StatementTag, drop_caches, measure};
+use bench_tests::parts::{column_bytes, parts_summary};
+use bench_tests::settings::Settings;
+use bench_tests::target::{StatsSource, Target};
+
+/// A 200 k-row MergeTree table in the scenario's database, one part.
+fn with_numbers_table(scenario: &str) -> Target {
+    let mut target = common::scenario_target(scenario);
+    target
+        .execute("CREATE TABLE numbers (k UInt64, s String) ENGINE = MergeTree ORDER BY k SETTINGS index_granularity = 8192, min_bytes_for_wide_part = 0")
+        .unwrap();
+    target.execute("INSERT INTO numbers SELECT number, toString(number) FROM numbers(200000)").unwrap();
+    target.execute("OPTIMIZE TABLE numbers FINAL").unwrap();
+    target
+}
+
+#[test]
+fn read_rows_agrees_with_the_selected_rows_event() {
+    let mut target = with_numbers_table("measure_agreement");
+    let tag = StatementTag::new("test", "measure_agreement", "range", 1);
+    let measured =
+        measure(&mut target, "SELECT sum(k) FROM numbers WHERE k BETWEEN 10000 AND 30000", &tag, &Settings::new())
+            .unwrap();
+    assert_eq!(measured.body, "400020000\n");
+    let stats = measured.stats;
+    assert_eq!(stats.log_comment, "test/measure_agreement/range/1");
+    assert_eq!(stats.result_rows, 1);
+    // Granules 1..=3 of 8192 rows hold keys 10000..=30000.
+    assert_eq!(stats.read_rows, 3 * 8192);
+    assert_eq!(stats.event("SelectedRows"), stats.read_rows, "events: {:?}", stats.profile_events);
+    assert_eq!(stats.event("SelectedMarks"), 3);
+    assert_eq!(stats.event("SelectedParts"), 1);
+    assert!(stats.event("RealTimeMicroseconds") > 0);
+    match target.stats_source() {
+        StatsSource::QueryLog => assert!(stats.raw.get("query_id").is_some()),
+        StatsSource::ResultAndEventsDelta => assert!(stats.raw.get("events_after").is_some()),
+    }
+}
+
+#[test]
+fn a_direct_io_run_after_dropping_caches_reads_through_direct_io() {
+    let mut target = with_numbers_table("measure_direct_io");
+    drop_caches(&mut target).unwrap();
+    let tag = StatementTag::new("test", "measure_direct_io", "scan", 1);
+    let measured =
+        measure(&mut target, "SELECT count() FROM numbers WHERE s LIKE '%99%'", &tag, &Settings::direct_io()).unwrap();
+    assert_eq!(measured.stats.read_rows, 200_000);
+    assert!(measured.stats.event("CreatedReadBufferDirectIO") > 0, "events: {:?}", measured.stats.profile_events);
+    // Without the setting the same scan does not use direct I/O.
+    let tag = StatementTag::new("test", "measure_direct_io", "scan", 2);
+    let warm = measure(&mut target, "SELECT count() FROM numbers WHERE s LIKE '%99%'", &tag, &Settings::new()).unwrap();
+    assert_eq!(warm.stats.event("CreatedReadBufferDirectIO"), 0);
+    assert_eq!(warm.body, measured.body);
+}
+
+#[test]
+fn explain_reports_the_primary_key_stage() {
+    let mut target = with_numbers_table("measure_explain");
+    let reads = explain_indexes(&mut target, "SELECT sum(k) FROM numbers WHERE k BETWEEN 10000 AND 30000").unwrap();
+    assert_eq!(reads.len(), 1);
+    assert_eq!(reads[0].table, "measure_explain.numbers");
+    let primary_key = reads[0].stage("PrimaryKey").expect("a PrimaryKey stage");
+    assert_eq!((primary_key.initial_granules, primary_key.selected_granules), (25, 3));
+    assert_eq!((primary_key.initial_parts, primary_key.selected_parts), (1, 1));
+}
+
+#[test]
+fn parts_and_column_bytes_describe_the_table() {
+    let mut target = with_numbers_table("measure_parts");
+    let parts = parts_summary(&mut target, "numbers").unwrap();
+    assert_eq!((parts.active_parts, parts.partitions, parts.rows), (1, 1, 200_000));
+    let columns = column_bytes(&mut target, "numbers").unwrap();
+    let names: Vec<_> = columns.iter().map(|column| column.column.as_str()).collect();
+    assert_eq!(names, ["k", "s"]);
+    // 200 k UInt64 values are 1.6 MB uncompressed; sorted, LZ4 shrinks them.
+    assert_eq!(columns[0].uncompressed_bytes, 1_600_000);
+    assert!(columns[0].compressed_bytes < columns[0].uncompressed_bytes, "{:?}", columns[0]);
+}

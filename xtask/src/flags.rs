@@ -1,0 +1,92 @@
+//! The whole command line, in one place.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(name = "cargo xtask", about = "Measure how ClickHouse behaves on your schema, node and storage")]
+pub struct Xtask {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Fetch and verify the pinned embedded engine (libchdb) and print its ClickHouse version.
+    Setup(Setup),
+    /// Run the benchmark on the chosen target and print what it measured.
+    Bench(Bench),
+    /// Run the statements of SQL files on the chosen target and measure the last one of each.
+    Measure(Measure),
+}
+
+/// Which target to run on; the same names and variable as the tests.
+#[derive(Debug, Clone, Args)]
+pub struct TargetFlag {
+    /// auto, embedded, container or url (url reads CHBENCH_URL, CHBENCH_USER, CHBENCH_PASSWORD).
+    #[arg(long, env = "CHBENCH_TARGET", default_value = "auto")]
+    pub target: String,
+}
+
+#[derive(Debug, Args)]
+pub struct Setup {}
+
+#[derive(Debug, Args)]
+pub struct Bench {
+    #[command(flatten)]
+    pub target: TargetFlag,
+    /// Rows to generate (accepts K, M and G suffixes, e.g. 10M).
+    #[arg(long, default_value = "10M", value_parser = parse_count)]
+    pub rows: u64,
+    /// Warm runs per query after the cold (direct I/O) run.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    pub runs: u32,
+}
+
+#[derive(Debug, Args)]
+pub struct Measure {
+    #[command(flatten)]
+    pub target: TargetFlag,
+    /// SQL files; every statement but the last runs as set-up, the last is measured.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+}
+
+/// `10M` is 10,000,000; plain numbers and `_` separators work too.
+pub fn parse_count(text: &str) -> Result<u64, String> {
+    let cleaned = text.trim().replace('_', "");
+    let (digits, multiplier) = match cleaned.chars().last() {
+        Some('k' | 'K') => (&cleaned[..cleaned.len() - 1], 1_000),
+        Some('m' | 'M') => (&cleaned[..cleaned.len() - 1], 1_000_000),
+        Some('g' | 'G') => (&cleaned[..cleaned.len() - 1], 1_000_000_000),
+        _ => (cleaned.as_str(), 1),
+    };
+    let count: u64 = digits.parse().map_err(|_| format!("{text:?} is not a row count (e.g. 1000000 or 10M)"))?;
+    let rows = count.checked_mul(multiplier).ok_or_else(|| format!("{text:?} is too large"))?;
+    if rows == 0 {
+        return Err("the row count must be positive".to_string());
+    }
+    Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn row_counts_take_suffixes() {
+        assert_eq!(parse_count("10M"), Ok(10_000_000));
+        assert_eq!(parse_count("100m"), Ok(100_000_000));
+        assert_eq!(parse_count("1_000"), Ok(1000));
+        assert_eq!(parse_count("2k"), Ok(2000));
+        assert!(parse_count("ten").unwrap_err().contains("not a row count"));
+        assert!(parse_count("0").is_err());
+    }
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        use clap::CommandFactory;
+        Xtask::command().debug_assert();
+    }
+}

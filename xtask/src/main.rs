@@ -1,0 +1,29 @@
+//! `cargo xtask`: the proving ground's command line. Each subcommand lives in its own
+//! file with a `run`; the whole command line is declared in `flags.rs`.
+
+mod bench;
+mod flags;
+mod measure;
+mod setup;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let flags = flags::Xtask::parse();
+    let outcome = match flags.command {
+        flags::Command::Setup(setup) => setup.run(),
+        flags::Command::Bench(bench) => bench.run(),
+        flags::Command::Measure(measure) => measure.run(),
+    };
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            // One line naming what failed: the whole context chain, newlines folded.
+            let line = format!("{error:#}").split_whitespace().collect::<Vec<_>>().join(" ");
+            eprintln!("error: {line}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,18 @@
+//! `cargo xtask setup`: fetch the pinned engine, check that it loads and answers.
+
+use anyhow::Result;
+use bench_tests::engine;
+use bench_tests::target::{TargetKind, open_target_of_kind};
+
+use crate::flags::Setup;
+
+impl Setup {
+    pub fn run(self) -> Result<()> {
+        let progress = |line: &str| eprintln!("setup: {line}");
+        let library = engine::library_path(&progress)?;
+        println!("engine library: {}", library.display());
+        let target = open_target_of_kind(TargetKind::Embedded)?;
+        println!("ClickHouse version: {}", target.info().engine_version);
+        Ok(())
+    }
+}
