@@ -69,3 +69,14 @@ fn statement_settings_apply_to_that_statement_only() {
     // max_threads is back to the engine default, the condition cache back to the session's "off".
     assert_eq!(after, "0\tfalse\n");
 }
+
+#[test]
+fn the_embedded_engine_has_no_query_log_so_measurement_uses_the_events_delta() {
+    // DESIGN.md: libchdb's C API builds ignore --config-file, so there is no query_log.
+    // If this fails, a newer engine has one: switch the embedded target's StatsSource.
+    let mut target = embedded();
+    let exists =
+        target.query_text("SELECT count() FROM system.tables WHERE database = 'system' AND name = 'query_log'");
+    assert_eq!(exists.unwrap(), "0\n");
+    assert_eq!(target.stats_source(), bench_tests::target::StatsSource::ResultAndEventsDelta);
+}

@@ -86,3 +86,20 @@ fn a_missing_sql_file_is_named() {
     assert!(line.contains("cannot read no/such/file.sql"), "{line}");
     assert!(!Path::new("no/such/file.sql").exists());
 }
+
+/// Needs a running server: `CHBENCH_URL` (and `CHBENCH_USER`); run with
+/// `cargo nextest run --run-ignored only`. Checked against a real server on loopback.
+#[test]
+#[ignore = "needs a ClickHouse server at CHBENCH_URL"]
+fn a_wrong_password_is_refused_and_never_echoed() {
+    let url = std::env::var("CHBENCH_URL").expect("CHBENCH_URL");
+    let user = std::env::var("CHBENCH_USER").unwrap_or_else(|_| "default".to_string());
+    let output = xtask(
+        &["bench", "--target", "url", "--rows", "1000"],
+        &[("CHBENCH_URL", &url), ("CHBENCH_USER", &user), ("CHBENCH_PASSWORD", "surely-wrong-pw")],
+    );
+    let line = error_line(&output);
+    assert!(line.contains(&format!("refused user {user:?}")), "{line}");
+    let everything = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert!(!everything.contains("surely-wrong-pw"), "the password leaked:\n{everything}");
+}

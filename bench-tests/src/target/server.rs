@@ -138,12 +138,20 @@ impl ServerTarget {
             clickhouse::error::Error::Network(_) => {
                 anyhow!("cannot reach ClickHouse at {url}: {text}")
             }
-            _ if text.contains("Code: 516") || text.contains("Code: 194") || text.contains("AUTHENTICATION_FAILED") => {
+            _ if is_authentication_failure(&text) => {
                 anyhow!("ClickHouse at {url} refused user {:?}: {}", self.config.user, first_line(&text))
             }
             _ => anyhow!("ClickHouse at {url}: {}", first_line(&text)),
         }
     }
+}
+
+/// ClickHouse's ways of saying "wrong user or password" across versions:
+/// 516 AUTHENTICATION_FAILED (current), 194 REQUIRED_PASSWORD, 193 WRONG_PASSWORD (old).
+fn is_authentication_failure(text: &str) -> bool {
+    ["Code: 516", "Code: 194", "Code: 193", "AUTHENTICATION_FAILED", "Wrong password"]
+        .iter()
+        .any(|marker| text.contains(marker))
 }
 
 fn first_line(text: &str) -> &str {
@@ -153,6 +161,18 @@ fn first_line(text: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn authentication_failures_are_recognised_across_versions() {
+        // As printed by 18.16 (the Debian package) and by 25.x servers.
+        assert!(is_authentication_failure(
+            "bad response: Code: 193, e.displayText() = DB::Exception: Wrong password for user default"
+        ));
+        assert!(is_authentication_failure(
+            "bad response: Code: 516. DB::Exception: bench: Authentication failed. (AUTHENTICATION_FAILED)"
+        ));
+        assert!(!is_authentication_failure("bad response: Code: 62. DB::Exception: Syntax error"));
+    }
 
     #[test]
     fn urls_lose_their_credentials_for_display() {
