@@ -103,3 +103,14 @@ fn a_wrong_password_is_refused_and_never_echoed() {
     let everything = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
     assert!(!everything.contains("surely-wrong-pw"), "the password leaked:\n{everything}");
 }
+
+#[test]
+fn a_missing_npm_says_what_to_do() {
+    // An empty cache (a fresh target dir) and no npm on the PATH.
+    let fresh_target = tempfile::tempdir().unwrap();
+    let output =
+        xtask(&["setup"], &[("CARGO_TARGET_DIR", fresh_target.path().to_str().unwrap()), ("PATH", "/nonexistent")]);
+    let line = error_line(&output);
+    assert!(line.contains("`npm` is required to fetch the embedded engine"), "{line}");
+    assert!(line.contains("CHBENCH_LIBCHDB"), "{line}");
+}
