@@ -95,11 +95,21 @@ fn measure_with_events_delta(
     log_comment: String,
     settings: &Settings,
 ) -> Result<Measured> {
-    let overhead = events_read_overhead(target)?;
-    let before = target.read_events()?;
-    let output = target.run(sql, settings, "TabSeparated")?;
-    let after = target.read_events()?;
-    let profile_events = events_delta(&before, &after, &overhead);
+    // The settings go in (SET) before the window and come out after it, so the window
+    // holds the statement and the reads of system.events only.
+    let (before, output, after, overhead) = target.with_session_settings(settings, |target| {
+        let calibration = events_read_overhead(target)?;
+        let before = target.read_events()?;
+        let output = target.run(sql, &Settings::new(), "TabSeparated")?;
+        let after = target.read_events()?;
+        Ok((before, output, after, calibration))
+    })?;
+    // The snapshot `before` shows does not include its own read, which lands in the
+    // window; its rows and bytes are known exactly, the rest is the calibration's.
+    let mut overhead = overhead;
+    overhead.insert("SelectedRows".to_string(), before.read_counters.read_rows.unwrap_or(0));
+    overhead.insert("SelectedBytes".to_string(), before.read_counters.read_bytes.unwrap_or(0));
+    let profile_events = events_delta(&before.values, &after.values, &overhead);
     let counters = output.counters;
     let stats = QueryStats {
         log_comment,
@@ -127,7 +137,7 @@ fn measure_with_events_delta(
 fn events_read_overhead(target: &mut Target) -> Result<BTreeMap<String, u64>> {
     let first = target.read_events()?;
     let second = target.read_events()?;
-    Ok(events_delta(&first, &second, &BTreeMap::new()))
+    Ok(events_delta(&first.values, &second.values, &BTreeMap::new()))
 }
 
 /// `after - before - overhead` per counter, saturating at zero; zeros are dropped.

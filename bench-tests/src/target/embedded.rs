@@ -78,18 +78,31 @@ impl EmbeddedTarget {
         Ok(())
     }
 
-    /// Runs one statement with statement-level settings applied as `SET` before it and
-    /// the session's values restored after it, whether it succeeded or not.
-    pub fn run(&mut self, sql: &str, settings: &Settings, format: &str) -> Result<(String, ResultCounters)> {
+    /// Puts `settings` in force for the following statements (`SET`).
+    pub fn apply_settings(&mut self, settings: &Settings) -> Result<()> {
         for statement in settings.set_statements() {
             self.connection.query(&statement, "TabSeparated").with_context(|| format!("cannot apply `{statement}`"))?;
         }
-        let outcome = self.connection.query(sql, format);
+        Ok(())
+    }
+
+    /// Puts the session's values of `settings` back in force (the engine default for
+    /// settings the session does not set).
+    pub fn restore_settings(&mut self, settings: &Settings) -> Result<()> {
         for (name, _) in settings.iter() {
             let session_value = self.session.get(name).unwrap_or("DEFAULT");
             let restore = Settings::new().with(name, session_value).set_statements().concat();
             self.connection.query(&restore, "TabSeparated").with_context(|| format!("cannot restore `{restore}`"))?;
         }
+        Ok(())
+    }
+
+    /// Runs one statement with statement-level settings applied as `SET` before it and
+    /// the session's values restored after it, whether it succeeded or not.
+    pub fn run(&mut self, sql: &str, settings: &Settings, format: &str) -> Result<(String, ResultCounters)> {
+        self.apply_settings(settings)?;
+        let outcome = self.connection.query(sql, format);
+        self.restore_settings(settings)?;
         let output = outcome?;
         let counters = ResultCounters {
             read_rows: Some(output.storage_rows_read),

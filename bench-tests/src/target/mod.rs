@@ -231,16 +231,52 @@ impl Target {
             .collect()
     }
 
-    /// Reads `system.events` as a map (the embedded engine's ProfileEvents source).
-    pub fn read_events(&mut self) -> Result<BTreeMap<String, u64>> {
+    /// Reads `system.events`: the embedded engine's ProfileEvents source. The read's own
+    /// storage counters come with it, since reading the table adds to `SelectedRows`.
+    pub fn read_events(&mut self) -> Result<EventsSnapshot> {
         #[derive(Deserialize)]
         struct Event {
             name: String,
             value: u64,
         }
-        let events: Vec<Event> = self.query_rows("SELECT name, value FROM system.events")?;
-        Ok(events.into_iter().map(|event| (event.name, event.value)).collect())
+        let settings = Settings::new().with("output_format_json_quote_64bit_integers", 0);
+        let output = self.run("SELECT name, value FROM system.events", &settings, "JSONEachRow")?;
+        let mut values = BTreeMap::new();
+        for line in output.body.lines().filter(|line| !line.trim().is_empty()) {
+            let event: Event =
+                serde_json::from_str(line).with_context(|| format!("unexpected system.events row {line:?}"))?;
+            values.insert(event.name, event.value);
+        }
+        Ok(EventsSnapshot { values, read_counters: output.counters })
     }
+
+    /// Runs `measured` with `settings` in force for every statement it runs, then
+    /// restores the session. Only the embedded engine keeps settings between statements
+    /// (servers take them per request: pass them to [`Target::run`] instead).
+    pub fn with_session_settings<T>(
+        &mut self,
+        settings: &Settings,
+        measured: impl FnOnce(&mut Target) -> Result<T>,
+    ) -> Result<T> {
+        match &mut self.backend {
+            Backend::Embedded(engine) => engine.apply_settings(settings)?,
+            Backend::Server(_) | Backend::Container(_) => {
+                bail!("session settings need the embedded engine; servers take settings per statement")
+            }
+        }
+        let outcome = measured(self);
+        if let Backend::Embedded(engine) = &mut self.backend {
+            engine.restore_settings(settings)?;
+        }
+        outcome
+    }
+}
+
+/// `system.events` at one moment, and what reading it cost.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EventsSnapshot {
+    pub values: BTreeMap<String, u64>,
+    pub read_counters: ResultCounters,
 }
 
 /// Opens the target chosen by `CHBENCH_TARGET` and prints which one it is.
