@@ -51,9 +51,15 @@ pub fn engine_package() -> Result<EnginePackage> {
 
 /// Where the cached library lives: `<target dir>/chbench/libchdb/<npm version>/libchdb.so`.
 pub fn cache_dir() -> PathBuf {
+    chbench_dir().join("libchdb").join(CHDB_NPM_VERSION)
+}
+
+/// `<target dir>/chbench`: everything this tool keeps between runs (engine, datasets,
+/// per-process storage). `CARGO_TARGET_DIR` moves it with the rest of the build.
+pub fn chbench_dir() -> PathBuf {
     let target_dir =
         std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| workspace_root().join("target"));
-    target_dir.join("chbench").join("libchdb").join(CHDB_NPM_VERSION)
+    target_dir.join("chbench")
 }
 
 /// The workspace root, known at compile time from this crate's manifest directory.

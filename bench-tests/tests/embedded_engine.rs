@@ -53,7 +53,20 @@ fn a_second_storage_folder_in_one_process_is_refused_clearly() {
     let _first = embedded();
     let elsewhere = tempfile::tempdir().unwrap();
     let error = Connection::open(elsewhere.path()).err().expect("a second folder must be refused").to_string();
-    assert!(error.contains("one storage folder per process"), "{error}");
+    assert!(error.contains("opens one storage folder at a time"), "{error}");
+}
+
+#[test]
+fn another_folder_opens_once_every_connection_is_closed() {
+    let first_folder = tempfile::tempdir().unwrap();
+    let second_folder = tempfile::tempdir().unwrap();
+    {
+        let first = Connection::open(first_folder.path()).unwrap();
+        first.query("CREATE TABLE default.t (k UInt8) ENGINE = MergeTree ORDER BY k", "TabSeparated").unwrap();
+    }
+    let second = Connection::open(second_folder.path()).expect("a new folder after closing");
+    let tables = second.query("SELECT count() FROM system.tables WHERE database = 'default'", "TabSeparated");
+    assert_eq!(tables.unwrap().body, "0\n");
 }
 
 #[test]

@@ -6,7 +6,8 @@
 //! - the engine's signal handlers are turned off before the first connection, or a panic
 //!   that aborts is caught by the engine's crash handler, which sleeps for minutes;
 //! - an empty result (DDL, INSERT) has a NULL buffer;
-//! - one storage path per process: a second connection must use the same `--path`;
+//! - one storage folder at a time: while a connection is open, another must use the same
+//!   `--path`; once all are closed, another folder can be opened (checked here);
 //! - every connection is closed before the process exits ([`Connection`]'s `Drop`).
 //!
 //! The prototypes below are the exported ones; there is no header in the package, and a
@@ -53,8 +54,9 @@ struct Api {
 
 static API: OnceLock<Result<Api, String>> = OnceLock::new();
 
-/// The storage path this process's engine was opened with (one per process).
-static STORAGE_PATH: Mutex<Option<PathBuf>> = Mutex::new(None);
+/// The storage folder this process's engine has open, and how many connections use it.
+/// The engine takes one folder at a time; another may be opened once all are closed.
+static STORAGE: Mutex<Option<(PathBuf, usize)>> = Mutex::new(None);
 
 fn api() -> Result<&'static Api> {
     API.get_or_init(|| {
@@ -135,12 +137,12 @@ impl Connection {
         let storage = storage
             .canonicalize()
             .with_context(|| format!("the engine's storage folder {} does not exist", storage.display()))?;
-        let mut chosen = STORAGE_PATH.lock().map_err(|_| anyhow!("the engine's storage lock is poisoned"))?;
-        if let Some(existing) = chosen.as_ref()
+        let mut open = STORAGE.lock().map_err(|_| anyhow!("the engine's storage lock is poisoned"))?;
+        if let Some((existing, _)) = open.as_ref()
             && existing != &storage
         {
             bail!(
-                "the embedded engine allows one storage folder per process: {} is open, {} was asked for",
+                "the embedded engine opens one storage folder at a time: {} is open, {} was asked for",
                 existing.display(),
                 storage.display()
             );
@@ -160,7 +162,8 @@ impl Connection {
                 storage.display()
             );
         }
-        *chosen = Some(storage);
+        let connections = open.as_ref().map_or(0, |(_, connections)| *connections);
+        *open = Some((storage, connections + 1));
         Ok(Connection { handle, api })
     }
 
@@ -214,5 +217,11 @@ impl Drop for Connection {
     fn drop(&mut self) {
         // SAFETY: the handle came from chdb_connect and is closed exactly once.
         unsafe { (self.api.close_conn)(self.handle) }
+        if let Ok(mut open) = STORAGE.lock() {
+            match open.as_mut() {
+                Some((_, connections)) if *connections > 1 => *connections -= 1,
+                _ => *open = None,
+            }
+        }
     }
 }

@@ -1,33 +1,46 @@
 //! The embedded target: the real ClickHouse engine in this process (libchdb).
 //!
-//! One storage folder per process (the engine refuses a second one), under
-//! `target/chbench/embedded/<pid>/`, removed when the process's last embedded target
-//! is dropped; folders left by processes that no longer run are removed at the next
-//! start. Set `CHBENCH_KEEP_DATA=1` to keep the folder for inspection.
+//! The engine opens one storage folder at a time. A process works in its own folder,
+//! `target/chbench/embedded/<pid>/`: empty, or a hard-linked copy of a prepared dataset
+//! (as ClickHouse's performance CI does with `cp -al`), removed when the process's last
+//! embedded target is dropped. Folders left by processes that no longer run are removed
+//! at the next start. Set `CHBENCH_KEEP_DATA=1` to keep the folder for inspection.
+//! Datasets are built in a folder of their own ([`Storage::Build`]), kept.
 
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use anyhow::{Context, Result, anyhow};
+use anyhow::{Context, Result, anyhow, bail};
 
 use super::ResultCounters;
 use super::chdb::{self, Connection};
 use crate::settings::Settings;
 
-/// How many embedded targets are open in this process (the folder goes with the last).
+/// How many embedded targets use this process's folder (it goes with the last).
 static OPEN_TARGETS: Mutex<usize> = Mutex::new(0);
+
+/// Which folder an embedded target works in.
+#[derive(Debug, Clone)]
+pub enum Storage {
+    /// This process's folder, empty when first opened.
+    Scratch,
+    /// This process's folder as a hard-linked copy of a prepared dataset folder.
+    CopyOf(PathBuf),
+    /// A folder of its own, kept after the target closes (building a dataset).
+    Build(PathBuf),
+}
 
 pub struct EmbeddedTarget {
     // Fields drop in declaration order: the connection closes before the storage
     // guard may remove the folder.
     connection: Connection,
-    _storage: StorageGuard,
+    _storage: Option<StorageGuard>,
     library: PathBuf,
     session: Settings,
 }
 
-/// Counts this process's open targets and removes the storage folder with the last one.
+/// Counts the targets using this process's folder and removes it with the last one.
 struct StorageGuard {
     storage: PathBuf,
 }
@@ -44,22 +57,31 @@ impl Drop for StorageGuard {
 }
 
 impl EmbeddedTarget {
-    /// Loads the engine (fetching it first if needed) and connects to this process's
-    /// storage folder, with the session defaults in force.
-    pub fn open() -> Result<EmbeddedTarget> {
+    /// Loads the engine (fetching it first if needed) and connects to `storage`, with
+    /// the session defaults in force.
+    pub fn open(storage: Storage) -> Result<EmbeddedTarget> {
         let library = chdb::ensure_loaded()?;
-        let storage = process_storage_dir();
-        let mut open_targets = OPEN_TARGETS.lock().map_err(|_| anyhow!("embedded target counter poisoned"))?;
-        if *open_targets == 0 {
-            remove_stale_storage_dirs();
-            fs::create_dir_all(&storage)
-                .with_context(|| format!("cannot create the engine's storage folder {}", storage.display()))?;
-        }
-        let connection = Connection::open(&storage)?;
-        *open_targets += 1;
-        drop(open_targets);
+        let (folder, guard) = match storage {
+            Storage::Build(folder) => {
+                fs::create_dir_all(&folder)
+                    .with_context(|| format!("cannot create the dataset folder {}", folder.display()))?;
+                (folder, None)
+            }
+            Storage::Scratch => (claim_process_folder(None)?, Some(())),
+            Storage::CopyOf(dataset) => (claim_process_folder(Some(&dataset))?, Some(())),
+        };
+        let connection = match Connection::open(&folder) {
+            Ok(connection) => connection,
+            Err(error) => {
+                if guard.is_some() {
+                    release_process_folder();
+                }
+                return Err(error);
+            }
+        };
+        let storage = guard.map(|()| StorageGuard { storage: folder });
         let session = Settings::session_defaults();
-        let target = EmbeddedTarget { connection, _storage: StorageGuard { storage }, library, session };
+        let target = EmbeddedTarget { connection, _storage: storage, library, session };
         for statement in target.session.set_statements() {
             target
                 .connection
@@ -115,13 +137,67 @@ impl EmbeddedTarget {
     }
 }
 
+/// Takes a use of this process's folder: the first use (re)creates it, empty or as a
+/// copy of `dataset`; a dataset can only be copied in while nothing else uses it.
+fn claim_process_folder(dataset: Option<&Path>) -> Result<PathBuf> {
+    let folder = process_storage_dir();
+    let mut open_targets = OPEN_TARGETS.lock().map_err(|_| anyhow!("embedded target counter poisoned"))?;
+    if *open_targets == 0 {
+        remove_stale_storage_dirs();
+        if folder.exists() {
+            fs::remove_dir_all(&folder).with_context(|| format!("cannot clear {}", folder.display()))?;
+        }
+        match dataset {
+            Some(dataset) => hard_link_copy(dataset, &folder)
+                .with_context(|| format!("cannot copy the dataset {} to {}", dataset.display(), folder.display()))?,
+            None => fs::create_dir_all(&folder)
+                .with_context(|| format!("cannot create the engine's storage folder {}", folder.display()))?,
+        }
+    } else if let Some(dataset) = dataset {
+        bail!(
+            "cannot open the dataset {}: this process already has an embedded target open, and the engine              opens one folder at a time (open the dataset first, or close the other target)",
+            dataset.display()
+        );
+    }
+    *open_targets += 1;
+    Ok(folder)
+}
+
+fn release_process_folder() {
+    if let Ok(mut open_targets) = OPEN_TARGETS.lock() {
+        *open_targets = open_targets.saturating_sub(1);
+    }
+}
+
+/// Copies a folder tree with hard links for files (MergeTree parts are immutable, so a
+/// copy costs no data), leaving out the engine's `status` lock file.
+pub fn hard_link_copy(from: &Path, to: &Path) -> Result<()> {
+    fs::create_dir_all(to).with_context(|| format!("cannot create {}", to.display()))?;
+    for entry in fs::read_dir(from).with_context(|| format!("cannot list {}", from.display()))? {
+        let entry = entry.with_context(|| format!("cannot list {}", from.display()))?;
+        let source = entry.path();
+        let destination = to.join(entry.file_name());
+        let file_type = entry.file_type().with_context(|| format!("cannot stat {}", source.display()))?;
+        if file_type.is_dir() {
+            hard_link_copy(&source, &destination)?;
+        } else if file_type.is_symlink() {
+            let link = fs::read_link(&source).with_context(|| format!("cannot read link {}", source.display()))?;
+            std::os::unix::fs::symlink(link, &destination)
+                .with_context(|| format!("cannot link {}", destination.display()))?;
+        } else if entry.file_name() != "status" {
+            fs::hard_link(&source, &destination).with_context(|| format!("cannot link {}", destination.display()))?;
+        }
+    }
+    Ok(())
+}
+
 /// Where the embedded engines of this process keep their data.
 fn process_storage_dir() -> PathBuf {
     storage_root().join(std::process::id().to_string())
 }
 
 fn storage_root() -> PathBuf {
-    crate::engine::cache_dir().join("..").join("..").join("embedded")
+    crate::engine::chbench_dir().join("embedded")
 }
 
 /// Removes storage folders of processes that no longer run (Linux: `/proc/<pid>`).

@@ -186,6 +186,11 @@ impl Target {
         }
         self.execute(&format!("DROP DATABASE IF EXISTS {name} SYNC"))?;
         self.execute(&format!("CREATE DATABASE {name}"))?;
+        self.use_database(name)
+    }
+
+    /// Makes an existing database the current one.
+    pub fn use_database(&mut self, name: &str) -> Result<()> {
         match &mut self.backend {
             Backend::Embedded(engine) => engine.use_database(name)?,
             Backend::Server(server) => server.use_database(name),
@@ -284,31 +289,40 @@ pub fn open_target() -> Result<Target> {
     open_target_of_kind(TargetKind::from_env()?)
 }
 
-/// Opens a target of the given kind (`auto` asks Docker first).
-pub fn open_target_of_kind(kind: TargetKind) -> Result<Target> {
-    let kind = match kind {
+/// The kind to use: `auto` becomes `container` or `embedded` by asking Docker.
+pub fn resolve_kind(kind: TargetKind) -> TargetKind {
+    match kind {
         TargetKind::Auto => kind.resolve(container::docker_answers()),
         chosen => chosen,
-    };
-    let target = match kind {
-        TargetKind::Embedded => {
-            let engine = embedded::EmbeddedTarget::open()?;
-            let endpoint = format!("libchdb at {}", engine.library_path().display());
-            Target::from_backend(kind, Backend::Embedded(engine), endpoint)?
-        }
+    }
+}
+
+/// Opens a target of the given kind (`auto` asks Docker first) and prints which one it is.
+pub fn open_target_of_kind(kind: TargetKind) -> Result<Target> {
+    let target = match resolve_kind(kind) {
+        TargetKind::Embedded => return open_embedded(embedded::Storage::Scratch),
         TargetKind::Url => {
             let config = server::ServerConfig::from_env()?;
             let endpoint = config.display_url();
             let server = server::ServerTarget::connect(config)?;
-            Target::from_backend(kind, Backend::Server(Box::new(server)), endpoint)?
+            Target::from_backend(TargetKind::Url, Backend::Server(Box::new(server)), endpoint)?
         }
         TargetKind::Container => {
             let container = container::ContainerTarget::start()?;
             let endpoint = container.describe();
-            Target::from_backend(kind, Backend::Container(Box::new(container)), endpoint)?
+            Target::from_backend(TargetKind::Container, Backend::Container(Box::new(container)), endpoint)?
         }
-        TargetKind::Auto => unreachable!("auto was resolved above"),
+        TargetKind::Auto => unreachable!("resolve_kind never returns auto"),
     };
+    eprintln!("chbench: {}", target.info());
+    Ok(target)
+}
+
+/// Opens the embedded engine on the given storage and prints which target it is.
+pub fn open_embedded(storage: embedded::Storage) -> Result<Target> {
+    let engine = embedded::EmbeddedTarget::open(storage)?;
+    let endpoint = format!("libchdb at {}", engine.library_path().display());
+    let target = Target::from_backend(TargetKind::Embedded, Backend::Embedded(engine), endpoint)?;
     eprintln!("chbench: {}", target.info());
     Ok(target)
 }
