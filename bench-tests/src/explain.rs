@@ -11,7 +11,7 @@ use crate::target::{Target, one_line};
 /// One index stage of one MergeTree read.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct IndexStage {
-    /// `MinMax`, `Partition`, `PrimaryKey` or `Skip`.
+    /// `Min-Max`, `Partition`, `PrimaryKey` or `Skip`, as the engine names them.
     pub kind: String,
     /// The skip index's name (`None` for the built-in stages).
     pub name: Option<String>,
@@ -94,7 +94,7 @@ mod tests {
     /// The shape the engine printed for a primary-key range on this machine (26.7).
     const PLAN: &str = r#"[{"Plan": {"Node Type": "Expression", "Plans": [{"Node Type": "Filter", "Plans": [
         {"Node Type": "ReadFromMergeTree", "Description": "d1.t", "Indexes": [
-          {"Type": "MinMax", "Keys": ["day"], "Initial Parts": 4, "Selected Parts": 2, "Initial Granules": 130, "Selected Granules": 64},
+          {"Type": "Min-Max", "Keys": ["day"], "Initial Parts": 4, "Selected Parts": 2, "Initial Granules": 130, "Selected Granules": 64},
           {"Type": "PrimaryKey", "Keys": ["k"], "Initial Parts": 2, "Selected Parts": 1, "Initial Granules": 64, "Selected Granules": 1},
           {"Type": "Skip", "Name": "trace_bf", "Initial Parts": 1, "Selected Parts": 1, "Initial Granules": 1, "Selected Granules": 1}
         ]}]}]}}]"#;
@@ -105,7 +105,7 @@ mod tests {
         assert_eq!(reads.len(), 1);
         assert_eq!(reads[0].table, "d1.t");
         let kinds: Vec<_> = reads[0].stages.iter().map(|stage| stage.kind.as_str()).collect();
-        assert_eq!(kinds, ["MinMax", "PrimaryKey", "Skip"]);
+        assert_eq!(kinds, ["Min-Max", "PrimaryKey", "Skip"]);
         assert_eq!(reads[0].stage("PrimaryKey").unwrap().selected_granules, 1);
         assert_eq!(reads[0].stage("Skip").unwrap().name.as_deref(), Some("trace_bf"));
         assert_eq!(reads[0].granules_selected(), Some(1));

@@ -17,9 +17,11 @@
 //! - SQL comes from `fixtures/`, never from Rust strings, except the system-table
 //!   queries the measurement core itself runs.
 
+pub mod dataset;
 pub mod engine;
 pub mod explain;
 pub mod fixtures;
+pub mod invariant;
 pub mod measure;
 pub mod parts;
 pub mod settings;

@@ -2,7 +2,9 @@
 //! (`system.parts`) and bytes per column (`system.parts_columns`), in the current
 //! database.
 
-use anyhow::Result;
+use std::time::{Duration, Instant};
+
+use anyhow::{Result, bail};
 use serde::{Deserialize, Serialize};
 
 use crate::target::Target;
@@ -54,6 +56,45 @@ pub fn column_bytes(target: &mut Target, table: &str) -> Result<Vec<ColumnBytes>
         escape(table)
     );
     target.query_rows(&sql)
+}
+
+/// Waits until the current database has no unfinished mutation (e.g. a
+/// `MATERIALIZE INDEX`); a mutation that reports a failure ends the wait with its reason.
+pub fn wait_for_mutations(target: &mut Target, timeout: Duration) -> Result<()> {
+    #[derive(Deserialize)]
+    struct Pending {
+        table: String,
+        mutation_id: String,
+        command: String,
+        latest_fail_reason: String,
+    }
+    let started = Instant::now();
+    loop {
+        let pending: Vec<Pending> = target.query_rows(
+            "SELECT table, mutation_id, command, latest_fail_reason FROM system.mutations \
+             WHERE database = currentDatabase() AND NOT is_done",
+        )?;
+        let Some(first) = pending.first() else { return Ok(()) };
+        if !first.latest_fail_reason.is_empty() {
+            bail!(
+                "mutation {} on {} ({}) failed: {}",
+                first.mutation_id,
+                first.table,
+                first.command,
+                first.latest_fail_reason
+            );
+        }
+        if started.elapsed() > timeout {
+            bail!(
+                "mutation {} on {} ({}) still running after {:?}",
+                first.mutation_id,
+                first.table,
+                first.command,
+                timeout
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 fn escape(name: &str) -> String {

@@ -1,0 +1,216 @@
+//! Prepared datasets: built once per (statements, engine) and reused by every process.
+//!
+//! A [`Dataset`] is a list of fixture files run in order in one database, with their
+//! parameters (row count, timestamp step, ...). Its key hashes the rendered statements
+//! and the engine's identity, so changing a generator, a row count or the engine builds
+//! a new one; nothing else does.
+//!
+//! - Embedded engine: built once in `target/chbench/datasets/<name>-<key>/` (under a lock,
+//!   so concurrent test processes wait for one builder), then each process opens a
+//!   hard-linked copy of it ([`Storage::CopyOf`]) and may change its copy freely.
+//! - Servers: built once into a database named `<name>_<key>`, marked complete by a
+//!   manifest table created last; processes share it and must not change it.
+//!
+//! After every fixture the build waits for the database's mutations to finish, so a
+//! `MATERIALIZE INDEX` is complete before anything measures the index.
+//!
+//! One submodule per dataset says how its parameters scale.
+
+pub mod logs;
+
+use std::fs::{self, File};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::fixtures::{Fixture, Params};
+use crate::parts::wait_for_mutations;
+use crate::target::embedded::{EmbeddedTarget, Storage};
+use crate::target::{Target, TargetKind, open_embedded, open_target_of_kind, resolve_kind};
+
+/// How long a build may wait for one fixture's mutations.
+const MUTATION_TIMEOUT: Duration = Duration::from_secs(600);
+/// The file in a built dataset folder that says what it holds.
+const MANIFEST_FILE: &str = "chbench-dataset.json";
+/// The table that marks a dataset on a server as complete.
+const MANIFEST_TABLE: &str = "chbench_dataset_manifest";
+
+/// A dataset: fixture files (relative to `fixtures/`) run in order in `database`.
+#[derive(Debug, Clone)]
+pub struct Dataset {
+    /// Names the dataset's folder or database (letters, digits, `_`).
+    pub name: String,
+    /// The database the fixtures run in; scenarios find the tables there.
+    pub database: String,
+    pub fixtures: Vec<String>,
+    pub params: Params,
+}
+
+/// What a built dataset records about itself.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DatasetManifest {
+    pub name: String,
+    pub key: String,
+    pub engine_version: String,
+    pub database: String,
+    /// The statements as run, in order, with the file each came from.
+    pub statements: Vec<(String, String)>,
+    pub build_seconds: f64,
+}
+
+impl Dataset {
+    pub fn new(name: &str, database: &str, fixtures: &[&str], params: Params) -> Dataset {
+        Dataset {
+            name: name.to_string(),
+            database: database.to_string(),
+            fixtures: fixtures.iter().map(|fixture| fixture.to_string()).collect(),
+            params,
+        }
+    }
+
+    /// Every statement the build runs, with the fixture file it came from.
+    pub fn statements(&self) -> Result<Vec<(String, String)>> {
+        let mut statements = Vec::new();
+        for relative in &self.fixtures {
+            let fixture = Fixture::load(relative)?;
+            for statement in fixture.render(&self.params)? {
+                statements.push((relative.clone(), statement));
+            }
+        }
+        Ok(statements)
+    }
+
+    /// The hash of the statements and of the engine identity, shortened.
+    pub fn key(&self, engine_identity: &str) -> Result<String> {
+        let mut hasher = Sha256::new();
+        hasher.update(engine_identity.as_bytes());
+        hasher.update(self.database.as_bytes());
+        for (file, statement) in self.statements()? {
+            hasher.update(b"\0");
+            hasher.update(file.as_bytes());
+            hasher.update(b"\0");
+            hasher.update(statement.as_bytes());
+        }
+        Ok(hasher.finalize().iter().take(8).map(|byte| format!("{byte:02x}")).collect())
+    }
+
+    /// Opens the target chosen by `CHBENCH_TARGET` on this dataset, building it first if
+    /// no build with the same key exists, with the dataset's database current.
+    pub fn open(&self) -> Result<(Target, DatasetManifest)> {
+        self.open_on(TargetKind::from_env()?)
+    }
+
+    pub fn open_on(&self, kind: TargetKind) -> Result<(Target, DatasetManifest)> {
+        match resolve_kind(kind) {
+            TargetKind::Embedded => self.open_embedded(),
+            other => self.open_on_server(open_target_of_kind(other)?),
+        }
+    }
+
+    fn open_embedded(&self) -> Result<(Target, DatasetManifest)> {
+        let key = self.key(&format!("embedded {}", embedded_engine_version()?))?;
+        let root = crate::engine::chbench_dir().join("datasets");
+        let folder = root.join(format!("{}-{key}", self.name));
+        fs::create_dir_all(&root).with_context(|| format!("cannot create {}", root.display()))?;
+        let manifest = match read_manifest(&folder) {
+            Some(manifest) => manifest,
+            None => {
+                let lock_path = root.join(format!("{}-{key}.lock", self.name));
+                let lock =
+                    File::create(&lock_path).with_context(|| format!("cannot create {}", lock_path.display()))?;
+                lock.lock().with_context(|| format!("cannot lock {}", lock_path.display()))?;
+                // Another process may have built it while we waited.
+                match read_manifest(&folder) {
+                    Some(manifest) => manifest,
+                    None => self.build_embedded(&folder, &key)?,
+                }
+            }
+        };
+        let mut target = open_embedded(Storage::CopyOf(folder.clone()))
+            .with_context(|| format!("cannot open a copy of dataset {}", folder.display()))?;
+        target.use_database(&self.database)?;
+        Ok((target, manifest))
+    }
+
+    fn build_embedded(&self, folder: &PathBuf, key: &str) -> Result<DatasetManifest> {
+        let building = folder.with_extension("building");
+        if building.exists() {
+            fs::remove_dir_all(&building).with_context(|| format!("cannot clear {}", building.display()))?;
+        }
+        eprintln!("chbench: building dataset {} into {}", self.name, folder.display());
+        let manifest = {
+            let mut target = open_embedded(Storage::Build(building.clone()))?;
+            self.build(&mut target, key)?
+        };
+        let text = serde_json::to_string_pretty(&manifest)?;
+        fs::write(building.join(MANIFEST_FILE), text).context("cannot write the dataset manifest")?;
+        fs::rename(&building, folder).with_context(|| format!("cannot move the dataset to {}", folder.display()))?;
+        Ok(manifest)
+    }
+
+    /// Runs every fixture in the dataset's database, waiting for mutations after each.
+    fn build(&self, target: &mut Target, key: &str) -> Result<DatasetManifest> {
+        let started = Instant::now();
+        target.use_fresh_database(&self.database)?;
+        let statements = self.statements()?;
+        for (file, statement) in &statements {
+            target.execute(statement).with_context(|| format!("dataset {}: fixture {file} failed", self.name))?;
+            wait_for_mutations(target, MUTATION_TIMEOUT)
+                .with_context(|| format!("dataset {}: fixture {file}", self.name))?;
+        }
+        Ok(DatasetManifest {
+            name: self.name.clone(),
+            key: key.to_string(),
+            engine_version: target.info().engine_version.clone(),
+            database: self.database.clone(),
+            statements,
+            build_seconds: started.elapsed().as_secs_f64(),
+        })
+    }
+
+    /// On a server the dataset lives in `<name>_<key>`, complete once its manifest table
+    /// exists. The fixtures' own database is not used there: two keys must not collide.
+    fn open_on_server(&self, mut target: Target) -> Result<(Target, DatasetManifest)> {
+        let identity = format!("server {}", target.info().engine_version);
+        let key = self.key(&identity)?;
+        let database = format!("{}_{key}", self.name);
+        let existing: Vec<ManifestRow> = target
+            .query_rows(&format!(
+                "SELECT manifest FROM system.tables AS t, {database}.{MANIFEST_TABLE} AS m \
+                 WHERE t.database = '{database}' AND t.name = '{MANIFEST_TABLE}'"
+            ))
+            .unwrap_or_default();
+        if let Some(row) = existing.first() {
+            let manifest = serde_json::from_str(&row.manifest).context("unreadable dataset manifest on the server")?;
+            target.use_database(&database)?;
+            return Ok((target, manifest));
+        }
+        let server_dataset = Dataset { database: database.clone(), ..self.clone() };
+        let manifest = server_dataset.build(&mut target, &key)?;
+        let text = serde_json::to_string(&manifest)?.replace('\\', "\\\\").replace('\'', "\\'");
+        target.execute(&format!("CREATE TABLE {MANIFEST_TABLE} (manifest String) ENGINE = TinyLog"))?;
+        target.execute(&format!("INSERT INTO {MANIFEST_TABLE} VALUES ('{text}')"))?;
+        Ok((target, manifest))
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct ManifestRow {
+    manifest: String,
+}
+
+/// The embedded engine's version, asked of a short-lived scratch connection (the engine
+/// then accepts the dataset's folder, since no connection is left open).
+fn embedded_engine_version() -> Result<String> {
+    let mut engine = EmbeddedTarget::open(Storage::Scratch)?;
+    let (version, _) = engine.run("SELECT version()", &crate::settings::Settings::new(), "TabSeparatedRaw")?;
+    Ok(version.trim().to_string())
+}
+
+fn read_manifest(folder: &std::path::Path) -> Option<DatasetManifest> {
+    let text = fs::read_to_string(folder.join(MANIFEST_FILE)).ok()?;
+    serde_json::from_str(&text).ok()
+}
