@@ -17,6 +17,8 @@
 //! - SQL comes from `fixtures/`, never from Rust strings, except the system-table
 //!   queries the measurement core itself runs.
 
+pub mod breakdown;
+pub mod cost;
 pub mod dataset;
 pub mod engine;
 pub mod explain;
@@ -24,5 +26,6 @@ pub mod fixtures;
 pub mod invariant;
 pub mod measure;
 pub mod parts;
+pub mod results;
 pub mod settings;
 pub mod target;

@@ -133,7 +133,9 @@ fn measure_with_events_delta(
 
 /// What one read of `system.events` adds to the counters, from two reads back to back.
 /// Measured each time (cheap) because the number of non-zero events grows as a
-/// process runs, and with it the rows the read selects.
+/// process runs, and with it the rows the read selects. Counts come out exact; duration
+/// counters (`...Microseconds`) keep the noise of one such read (about a millisecond of
+/// thread time), so they mean little for statements much shorter than that.
 fn events_read_overhead(target: &mut Target) -> Result<BTreeMap<String, u64>> {
     let first = target.read_events()?;
     let second = target.read_events()?;

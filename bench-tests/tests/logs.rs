@@ -8,9 +8,11 @@
 //! Each claim is a function returning a `Check`, so the same code asserts that the
 //! source's design holds it and that a deliberately broken design violates it.
 //!
-//! Snapshot rounding: row and granule counts are exact (the build is deterministic);
-//! byte sizes and ratios are kept to 3 significant digits, shares to 3 decimals, since
-//! compressed sizes may move by a few bytes with block boundaries.
+//! Snapshot rounding: row and granule counts and uncompressed sizes are exact (the
+//! build is deterministic in them); byte sizes and ratios are kept to 3 significant
+//! digits and shares to 3 decimals, and compressed sizes (with what derives from them)
+//! are compared within 2 % of the snapshot, because LowCardinality dictionaries, and so
+//! compressed bytes, depend on how the insert threads happened to split the rows.
 
 mod common;
 
@@ -27,6 +29,20 @@ use bench_tests::settings::Settings;
 use bench_tests::target::Target;
 use rstest::rstest;
 use serde::Serialize;
+
+/// Snapshot keys holding compressed sizes and what is derived from them: compared
+/// within `common::APPROXIMATE_TOLERANCE` of the snapshot (see there why).
+const COMPRESSED: [&str; 9] = [
+    "lz4_compressed_bytes",
+    "zstd_compressed_bytes",
+    "lz4_ratio",
+    "zstd_ratio",
+    "lz4_total_compressed_bytes",
+    "zstd_total_compressed_bytes",
+    "zstd_saving_vs_lz4",
+    "index_bytes",
+    "index_share_of_compressed_table",
+];
 
 /// Days the source's timestamps span: 100 M rows x 6 ms.
 const SPAN_DAYS: f64 = 600_000.0 / 86_400.0;
@@ -332,7 +348,8 @@ fn q5_bloom_filter_reads_one_block_instead_of_the_table(#[case] rows: u64) {
         index_bytes: significant(index_bytes as f64, 3),
         index_share_of_compressed_table: significant(index_bytes as f64 / table_compressed as f64, 3),
     };
-    common::assert_structure(&format!("logs_q5_bloom_filter_{rows}"), &facts.engine_version, &query_sql("q5"), &facts);
+    let name = format!("logs_q5_bloom_filter_{rows}");
+    common::assert_structure_within(&name, &facts.engine_version, &query_sql("q5"), &facts, &COMPRESSED);
 }
 
 #[derive(Serialize)]
@@ -398,7 +415,13 @@ fn zstd_saves_storage_and_ids_barely_compress(#[case] rows: u64) {
         columns: codecs,
     };
     let statement = "system.parts_columns of logs (LZ4) and logs_zstd (ZSTD(3)), after OPTIMIZE FINAL";
-    common::assert_structure(&format!("logs_codecs_{rows}"), &facts.engine_version, statement, &facts);
+    common::assert_structure_within(
+        &format!("logs_codecs_{rows}"),
+        &facts.engine_version,
+        statement,
+        &facts,
+        &COMPRESSED,
+    );
 }
 
 // ---- broken designs must be caught ----------------------------------------------------

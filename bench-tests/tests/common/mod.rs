@@ -8,6 +8,7 @@ use std::path::PathBuf;
 
 use bench_tests::target::{Target, open_target};
 use serde::Serialize;
+use serde_json::Value;
 
 /// Opens the target chosen by `CHBENCH_TARGET` and switches to a fresh database named
 /// after the scenario.
@@ -26,28 +27,76 @@ fn snapshot_dir() -> PathBuf {
 /// statement that produced them as the snapshot's info. When the stored snapshot was
 /// taken on another engine version, fails saying so instead of showing a bare diff.
 pub fn assert_structure<T: Serialize>(name: &str, engine_version: &str, statement: &str, facts: &T) {
-    let stored = snapshot_dir().join(format!("{name}.snap"));
-    if let Ok(text) = std::fs::read_to_string(&stored) {
-        let stored_version = text
-            .lines()
-            .find_map(|line| line.trim().strip_prefix("engine_version: "))
-            .map(|version| version.trim_matches('"').to_string());
-        if let Some(stored_version) = stored_version
-            && stored_version != engine_version
-        {
-            panic!(
-                "snapshot {name} was taken on ClickHouse {stored_version}, this engine is {engine_version}: \
-                 re-record it on purpose (delete {} and run the test, then `cargo insta review`) and say \
-                 in the commit what changed",
-                stored.display()
-            );
-        }
+    assert_structure_within(name, engine_version, statement, facts, &[]);
+}
+
+/// How far an approximate number may move from its snapshot before it counts as changed.
+pub const APPROXIMATE_TOLERANCE: f64 = 0.02;
+
+/// Like [`assert_structure`], but numbers under the keys in `approximate` count as
+/// unchanged within [`APPROXIMATE_TOLERANCE`] (relative) of the stored snapshot: compressed
+/// sizes move slightly between builds of the same data (LowCardinality dictionaries
+/// depend on how the insert threads split the rows), counts and uncompressed sizes do not.
+pub fn assert_structure_within<T: Serialize>(
+    name: &str,
+    engine_version: &str,
+    statement: &str,
+    facts: &T,
+    approximate: &[&str],
+) {
+    let stored_path = snapshot_dir().join(format!("{name}.snap"));
+    let stored = std::fs::read_to_string(&stored_path).ok().and_then(|text| stored_snapshot_body(&text));
+    if let Some(stored_version) = stored.as_ref().and_then(|body| body.get("engine_version")).and_then(|v| v.as_str())
+        && stored_version != engine_version
+    {
+        panic!(
+            "snapshot {name} was taken on ClickHouse {stored_version}, this engine is {engine_version}: \
+             re-record it on purpose (delete {} and run the test, then `cargo insta review`) and say \
+             in the commit what changed",
+            stored_path.display()
+        );
+    }
+    let mut facts = serde_json::to_value(facts).expect("facts serialise to JSON");
+    if let Some(stored) = stored {
+        keep_stored_within_tolerance(&mut facts, &stored, approximate, false);
     }
     let mut settings = insta::Settings::clone_current();
     settings.set_snapshot_path(snapshot_dir());
     settings.set_prepend_module_to_snapshot(false);
-    settings.set_sort_maps(true);
     settings.set_info(&statement.trim());
     settings.set_omit_expression(true);
     settings.bind(|| insta::assert_yaml_snapshot!(name, facts));
+}
+
+/// The YAML after a snapshot file's metadata header, as JSON.
+fn stored_snapshot_body(text: &str) -> Option<serde_json::Value> {
+    let body = text.strip_prefix("---")?.split_once("\n---\n")?.1;
+    serde_yaml::from_str(body).ok()
+}
+
+/// Replaces each approximate number in `facts` by the stored one when they differ by
+/// less than the tolerance, so that the snapshot comparison sees them as equal.
+fn keep_stored_within_tolerance(facts: &mut Value, stored: &Value, approximate: &[&str], under_key: bool) {
+    match (facts, stored) {
+        (Value::Object(fields), Value::Object(stored_fields)) => {
+            for (key, value) in fields.iter_mut() {
+                if let Some(stored_value) = stored_fields.get(key) {
+                    keep_stored_within_tolerance(value, stored_value, approximate, approximate.contains(&key.as_str()));
+                }
+            }
+        }
+        (Value::Array(items), Value::Array(stored_items)) => {
+            for (item, stored_item) in items.iter_mut().zip(stored_items) {
+                keep_stored_within_tolerance(item, stored_item, approximate, under_key);
+            }
+        }
+        (Value::Number(measured), Value::Number(stored_number)) if under_key => {
+            if let (Some(measured_value), Some(stored_value)) = (measured.as_f64(), stored_number.as_f64())
+                && (measured_value - stored_value).abs() <= APPROXIMATE_TOLERANCE * stored_value.abs()
+            {
+                *measured = stored_number.clone();
+            }
+        }
+        _ => {}
+    }
 }

@@ -1,0 +1,92 @@
+//! The cost arithmetic of the source: a node's hourly price, a volume's monthly price per
+//! GB, and a retention projection. The volume is billed by what is provisioned, not by
+//! what is used: the two are kept apart, and the used-bytes figure is labelled as not
+//! being a bill (the source insists on this).
+
+use serde::{Deserialize, Serialize};
+
+/// Hours in the month the source's arithmetic uses (AWS bills 730).
+pub const HOURS_PER_MONTH: f64 = 730.0;
+const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
+
+/// Prices and the retention question. Defaults are the source's: Seoul, 2026-09-11.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CostInputs {
+    /// m5.xlarge on-demand, Linux, ap-northeast-2.
+    pub node_usd_per_hour: f64,
+    /// gp3 per GB-month, ap-northeast-2 (AWS's GB here is a GiB).
+    pub volume_usd_per_gb_month: f64,
+    /// The provisioned volume (the source: 100 GiB).
+    pub volume_gib: f64,
+    /// Retention projection: rows arriving per day and days kept.
+    pub rows_per_day: u64,
+    pub retention_days: u64,
+}
+
+impl Default for CostInputs {
+    fn default() -> CostInputs {
+        CostInputs {
+            node_usd_per_hour: 0.236,
+            volume_usd_per_gb_month: 0.0912,
+            volume_gib: 100.0,
+            rows_per_day: 100_000_000,
+            retention_days: 30,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CostModel {
+    pub inputs: CostInputs,
+    pub node_usd_per_month: f64,
+    /// What the volume costs: its provisioned size times the price.
+    pub provisioned_volume_usd_per_month: f64,
+    /// Bytes the measured table occupies (compressed, LZ4) and what they would cost at
+    /// the volume price: NOT a bill, the volume is billed as provisioned.
+    pub used_bytes: u64,
+    pub used_bytes_usd_per_month_not_billed: f64,
+    /// Retention projection at the measured bytes per row.
+    pub bytes_per_row: f64,
+    pub retention_gib: f64,
+    pub retention_usd_per_month: f64,
+    /// Whether the projected data fits the provisioned volume (merges, indexes, replicas
+    /// and headroom come on top).
+    pub retention_fits_volume: bool,
+}
+
+impl CostModel {
+    /// From the measured table: `used_bytes` over `rows` rows.
+    pub fn new(inputs: CostInputs, used_bytes: u64, rows: u64) -> CostModel {
+        let bytes_per_row = if rows == 0 { 0.0 } else { used_bytes as f64 / rows as f64 };
+        let retention_gib = bytes_per_row * inputs.rows_per_day as f64 * inputs.retention_days as f64 / GIB;
+        CostModel {
+            node_usd_per_month: inputs.node_usd_per_hour * HOURS_PER_MONTH,
+            provisioned_volume_usd_per_month: inputs.volume_gib * inputs.volume_usd_per_gb_month,
+            used_bytes,
+            used_bytes_usd_per_month_not_billed: used_bytes as f64 / GIB * inputs.volume_usd_per_gb_month,
+            bytes_per_row,
+            retention_gib,
+            retention_usd_per_month: retention_gib * inputs.volume_usd_per_gb_month,
+            retention_fits_volume: retention_gib <= inputs.volume_gib,
+            inputs,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_source_arithmetic_comes_out() {
+        // The source: 7.82 GiB LZ4 for 100 M rows; 30 days of 100 M rows a day is about
+        // 235 GiB, about $21.43 a month; the 100 GiB volume costs $9.12 a month.
+        let used = (7.82 * GIB) as u64;
+        let cost = CostModel::new(CostInputs::default(), used, 100_000_000);
+        assert!((cost.provisioned_volume_usd_per_month - 9.12).abs() < 1e-9);
+        assert!((cost.retention_gib - 234.6).abs() < 0.1, "{}", cost.retention_gib);
+        assert!((cost.retention_usd_per_month - 21.4).abs() < 0.05, "{}", cost.retention_usd_per_month);
+        assert!(!cost.retention_fits_volume);
+        assert!((cost.used_bytes_usd_per_month_not_billed - 0.713).abs() < 0.001);
+    }
+}
