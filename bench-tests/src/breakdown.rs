@@ -3,14 +3,17 @@
 //! bound it. This is the reasoning the source does by hand for Q3 and Q5.
 //!
 //! The counters are summed over the query's threads, so the three parts are shares of
-//! thread time (`RealTimeMicroseconds`), not of the wall-clock duration.
+//! thread time (`RealTimeMicroseconds`), not of the wall-clock duration; "the rest"
+//! includes threads idling while they wait for work. The bottleneck compares the two
+//! kinds of work: reads bound a query when they take half as long again as the CPU
+//! work, and the CPU binds it the other way round.
 
 use serde::{Deserialize, Serialize};
 
 use crate::measure::QueryStats;
 
-/// A share at or above this names the bottleneck.
-const BOUND_SHARE: f64 = 0.5;
+/// One kind of work must exceed the other by this factor to name the bottleneck.
+const BOUND_FACTOR: f64 = 1.5;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -54,11 +57,12 @@ impl TimeBreakdown {
         let cpu_us = stats.event("UserTimeMicroseconds") + stats.event("SystemTimeMicroseconds");
         let read_wait_us = stats.event("DiskReadElapsedMicroseconds").max(stats.event("OSIOWaitMicroseconds"));
         let other_us = thread_us.saturating_sub(cpu_us + read_wait_us);
-        let bottleneck = if thread_us == 0 {
+        let (cpu, read) = (cpu_us as f64, read_wait_us as f64);
+        let bottleneck = if cpu_us == 0 && read_wait_us == 0 {
             Bottleneck::Unknown
-        } else if read_wait_us as f64 / thread_us as f64 >= BOUND_SHARE {
+        } else if read >= BOUND_FACTOR * cpu {
             Bottleneck::ReadBound
-        } else if cpu_us as f64 / thread_us as f64 >= BOUND_SHARE {
+        } else if cpu >= BOUND_FACTOR * read {
             Bottleneck::CpuBound
         } else {
             Bottleneck::Mixed
@@ -130,5 +134,19 @@ mod tests {
         assert_eq!(breakdown.bottleneck, Bottleneck::CpuBound);
         assert_eq!(breakdown.shares().0, 0.9);
         assert_eq!(TimeBreakdown::from_stats(&stats(&[], 10)).bottleneck, Bottleneck::Unknown);
+    }
+
+    #[test]
+    fn comparable_cpu_and_read_work_is_mixed() {
+        // Measured here: Q4 with direct I/O, 22.9 ms CPU and 21.9 ms reading.
+        let breakdown = TimeBreakdown::from_stats(&stats(
+            &[
+                ("RealTimeMicroseconds", 157_132),
+                ("UserTimeMicroseconds", 22_901),
+                ("DiskReadElapsedMicroseconds", 21_923),
+            ],
+            29_293,
+        ));
+        assert_eq!(breakdown.bottleneck, Bottleneck::Mixed);
     }
 }

@@ -17,6 +17,7 @@
 //! - SQL comes from `fixtures/`, never from Rust strings, except the system-table
 //!   queries the measurement core itself runs.
 
+pub mod benchmark;
 pub mod breakdown;
 pub mod cost;
 pub mod dataset;
@@ -26,6 +27,7 @@ pub mod fixtures;
 pub mod invariant;
 pub mod measure;
 pub mod parts;
+pub mod report;
 pub mod results;
 pub mod settings;
 pub mod target;

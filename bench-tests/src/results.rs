@@ -51,6 +51,8 @@ pub struct RunBundle {
     pub dataset: DatasetParams,
     /// Settings in force for every statement unless a sample says otherwise.
     pub session_settings: Settings,
+    /// The volume's read limit, when the target knows it (MiB/s).
+    pub volume_limit_mib_per_s: Option<f64>,
     /// The SQL files used, relative to `fixtures/`, copied verbatim under `sql/`.
     pub sql_files: Vec<String>,
     pub ingest: Option<Ingest>,

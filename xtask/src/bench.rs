@@ -1,99 +1,84 @@
-//! `cargo xtask bench`: build the `sensors` dataset on the chosen target, then run each
-//! of its queries cold (caches dropped, direct I/O) and warm, and print what was measured.
+//! `cargo xtask bench`: the logs benchmark on the chosen target, written to a results
+//! bundle as it goes, then the report.
 
-use anyhow::{Context, Result};
-use bench_tests::fixtures::{Fixture, Params, fixtures_root};
-use bench_tests::measure::{QueryStats, StatementTag, drop_caches, measure};
-use bench_tests::parts::parts_summary;
-use bench_tests::settings::Settings;
+use anyhow::Result;
+use bench_tests::benchmark::LogsBenchmark;
+use bench_tests::cost::CostInputs;
+use bench_tests::report::write_report;
+use bench_tests::results::{BundleWriter, unix_seconds};
 use bench_tests::target::{TargetKind, open_target_of_kind};
 
 use crate::flags::Bench;
-
-const DATASET: &str = "sensors";
+use crate::progress::TerminalProgress;
 
 impl Bench {
     pub fn run(self) -> Result<()> {
         let mut target = open_target_of_kind(TargetKind::parse(&self.target.target)?)?;
-        let run_id = format!("bench-{}", run_stamp());
-        println!("run {run_id}: dataset {DATASET}, {} rows, {}", self.rows, target.info());
-        target.use_fresh_database("bench_sensors")?;
-        let params = Params::new().with("rows", self.rows);
-
-        Fixture::load(format!("{DATASET}/schema.sql"))?.apply(&mut target, &params)?;
-        let generator = Fixture::load(format!("{DATASET}/generator.sql"))?;
-        for (index, statement) in generator.render(&params)?.iter().enumerate() {
-            let tag = StatementTag::new(&run_id, DATASET, &format!("generator-{}", index + 1), 1);
-            let measured = measure(&mut target, statement, &tag, &Settings::new())
-                .with_context(|| format!("fixture {} failed", generator.path.display()))?;
-            let seconds = measured.stats.server_duration_us as f64 / 1e6;
-            let rows = measured.stats.read_rows;
-            println!(
-                "  {:<12} {seconds:>8.2} s  {rows:>12} rows read  {:>10.0} rows/s",
-                tag.query,
-                rows as f64 / seconds.max(1e-9)
-            );
-        }
-        let table = parts_summary(&mut target, "readings")?;
-        println!(
-            "  table: {} rows in {} active parts, {} partitions",
-            table.rows, table.active_parts, table.partitions
-        );
-
-        for query in query_fixtures()? {
-            let select = query.render_one(&params)?;
-            let name = query.name();
-            drop_caches(&mut target)?;
-            let cold =
-                measure(&mut target, &select, &StatementTag::new(&run_id, DATASET, &name, 0), &Settings::direct_io())
-                    .with_context(|| format!("query {} failed", query.path.display()))?;
-            let mut warm = Vec::new();
-            for attempt in 1..=self.runs {
-                let tag = StatementTag::new(&run_id, DATASET, &name, attempt);
-                warm.push(measure(&mut target, &select, &tag, &Settings::new())?.stats);
-            }
-            print_query(&name, &cold.stats, &warm);
-        }
+        let run_id = self.run_id.clone().unwrap_or_else(|| {
+            format!("{}-{}-{}", utc_stamp(unix_seconds()), target.info().kind, short_count(self.rows))
+        });
+        let benchmark = LogsBenchmark {
+            run_id,
+            rows: self.rows,
+            warm_runs: self.runs,
+            cost: CostInputs {
+                node_usd_per_hour: self.node_usd_per_hour,
+                volume_usd_per_gb_month: self.volume_usd_per_gb_month,
+                volume_gib: self.volume_gib,
+                rows_per_day: self.rows_per_day,
+                retention_days: self.retention_days,
+            },
+            volume_limit_mib_per_s: self.volume_mib_per_s,
+        };
+        let mut writer = BundleWriter::create(&self.results_dir, benchmark.new_bundle(&target))?;
+        eprintln!("chbench: run {}, results in {}", benchmark.run_id, writer.dir().display());
+        let outcome = benchmark.run(&mut target, &mut writer, &TerminalProgress::new());
+        // Whatever happened, what was measured is saved and reported.
+        writer.finish(outcome.as_ref().err().map(|error| format!("{error:#}")))?;
+        let report = write_report(writer.dir())?;
+        outcome?;
+        println!("report: {}", report.display());
         Ok(())
     }
 }
 
-/// The dataset's query files, by name.
-fn query_fixtures() -> Result<Vec<Fixture>> {
-    let folder = fixtures_root().join(DATASET).join("queries");
-    let mut names: Vec<_> = std::fs::read_dir(&folder)
-        .with_context(|| format!("cannot list {}", folder.display()))?
-        .filter_map(|entry| entry.ok().map(|entry| entry.path()))
-        .filter(|path| path.extension().is_some_and(|extension| extension == "sql"))
-        .collect();
-    names.sort();
-    names
-        .iter()
-        .map(|path| {
-            Fixture::load(format!("{DATASET}/queries/{}", path.file_name().unwrap_or_default().to_string_lossy()))
-        })
-        .collect()
+/// `20261130T031500Z` from seconds since the epoch (UTC, proleptic Gregorian).
+fn utc_stamp(seconds: u64) -> String {
+    let days = (seconds / 86_400) as i64;
+    let time = seconds % 86_400;
+    // Howard Hinnant's days-to-civil algorithm.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let day_of_era = z.rem_euclid(146_097);
+    let year_of_era = (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_index = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
+    let month = if month_index < 10 { month_index + 3 } else { month_index - 9 };
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    format!("{year:04}{month:02}{day:02}T{:02}{:02}{:02}Z", time / 3600, time % 3600 / 60, time % 60)
 }
 
-fn print_query(name: &str, cold: &QueryStats, warm: &[QueryStats]) {
-    let mut warm_ms: Vec<f64> = warm.iter().map(|stats| stats.server_duration_us as f64 / 1e3).collect();
-    warm_ms.sort_by(f64::total_cmp);
-    let median = warm_ms[warm_ms.len() / 2];
-    println!(
-        "  {name}: cold (direct I/O) {:.1} ms, warm min {:.1} ms, median {median:.1} ms of {} runs; read_rows {}, read_bytes {}",
-        cold.server_duration_us as f64 / 1e3,
-        warm_ms[0],
-        warm_ms.len(),
-        cold.read_rows,
-        cold.read_bytes
-    );
+/// `10M`, `250K`, `1234` for folder names.
+fn short_count(rows: u64) -> String {
+    match rows {
+        rows if rows >= 1_000_000 && rows % 1_000_000 == 0 => format!("{}M", rows / 1_000_000),
+        rows if rows >= 1_000 && rows % 1_000 == 0 => format!("{}K", rows / 1_000),
+        rows => rows.to_string(),
+    }
 }
 
-/// A sortable, unique-enough run id: seconds since the epoch and the process id.
-fn run_stamp() -> String {
-    let seconds = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|elapsed| elapsed.as_secs())
-        .unwrap_or(0);
-    format!("{seconds}-{}", std::process::id())
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_ids_read_as_utc_time() {
+        assert_eq!(utc_stamp(0), "19700101T000000Z");
+        assert_eq!(utc_stamp(1_796_007_599), "20261130T025959Z");
+        assert_eq!(utc_stamp(1_000_000_000), "20010909T014640Z");
+        assert_eq!(short_count(10_000_000), "10M");
+        assert_eq!(short_count(250_000), "250K");
+        assert_eq!(short_count(1234), "1234");
+    }
 }

@@ -15,8 +15,10 @@ pub struct Xtask {
 pub enum Command {
     /// Fetch and verify the pinned embedded engine (libchdb) and print its ClickHouse version.
     Setup(Setup),
-    /// Run the benchmark on the chosen target and print what it measured.
+    /// Run the logs benchmark on the chosen target, write a results bundle and its report.
     Bench(Bench),
+    /// Render a results bundle's report (Markdown and SVG charts) again.
+    Report(Report),
     /// Run the statements of SQL files on the chosen target and measure the last one of each.
     Measure(Measure),
 }
@@ -36,12 +38,44 @@ pub struct Setup {}
 pub struct Bench {
     #[command(flatten)]
     pub target: TargetFlag,
-    /// Rows to generate (accepts K, M and G suffixes, e.g. 10M).
+    /// Rows to generate (K, M and G suffixes work: 10M; the source's scale is 100M).
     #[arg(long, default_value = "10M", value_parser = parse_count)]
     pub rows: u64,
-    /// Warm runs per query after the cold (direct I/O) run.
+    /// Warm runs per query after the direct-I/O run.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
     pub runs: u32,
+    /// Where results bundles go (one folder per run).
+    #[arg(long, default_value = "results")]
+    pub results_dir: PathBuf,
+    /// The run's folder name (default: UTC time, target and rows).
+    #[arg(long)]
+    pub run_id: Option<String>,
+    /// Node price, USD per hour (the source: m5.xlarge, Seoul, 2026-09).
+    #[arg(long, default_value_t = 0.236)]
+    pub node_usd_per_hour: f64,
+    /// Volume price, USD per GB-month (the source: gp3, Seoul, 2026-09).
+    #[arg(long, default_value_t = 0.0912)]
+    pub volume_usd_per_gb_month: f64,
+    /// Provisioned volume size, GiB (billed whatever the data uses).
+    #[arg(long, default_value_t = 100.0)]
+    pub volume_gib: f64,
+    /// Retention projection: rows arriving per day.
+    #[arg(long, default_value = "100M", value_parser = parse_count)]
+    pub rows_per_day: u64,
+    /// Retention projection: days kept.
+    #[arg(long, default_value_t = 30)]
+    pub retention_days: u64,
+    /// The volume's read limit in MiB/s, shown beside direct-I/O read rates (gp3 default: 125).
+    #[arg(long)]
+    pub volume_mib_per_s: Option<f64>,
+}
+
+#[derive(Debug, Args)]
+pub struct Report {
+    /// The run's folder name under the results directory.
+    pub run_id: String,
+    #[arg(long, default_value = "results")]
+    pub results_dir: PathBuf,
 }
 
 #[derive(Debug, Args)]

@@ -4,6 +4,8 @@
 mod bench;
 mod flags;
 mod measure;
+mod progress;
+mod report;
 mod setup;
 
 use std::process::ExitCode;
@@ -16,6 +18,7 @@ fn main() -> ExitCode {
         flags::Command::Setup(setup) => setup.run(),
         flags::Command::Bench(bench) => bench.run(),
         flags::Command::Measure(measure) => measure.run(),
+        flags::Command::Report(report) => report.run(),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,343 @@
+//! The `logs` benchmark: the source's measurement (seed 000) on any target, recorded
+//! step by step into a results bundle.
+//!
+//! 1. Ingest: the generator's `INSERT ... SELECT`, first straight on the engine into
+//!    a table that is then dropped (the raw figure), then through the harness. The
+//!    harness figure is the one reported. Partitions and active parts are recorded after it.
+//! 2. Storage by column, as ingested: LZ4 (the default), then the ZSTD(3) copy and the
+//!    time its re-insert took.
+//! 3. Q1-Q5, each with caches dropped, one direct-I/O run, then N warm runs. Every
+//!    sample is kept with its statistics and time breakdown.
+//! 4. The bloom filter: add, materialize (waiting for the mutation), its size, and Q5 again.
+//! 5. The cost model, from the measured bytes per row.
+//!
+//! Nothing here draws: progress goes through [`Progress`], implemented by the command line.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+
+use crate::breakdown::TimeBreakdown;
+use crate::cost::{CostInputs, CostModel};
+use crate::dataset::logs::step_ms;
+use crate::fixtures::{Fixture, Params};
+use crate::measure::{StatementTag, drop_caches, measure};
+use crate::parts::{column_bytes, parts_summary, wait_for_mutations};
+use crate::results::{
+    BloomFilter, BundleWriter, DatasetParams, Ingest, QueryRuns, RunBundle, RunStatus, Sample, SampleKind, Step,
+    StorageSnapshot, unix_seconds,
+};
+use crate::settings::Settings;
+use crate::target::Target;
+
+/// The fixture files the benchmark runs, relative to `fixtures/`; all are copied into
+/// the bundle.
+pub const SQL_FILES: [&str; 9] = [
+    "logs/schema.sql",
+    "logs/generator.sql",
+    "logs/zstd.sql",
+    "logs/bloom_filter.sql",
+    "logs/queries/q1.sql",
+    "logs/queries/q2.sql",
+    "logs/queries/q3.sql",
+    "logs/queries/q4.sql",
+    "logs/queries/q5.sql",
+];
+pub const QUERIES: [&str; 5] = ["q1", "q2", "q3", "q4", "q5"];
+const DATABASE: &str = "bench_logs";
+const MATERIALIZE_TIMEOUT: Duration = Duration::from_secs(3600);
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct LogsBenchmark {
+    pub run_id: String,
+    pub rows: u64,
+    pub warm_runs: u32,
+    pub cost: CostInputs,
+    /// The volume's read limit when known (e.g. 125 MiB/s for a default gp3 volume).
+    pub volume_limit_mib_per_s: Option<f64>,
+}
+
+/// How the benchmark reports progress; the command line draws it.
+pub trait Progress {
+    /// A step starts; `units` is how many `advance` calls it will make, if it knows.
+    fn start(&self, step: &str, units: Option<u64>);
+    /// One unit of the current step is done.
+    fn advance(&self, message: &str);
+    /// The step is done; `summary` is one line of what it measured.
+    fn finish(&self, summary: &str);
+}
+
+impl LogsBenchmark {
+    /// Samples per query pass: the direct-I/O run and the warm runs.
+    fn samples_per_query(&self) -> u64 {
+        1 + u64::from(self.warm_runs)
+    }
+
+    /// A new bundle for this run on `target`, not yet written.
+    pub fn new_bundle(&self, target: &Target) -> RunBundle {
+        RunBundle {
+            schema_version: crate::results::SCHEMA_VERSION,
+            run_id: self.run_id.clone(),
+            status: RunStatus::Incomplete,
+            error: None,
+            phase: "starting".to_string(),
+            started_at: unix_seconds(),
+            finished_at: None,
+            target: target.info().clone(),
+            dataset: DatasetParams {
+                name: "logs".to_string(),
+                rows: self.rows,
+                step_ms: step_ms(self.rows),
+                warm_runs: self.warm_runs,
+            },
+            session_settings: Settings::session_defaults(),
+            volume_limit_mib_per_s: self.volume_limit_mib_per_s,
+            sql_files: SQL_FILES.iter().map(|file| file.to_string()).collect(),
+            ingest: None,
+            storage: Vec::new(),
+            zstd_reinsert: None,
+            queries: Vec::new(),
+            bloom_filter: None,
+            cost: None,
+        }
+    }
+
+    /// Runs every step, saving the bundle after each. On error the bundle keeps what
+    /// was measured and stays incomplete; the caller records the error.
+    pub fn run(&self, target: &mut Target, writer: &mut BundleWriter, progress: &dyn Progress) -> Result<()> {
+        let params = Params::new().with("rows", self.rows).with("step_ms", step_ms(self.rows));
+        target.use_fresh_database(DATABASE)?;
+        let schema = Fixture::load("logs/schema.sql")?;
+        let generator = Fixture::load("logs/generator.sql")?.render_one(&params)?;
+
+        writer.phase("ingest")?;
+        progress.start(&format!("ingest {} rows: raw engine, then through the harness", self.rows), Some(2));
+        schema.apply(target, &params)?;
+        let raw_started = Instant::now();
+        target.execute(&generator).context("raw engine ingest failed")?;
+        let raw_seconds = raw_started.elapsed().as_secs_f64();
+        progress.advance(&format!("raw engine: {:.0} rows/s", self.rows as f64 / raw_seconds));
+        target.execute("DROP TABLE logs SYNC")?;
+        schema.apply(target, &params)?;
+        let ingest = measure(target, &generator, &self.tag("ingest", 1), &Settings::new()).context("ingest failed")?;
+        let seconds = ingest.stats.server_duration_us as f64 / 1e6;
+        progress.advance(&format!("harness: {:.0} rows/s", self.rows as f64 / seconds));
+        let table = parts_summary(target, "logs")?;
+        writer.bundle.ingest = Some(Ingest {
+            rows: table.rows,
+            seconds,
+            rows_per_second: table.rows as f64 / seconds,
+            raw_engine_seconds: raw_seconds,
+            raw_engine_rows_per_second: self.rows as f64 / raw_seconds,
+            partitions: table.partitions,
+            active_parts: table.active_parts,
+            stats: ingest.stats,
+        });
+        writer.save()?;
+        progress.finish(&format!(
+            "ingest: {} rows in {seconds:.1} s ({:.0} rows/s; raw engine {:.0} rows/s), {} partitions, {} active parts",
+            table.rows,
+            table.rows as f64 / seconds,
+            self.rows as f64 / raw_seconds,
+            table.partitions,
+            table.active_parts
+        ));
+
+        writer.phase("storage")?;
+        progress.start("storage by column: LZ4 as ingested, then the ZSTD(3) copy", Some(2));
+        writer.bundle.storage.push(storage_snapshot(target, "logs", "LZ4 (default)")?);
+        progress.advance("LZ4");
+        let zstd = Fixture::load("logs/zstd.sql")?.render(&params)?;
+        let mut reinsert = None;
+        for (index, statement) in zstd.iter().enumerate() {
+            let measured = measure(target, statement, &self.tag("zstd", index as u32 + 1), &Settings::new())
+                .context("the ZSTD(3) copy failed")?;
+            reinsert = Some(measured.stats);
+        }
+        let reinsert = reinsert.context("logs/zstd.sql has no statement")?;
+        writer.bundle.zstd_reinsert =
+            Some(Step { seconds: reinsert.server_duration_us as f64 / 1e6, stats: Some(reinsert) });
+        writer.bundle.storage.push(storage_snapshot(target, "logs_zstd", "ZSTD(3)")?);
+        writer.save()?;
+        progress.advance("ZSTD(3)");
+        let (lz4, zstd) = (&writer.bundle.storage[0], &writer.bundle.storage[1]);
+        progress.finish(&format!(
+            "storage: LZ4 {} ({:.2}x), ZSTD(3) {} ({:.2}x), {:.0} % smaller",
+            human_bytes(lz4.compressed_bytes()),
+            lz4.uncompressed_bytes() as f64 / lz4.compressed_bytes().max(1) as f64,
+            human_bytes(zstd.compressed_bytes()),
+            zstd.uncompressed_bytes() as f64 / zstd.compressed_bytes().max(1) as f64,
+            100.0 * (1.0 - zstd.compressed_bytes() as f64 / lz4.compressed_bytes().max(1) as f64)
+        ));
+
+        writer.phase("queries")?;
+        progress.start("Q1-Q5: caches dropped, one direct-I/O run, then warm runs", Some(5 * self.samples_per_query()));
+        for query in QUERIES {
+            let variant = if query == "q5" { "without index" } else { "default" };
+            let runs = self.query_runs(target, query, variant, progress)?;
+            writer.bundle.queries.push(runs);
+            writer.save()?;
+        }
+        progress.finish(&queries_summary(&writer.bundle.queries));
+
+        writer.phase("bloom filter")?;
+        progress.start("bloom filter on trace_id: add, materialize, Q5 again", Some(2 + self.samples_per_query()));
+        let bloom = Fixture::load("logs/bloom_filter.sql")?.render(&params)?;
+        let mut steps = Vec::new();
+        for (index, statement) in bloom.iter().enumerate() {
+            let started = Instant::now();
+            let measured = measure(target, statement, &self.tag("bloom_filter", index as u32 + 1), &Settings::new())
+                .context("the bloom filter statements failed")?;
+            // MATERIALIZE INDEX returns at once; the work is the mutation.
+            wait_for_mutations(target, MATERIALIZE_TIMEOUT)?;
+            steps.push(Step { seconds: started.elapsed().as_secs_f64(), stats: Some(measured.stats) });
+            progress.advance(&format!("{} done", crate::target::one_line(statement)));
+        }
+        let (index_compressed_bytes, index_uncompressed_bytes) = index_size(target)?;
+        let mut steps = steps.into_iter();
+        let (add_index, materialize) = (steps.next().context("no ADD INDEX")?, steps.next().context("no MATERIALIZE")?);
+        writer.bundle.bloom_filter = Some(BloomFilter {
+            add_index,
+            materialize,
+            index_compressed_bytes,
+            index_uncompressed_bytes,
+            table_compressed_bytes: writer.bundle.storage[0].compressed_bytes(),
+        });
+        writer.save()?;
+        let runs = self.query_runs(target, "q5", "bloom filter", progress)?;
+        writer.bundle.queries.push(runs);
+        writer.save()?;
+        progress.finish(&bloom_summary(&writer.bundle));
+
+        let used_bytes = writer.bundle.storage[0].compressed_bytes();
+        writer.bundle.cost = Some(CostModel::new(self.cost.clone(), used_bytes, self.rows));
+        writer.save()?;
+        Ok(())
+    }
+
+    /// Drops caches, runs `query` once with direct I/O and `warm_runs` times warm.
+    fn query_runs(
+        &self,
+        target: &mut Target,
+        query: &str,
+        variant: &str,
+        progress: &dyn Progress,
+    ) -> Result<QueryRuns> {
+        let sql_file = format!("logs/queries/{query}.sql");
+        let sql = Fixture::load(&sql_file)?.render_one(&Params::new())?;
+        let scenario = if variant == "bloom filter" { format!("{query}_bloom_filter") } else { query.to_string() };
+        drop_caches(target)?;
+        let mut samples = Vec::new();
+        let mut answer = String::new();
+        for attempt in 0..=self.warm_runs {
+            let (kind, settings) = if attempt == 0 {
+                (SampleKind::DirectIo, Settings::direct_io())
+            } else {
+                (SampleKind::Warm, Settings::new())
+            };
+            let measured = measure(target, &sql, &self.tag(&scenario, attempt), &settings)
+                .with_context(|| format!("query {sql_file} failed"))?;
+            if attempt == 0 {
+                answer = measured.body.chars().take(2000).collect();
+            }
+            progress.advance(&format!(
+                "{query} {variant} {}: {:.1} ms, {} rows read",
+                if attempt == 0 { "direct I/O".to_string() } else { format!("warm {attempt}") },
+                measured.stats.server_duration_us as f64 / 1e3,
+                measured.stats.read_rows
+            ));
+            let breakdown = TimeBreakdown::from_stats(&measured.stats);
+            samples.push(Sample { kind, attempt, settings, stats: measured.stats, breakdown });
+        }
+        Ok(QueryRuns { query: query.to_string(), variant: variant.to_string(), sql_file, answer, samples })
+    }
+
+    fn tag(&self, query: &str, attempt: u32) -> StatementTag {
+        StatementTag::new(&self.run_id, "logs", query, attempt)
+    }
+}
+
+fn storage_snapshot(target: &mut Target, table: &str, codec: &str) -> Result<StorageSnapshot> {
+    let parts = parts_summary(target, table)?;
+    Ok(StorageSnapshot {
+        label: format!("{codec}, as ingested ({} active parts)", parts.active_parts),
+        table: table.to_string(),
+        codec: codec.to_string(),
+        active_parts: parts.active_parts,
+        partitions: parts.partitions,
+        columns: column_bytes(target, table)?,
+    })
+}
+
+fn index_size(target: &mut Target) -> Result<(u64, u64)> {
+    #[derive(serde::Deserialize)]
+    struct IndexSize {
+        data_compressed_bytes: u64,
+        data_uncompressed_bytes: u64,
+    }
+    let sizes: Vec<IndexSize> = target.query_rows(
+        "SELECT data_compressed_bytes, data_uncompressed_bytes FROM system.data_skipping_indices \
+         WHERE database = currentDatabase() AND table = 'logs' AND name = 'trace_bf'",
+    )?;
+    let size = sizes.first().context("the trace_bf index is missing after MATERIALIZE INDEX")?;
+    Ok((size.data_compressed_bytes, size.data_uncompressed_bytes))
+}
+
+fn queries_summary(queries: &[QueryRuns]) -> String {
+    let parts: Vec<String> = queries
+        .iter()
+        .map(|runs| {
+            format!(
+                "{} {:.1}/{:.1} ms",
+                runs.query,
+                runs.direct_io().map_or(0.0, |sample| sample.stats.server_duration_us as f64 / 1e3),
+                runs.warm_min_ms().unwrap_or(0.0)
+            )
+        })
+        .collect();
+    format!("queries (direct I/O / warm min): {}", parts.join(", "))
+}
+
+fn bloom_summary(bundle: &RunBundle) -> String {
+    let find = |variant: &str| bundle.queries.iter().find(|runs| runs.query == "q5" && runs.variant == variant);
+    let (Some(before), Some(after), Some(bloom)) = (find("without index"), find("bloom filter"), &bundle.bloom_filter)
+    else {
+        return "bloom filter: incomplete".to_string();
+    };
+    let rows = |runs: &QueryRuns| runs.samples.last().map_or(0, |sample| sample.stats.read_rows);
+    format!(
+        "bloom filter: q5 warm {:.1} -> {:.1} ms, {} -> {} rows read, index {} ({:.2} % of the table), materialize {:.1} s",
+        before.warm_min_ms().unwrap_or(0.0),
+        after.warm_min_ms().unwrap_or(0.0),
+        rows(before),
+        rows(after),
+        human_bytes(bloom.index_compressed_bytes),
+        100.0 * bloom.index_compressed_bytes as f64 / bloom.table_compressed_bytes.max(1) as f64,
+        bloom.materialize.seconds
+    )
+}
+
+/// Bytes in binary units, as `formatReadableSize` prints them.
+pub fn human_bytes(bytes: u64) -> String {
+    let units = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < units.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 { format!("{bytes} B") } else { format!("{value:.2} {}", units[unit]) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bytes_read_as_formatreadablesize_prints_them() {
+        assert_eq!(human_bytes(500), "500 B");
+        assert_eq!(human_bytes(500_346), "488.62 KiB");
+        assert_eq!(human_bytes(8_396_852_756), "7.82 GiB");
+    }
+}
