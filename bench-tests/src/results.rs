@@ -86,7 +86,8 @@ pub struct Ingest {
     pub seconds: f64,
     pub rows_per_second: f64,
     /// The same statement run straight on the engine in the same run, without the
-    /// harness's tagging and statistics reads, into a scratch table.
+    /// harness's tagging and statistics reads, into a table dropped afterwards. Both
+    /// figures are the engine's own duration of the statement.
     pub raw_engine_seconds: f64,
     pub raw_engine_rows_per_second: f64,
     pub partitions: u64,

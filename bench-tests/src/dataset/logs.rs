@@ -56,7 +56,7 @@ impl Design {
         };
         let mut fixtures = vec![schema, "logs/generator.sql", "logs/settle.sql"];
         if self == Design::Source {
-            fixtures.extend(["logs/zstd.sql", "logs/settle_zstd.sql"]);
+            fixtures.extend(["logs/zstd_schema.sql", "logs/zstd_insert.sql", "logs/settle_zstd.sql"]);
         }
         if self != Design::NoBloomFilter {
             fixtures.push("logs/bloom_filter.sql");
