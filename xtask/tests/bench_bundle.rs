@@ -47,32 +47,46 @@ fn a_finished_run_is_complete_round_trips_and_reports() {
 
 #[test]
 fn a_killed_run_leaves_a_valid_incomplete_bundle_with_what_it_measured() {
+    interrupt_after_ingest("killed", |child| child.kill().unwrap());
+}
+
+#[test]
+fn ctrl_c_leaves_a_valid_incomplete_bundle_with_what_it_measured() {
+    interrupt_after_ingest("interrupted", |child| {
+        let status = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+        assert!(status.success(), "kill -INT failed");
+    });
+}
+
+/// Starts a run, waits until its ingest is recorded, interrupts it with `interrupt`,
+/// then checks the bundle it left and that the report renders from it.
+fn interrupt_after_ingest(run_id: &str, interrupt: impl FnOnce(&mut std::process::Child)) {
     let results = tempfile::tempdir().unwrap();
     let mut child = xtask()
-        .args(["bench", "--target", "embedded", "--rows", "4M", "--runs", "3", "--run-id", "killed"])
+        .args(["bench", "--target", "embedded", "--rows", "4M", "--runs", "3", "--run-id", run_id])
         .arg("--results-dir")
         .arg(results.path())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let dir = results.path().join("killed");
-    // Wait until the ingest is recorded, then kill the run mid-way.
+    let dir = results.path().join(run_id);
     let deadline = Instant::now() + Duration::from_secs(300);
     while !ingest_recorded(&dir) {
         assert!(Instant::now() < deadline, "the run never recorded its ingest");
-        assert!(child.try_wait().unwrap().is_none(), "the run ended before it could be killed");
+        assert!(child.try_wait().unwrap().is_none(), "the run ended before it could be interrupted");
         std::thread::sleep(Duration::from_millis(50));
     }
-    child.kill().unwrap();
-    child.wait().unwrap();
+    interrupt(&mut child);
+    let status = child.wait().unwrap();
+    assert!(!status.success(), "the interrupted run should not succeed: {status:?}");
 
-    let bundle = load_bundle(&dir).expect("a killed run leaves a readable bundle");
+    let bundle = load_bundle(&dir).expect("an interrupted run leaves a readable bundle");
     assert_eq!(bundle.status, RunStatus::Incomplete);
     assert_eq!(bundle.ingest.as_ref().unwrap().rows, 4_000_000);
     assert!(bundle.finished_at.is_none());
     // The report renders from what there is, and says the run is incomplete.
-    let output = xtask().args(["report", "killed", "--results-dir"]).arg(results.path()).output().unwrap();
+    let output = xtask().args(["report", run_id, "--results-dir"]).arg(results.path()).output().unwrap();
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
     assert!(report.contains("**Incomplete run**"), "{report}");
