@@ -67,21 +67,13 @@ impl EmbeddedTarget {
                     .with_context(|| format!("cannot create the dataset folder {}", folder.display()))?;
                 (folder, None)
             }
-            Storage::Scratch => (claim_process_folder(None)?, Some(())),
-            Storage::CopyOf(dataset) => (claim_process_folder(Some(&dataset))?, Some(())),
+            Storage::Scratch => claim_process_folder(None)?,
+            Storage::CopyOf(dataset) => claim_process_folder(Some(&dataset))?,
         };
-        let connection = match Connection::open(&folder) {
-            Ok(connection) => connection,
-            Err(error) => {
-                if guard.is_some() {
-                    release_process_folder();
-                }
-                return Err(error);
-            }
-        };
-        let storage = guard.map(|()| StorageGuard { storage: folder });
+        // If the connection fails, dropping the guard gives the folder back.
+        let connection = Connection::open(&folder)?;
         let session = Settings::session_defaults();
-        let target = EmbeddedTarget { connection, _storage: storage, library, session };
+        let target = EmbeddedTarget { connection, _storage: guard, library, session };
         for statement in target.session.set_statements() {
             target
                 .connection
@@ -137,9 +129,10 @@ impl EmbeddedTarget {
     }
 }
 
-/// Takes a use of this process's folder: the first use (re)creates it, empty or as a
-/// copy of `dataset`; a dataset can only be copied in while nothing else uses it.
-fn claim_process_folder(dataset: Option<&Path>) -> Result<PathBuf> {
+/// Takes a use of this process's folder, given back when the guard drops: the first use
+/// (re)creates it, empty or as a copy of `dataset`; a dataset can only be copied in while
+/// nothing else uses it.
+fn claim_process_folder(dataset: Option<&Path>) -> Result<(PathBuf, Option<StorageGuard>)> {
     let folder = process_storage_dir();
     let mut open_targets = OPEN_TARGETS.lock().map_err(|_| anyhow!("embedded target counter poisoned"))?;
     if *open_targets == 0 {
@@ -155,18 +148,13 @@ fn claim_process_folder(dataset: Option<&Path>) -> Result<PathBuf> {
         }
     } else if let Some(dataset) = dataset {
         bail!(
-            "cannot open the dataset {}: this process already has an embedded target open, and the engine              opens one folder at a time (open the dataset first, or close the other target)",
+            "cannot open the dataset {}: this process already has an embedded target open, and the engine \
+             opens one folder at a time (open the dataset first, or close the other target)",
             dataset.display()
         );
     }
     *open_targets += 1;
-    Ok(folder)
-}
-
-fn release_process_folder() {
-    if let Ok(mut open_targets) = OPEN_TARGETS.lock() {
-        *open_targets = open_targets.saturating_sub(1);
-    }
+    Ok((folder.clone(), Some(StorageGuard { storage: folder })))
 }
 
 /// Copies a folder tree with hard links for files (MergeTree parts are immutable, so a
