@@ -23,7 +23,7 @@ use crate::cost::{CostInputs, CostModel};
 use crate::dataset::logs::step_ms;
 use crate::fixtures::{Fixture, Params};
 use crate::measure::{StatementTag, drop_caches, measure};
-use crate::parts::{column_bytes, parts_summary, wait_for_mutations};
+use crate::parts::{column_bytes, parts_summary, skip_index_bytes, wait_for_mutations};
 use crate::results::{
     BloomFilter, BundleWriter, DatasetParams, Ingest, QueryRuns, RunBundle, RunStatus, Sample, SampleKind, Step,
     StorageSnapshot, unix_seconds,
@@ -198,14 +198,15 @@ impl LogsBenchmark {
             steps.push(Step { seconds: started.elapsed().as_secs_f64(), stats: Some(measured.stats) });
             progress.advance(&format!("{} done", crate::target::one_line(statement)));
         }
-        let (index_compressed_bytes, index_uncompressed_bytes) = index_size(target)?;
+        let index = skip_index_bytes(target, "logs", "trace_bf")
+            .context("the trace_bf index is missing after MATERIALIZE INDEX")?;
         let mut steps = steps.into_iter();
         let (add_index, materialize) = (steps.next().context("no ADD INDEX")?, steps.next().context("no MATERIALIZE")?);
         writer.bundle.bloom_filter = Some(BloomFilter {
             add_index,
             materialize,
-            index_compressed_bytes,
-            index_uncompressed_bytes,
+            index_compressed_bytes: index.data_compressed_bytes,
+            index_uncompressed_bytes: index.data_uncompressed_bytes,
             table_compressed_bytes: writer.bundle.storage[0].compressed_bytes(),
         });
         writer.save()?;
@@ -272,20 +273,6 @@ fn storage_snapshot(target: &mut Target, table: &str, codec: &str) -> Result<Sto
         partitions: parts.partitions,
         columns: column_bytes(target, table)?,
     })
-}
-
-fn index_size(target: &mut Target) -> Result<(u64, u64)> {
-    #[derive(serde::Deserialize)]
-    struct IndexSize {
-        data_compressed_bytes: u64,
-        data_uncompressed_bytes: u64,
-    }
-    let sizes: Vec<IndexSize> = target.query_rows(
-        "SELECT data_compressed_bytes, data_uncompressed_bytes FROM system.data_skipping_indices \
-         WHERE database = currentDatabase() AND table = 'logs' AND name = 'trace_bf'",
-    )?;
-    let size = sizes.first().context("the trace_bf index is missing after MATERIALIZE INDEX")?;
-    Ok((size.data_compressed_bytes, size.data_uncompressed_bytes))
 }
 
 fn queries_summary(queries: &[QueryRuns]) -> String {

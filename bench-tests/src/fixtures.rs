@@ -102,6 +102,11 @@ impl Params {
     }
 }
 
+/// `text` as a single-quoted SQL string literal, backslashes and quotes escaped.
+pub fn sql_string(text: &str) -> String {
+    format!("'{}'", text.replace('\\', "\\\\").replace('\'', "\\'"))
+}
+
 /// Splits SQL text into statements at `;` outside quotes and comments; drops empty ones
 /// and statements that are only comments.
 pub fn split_statements(text: &str) -> Vec<String> {
@@ -210,6 +215,11 @@ mod tests {
                 "/* c;d */ SELECT 1",
             ]
         );
+    }
+
+    #[test]
+    fn string_literals_escape_quotes_and_backslashes() {
+        assert_eq!(sql_string(r"it's a\b"), r"'it\'s a\\b'");
     }
 
     #[test]

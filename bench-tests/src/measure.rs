@@ -13,6 +13,7 @@ use std::fmt;
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
+use crate::fixtures::sql_string;
 use crate::settings::Settings;
 use crate::target::{StatsSource, Target, one_line};
 
@@ -97,7 +98,7 @@ fn measure_with_events_delta(
 ) -> Result<Measured> {
     // The settings go in (SET) before the window and come out after it, so the window
     // holds the statement and the reads of system.events only.
-    let (before, output, after, overhead) = target.with_session_settings(settings, |target| {
+    let (before, output, after, mut overhead) = target.with_session_settings(settings, |target| {
         let calibration = events_read_overhead(target)?;
         let before = target.read_events()?;
         let output = target.run(sql, &Settings::new(), "TabSeparated")?;
@@ -106,7 +107,6 @@ fn measure_with_events_delta(
     })?;
     // The snapshot `before` shows does not include its own read, which lands in the
     // window; its rows and bytes are known exactly, the rest is the calibration's.
-    let mut overhead = overhead;
     overhead.insert("SelectedRows".to_string(), before.read_counters.read_rows.unwrap_or(0));
     overhead.insert("SelectedBytes".to_string(), before.read_counters.read_bytes.unwrap_or(0));
     let profile_events = events_delta(&before.values, &after.values, &overhead);
@@ -180,9 +180,9 @@ fn measure_with_query_log(
     let output = target.run(sql, settings, "TabSeparated")?;
     target.execute("SYSTEM FLUSH LOGS").context("cannot flush the query log")?;
     let lookup = format!(
-        "SELECT * FROM system.query_log WHERE type = 'QueryFinish' AND log_comment = '{}' \
+        "SELECT * FROM system.query_log WHERE type = 'QueryFinish' AND log_comment = {} \
          ORDER BY event_time_microseconds DESC LIMIT 1",
-        log_comment.replace('\\', "\\\\").replace('\'', "\\'")
+        sql_string(&log_comment)
     );
     let mut rows: Vec<serde_json::Value> = target.query_rows(&lookup)?;
     let Some(raw) = rows.pop() else {

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Result, bail};
 use serde::{Deserialize, Serialize};
 
+use crate::fixtures::sql_string;
 use crate::target::Target;
 
 /// Active parts of one table.
@@ -39,8 +40,8 @@ pub fn parts_summary(target: &mut Target, table: &str) -> Result<PartsSummary> {
     let sql = format!(
         "SELECT count() AS active_parts, uniqExact(partition_id) AS partitions, sum(rows) AS rows, \
          sum(marks) AS marks, sum(bytes_on_disk) AS bytes_on_disk \
-         FROM system.parts WHERE active AND database = currentDatabase() AND table = '{}'",
-        escape(table)
+         FROM system.parts WHERE active AND database = currentDatabase() AND table = {}",
+        sql_string(table)
     );
     let mut rows: Vec<PartsSummary> = target.query_rows(&sql)?;
     Ok(rows.pop().unwrap_or(PartsSummary { active_parts: 0, partitions: 0, rows: 0, marks: 0, bytes_on_disk: 0 }))
@@ -51,11 +52,33 @@ pub fn column_bytes(target: &mut Target, table: &str) -> Result<Vec<ColumnBytes>
     let sql = format!(
         "SELECT column, sum(column_data_compressed_bytes) AS compressed_bytes, \
          sum(column_data_uncompressed_bytes) AS uncompressed_bytes, sum(column_marks_bytes) AS marks_bytes \
-         FROM system.parts_columns WHERE active AND database = currentDatabase() AND table = '{}' \
+         FROM system.parts_columns WHERE active AND database = currentDatabase() AND table = {} \
          GROUP BY column ORDER BY min(column_position)",
-        escape(table)
+        sql_string(table)
     );
     target.query_rows(&sql)
+}
+
+/// Compressed and uncompressed bytes of one data-skipping index of a table.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IndexBytes {
+    pub data_compressed_bytes: u64,
+    pub data_uncompressed_bytes: u64,
+}
+
+/// The size of skip index `index` on `table` (from `system.data_skipping_indices`).
+pub fn skip_index_bytes(target: &mut Target, table: &str, index: &str) -> Result<IndexBytes> {
+    let sql = format!(
+        "SELECT data_compressed_bytes, data_uncompressed_bytes FROM system.data_skipping_indices \
+         WHERE database = currentDatabase() AND table = {} AND name = {}",
+        sql_string(table),
+        sql_string(index)
+    );
+    let mut sizes: Vec<IndexBytes> = target.query_rows(&sql)?;
+    match sizes.pop() {
+        Some(size) => Ok(size),
+        None => bail!("table {table} has no skip index {index}"),
+    }
 }
 
 /// Waits until the current database has no unfinished mutation (e.g. a
@@ -95,8 +118,4 @@ pub fn wait_for_mutations(target: &mut Target, timeout: Duration) -> Result<()> 
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-}
-
-fn escape(name: &str) -> String {
-    name.replace('\\', "\\\\").replace('\'', "\\'")
 }

@@ -9,7 +9,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 
 use crate::benchmark::human_bytes;
-use crate::results::{QueryRuns, RunBundle, RunStatus, SampleKind, load_bundle};
+use crate::results::{QueryRuns, RunBundle, RunStatus, load_bundle};
 
 /// What the source (seed 000) reported: one m5.xlarge (3.5 vCPU limit), gp3 100 GiB at
 /// 125 MiB/s, ClickHouse 24.8, 100 M rows. Not comparable in absolute terms to a run
@@ -182,7 +182,7 @@ pub fn markdown(bundle: &RunBundle) -> String {
                     Some(limit) => format!("{rate:.0} (volume limit {limit:.0})"),
                     None => format!("{rate:.0}"),
                 });
-            let warm_bound = warm_median_sample(runs).map_or("-", |sample| sample.breakdown.bottleneck.label());
+            let warm_bound = runs.warm_median_sample().map_or("-", |sample| sample.breakdown.bottleneck.label());
             let source_query = source::QUERIES
                 .iter()
                 .find(|(name, ..)| *name == runs.query && runs.variant != "bloom filter")
@@ -268,12 +268,6 @@ pub fn markdown(bundle: &RunBundle) -> String {
         let _ = writeln!(out, "- source: {}\n", source::COST);
     }
     out
-}
-
-fn warm_median_sample(runs: &QueryRuns) -> Option<&crate::results::Sample> {
-    let mut warm: Vec<_> = runs.samples.iter().filter(|sample| sample.kind == SampleKind::Warm).collect();
-    warm.sort_by_key(|sample| sample.stats.server_duration_us);
-    warm.get(warm.len() / 2).copied()
 }
 
 fn milliseconds(value: Option<f64>) -> String {
@@ -396,7 +390,7 @@ fn breakdown_chart(bundle: &RunBundle) -> String {
         if let Some(sample) = runs.direct_io() {
             rows.push((format!("{} {} direct I/O", runs.query, runs.variant), sample.breakdown.shares()));
         }
-        if let Some(sample) = warm_median_sample(runs) {
+        if let Some(sample) = runs.warm_median_sample() {
             rows.push((format!("{} {} warm", runs.query, runs.variant), sample.breakdown.shares()));
         }
     }

@@ -152,14 +152,22 @@ impl QueryRuns {
         self.samples.iter().find(|sample| sample.kind == SampleKind::DirectIo)
     }
 
+    pub fn warm_samples(&self) -> impl Iterator<Item = &Sample> {
+        self.samples.iter().filter(|sample| sample.kind == SampleKind::Warm)
+    }
+
+    /// The warm run with the median server-side duration (the upper middle one for an
+    /// even count).
+    pub fn warm_median_sample(&self) -> Option<&Sample> {
+        let mut warm: Vec<&Sample> = self.warm_samples().collect();
+        warm.sort_by_key(|sample| sample.stats.server_duration_us);
+        warm.get(warm.len() / 2).copied()
+    }
+
     /// Server-side durations of the warm runs, in milliseconds, sorted.
     pub fn warm_ms(&self) -> Vec<f64> {
-        let mut warm: Vec<f64> = self
-            .samples
-            .iter()
-            .filter(|sample| sample.kind == SampleKind::Warm)
-            .map(|sample| sample.stats.server_duration_us as f64 / 1e3)
-            .collect();
+        let mut warm: Vec<f64> =
+            self.warm_samples().map(|sample| sample.stats.server_duration_us as f64 / 1e3).collect();
         warm.sort_by(f64::total_cmp);
         warm
     }
@@ -176,9 +184,7 @@ impl QueryRuns {
     /// the harness and transport add to a query.
     pub fn harness_overhead_ms(&self) -> Option<f64> {
         let mut overhead: Vec<f64> = self
-            .samples
-            .iter()
-            .filter(|sample| sample.kind == SampleKind::Warm)
+            .warm_samples()
             .map(|sample| {
                 (sample.stats.client_duration_us as f64 - sample.stats.server_duration_us as f64).max(0.0) / 1e3
             })

@@ -24,7 +24,7 @@ use bench_tests::explain::{TableRead, explain_indexes};
 use bench_tests::fixtures::{Fixture, Params};
 use bench_tests::invariant::{Check, assert_holds, assert_violates, claim, significant};
 use bench_tests::measure::{Measured, StatementTag, measure};
-use bench_tests::parts::{ColumnBytes, column_bytes, parts_summary};
+use bench_tests::parts::{ColumnBytes, column_bytes, parts_summary, skip_index_bytes};
 use bench_tests::settings::Settings;
 use bench_tests::target::Target;
 use rstest::rstest;
@@ -316,17 +316,7 @@ fn q5_bloom_filter_reads_one_block_instead_of_the_table(#[case] rows: u64) {
     let granules = first_read(&mut target, "q5").stage("Skip").map(|stage| stage.initial_granules).unwrap_or(0);
     assert_holds(q5_bloom_filter_skips(with.stats.read_rows, granules));
 
-    #[derive(serde::Deserialize)]
-    struct IndexSize {
-        data_compressed_bytes: u64,
-    }
-    let index: Vec<IndexSize> = target
-        .query_rows(
-            "SELECT data_compressed_bytes FROM system.data_skipping_indices \
-             WHERE database = currentDatabase() AND table = 'logs' AND name = 'trace_bf'",
-        )
-        .unwrap();
-    let index_bytes = index.first().expect("the trace_bf index").data_compressed_bytes;
+    let index_bytes = skip_index_bytes(&mut target, "logs", "trace_bf").unwrap().data_compressed_bytes;
     let table_compressed: u64 = column_bytes(&mut target, "logs").unwrap().iter().map(|c| c.compressed_bytes).sum();
     #[derive(Serialize)]
     struct BloomFilter {

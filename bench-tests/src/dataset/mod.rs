@@ -19,14 +19,14 @@
 pub mod logs;
 
 use std::fs::{self, File};
-use std::path::PathBuf;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::fixtures::{Fixture, Params};
+use crate::fixtures::{Fixture, Params, sql_string};
 use crate::parts::wait_for_mutations;
 use crate::target::embedded::{EmbeddedTarget, Storage};
 use crate::target::{Target, TargetKind, open_embedded, open_target_of_kind, resolve_kind};
@@ -135,7 +135,7 @@ impl Dataset {
         Ok((target, manifest))
     }
 
-    fn build_embedded(&self, folder: &PathBuf, key: &str) -> Result<DatasetManifest> {
+    fn build_embedded(&self, folder: &Path, key: &str) -> Result<DatasetManifest> {
         let building = folder.with_extension("building");
         if building.exists() {
             fs::remove_dir_all(&building).with_context(|| format!("cannot clear {}", building.display()))?;
@@ -177,22 +177,22 @@ impl Dataset {
         let identity = format!("server {}", target.info().engine_version);
         let key = self.key(&identity)?;
         let database = format!("{}_{key}", self.name);
-        let existing: Vec<ManifestRow> = target
-            .query_rows(&format!(
-                "SELECT manifest FROM system.tables AS t, {database}.{MANIFEST_TABLE} AS m \
-                 WHERE t.database = '{database}' AND t.name = '{MANIFEST_TABLE}'"
-            ))
-            .unwrap_or_default();
-        if let Some(row) = existing.first() {
+        let built = target.query_text(&format!(
+            "SELECT count() FROM system.tables WHERE database = '{database}' AND name = '{MANIFEST_TABLE}'"
+        ))?;
+        if built.trim() == "1" {
+            let rows: Vec<ManifestRow> =
+                target.query_rows(&format!("SELECT manifest FROM {database}.{MANIFEST_TABLE}"))?;
+            let row = rows.first().with_context(|| format!("{database}.{MANIFEST_TABLE} is empty"))?;
             let manifest = serde_json::from_str(&row.manifest).context("unreadable dataset manifest on the server")?;
             target.use_database(&database)?;
             return Ok((target, manifest));
         }
         let server_dataset = Dataset { database: database.clone(), ..self.clone() };
         let manifest = server_dataset.build(&mut target, &key)?;
-        let text = serde_json::to_string(&manifest)?.replace('\\', "\\\\").replace('\'', "\\'");
+        let text = sql_string(&serde_json::to_string(&manifest)?);
         target.execute(&format!("CREATE TABLE {MANIFEST_TABLE} (manifest String) ENGINE = TinyLog"))?;
-        target.execute(&format!("INSERT INTO {MANIFEST_TABLE} VALUES ('{text}')"))?;
+        target.execute(&format!("INSERT INTO {MANIFEST_TABLE} VALUES ({text})"))?;
         Ok((target, manifest))
     }
 }
@@ -210,7 +210,7 @@ fn embedded_engine_version() -> Result<String> {
     Ok(version.trim().to_string())
 }
 
-fn read_manifest(folder: &std::path::Path) -> Option<DatasetManifest> {
+fn read_manifest(folder: &Path) -> Option<DatasetManifest> {
     let text = fs::read_to_string(folder.join(MANIFEST_FILE)).ok()?;
     serde_json::from_str(&text).ok()
 }

@@ -226,14 +226,26 @@ impl Target {
 
     /// Runs a query and parses each line of its `JSONEachRow` output into `T`.
     pub fn query_rows<T: serde::de::DeserializeOwned>(&mut self, sql: &str) -> Result<Vec<T>> {
+        Ok(self.query_rows_with_counters(sql)?.0)
+    }
+
+    /// [`Target::query_rows`], with the counters the engine reported for the query.
+    fn query_rows_with_counters<T: serde::de::DeserializeOwned>(
+        &mut self,
+        sql: &str,
+    ) -> Result<(Vec<T>, ResultCounters)> {
+        // Unquoted 64-bit integers, so that they parse as numbers.
         let settings = Settings::new().with("output_format_json_quote_64bit_integers", 0);
-        let body = self.run(sql, &settings, "JSONEachRow")?.body;
-        body.lines()
+        let output = self.run(sql, &settings, "JSONEachRow")?;
+        let rows = output
+            .body
+            .lines()
             .filter(|line| !line.trim().is_empty())
             .map(|line| {
                 serde_json::from_str(line).with_context(|| format!("unexpected row {line:?} from: {}", one_line(sql)))
             })
-            .collect()
+            .collect::<Result<_>>()?;
+        Ok((rows, output.counters))
     }
 
     /// Reads `system.events`: the embedded engine's ProfileEvents source. The read's own
@@ -244,15 +256,10 @@ impl Target {
             name: String,
             value: u64,
         }
-        let settings = Settings::new().with("output_format_json_quote_64bit_integers", 0);
-        let output = self.run("SELECT name, value FROM system.events", &settings, "JSONEachRow")?;
-        let mut values = BTreeMap::new();
-        for line in output.body.lines().filter(|line| !line.trim().is_empty()) {
-            let event: Event =
-                serde_json::from_str(line).with_context(|| format!("unexpected system.events row {line:?}"))?;
-            values.insert(event.name, event.value);
-        }
-        Ok(EventsSnapshot { values, read_counters: output.counters })
+        let (events, read_counters) =
+            self.query_rows_with_counters::<Event>("SELECT name, value FROM system.events")?;
+        let values = events.into_iter().map(|event| (event.name, event.value)).collect();
+        Ok(EventsSnapshot { values, read_counters })
     }
 
     /// Runs `measured` with `settings` in force for every statement it runs, then
