@@ -169,9 +169,9 @@ impl LogsBenchmark {
         progress.finish(&format!(
             "storage: LZ4 {} ({:.2}x), ZSTD(3) {} ({:.2}x), {:.0} % smaller",
             human_bytes(lz4.compressed_bytes()),
-            lz4.uncompressed_bytes() as f64 / lz4.compressed_bytes().max(1) as f64,
+            lz4.compression_ratio(),
             human_bytes(zstd.compressed_bytes()),
-            zstd.uncompressed_bytes() as f64 / zstd.compressed_bytes().max(1) as f64,
+            zstd.compression_ratio(),
             100.0 * (1.0 - zstd.compressed_bytes() as f64 / lz4.compressed_bytes().max(1) as f64)
         ));
 

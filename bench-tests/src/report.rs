@@ -143,7 +143,7 @@ pub fn markdown(bundle: &RunBundle) -> String {
                 snapshot.table,
                 human_bytes(snapshot.uncompressed_bytes()),
                 human_bytes(snapshot.compressed_bytes()),
-                snapshot.uncompressed_bytes() as f64 / snapshot.compressed_bytes().max(1) as f64,
+                snapshot.compression_ratio(),
                 snapshot.label
             );
         }

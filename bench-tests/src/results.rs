@@ -115,6 +115,11 @@ impl StorageSnapshot {
     pub fn uncompressed_bytes(&self) -> u64 {
         self.columns.iter().map(|column| column.uncompressed_bytes).sum()
     }
+
+    /// Uncompressed over compressed bytes of the whole table.
+    pub fn compression_ratio(&self) -> f64 {
+        self.uncompressed_bytes() as f64 / self.compressed_bytes().max(1) as f64
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
