@@ -13,20 +13,26 @@
 //! 5. The cost model, from the measured bytes per row.
 //!
 //! Nothing here draws: progress goes through [`Progress`], implemented by the command line.
+//! A run stops between two statements when its stop flag is set (the command line sets
+//! it on Ctrl-C), with [`Interrupted`] as its error; every sample is journaled as it is
+//! measured, so a stop loses nothing.
 
+use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 
 use crate::breakdown::TimeBreakdown;
 use crate::cost::{CostInputs, CostModel};
 use crate::dataset::logs::step_ms;
 use crate::fixtures::{Fixture, Params};
+use crate::machine::MachineWatch;
 use crate::measure::{StatementTag, drop_caches, measure};
-use crate::parts::{column_bytes, parts_summary, skip_index_bytes, wait_for_mutations};
+use crate::parts::{ColumnSizes, column_sizes, parts_summary, skip_index_bytes, wait_for_mutations};
 use crate::results::{
     BloomFilter, BundleWriter, DatasetParams, Ingest, QueryRuns, RunBundle, RunStatus, Sample, SampleKind, Step,
-    StorageSnapshot, unix_seconds,
+    StorageSnapshot, TableBytes, ratio, unix_seconds,
 };
 use crate::settings::Settings;
 use crate::target::Target;
@@ -70,9 +76,40 @@ pub trait Progress {
     fn advance(&self, message: &str);
     /// The step is done; `summary` is one line of what it measured.
     fn finish(&self, summary: &str);
+    /// Something the user should know now (e.g. the machine is not quiet).
+    fn warn(&self, line: &str);
+}
+
+/// The error of a run stopped by its stop flag (Ctrl-C) between two statements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Interrupted;
+
+impl fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("interrupted by Ctrl-C or SIGTERM")
+    }
+}
+
+impl std::error::Error for Interrupted {}
+
+/// Ends the run with [`Interrupted`] once `stop` is set.
+fn check_stop(stop: &AtomicBool) -> Result<()> {
+    if stop.load(Ordering::Relaxed) { Err(Interrupted.into()) } else { Ok(()) }
 }
 
 impl LogsBenchmark {
+    /// Refuses inputs that would put meaningless numbers in the results, before anything
+    /// runs.
+    pub fn check(&self) -> Result<()> {
+        self.cost.check()?;
+        if let Some(limit) = self.volume_limit_mib_per_s
+            && !(limit.is_finite() && limit > 0.0)
+        {
+            bail!("--volume-mib-per-s {limit} is not a read limit: give a finite number of MiB/s above 0");
+        }
+        Ok(())
+    }
+
     /// Samples per query pass: the direct-I/O run and the warm runs.
     fn samples_per_query(&self) -> u64 {
         1 + u64::from(self.warm_runs)
@@ -104,54 +141,94 @@ impl LogsBenchmark {
             queries: Vec::new(),
             bloom_filter: None,
             cost: None,
+            machine: None,
         }
     }
 
-    /// Runs every step, saving the bundle after each. On error the bundle keeps what
-    /// was measured and stays incomplete; the caller records the error.
-    pub fn run(&self, target: &mut Target, writer: &mut BundleWriter, progress: &dyn Progress) -> Result<()> {
+    /// Runs every step, saving the bundle after each and journaling every sample. On
+    /// error, or when `stop` is set, the bundle keeps what was measured and stays
+    /// incomplete; the caller records the error. The machine is watched throughout.
+    pub fn run(
+        &self,
+        target: &mut Target,
+        writer: &mut BundleWriter,
+        progress: &dyn Progress,
+        stop: &AtomicBool,
+    ) -> Result<()> {
+        self.check()?;
+        let mut machine = MachineWatch::start(target.engine_in_process());
+        warn_about_processes(progress, &machine.info().other_chbench_processes);
+        writer.bundle.machine = Some(machine.info().clone());
+        let outcome = self.run_steps(target, writer, progress, stop, &mut machine);
+        let machine = machine.finish();
+        for reason in &machine.noise {
+            progress.warn(&format!("the machine was not quiet: {reason}; timings may be inflated"));
+        }
+        writer.bundle.machine = Some(machine);
+        outcome
+    }
+
+    fn run_steps(
+        &self,
+        target: &mut Target,
+        writer: &mut BundleWriter,
+        progress: &dyn Progress,
+        stop: &AtomicBool,
+        machine: &mut MachineWatch,
+    ) -> Result<()> {
+        // Each phase: stop if asked, look for other runs of this tool, record the phase.
+        let mut phase = |writer: &mut BundleWriter, name: &str| -> Result<()> {
+            check_stop(stop)?;
+            warn_about_processes(progress, &machine.observe());
+            writer.bundle.machine = Some(machine.info().clone());
+            writer.phase(name)
+        };
         let params = Params::new().with("rows", self.rows).with("step_ms", step_ms(self.rows));
         target.use_fresh_database(DATABASE)?;
         let schema = Fixture::load("logs/schema.sql")?;
         let generator = Fixture::load("logs/generator.sql")?.render_one(&params)?;
 
-        writer.phase("ingest")?;
+        phase(writer, "ingest")?;
         progress.start(&format!("ingest {} rows: raw engine, then through the harness", self.rows), Some(2));
         schema.apply(target, &params)?;
         // Timed by the engine, as the harness's figure is, so the two compare like for like.
         let raw = target.run(&generator, &Settings::new(), "TabSeparated").context("raw engine ingest failed")?;
         let raw_seconds = raw.counters.elapsed_us.map_or(raw.client_elapsed.as_secs_f64(), |us| us as f64 / 1e6);
-        progress.advance(&format!("raw engine: {:.0} rows/s", self.rows as f64 / raw_seconds));
+        let raw_rows_per_second = ratio(self.rows as f64, raw_seconds);
+        progress.advance(&format!("raw engine: {} rows/s", per_second(raw_rows_per_second)));
+        check_stop(stop)?;
         target.execute("DROP TABLE logs SYNC")?;
         schema.apply(target, &params)?;
         let ingest = measure(target, &generator, &self.tag("ingest", 1), &Settings::new()).context("ingest failed")?;
         let seconds = ingest.stats.server_duration_us as f64 / 1e6;
-        progress.advance(&format!("harness: {:.0} rows/s", self.rows as f64 / seconds));
         let table = parts_summary(target, "logs")?;
+        let rows_per_second = ratio(table.rows as f64, seconds);
+        progress.advance(&format!("harness: {} rows/s", per_second(rows_per_second)));
         writer.bundle.ingest = Some(Ingest {
             rows: table.rows,
             seconds,
-            rows_per_second: table.rows as f64 / seconds,
+            rows_per_second,
             raw_engine_seconds: raw_seconds,
-            raw_engine_rows_per_second: self.rows as f64 / raw_seconds,
+            raw_engine_rows_per_second: raw_rows_per_second,
             partitions: table.partitions,
             active_parts: table.active_parts,
             stats: ingest.stats,
         });
         writer.save()?;
         progress.finish(&format!(
-            "ingest: {} rows in {seconds:.1} s ({:.0} rows/s; raw engine {:.0} rows/s), {} partitions, {} active parts",
+            "ingest: {} rows in {seconds:.1} s ({} rows/s; raw engine {} rows/s), {} partitions, {} active parts",
             table.rows,
-            table.rows as f64 / seconds,
-            self.rows as f64 / raw_seconds,
+            per_second(rows_per_second),
+            per_second(raw_rows_per_second),
             table.partitions,
             table.active_parts
         ));
 
-        writer.phase("storage")?;
+        phase(writer, "storage")?;
         progress.start("storage by column: LZ4 as ingested, then the ZSTD(3) copy", Some(2));
         writer.bundle.storage.push(storage_snapshot(target, "logs", "LZ4 (default)")?);
         progress.advance("LZ4");
+        check_stop(stop)?;
         Fixture::load("logs/pause_merges.sql")?.apply(target, &params)?;
         Fixture::load("logs/zstd_schema.sql")?.apply(target, &params)?;
         let reinsert = Fixture::load("logs/zstd_insert.sql")?.render_one(&params)?;
@@ -166,30 +243,40 @@ impl LogsBenchmark {
         Fixture::load("logs/resume_merges.sql")?.apply(target, &params)?;
         progress.advance("ZSTD(3)");
         let (lz4, zstd) = (&writer.bundle.storage[0], &writer.bundle.storage[1]);
+        let saving = ratio(zstd.compressed_bytes() as f64, lz4.compressed_bytes() as f64).map_or(
+            "ZSTD(3) against LZ4 unknown".to_string(),
+            |share| match 100.0 * (1.0 - share) {
+                saving if saving >= 0.0 => format!("{saving:.0} % smaller"),
+                saving => format!("{:.0} % larger", -saving),
+            },
+        );
         progress.finish(&format!(
-            "storage: LZ4 {} ({:.2}x), ZSTD(3) {} ({:.2}x), {:.0} % smaller",
+            "storage: LZ4 {} ({}), ZSTD(3) {} ({}), {saving}",
             human_bytes(lz4.compressed_bytes()),
-            lz4.compression_ratio(),
+            times(lz4.compression_ratio()),
             human_bytes(zstd.compressed_bytes()),
-            zstd.compression_ratio(),
-            100.0 * (1.0 - zstd.compressed_bytes() as f64 / lz4.compressed_bytes().max(1) as f64)
+            times(zstd.compression_ratio()),
         ));
+        for snapshot in &writer.bundle.storage {
+            if let Some(reason) = &snapshot.columns_unknown {
+                progress.warn(&format!("{} per column: unknown: {reason}", snapshot.codec));
+            }
+        }
 
-        writer.phase("queries")?;
+        phase(writer, "queries")?;
         progress.start("Q1-Q5: caches dropped, one direct-I/O run, then warm runs", Some(5 * self.samples_per_query()));
         for query in QUERIES {
             let variant = if query == "q5" { "without index" } else { "default" };
-            let runs = self.query_runs(target, query, variant, progress)?;
-            writer.bundle.queries.push(runs);
-            writer.save()?;
+            self.query_runs(target, writer, query, variant, progress, stop)?;
         }
         progress.finish(&queries_summary(&writer.bundle.queries));
 
-        writer.phase("bloom filter")?;
+        phase(writer, "bloom filter")?;
         progress.start("bloom filter on trace_id: add, materialize, Q5 again", Some(2 + self.samples_per_query()));
         let bloom = Fixture::load("logs/bloom_filter.sql")?.render(&params)?;
         let mut steps = Vec::new();
         for (index, statement) in bloom.iter().enumerate() {
+            check_stop(stop)?;
             let started = Instant::now();
             let measured = measure(target, statement, &self.tag("bloom_filter", index as u32 + 1), &Settings::new())
                 .context("the bloom filter statements failed")?;
@@ -210,8 +297,7 @@ impl LogsBenchmark {
             table_compressed_bytes: writer.bundle.storage[0].compressed_bytes(),
         });
         writer.save()?;
-        let runs = self.query_runs(target, "q5", "bloom filter", progress)?;
-        writer.bundle.queries.push(runs);
+        self.query_runs(target, writer, "q5", "bloom filter", progress, stop)?;
         writer.save()?;
         progress.finish(&bloom_summary(&writer.bundle));
 
@@ -221,21 +307,31 @@ impl LogsBenchmark {
         Ok(())
     }
 
-    /// Drops caches, runs `query` once with direct I/O and `warm_runs` times warm.
+    /// Drops caches, runs `query` once with direct I/O and `warm_runs` times warm; each
+    /// sample goes to the bundle's journal as soon as it is measured.
     fn query_runs(
         &self,
         target: &mut Target,
+        writer: &mut BundleWriter,
         query: &str,
         variant: &str,
         progress: &dyn Progress,
-    ) -> Result<QueryRuns> {
+        stop: &AtomicBool,
+    ) -> Result<()> {
         let sql_file = format!("logs/queries/{query}.sql");
         let sql = Fixture::load(&sql_file)?.render_one(&Params::new())?;
         let scenario = if variant == "bloom filter" { format!("{query}_bloom_filter") } else { query.to_string() };
+        check_stop(stop)?;
+        writer.start_query(QueryRuns {
+            query: query.to_string(),
+            variant: variant.to_string(),
+            sql_file: sql_file.clone(),
+            answer: String::new(),
+            samples: Vec::new(),
+        })?;
         drop_caches(target)?;
-        let mut samples = Vec::new();
-        let mut answer = String::new();
         for attempt in 0..=self.warm_runs {
+            check_stop(stop)?;
             let (kind, settings) = if attempt == 0 {
                 (SampleKind::DirectIo, Settings::direct_io())
             } else {
@@ -243,9 +339,7 @@ impl LogsBenchmark {
             };
             let measured = measure(target, &sql, &self.tag(&scenario, attempt), &settings)
                 .with_context(|| format!("query {sql_file} failed"))?;
-            if attempt == 0 {
-                answer = measured.body.chars().take(2000).collect();
-            }
+            let answer = (attempt == 0).then(|| measured.body.chars().take(2000).collect());
             progress.advance(&format!(
                 "{query} {variant} {}: {:.1} ms, {} rows read",
                 if attempt == 0 { "direct I/O".to_string() } else { format!("warm {attempt}") },
@@ -253,9 +347,9 @@ impl LogsBenchmark {
                 measured.stats.read_rows
             ));
             let breakdown = TimeBreakdown::from_stats(&measured.stats);
-            samples.push(Sample { kind, attempt, settings, stats: measured.stats, breakdown });
+            writer.record_sample(Sample { kind, attempt, settings, stats: measured.stats, breakdown }, answer)?;
         }
-        Ok(QueryRuns { query: query.to_string(), variant: variant.to_string(), sql_file, answer, samples })
+        Ok(())
     }
 
     fn tag(&self, query: &str, attempt: u32) -> StatementTag {
@@ -265,25 +359,55 @@ impl LogsBenchmark {
 
 fn storage_snapshot(target: &mut Target, table: &str, codec: &str) -> Result<StorageSnapshot> {
     let parts = parts_summary(target, table)?;
+    let (columns, columns_unknown) = match column_sizes(target, table)? {
+        ColumnSizes::Known(columns) => (columns, None),
+        ColumnSizes::Unknown { reason } => (Vec::new(), Some(reason)),
+    };
     Ok(StorageSnapshot {
         label: format!("{codec}, as ingested ({} active parts)", parts.active_parts),
         table: table.to_string(),
         codec: codec.to_string(),
         active_parts: parts.active_parts,
         partitions: parts.partitions,
-        columns: column_bytes(target, table)?,
+        table_bytes: Some(TableBytes {
+            compressed_bytes: parts.data_compressed_bytes,
+            uncompressed_bytes: parts.data_uncompressed_bytes,
+        }),
+        compact_parts: parts.compact_parts,
+        columns,
+        columns_unknown,
     })
 }
 
+fn warn_about_processes(progress: &dyn Progress, processes: &[crate::machine::SeenProcess]) {
+    for process in processes {
+        progress.warn(&format!(
+            "another chbench process is running ({}, pid {}): timings will be noisy",
+            process.name, process.pid
+        ));
+    }
+}
+
+/// A rate for a progress line: `unknown` when it could not be measured.
+fn per_second(rate: Option<f64>) -> String {
+    rate.map_or("unknown".to_string(), |rate| format!("{rate:.0}"))
+}
+
+/// A ratio as `2.00x`, or `unknown`.
+pub fn times(value: Option<f64>) -> String {
+    value.filter(|value| value.is_finite()).map_or("unknown".to_string(), |value| format!("{value:.2}x"))
+}
+
 fn queries_summary(queries: &[QueryRuns]) -> String {
+    let milliseconds = |ms: Option<f64>| ms.map_or("unknown".to_string(), |ms| format!("{ms:.1}"));
     let parts: Vec<String> = queries
         .iter()
         .map(|runs| {
             format!(
-                "{} {:.1}/{:.1} ms",
+                "{} {}/{} ms",
                 runs.query,
-                runs.direct_io().map_or(0.0, |sample| sample.stats.server_duration_us as f64 / 1e3),
-                runs.warm_min_ms().unwrap_or(0.0)
+                milliseconds(runs.direct_io().map(|sample| sample.stats.server_duration_us as f64 / 1e3)),
+                milliseconds(runs.warm_min_ms())
             )
         })
         .collect();
@@ -297,14 +421,15 @@ fn bloom_summary(bundle: &RunBundle) -> String {
         return "bloom filter: incomplete".to_string();
     };
     let rows = |runs: &QueryRuns| runs.samples.last().map_or(0, |sample| sample.stats.read_rows);
+    let warm = |runs: &QueryRuns| runs.warm_min_ms().map_or("unknown".to_string(), |ms| format!("{ms:.1}"));
     format!(
-        "bloom filter: q5 warm {:.1} -> {:.1} ms, {} -> {} rows read, index {} ({:.2} % of the table), materialize {:.1} s",
-        before.warm_min_ms().unwrap_or(0.0),
-        after.warm_min_ms().unwrap_or(0.0),
+        "bloom filter: q5 warm {} -> {} ms, {} -> {} rows read, index {} ({} of the table), materialize {:.1} s",
+        warm(before),
+        warm(after),
         rows(before),
         rows(after),
         human_bytes(bloom.index_compressed_bytes),
-        100.0 * bloom.index_compressed_bytes as f64 / bloom.table_compressed_bytes.max(1) as f64,
+        bloom.index_share_of_table().map_or("unknown share".to_string(), |share| format!("{:.2} %", 100.0 * share)),
         bloom.materialize.seconds
     )
 }

@@ -3,7 +3,10 @@
 //! what is used: the two are kept apart, and the used-bytes figure is labelled as not
 //! being a bill (the source insists on this).
 
+use anyhow::{Result, bail};
 use serde::{Deserialize, Serialize};
+
+use crate::results::nan_if_null;
 
 /// Hours in the month the source's arithmetic uses (AWS bills 730).
 pub const HOURS_PER_MONTH: f64 = 730.0;
@@ -13,14 +16,37 @@ const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CostInputs {
     /// m5.xlarge on-demand, Linux, ap-northeast-2.
+    #[serde(deserialize_with = "nan_if_null")]
     pub node_usd_per_hour: f64,
     /// gp3 per GB-month, ap-northeast-2 (AWS's GB here is a GiB).
+    #[serde(deserialize_with = "nan_if_null")]
     pub volume_usd_per_gb_month: f64,
     /// The provisioned volume (the source: 100 GiB).
+    #[serde(deserialize_with = "nan_if_null")]
     pub volume_gib: f64,
     /// Retention projection: rows arriving per day and days kept.
     pub rows_per_day: u64,
     pub retention_days: u64,
+}
+
+impl CostInputs {
+    /// Prices and sizes must be finite and not negative, and the volume must have a
+    /// size: anything else would put a meaningless bill in the results.
+    pub fn check(&self) -> Result<()> {
+        for (flag, value) in [
+            ("node-usd-per-hour", self.node_usd_per_hour),
+            ("volume-usd-per-gb-month", self.volume_usd_per_gb_month),
+            ("volume-gib", self.volume_gib),
+        ] {
+            if !value.is_finite() || value < 0.0 {
+                bail!("--{flag} {value} is not a price or size: give a finite number, 0 or more");
+            }
+        }
+        if self.volume_gib == 0.0 {
+            bail!("--volume-gib 0 is not a volume: give the provisioned size in GiB");
+        }
+        Ok(())
+    }
 }
 
 impl Default for CostInputs {
@@ -38,16 +64,22 @@ impl Default for CostInputs {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CostModel {
     pub inputs: CostInputs,
+    #[serde(deserialize_with = "nan_if_null")]
     pub node_usd_per_month: f64,
     /// What the volume costs: its provisioned size times the price.
+    #[serde(deserialize_with = "nan_if_null")]
     pub provisioned_volume_usd_per_month: f64,
     /// Bytes the measured table occupies (compressed, LZ4) and what they would cost at
     /// the volume price: NOT a bill, the volume is billed as provisioned.
     pub used_bytes: u64,
+    #[serde(deserialize_with = "nan_if_null")]
     pub used_bytes_usd_per_month_not_billed: f64,
     /// Retention projection at the measured bytes per row.
+    #[serde(deserialize_with = "nan_if_null")]
     pub bytes_per_row: f64,
+    #[serde(deserialize_with = "nan_if_null")]
     pub retention_gib: f64,
+    #[serde(deserialize_with = "nan_if_null")]
     pub retention_usd_per_month: f64,
     /// Whether the projected data fits the provisioned volume (merges, indexes, replicas
     /// and headroom come on top).
@@ -57,7 +89,8 @@ pub struct CostModel {
 impl CostModel {
     /// From the measured table: `used_bytes` over `rows` rows.
     pub fn new(inputs: CostInputs, used_bytes: u64, rows: u64) -> CostModel {
-        let bytes_per_row = if rows == 0 { 0.0 } else { used_bytes as f64 / rows as f64 };
+        // No rows: bytes per row cannot be known (NaN reads as unknown in reports).
+        let bytes_per_row = if rows == 0 { f64::NAN } else { used_bytes as f64 / rows as f64 };
         let retention_gib = bytes_per_row * inputs.rows_per_day as f64 * inputs.retention_days as f64 / GIB;
         CostModel {
             node_usd_per_month: inputs.node_usd_per_hour * HOURS_PER_MONTH,
@@ -88,5 +121,21 @@ mod tests {
         assert!((cost.retention_usd_per_month - 21.4).abs() < 0.05, "{}", cost.retention_usd_per_month);
         assert!(!cost.retention_fits_volume);
         assert!((cost.used_bytes_usd_per_month_not_billed - 0.713).abs() < 0.001);
+    }
+
+    #[test]
+    fn prices_that_are_not_finite_or_negative_are_refused() {
+        assert!(CostInputs::default().check().is_ok());
+        assert!(CostInputs { node_usd_per_hour: 0.0, ..CostInputs::default() }.check().is_ok());
+        for inputs in [
+            CostInputs { node_usd_per_hour: f64::NAN, ..CostInputs::default() },
+            CostInputs { node_usd_per_hour: -1.0, ..CostInputs::default() },
+            CostInputs { volume_gib: f64::INFINITY, ..CostInputs::default() },
+            CostInputs { volume_gib: 0.0, ..CostInputs::default() },
+            CostInputs { volume_usd_per_gb_month: f64::NEG_INFINITY, ..CostInputs::default() },
+        ] {
+            let error = inputs.check().unwrap_err().to_string();
+            assert!(error.starts_with("--") && error.contains("give"), "{error}");
+        }
     }
 }

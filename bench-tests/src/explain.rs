@@ -6,6 +6,7 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::fixtures::Sql;
 use crate::target::{Target, one_line};
 
 /// One index stage of one MergeTree read.
@@ -41,10 +42,16 @@ impl TableRead {
 }
 
 /// Runs `EXPLAIN indexes = 1, json = 1` for a SELECT and returns its MergeTree reads.
-pub fn explain_indexes(target: &mut Target, select: &str) -> Result<Vec<TableRead>> {
-    let select = select.trim().trim_end_matches(';');
-    let plan = target.query_text(&format!("EXPLAIN indexes = 1, json = 1 {select}"))?;
-    parse_explain(&plan).with_context(|| format!("cannot read the EXPLAIN of: {}", one_line(select)))
+/// An error names the SELECT's file and line when it came from a fixture.
+pub fn explain_indexes<S: Sql + ?Sized>(target: &mut Target, select: &S) -> Result<Vec<TableRead>> {
+    let sql = select.sql().trim().trim_end_matches(';');
+    let reads = target.query_text(&format!("EXPLAIN indexes = 1, json = 1 {sql}")).and_then(|plan| {
+        parse_explain(&plan).with_context(|| format!("cannot read the EXPLAIN of: {}", one_line(sql)))
+    });
+    match select.location() {
+        Some(location) => reads.context(location),
+        None => reads,
+    }
 }
 
 /// Parses the JSON plan (an array with one `{"Plan": ...}` object).

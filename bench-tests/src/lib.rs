@@ -25,6 +25,7 @@ pub mod engine;
 pub mod explain;
 pub mod fixtures;
 pub mod invariant;
+pub mod machine;
 pub mod measure;
 pub mod parts;
 pub mod report;

@@ -13,7 +13,7 @@ use std::fmt;
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
-use crate::fixtures::sql_string;
+use crate::fixtures::{Sql, sql_string};
 use crate::settings::Settings;
 use crate::target::{StatsSource, Target, one_line};
 
@@ -80,13 +80,24 @@ pub struct Measured {
     pub stats: QueryStats,
 }
 
-/// Runs `sql` once as a measured statement with statement-level `settings`.
-pub fn measure(target: &mut Target, sql: &str, tag: &StatementTag, settings: &Settings) -> Result<Measured> {
+/// Runs `statement` once as a measured statement with statement-level `settings`. An
+/// error names the statement's file and line when it came from a fixture.
+pub fn measure<S: Sql + ?Sized>(
+    target: &mut Target,
+    statement: &S,
+    tag: &StatementTag,
+    settings: &Settings,
+) -> Result<Measured> {
+    let sql = statement.sql();
     let log_comment = tag.to_string();
     let settings = settings.merged(&Settings::new().with("log_comment", &log_comment));
-    match target.stats_source() {
+    let measured = match target.stats_source() {
         StatsSource::ResultAndEventsDelta => measure_with_events_delta(target, sql, log_comment, &settings),
         StatsSource::QueryLog => measure_with_query_log(target, sql, log_comment, &settings),
+    };
+    match statement.location() {
+        Some(location) => measured.context(location),
+        None => measured,
     }
 }
 

@@ -1,10 +1,16 @@
 //! What a table looks like on disk, from the system tables: active parts and partitions
 //! (`system.parts`) and bytes per column (`system.parts_columns`), in the current
 //! database.
+//!
+//! Per-column sizes exist only for wide parts (one file per column). A part smaller
+//! than the table's `min_bytes_for_wide_part` (10 MB by default) is compact: all
+//! columns in one file, and `system.parts_columns` reports 0 bytes for each of its
+//! columns. Such sizes are unknown, never zero: [`column_sizes`] says so, with the
+//! reason, while the table's totals from `system.parts` stay known.
 
 use std::time::{Duration, Instant};
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
 use crate::fixtures::sql_string;
@@ -14,10 +20,15 @@ use crate::target::Target;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PartsSummary {
     pub active_parts: u64,
+    /// Active parts that keep all columns in one file (no per-column sizes).
+    pub compact_parts: u64,
     pub partitions: u64,
     pub rows: u64,
     pub marks: u64,
     pub bytes_on_disk: u64,
+    /// Column data of every active part, whatever its kind.
+    pub data_compressed_bytes: u64,
+    pub data_uncompressed_bytes: u64,
 }
 
 /// Compressed and uncompressed bytes of one column over the table's active parts.
@@ -37,18 +48,56 @@ impl ColumnBytes {
 }
 
 pub fn parts_summary(target: &mut Target, table: &str) -> Result<PartsSummary> {
+    // An aggregate without GROUP BY always returns one row, zeros for no parts.
     let sql = format!(
-        "SELECT count() AS active_parts, uniqExact(partition_id) AS partitions, sum(rows) AS rows, \
-         sum(marks) AS marks, sum(bytes_on_disk) AS bytes_on_disk \
+        "SELECT count() AS active_parts, countIf(part_type = 'Compact') AS compact_parts, \
+         uniqExact(partition_id) AS partitions, sum(rows) AS rows, sum(marks) AS marks, \
+         sum(bytes_on_disk) AS bytes_on_disk, sum(data_compressed_bytes) AS data_compressed_bytes, \
+         sum(data_uncompressed_bytes) AS data_uncompressed_bytes \
          FROM system.parts WHERE active AND database = currentDatabase() AND table = {}",
         sql_string(table)
     );
     let mut rows: Vec<PartsSummary> = target.query_rows(&sql)?;
-    Ok(rows.pop().unwrap_or(PartsSummary { active_parts: 0, partitions: 0, rows: 0, marks: 0, bytes_on_disk: 0 }))
+    rows.pop().with_context(|| format!("system.parts returned no summary row for table {table}"))
 }
 
-/// Bytes per column, in table order.
+/// Bytes per column of a table, or why they cannot be known.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ColumnSizes {
+    /// In table order.
+    Known(Vec<ColumnBytes>),
+    Unknown {
+        reason: String,
+    },
+}
+
+/// Bytes per column when every active part has them (see the module docs).
+pub fn column_sizes(target: &mut Target, table: &str) -> Result<ColumnSizes> {
+    let parts = parts_summary(target, table)?;
+    if parts.compact_parts > 0 {
+        return Ok(ColumnSizes::Unknown {
+            reason: format!(
+                "{} of the {} active parts of {table} are compact (all columns in one file, as ClickHouse \
+                 stores parts under min_bytes_for_wide_part, 10 MB by default), and ClickHouse records no \
+                 per-column sizes for them; more rows, or min_bytes_for_wide_part = 0 on the table, give \
+                 wide parts",
+                parts.compact_parts, parts.active_parts
+            ),
+        });
+    }
+    Ok(ColumnSizes::Known(query_column_bytes(target, table)?))
+}
+
+/// Bytes per column, in table order; an error naming the reason when they cannot be
+/// known (compact parts).
 pub fn column_bytes(target: &mut Target, table: &str) -> Result<Vec<ColumnBytes>> {
+    match column_sizes(target, table)? {
+        ColumnSizes::Known(columns) => Ok(columns),
+        ColumnSizes::Unknown { reason } => bail!("no per-column sizes: {reason}"),
+    }
+}
+
+fn query_column_bytes(target: &mut Target, table: &str) -> Result<Vec<ColumnBytes>> {
     let sql = format!(
         "SELECT column, sum(column_data_compressed_bytes) AS compressed_bytes, \
          sum(column_data_uncompressed_bytes) AS uncompressed_bytes, sum(column_marks_bytes) AS marks_bytes \

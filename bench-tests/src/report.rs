@@ -8,8 +8,8 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use crate::benchmark::human_bytes;
-use crate::results::{QueryRuns, RunBundle, RunStatus, load_bundle};
+use crate::benchmark::{human_bytes, times};
+use crate::results::{QueryRuns, RunBundle, RunStatus, load_bundle, ratio};
 
 /// What the source (seed 000) reported: one m5.xlarge (3.5 vCPU limit), gp3 100 GiB at
 /// 125 MiB/s, ClickHouse 24.8, 100 M rows. Not comparable in absolute terms to a run
@@ -94,64 +94,83 @@ pub fn markdown(bundle: &RunBundle) -> String {
             .join(", "),
         source::LABEL
     );
+    machine_section(&mut out, bundle);
 
     if let Some(ingest) = &bundle.ingest {
+        let rate = |rate: Option<f64>| number(rate.unwrap_or(f64::NAN), 0);
         let _ = writeln!(out, "## Ingest (server-side INSERT ... SELECT)\n");
         let _ = writeln!(out, "| | this run | source |\n| --- | --- | --- |");
-        let _ = writeln!(out, "| seconds | {:.1} | {} |", ingest.seconds, source::INGEST_SECONDS);
-        let _ = writeln!(out, "| rows/s | {:.0} | {:.0} |", ingest.rows_per_second, source::INGEST_ROWS_PER_SECOND);
+        let _ = writeln!(out, "| seconds | {} | {} |", number(ingest.seconds, 1), source::INGEST_SECONDS);
+        let _ = writeln!(out, "| rows/s | {} | {:.0} |", rate(ingest.rows_per_second), source::INGEST_ROWS_PER_SECOND);
         let _ = writeln!(out, "| partitions | {} | {} |", ingest.partitions, source::PARTITIONS);
         let _ = writeln!(out, "| active parts after ingest | {} | {} |", ingest.active_parts, source::ACTIVE_PARTS);
+        let against_raw =
+            ingest.rows_per_second.zip(ingest.raw_engine_rows_per_second).and_then(|(ours, raw)| ratio(ours, raw));
         let _ = writeln!(
             out,
-            "\nHarness overhead on ingest: the same statement straight on the engine ran at {:.0} rows/s; \
-             through the harness {:.0} rows/s ({:.3}x).\n",
-            ingest.raw_engine_rows_per_second,
-            ingest.rows_per_second,
-            ingest.rows_per_second / ingest.raw_engine_rows_per_second.max(1e-9)
+            "\nHarness overhead on ingest: the same statement straight on the engine ran at {} rows/s; \
+             through the harness {} rows/s ({}).\n",
+            rate(ingest.raw_engine_rows_per_second),
+            rate(ingest.rows_per_second),
+            against_raw.map_or("unknown".to_string(), |ratio| format!("{ratio:.3}x"))
         );
+        if ingest.rows_per_second.is_none() {
+            let _ = writeln!(out, "Rows/s are unknown: the engine reported no duration for the statement.\n");
+        }
     }
 
     if !bundle.storage.is_empty() {
         let _ = writeln!(out, "## Storage by column\n\n![storage](storage.svg)\n");
-        let _ = write!(out, "| column |");
-        for snapshot in &bundle.storage {
-            let _ = write!(out, " {} compressed | ratio |", snapshot.codec);
-        }
-        let _ = writeln!(out, " uncompressed | source LZ4 (compressed / uncompressed / ratio) |");
-        let _ = writeln!(out, "|{}", " --- |".repeat(3 + 2 * bundle.storage.len()));
-        for (index, column) in bundle.storage[0].columns.iter().enumerate() {
-            let _ = write!(out, "| {} |", column.column);
+        // Per-column rows only when the first table has them; the reason follows below.
+        if !bundle.storage[0].columns.is_empty() {
+            let _ = write!(out, "| column |");
             for snapshot in &bundle.storage {
-                if let Some(same) = snapshot.columns.get(index) {
-                    let _ = write!(out, " {} | {:.2}x |", human_bytes(same.compressed_bytes), same.compression_ratio());
-                }
+                let _ = write!(out, " {} compressed | ratio |", snapshot.codec);
             }
-            let source_column = source::LZ4_COLUMNS
-                .iter()
-                .find(|(name, ..)| *name == column.column)
-                .map(|(_, compressed, uncompressed, ratio)| format!("{compressed} / {uncompressed} / {ratio}"))
-                .unwrap_or_default();
-            let _ = writeln!(out, " {} | {source_column} |", human_bytes(column.uncompressed_bytes));
+            let _ = writeln!(out, " uncompressed | source LZ4 (compressed / uncompressed / ratio) |");
+            let _ = writeln!(out, "|{}", " --- |".repeat(3 + 2 * bundle.storage.len()));
+            for (index, column) in bundle.storage[0].columns.iter().enumerate() {
+                let _ = write!(out, "| {} |", column.column);
+                for snapshot in &bundle.storage {
+                    match snapshot.columns.get(index) {
+                        Some(same) => {
+                            let column_ratio = ratio(same.uncompressed_bytes as f64, same.compressed_bytes as f64);
+                            let _ = write!(out, " {} | {} |", human_bytes(same.compressed_bytes), times(column_ratio));
+                        }
+                        None => {
+                            let _ = write!(out, " unknown | unknown |");
+                        }
+                    }
+                }
+                let source_column = source::LZ4_COLUMNS
+                    .iter()
+                    .find(|(name, ..)| *name == column.column)
+                    .map(|(_, compressed, uncompressed, ratio)| format!("{compressed} / {uncompressed} / {ratio}"))
+                    .unwrap_or_default();
+                let _ = writeln!(out, " {} | {source_column} |", human_bytes(column.uncompressed_bytes));
+            }
         }
         out.push('\n');
         for snapshot in &bundle.storage {
             let _ = writeln!(
                 out,
-                "- {} `{}`: {} -> {} ({:.2}x), {}",
+                "- {} `{}`: {} -> {} ({}), {}",
                 snapshot.codec,
                 snapshot.table,
                 human_bytes(snapshot.uncompressed_bytes()),
                 human_bytes(snapshot.compressed_bytes()),
-                snapshot.compression_ratio(),
+                times(snapshot.compression_ratio()),
                 snapshot.label
             );
+            if let Some(reason) = &snapshot.columns_unknown {
+                let _ = writeln!(out, "- {} per column: unknown: {reason}", snapshot.codec);
+            }
         }
         if let Some(reinsert) = &bundle.zstd_reinsert {
             let _ = writeln!(
                 out,
-                "- ZSTD(3) re-insert: {:.1} s (source: {} s)",
-                reinsert.seconds,
+                "- ZSTD(3) re-insert: {} s (source: {} s)",
+                number(reinsert.seconds, 1),
                 source::ZSTD_REINSERT_SECONDS
             );
         }
@@ -179,8 +198,8 @@ pub fn markdown(bundle: &RunBundle) -> String {
                 direct.and_then(|sample| sample.breakdown.read_mib_per_s).map_or("-".to_string(), |rate| match bundle
                     .volume_limit_mib_per_s
                 {
-                    Some(limit) => format!("{rate:.0} (volume limit {limit:.0})"),
-                    None => format!("{rate:.0}"),
+                    Some(limit) => format!("{} (volume limit {})", number(rate, 0), number(limit, 0)),
+                    None => number(rate, 0),
                 });
             let warm_bound = runs.warm_median_sample().map_or("-", |sample| sample.breakdown.bottleneck.label());
             let source_query = source::QUERIES
@@ -196,8 +215,8 @@ pub fn markdown(bundle: &RunBundle) -> String {
                 milliseconds(direct_ms),
                 milliseconds(runs.warm_min_ms()),
                 milliseconds(runs.warm_median_ms()),
-                direct.map_or(0, |sample| sample.stats.read_rows),
-                human_bytes(direct.map_or(0, |sample| sample.stats.read_bytes)),
+                direct.map_or("-".to_string(), |sample| sample.stats.read_rows.to_string()),
+                direct.map_or("-".to_string(), |sample| human_bytes(sample.stats.read_bytes)),
                 throughput,
                 direct.map_or("-", |sample| sample.breakdown.bottleneck.label()),
                 warm_bound,
@@ -218,18 +237,21 @@ pub fn markdown(bundle: &RunBundle) -> String {
         let cell = |runs: Option<&QueryRuns>, value: &dyn Fn(&QueryRuns) -> String| runs.map_or("-".to_string(), value);
         let (before, after) = (find("without index"), find("bloom filter"));
         let warm = |runs: &QueryRuns| milliseconds(runs.warm_min_ms());
-        let rows = |runs: &QueryRuns| runs.samples.last().map_or(0, |sample| sample.stats.read_rows).to_string();
-        let bytes = |runs: &QueryRuns| human_bytes(runs.samples.last().map_or(0, |sample| sample.stats.read_bytes));
+        let rows =
+            |runs: &QueryRuns| runs.samples.last().map_or("-".to_string(), |sample| sample.stats.read_rows.to_string());
+        let bytes = |runs: &QueryRuns| {
+            runs.samples.last().map_or("-".to_string(), |sample| human_bytes(sample.stats.read_bytes))
+        };
         let _ = writeln!(out, "| warm (min) | {} | {} |", cell(before, &warm), cell(after, &warm));
         let _ = writeln!(out, "| rows read | {} | {} |", cell(before, &rows), cell(after, &rows));
         let _ = writeln!(out, "| bytes read | {} | {} |", cell(before, &bytes), cell(after, &bytes));
         let _ = writeln!(
             out,
-            "| index size | - | {} ({:.2} % of the table's compressed bytes) |",
+            "| index size | - | {} ({} of the table's compressed bytes) |",
             human_bytes(bloom.index_compressed_bytes),
-            100.0 * bloom.index_compressed_bytes as f64 / bloom.table_compressed_bytes.max(1) as f64
+            bloom.index_share_of_table().map_or("unknown share".to_string(), |share| format!("{:.2} %", 100.0 * share))
         );
-        let _ = writeln!(out, "| materialize | - | {:.1} s |", bloom.materialize.seconds);
+        let _ = writeln!(out, "| materialize | - | {} s |", number(bloom.materialize.seconds, 1));
         let _ = writeln!(out, "\nSource: {}\n", source::BLOOM);
     }
 
@@ -239,35 +261,71 @@ pub fn markdown(bundle: &RunBundle) -> String {
         let _ = writeln!(
             out,
             "Inputs: node ${}/h, volume ${}/GB-month, {} GiB provisioned; retention {} rows/day for {} days.\n",
-            inputs.node_usd_per_hour,
-            inputs.volume_usd_per_gb_month,
-            inputs.volume_gib,
+            exact(inputs.node_usd_per_hour),
+            exact(inputs.volume_usd_per_gb_month),
+            exact(inputs.volume_gib),
             inputs.rows_per_day,
             inputs.retention_days
         );
-        let _ = writeln!(out, "- node: ${:.2}/month", cost.node_usd_per_month);
+        let _ = writeln!(out, "- node: ${}/month", number(cost.node_usd_per_month, 2));
         let _ = writeln!(
             out,
-            "- volume as provisioned (what is billed): ${:.2}/month",
-            cost.provisioned_volume_usd_per_month
+            "- volume as provisioned (what is billed): ${}/month",
+            number(cost.provisioned_volume_usd_per_month, 2)
         );
         let _ = writeln!(
             out,
-            "- bytes the table uses: {} (${:.2}/month at the volume price; NOT the bill, which follows the provisioned size)",
+            "- bytes the table uses: {} (${}/month at the volume price; NOT the bill, which follows the provisioned size)",
             human_bytes(cost.used_bytes),
-            cost.used_bytes_usd_per_month_not_billed
+            number(cost.used_bytes_usd_per_month_not_billed, 2)
         );
         let _ = writeln!(
             out,
-            "- retention at {:.1} bytes/row: {:.1} GiB, ${:.2}/month of volume{}; merges, indexes, replicas and headroom come on top",
-            cost.bytes_per_row,
-            cost.retention_gib,
-            cost.retention_usd_per_month,
+            "- retention at {} bytes/row: {} GiB, ${}/month of volume{}; merges, indexes, replicas and headroom come on top",
+            number(cost.bytes_per_row, 1),
+            number(cost.retention_gib, 1),
+            number(cost.retention_usd_per_month, 2),
             if cost.retention_fits_volume { "" } else { ", more than the provisioned volume" }
         );
         let _ = writeln!(out, "- source: {}\n", source::COST);
     }
     out
+}
+
+/// The machine the run measured on, with a warning first when it was not quiet.
+fn machine_section(out: &mut String, bundle: &RunBundle) {
+    let Some(machine) = &bundle.machine else { return };
+    for reason in &machine.noise {
+        let _ = writeln!(out, "> **Warning: the machine was not quiet.** {reason}; timings may be inflated.\n");
+    }
+    let load = |load: &crate::machine::LoadAverage| {
+        format!("{} / {} / {}", number(load.one, 2), number(load.five, 2), number(load.fifteen, 2))
+    };
+    let _ = writeln!(
+        out,
+        "- machine: {}, {} logical cores, {} memory; load average (1 / 5 / 15 min) {} at the start, {} at the end",
+        if machine.cpu_model.is_empty() { "unknown CPU" } else { &machine.cpu_model },
+        machine.logical_cores,
+        human_bytes(machine.memory_bytes),
+        load(&machine.load_average_start),
+        machine.load_average_end.as_ref().map_or("unknown".to_string(), load)
+    );
+    let others = match (machine.others_cpu_cores, &machine.others_cpu_unknown) {
+        (Some(cores), _) => format!("{cores:.2} cores on average"),
+        (None, Some(reason)) => format!("unknown ({reason})"),
+        (None, None) => "unknown (the run did not end)".to_string(),
+    };
+    let _ = writeln!(out, "- other processes' CPU during the run: {others}\n");
+}
+
+/// A number with `decimals` places, or `unknown` when it is not finite (not measured).
+fn number(value: f64, decimals: usize) -> String {
+    if value.is_finite() { format!("{value:.decimals$}") } else { "unknown".to_string() }
+}
+
+/// A number as given (all its digits), or `unknown` when it is not finite.
+fn exact(value: f64) -> String {
+    if value.is_finite() { value.to_string() } else { "unknown".to_string() }
 }
 
 fn milliseconds(value: Option<f64>) -> String {
@@ -299,7 +357,7 @@ fn bar_chart(title: &str, unit: &str, categories: &[String], series: &[(&str, Ve
     let floor = if log_scale { (min_positive / 2.0).log10().floor() } else { 0.0 };
     let scale = |value: f64| -> f64 {
         let span = WIDTH - LEFT - 120.0;
-        if value <= 0.0 {
+        if !value.is_finite() || value <= 0.0 {
             0.0
         } else if log_scale {
             ((value.log10() - floor) / (max.log10() - floor).max(1e-9)).clamp(0.0, 1.0) * span
@@ -326,7 +384,9 @@ fn bar_chart(title: &str, unit: &str, categories: &[String], series: &[(&str, Ve
     for (category_index, category) in categories.iter().enumerate() {
         let _ = writeln!(svg, "<text x=\"10\" y=\"{}\">{}</text>", y + 15.0, escape(category));
         for (series_index, (_, values)) in series.iter().enumerate() {
-            let value = values.get(category_index).copied().unwrap_or(0.0);
+            // A value not measured (NaN) draws no bar and says so.
+            let value = values.get(category_index).copied().unwrap_or(f64::NAN);
+            let label = if value.is_finite() { format!("{} {unit}", compact(value)) } else { "unknown".to_string() };
             let _ = writeln!(
                 svg,
                 "<rect x=\"{LEFT}\" y=\"{y}\" width=\"{:.1}\" height=\"{}\" fill=\"{}\"/><text x=\"{:.1}\" y=\"{}\">{}</text>",
@@ -335,7 +395,7 @@ fn bar_chart(title: &str, unit: &str, categories: &[String], series: &[(&str, Ve
                 COLORS[series_index % COLORS.len()],
                 LEFT + scale(value) + 4.0,
                 y + 13.0,
-                escape(&format!("{} {unit}", compact(value)))
+                escape(&label)
             );
             y += ROW;
         }
@@ -350,6 +410,9 @@ fn bar_chart(title: &str, unit: &str, categories: &[String], series: &[(&str, Ve
 
 fn storage_chart(bundle: &RunBundle) -> String {
     let Some(first) = bundle.storage.first() else { return empty_chart("no storage measured") };
+    if first.columns.is_empty() {
+        return empty_chart("per-column sizes unknown (see the report)");
+    }
     let categories: Vec<String> = first.columns.iter().map(|column| column.column.clone()).collect();
     let series: Vec<(&str, Vec<f64>)> = bundle
         .storage
@@ -371,9 +434,9 @@ fn queries_chart(bundle: &RunBundle) -> String {
     let direct: Vec<f64> = bundle
         .queries
         .iter()
-        .map(|runs| runs.direct_io().map_or(0.0, |sample| sample.stats.server_duration_us as f64 / 1e3))
+        .map(|runs| runs.direct_io().map_or(f64::NAN, |sample| sample.stats.server_duration_us as f64 / 1e3))
         .collect();
-    let warm: Vec<f64> = bundle.queries.iter().map(|runs| runs.warm_min_ms().unwrap_or(0.0)).collect();
+    let warm: Vec<f64> = bundle.queries.iter().map(|runs| runs.warm_min_ms().unwrap_or(f64::NAN)).collect();
     bar_chart(
         "Direct I/O vs warm (min), server-side",
         "ms",

@@ -3,20 +3,30 @@
 //! files the run used under `sql/`, and the report made from them.
 //!
 //! The bundle is written as the run goes. It starts as `incomplete`, and every recorded
-//! step rewrites `results.json` atomically (a temporary file, then a rename). A run that
-//! stops anyhow (an error, Ctrl-C, a kill) leaves a valid bundle: it is still marked
-//! incomplete, and it holds everything measured up to its last completed step. Only a run
-//! that finishes marks it `complete`. Credentials are never part of a bundle:
+//! step rewrites `results.json` atomically (a temporary file, then a rename). Every query
+//! sample is also appended, as it is measured, to `samples.jsonl`, a journal that
+//! [`load_bundle`] folds back in: rewriting `results.json` per sample would cost time
+//! that grows with the run. A run that stops anyhow (an error, Ctrl-C, a kill) leaves a
+//! valid bundle: it is still marked incomplete, and it holds every step and every sample
+//! measured before it stopped. Only a run that finishes marks it `complete`; a run that
+//! ends in this process (finished, failed or interrupted) has everything in
+//! `results.json` and removes the journal. Credentials are never part of a bundle:
 //! [`TargetInfo`] holds none.
+//!
+//! Whatever the writer produces, the reader accepts: a number that is not finite is
+//! written as `null` (JSON has no NaN) and read back as NaN, which reports show as
+//! unknown; fields added since schema 1 came out have defaults.
 
-use std::fs;
+use std::fs::{self, File};
+use std::io::{self, Write as _};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::breakdown::TimeBreakdown;
 use crate::cost::CostModel;
+use crate::machine::MachineInfo;
 use crate::measure::QueryStats;
 use crate::parts::ColumnBytes;
 use crate::settings::Settings;
@@ -25,6 +35,10 @@ use crate::target::TargetInfo;
 /// Bumped whenever a field changes meaning or is removed; readers refuse other versions.
 pub const SCHEMA_VERSION: u32 = 1;
 pub const RESULTS_FILE: &str = "results.json";
+/// The journal of samples measured since `results.json` was last written.
+pub const SAMPLES_FILE: &str = "samples.jsonl";
+/// The longest run id accepted (it names a folder).
+const MAX_RUN_ID_LEN: usize = 100;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -61,6 +75,9 @@ pub struct RunBundle {
     pub queries: Vec<QueryRuns>,
     pub bloom_filter: Option<BloomFilter>,
     pub cost: Option<CostModel>,
+    /// The machine the run measured on, and whether it was quiet.
+    #[serde(default)]
+    pub machine: Option<MachineInfo>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -74,6 +91,7 @@ pub struct DatasetParams {
 /// A timed statement that is not a query run (DDL, re-insert, materialize).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Step {
+    #[serde(deserialize_with = "nan_if_null")]
     pub seconds: f64,
     pub stats: Option<QueryStats>,
 }
@@ -83,19 +101,22 @@ pub struct Step {
 pub struct Ingest {
     pub rows: u64,
     /// Through the harness (`measure`): the figure the report shows.
+    #[serde(deserialize_with = "nan_if_null")]
     pub seconds: f64,
-    pub rows_per_second: f64,
+    /// Unknown (`null`) when the engine reported no duration to divide by.
+    pub rows_per_second: Option<f64>,
     /// The same statement run straight on the engine in the same run, without the
     /// harness's tagging and statistics reads, into a table dropped afterwards. Both
     /// figures are the engine's own duration of the statement.
+    #[serde(deserialize_with = "nan_if_null")]
     pub raw_engine_seconds: f64,
-    pub raw_engine_rows_per_second: f64,
+    pub raw_engine_rows_per_second: Option<f64>,
     pub partitions: u64,
     pub active_parts: u64,
     pub stats: QueryStats,
 }
 
-/// Bytes per column of one table at one moment.
+/// Bytes of one table, in all and per column, at one moment.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StorageSnapshot {
     /// What this is, e.g. `LZ4 (default), as ingested`.
@@ -104,22 +125,54 @@ pub struct StorageSnapshot {
     pub codec: String,
     pub active_parts: u64,
     pub partitions: u64,
+    /// The whole table's data bytes, from `system.parts` (known for every kind of part).
+    /// Absent in bundles written before it was recorded: the columns' sum stands in.
+    #[serde(default)]
+    pub table_bytes: Option<TableBytes>,
+    /// Active parts that keep all columns in one file: ClickHouse records no per-column
+    /// sizes for them.
+    #[serde(default)]
+    pub compact_parts: u64,
+    /// Bytes per column; empty when they cannot be known, and then `columns_unknown`
+    /// says why.
     pub columns: Vec<ColumnBytes>,
+    #[serde(default)]
+    pub columns_unknown: Option<String>,
+}
+
+/// Compressed and uncompressed data bytes of a whole table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TableBytes {
+    pub compressed_bytes: u64,
+    pub uncompressed_bytes: u64,
 }
 
 impl StorageSnapshot {
     pub fn compressed_bytes(&self) -> u64 {
-        self.columns.iter().map(|column| column.compressed_bytes).sum()
+        match self.table_bytes {
+            Some(table) => table.compressed_bytes,
+            None => self.columns.iter().map(|column| column.compressed_bytes).sum(),
+        }
     }
 
     pub fn uncompressed_bytes(&self) -> u64 {
-        self.columns.iter().map(|column| column.uncompressed_bytes).sum()
+        match self.table_bytes {
+            Some(table) => table.uncompressed_bytes,
+            None => self.columns.iter().map(|column| column.uncompressed_bytes).sum(),
+        }
     }
 
-    /// Uncompressed over compressed bytes of the whole table.
-    pub fn compression_ratio(&self) -> f64 {
-        self.uncompressed_bytes() as f64 / self.compressed_bytes().max(1) as f64
+    /// Uncompressed over compressed bytes of the whole table; unknown for an empty table.
+    pub fn compression_ratio(&self) -> Option<f64> {
+        ratio(self.uncompressed_bytes() as f64, self.compressed_bytes() as f64)
     }
+}
+
+/// `numerator / denominator` when both are finite and the denominator is positive:
+/// a rate or ratio over nothing is unknown, never zero or infinite.
+pub fn ratio(numerator: f64, denominator: f64) -> Option<f64> {
+    let value = numerator / denominator;
+    (denominator > 0.0 && value.is_finite()).then_some(value)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -217,21 +270,54 @@ pub struct BloomFilter {
     pub table_compressed_bytes: u64,
 }
 
+impl BloomFilter {
+    /// The index's compressed bytes over the table's; unknown for an empty table.
+    pub fn index_share_of_table(&self) -> Option<f64> {
+        ratio(self.index_compressed_bytes as f64, self.table_compressed_bytes as f64)
+    }
+}
+
 /// Writes a bundle as the run goes.
 pub struct BundleWriter {
     dir: PathBuf,
     pub bundle: RunBundle,
+    /// The samples journal, opened on the first sample.
+    journal: Option<File>,
+}
+
+/// What [`BundleWriter::create`] does when the run's folder exists already.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExistingFolder {
+    /// Refuse: the user chose the run id.
+    Refuse,
+    /// Add `-2`, `-3`, ... to the run id: it was made up from the time, and another run
+    /// started in the same second.
+    AddSuffix,
 }
 
 impl BundleWriter {
-    /// Creates `<root>/<run_id>/`, copies the SQL files into `sql/` and writes the first,
-    /// incomplete `results.json`.
-    pub fn create(root: &Path, bundle: RunBundle) -> Result<BundleWriter> {
-        let dir = root.join(&bundle.run_id);
-        if dir.exists() {
-            bail!("the results folder {} already exists; choose another run id", dir.display());
-        }
-        fs::create_dir_all(dir.join("sql")).with_context(|| format!("cannot create {}", dir.display()))?;
+    /// Creates `<root>/<run_id>/` (atomically: of two runs with the same id, one gets
+    /// the folder and the other an error), copies the SQL files into `sql/` and writes
+    /// the first, incomplete `results.json`.
+    pub fn create(root: &Path, mut bundle: RunBundle, existing: ExistingFolder) -> Result<BundleWriter> {
+        check_run_id(&bundle.run_id)?;
+        fs::create_dir_all(root).with_context(|| format!("cannot create the results folder {}", root.display()))?;
+        let base_id = bundle.run_id.clone();
+        let mut attempt = 1;
+        let dir = loop {
+            let dir = root.join(&bundle.run_id);
+            match fs::create_dir(&dir) {
+                Ok(()) => break dir,
+                Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {
+                    if existing == ExistingFolder::Refuse || attempt >= 100 {
+                        bail!("the results folder {} already exists; choose another run id", dir.display());
+                    }
+                    attempt += 1;
+                    bundle.run_id = format!("{base_id}-{attempt}");
+                }
+                Err(error) => return Err(error).with_context(|| format!("cannot create {}", dir.display())),
+            }
+        };
         let fixtures = crate::fixtures::fixtures_root();
         for relative in &bundle.sql_files {
             let destination = dir.join("sql").join(relative);
@@ -241,7 +327,7 @@ impl BundleWriter {
             fs::copy(fixtures.join(relative), &destination)
                 .with_context(|| format!("cannot copy fixture {relative} into the bundle"))?;
         }
-        let writer = BundleWriter { dir, bundle };
+        let writer = BundleWriter { dir, bundle, journal: None };
         writer.save()?;
         Ok(writer)
     }
@@ -265,7 +351,42 @@ impl BundleWriter {
         fs::rename(&temporary, &path).with_context(|| format!("cannot write {}", path.display()))
     }
 
-    /// Marks the run complete (or failed, with the error) and saves.
+    /// Starts the runs of one query: saved at once, so that its samples have a place
+    /// to go back to when the journal is read.
+    pub fn start_query(&mut self, runs: QueryRuns) -> Result<()> {
+        self.bundle.queries.push(runs);
+        self.save()
+    }
+
+    /// Adds a sample to the query started last and appends it to the journal, so it is
+    /// on disk before the next one is measured. `answer` is the query's result, given
+    /// with the first sample.
+    pub fn record_sample(&mut self, sample: Sample, answer: Option<String>) -> Result<()> {
+        let query_index = self.bundle.queries.len().checked_sub(1).context("a sample before any query started")?;
+        let record = JournalRecord { query_index, answer, sample };
+        let mut line = serde_json::to_string(&record).context("cannot serialise a sample")?;
+        line.push('\n');
+        let path = self.dir.join(SAMPLES_FILE);
+        let journal = match &mut self.journal {
+            Some(journal) => journal,
+            empty => empty.insert(
+                File::options()
+                    .create(true)
+                    .append(true)
+                    .open(&path)
+                    .with_context(|| format!("cannot open {}", path.display()))?,
+            ),
+        };
+        // One write per line: a kill leaves at most a partial last line, which the
+        // reader drops. The kernel has it once write returns; no fsync, since the
+        // journal guards against the process stopping, not the machine.
+        journal.write_all(line.as_bytes()).with_context(|| format!("cannot append to {}", path.display()))?;
+        record.fold_into(&mut self.bundle);
+        Ok(())
+    }
+
+    /// Marks the run complete (or failed, with the error) and saves. Everything is in
+    /// `results.json` then, so the journal goes.
     pub fn finish(&mut self, error: Option<String>) -> Result<()> {
         self.bundle.finished_at = Some(unix_seconds());
         match error {
@@ -275,11 +396,60 @@ impl BundleWriter {
             }
             Some(error) => self.bundle.error = Some(error),
         }
-        self.save()
+        self.save()?;
+        self.journal = None;
+        match fs::remove_file(self.dir.join(SAMPLES_FILE)) {
+            Err(error) if error.kind() != io::ErrorKind::NotFound => {
+                Err(error).with_context(|| format!("cannot remove {}", self.dir.join(SAMPLES_FILE).display()))
+            }
+            _ => Ok(()),
+        }
     }
 }
 
-/// Reads `results.json` from a bundle folder, refusing other schema versions.
+/// One line of the samples journal.
+#[derive(Debug, Serialize, Deserialize)]
+struct JournalRecord {
+    /// Which of the bundle's `queries` the sample belongs to.
+    query_index: usize,
+    answer: Option<String>,
+    sample: Sample,
+}
+
+impl JournalRecord {
+    /// Adds the sample to its query unless the query has it already (`results.json`
+    /// may have been saved after the sample was journaled).
+    fn fold_into(self, bundle: &mut RunBundle) {
+        let Some(runs) = bundle.queries.get_mut(self.query_index) else { return };
+        if let Some(answer) = self.answer
+            && runs.answer.is_empty()
+        {
+            runs.answer = answer;
+        }
+        let known =
+            runs.samples.iter().any(|sample| sample.kind == self.sample.kind && sample.attempt == self.sample.attempt);
+        if !known {
+            runs.samples.push(self.sample);
+        }
+    }
+}
+
+/// A run id names a folder under the results folder: letters, digits, `.`, `_` and
+/// `-`, not starting with `.` or `-`, so that it can never name a path elsewhere.
+pub fn check_run_id(run_id: &str) -> Result<()> {
+    let safe = run_id.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+    if run_id.is_empty() || run_id.len() > MAX_RUN_ID_LEN || !safe || run_id.starts_with('.') || run_id.starts_with('-')
+    {
+        bail!(
+            "{run_id:?} is not a usable run id: use 1 to {MAX_RUN_ID_LEN} letters, digits, `.`, `_` or `-`, \
+             not starting with `.` or `-` (it names a folder under the results folder)"
+        );
+    }
+    Ok(())
+}
+
+/// Reads a bundle folder: `results.json`, refusing other schema versions, with the
+/// samples journal folded in.
 pub fn load_bundle(dir: &Path) -> Result<RunBundle> {
     let path = dir.join(RESULTS_FILE);
     let text = fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
@@ -289,8 +459,34 @@ pub fn load_bundle(dir: &Path) -> Result<RunBundle> {
     if found != Some(u64::from(SCHEMA_VERSION)) {
         bail!("{} has results schema {found:?}; this version reads schema {SCHEMA_VERSION}", path.display());
     }
-    serde_json::from_str(&text)
-        .with_context(|| format!("{} does not match results schema {SCHEMA_VERSION}", path.display()))
+    let mut bundle: RunBundle = serde_json::from_str(&text)
+        .with_context(|| format!("{} does not match results schema {SCHEMA_VERSION}", path.display()))?;
+    fold_journal(dir, &mut bundle)?;
+    Ok(bundle)
+}
+
+/// Folds the samples journal, if any, into `bundle`. A last line without its newline
+/// was cut short by a kill and is dropped; any other unreadable line is an error.
+fn fold_journal(dir: &Path, bundle: &mut RunBundle) -> Result<()> {
+    let path = dir.join(SAMPLES_FILE);
+    let text = match fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(error) => return Err(error).with_context(|| format!("cannot read {}", path.display())),
+    };
+    let complete = text.rfind('\n').map_or("", |end| &text[..end]);
+    for (index, line) in complete.lines().enumerate() {
+        let record: JournalRecord = serde_json::from_str(line)
+            .with_context(|| format!("{}:{} is not a sample record", path.display(), index + 1))?;
+        record.fold_into(bundle);
+    }
+    Ok(())
+}
+
+/// Reads a number that may have been written as `null` (not finite: JSON has no NaN)
+/// as NaN, so that nothing the writer produces is refused; reports show it as unknown.
+pub fn nan_if_null<'de, D: Deserializer<'de>>(deserializer: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(deserializer)?.unwrap_or(f64::NAN))
 }
 
 pub fn unix_seconds() -> u64 {

@@ -21,7 +21,7 @@ use bench_tests::dataset::logs::{
     BLOOM_FALSE_POSITIVE_RATE, BLOOM_GRANULARITY, Design, INDEX_GRANULARITY, logs_dataset,
 };
 use bench_tests::explain::{TableRead, explain_indexes};
-use bench_tests::fixtures::{Fixture, Params};
+use bench_tests::fixtures::{Fixture, Params, Statement};
 use bench_tests::invariant::{Check, assert_holds, assert_violates, claim, significant};
 use bench_tests::measure::{Measured, StatementTag, measure};
 use bench_tests::parts::{ColumnBytes, column_bytes, parts_summary, skip_index_bytes};
@@ -51,7 +51,7 @@ fn open(rows: u64, design: Design) -> (Target, DatasetManifest) {
     logs_dataset(rows, design).open().expect("cannot open the logs dataset")
 }
 
-fn query_sql(name: &str) -> String {
+fn query_sql(name: &str) -> Statement {
     Fixture::load(format!("logs/queries/{name}.sql")).unwrap().render_one(&Params::new()).unwrap()
 }
 

@@ -4,6 +4,7 @@
 mod common;
 
 use bench_tests::explain::explain_indexes;
+use bench_tests::fixtures::{Fixture, Params};
 use bench_tests::measure::{StatementTag, drop_caches, measure};
 use bench_tests::parts::{column_bytes, parts_summary};
 use bench_tests::settings::Settings;
@@ -82,4 +83,19 @@ fn parts_and_column_bytes_describe_the_table() {
     // 200 k UInt64 values are 1.6 MB uncompressed; sorted, LZ4 shrinks them.
     assert_eq!(columns[0].uncompressed_bytes, 1_600_000);
     assert!(columns[0].compressed_bytes < columns[0].uncompressed_bytes, "{:?}", columns[0]);
+}
+
+#[test]
+fn an_error_in_a_query_file_names_the_file_and_line_in_measure_and_explain() {
+    let folder = tempfile::tempdir().unwrap();
+    let path = folder.path().join("typo.sql");
+    std::fs::write(&path, "-- a query with a typo\n\nSELEC count()\nFROM numbers WHERE k < 10\n").unwrap();
+    let query = Fixture::read(&path).unwrap().render_one(&Params::new()).unwrap();
+    let mut target = with_numbers_table("measure_error_location");
+    let tag = StatementTag::new("test", "measure", "typo", 1);
+    let measured = format!("{:#}", measure(&mut target, &query, &tag, &Settings::new()).unwrap_err());
+    assert!(measured.starts_with(&format!("{}:3: statement failed: ", path.display())), "{measured}");
+    assert!(measured.contains("SELEC count()") && measured.contains("SYNTAX_ERROR"), "{measured}");
+    let explained = format!("{:#}", explain_indexes(&mut target, &query).unwrap_err());
+    assert!(explained.starts_with(&format!("{}:3: ", path.display())), "{explained}");
 }

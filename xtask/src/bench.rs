@@ -1,24 +1,32 @@
 //! `cargo xtask bench`: the logs benchmark on the chosen target, written to a results
 //! bundle as it goes, then the report.
+//!
+//! Ctrl-C (or SIGTERM) asks the run to stop after the statement in progress: the bundle
+//! is finished as incomplete, the report is rendered from it, and the command exits
+//! with 130. A second Ctrl-C stops at once; the bundle on disk is valid all the same.
 
-use anyhow::Result;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
 use bench_tests::benchmark::LogsBenchmark;
 use bench_tests::cost::CostInputs;
 use bench_tests::report::write_report;
-use bench_tests::results::{BundleWriter, unix_seconds};
+use bench_tests::results::{BundleWriter, ExistingFolder, check_run_id, unix_seconds};
 use bench_tests::target::{TargetKind, open_target_of_kind};
+use signal_hook::consts::{SIGINT, SIGTERM};
 
 use crate::flags::Bench;
 use crate::progress::TerminalProgress;
 
 impl Bench {
     pub fn run(self) -> Result<()> {
-        let mut target = open_target_of_kind(TargetKind::parse(&self.target.target)?)?;
-        let run_id = self.run_id.clone().unwrap_or_else(|| {
-            format!("{}-{}-{}", utc_stamp(unix_seconds()), target.info().kind, short_count(self.rows))
-        });
-        let benchmark = LogsBenchmark {
-            run_id,
+        if let Some(run_id) = &self.run_id {
+            check_run_id(run_id)?;
+        }
+        let mut benchmark = LogsBenchmark {
+            run_id: String::new(),
             rows: self.rows,
             warm_runs: self.runs,
             cost: CostInputs {
@@ -30,16 +38,72 @@ impl Bench {
             },
             volume_limit_mib_per_s: self.volume_mib_per_s,
         };
-        let mut writer = BundleWriter::create(&self.results_dir, benchmark.new_bundle(&target))?;
-        eprintln!("chbench: run {}, results in {}", benchmark.run_id, writer.dir().display());
-        let outcome = benchmark.run(&mut target, &mut writer, &TerminalProgress::new());
+        // Bad inputs end here, before the engine starts.
+        benchmark.check()?;
+        let mut target = open_target_of_kind(TargetKind::parse(&self.target.target)?)?;
+        let (run_id, existing) = match &self.run_id {
+            Some(run_id) => (run_id.clone(), ExistingFolder::Refuse),
+            None => (
+                format!("{}-{}-{}", utc_stamp(unix_seconds()), target.info().kind, short_count(self.rows)),
+                ExistingFolder::AddSuffix,
+            ),
+        };
+        benchmark.run_id = run_id;
+        let mut writer = BundleWriter::create(&self.results_dir, benchmark.new_bundle(&target), existing)?;
+        // The folder may have taken a suffix: the statements' tags follow it.
+        benchmark.run_id = writer.bundle.run_id.clone();
+        let dir = writer.dir().to_path_buf();
+        eprintln!("chbench: run {}, results in {}", benchmark.run_id, dir.display());
+        let stop = stop_on_signals(&dir)?;
+        let outcome = benchmark.run(&mut target, &mut writer, &TerminalProgress::new(), &stop);
         // Whatever happened, what was measured is saved and reported.
-        writer.finish(outcome.as_ref().err().map(|error| format!("{error:#}")))?;
-        let report = write_report(writer.dir())?;
-        outcome?;
-        println!("report: {}", report.display());
+        writer
+            .finish(outcome.as_ref().err().map(|error| format!("{error:#}")))
+            .with_context(|| format!("cannot save the results in {}", dir.display()))?;
+        let report = write_report(&dir);
+        if let Err(error) = outcome {
+            let report = match report {
+                Ok(report) => format!("its report is {}", report.display()),
+                Err(report_error) => format!("its report could not be written ({report_error:#})"),
+            };
+            let phase = &writer.bundle.phase;
+            return Err(error).with_context(|| {
+                format!(
+                    "run {} stopped during {phase}; what it measured is in {} ({report}); run \
+                     `cargo xtask bench` again for a complete bundle",
+                    benchmark.run_id,
+                    dir.display()
+                )
+            });
+        }
+        println!("report: {}", report?.display());
         Ok(())
     }
+}
+
+/// The stop flag of a run: the first Ctrl-C (or SIGTERM) sets it, and a thread says what
+/// happens next; a second one ends the process at once, as if nothing had been caught.
+fn stop_on_signals(bundle_dir: &std::path::Path) -> Result<Arc<AtomicBool>> {
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [SIGINT, SIGTERM] {
+        // Registered first, so that it sees the flag as it was before this signal.
+        signal_hook::flag::register_conditional_default(signal, Arc::clone(&stop))
+            .context("cannot install the Ctrl-C handler")?;
+        signal_hook::flag::register(signal, Arc::clone(&stop)).context("cannot install the Ctrl-C handler")?;
+    }
+    let watched = Arc::clone(&stop);
+    let dir = bundle_dir.display().to_string();
+    // A signal handler may not print; this thread does, once.
+    std::thread::spawn(move || {
+        while !watched.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        eprintln!(
+            "\nchbench: stopping after the statement in progress; what was measured is in {dir}. \
+             Ctrl-C again stops at once (then `cargo xtask report` renders what the bundle has)."
+        );
+    });
+    Ok(stop)
 }
 
 /// `20261130T031500Z` from seconds since the epoch (UTC, proleptic Gregorian).

@@ -47,7 +47,8 @@ pub struct Bench {
     /// Where results bundles go (one folder per run).
     #[arg(long, default_value = "results")]
     pub results_dir: PathBuf,
-    /// The run's folder name (default: UTC time, target and rows).
+    /// The run's folder name: letters, digits, `.`, `_`, `-` (default: UTC time, target
+    /// and rows, with `-2`, `-3`... if another run took it in the same second).
     #[arg(long)]
     pub run_id: Option<String>,
     /// Node price, USD per hour (the source: m5.xlarge, Seoul, 2026-09).

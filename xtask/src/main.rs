@@ -26,7 +26,8 @@ fn main() -> ExitCode {
             // One line naming what failed: the whole context chain, newlines folded.
             let line = format!("{error:#}").split_whitespace().collect::<Vec<_>>().join(" ");
             eprintln!("error: {line}");
-            ExitCode::FAILURE
+            // 128 + SIGINT, as a shell reports a command stopped by Ctrl-C.
+            if error.is::<bench_tests::benchmark::Interrupted>() { ExitCode::from(130) } else { ExitCode::FAILURE }
         }
     }
 }

@@ -3,7 +3,7 @@
 //! record printed as JSON.
 
 use anyhow::{Context, Result};
-use bench_tests::fixtures::split_statements;
+use bench_tests::fixtures::{Fixture, Params};
 use bench_tests::measure::{StatementTag, measure};
 use bench_tests::settings::Settings;
 use bench_tests::target::{TargetKind, open_target_of_kind};
@@ -12,18 +12,22 @@ use crate::flags::Measure;
 
 impl Measure {
     pub fn run(self) -> Result<()> {
-        let mut target = open_target_of_kind(TargetKind::parse(&self.target.target)?)?;
+        // Every file is read and checked (placeholders, empty files) before the engine starts.
+        let mut files = Vec::new();
         for file in &self.files {
-            let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
-            let mut statements = split_statements(&text);
-            let last = statements.pop().with_context(|| format!("{} has no statement", file.display()))?;
+            // No parameters here: a `{name}` left in the file is an error at its line.
+            let fixture = Fixture::read(file)?;
+            let statements = fixture.render(&Params::new())?;
+            files.push((fixture.name(), statements));
+        }
+        let mut target = open_target_of_kind(TargetKind::parse(&self.target.target)?)?;
+        for (name, mut statements) in files {
+            let Some(last) = statements.pop() else { continue };
             for statement in &statements {
-                target.execute(statement).with_context(|| format!("{} failed", file.display()))?;
+                target.execute(statement).with_context(|| statement.location())?;
             }
-            let name = file.file_stem().map(|stem| stem.to_string_lossy().into_owned()).unwrap_or_default();
             let tag = StatementTag::new("measure", "cli", &name, 1);
-            let measured = measure(&mut target, &last, &tag, &Settings::new())
-                .with_context(|| format!("{} failed", file.display()))?;
+            let measured = measure(&mut target, &last, &tag, &Settings::new())?;
             print!("{}", measured.body);
             println!("{}", serde_json::to_string_pretty(&measured.stats.without_raw())?);
         }

@@ -43,6 +43,13 @@ impl Progress for TerminalProgress {
         }
     }
 
+    fn warn(&self, line: &str) {
+        match self.bar.borrow().as_ref() {
+            Some(bar) => bar.println(format!("warning: {line}")),
+            None => eprintln!("warning: {line}"),
+        }
+    }
+
     fn finish(&self, summary: &str) {
         if let Some(bar) = self.bar.borrow_mut().take() {
             bar.finish_and_clear();

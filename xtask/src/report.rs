@@ -2,11 +2,13 @@
 
 use anyhow::{Result, bail};
 use bench_tests::report::write_report;
+use bench_tests::results::check_run_id;
 
 use crate::flags::Report;
 
 impl Report {
     pub fn run(self) -> Result<()> {
+        check_run_id(&self.run_id)?;
         let dir = self.results_dir.join(&self.run_id);
         if !dir.is_dir() {
             bail!("no results bundle {} (runs are folders under {})", dir.display(), self.results_dir.display());

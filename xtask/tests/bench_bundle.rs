@@ -1,11 +1,13 @@
 //! `cargo xtask bench` writes a results bundle as it goes: a finished run is complete
-//! and reports; a killed run leaves a valid, incomplete bundle with what it measured.
+//! and reports; a killed or interrupted run leaves a valid, incomplete bundle with every
+//! sample it measured; two runs never share a folder; a run beside another says the
+//! machine was not quiet.
 
-use std::path::Path;
-use std::process::{Command, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use bench_tests::results::{RunStatus, load_bundle};
+use bench_tests::results::{RunBundle, RunStatus, SAMPLES_FILE, load_bundle};
 
 fn xtask() -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_xtask"));
@@ -33,6 +35,8 @@ fn a_finished_run_is_complete_round_trips_and_reports() {
     let queries: Vec<_> = bundle.queries.iter().map(|runs| (runs.query.as_str(), runs.samples.len())).collect();
     assert_eq!(queries, [("q1", 3), ("q2", 3), ("q3", 3), ("q4", 3), ("q5", 3), ("q5", 3)]);
     assert!(bundle.bloom_filter.is_some() && bundle.cost.is_some());
+    let machine = bundle.machine.as_ref().expect("the machine is recorded");
+    assert!(machine.logical_cores >= 1 && machine.memory_bytes > 0 && machine.load_average_end.is_some());
     // Every sample keeps its raw statistics.
     assert!(bundle.queries.iter().flat_map(|runs| &runs.samples).all(|sample| !sample.stats.raw.is_null()));
     // The typed bundle survives a round trip through JSON unchanged.
@@ -47,20 +51,36 @@ fn a_finished_run_is_complete_round_trips_and_reports() {
 
 #[test]
 fn a_killed_run_leaves_a_valid_incomplete_bundle_with_what_it_measured() {
-    interrupt_after_ingest("killed", |child| child.kill().unwrap());
+    let bundle = interrupt_after_ingest("killed", kill);
+    assert!(bundle.finished_at.is_none() && bundle.error.is_none());
 }
 
 #[test]
 fn ctrl_c_leaves_a_valid_incomplete_bundle_with_what_it_measured() {
-    interrupt_after_ingest("interrupted", |child| {
-        let status = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
-        assert!(status.success(), "kill -INT failed");
-    });
+    let bundle = interrupt_after_ingest("interrupted", ctrl_c);
+    // A Ctrl-C lets the run finish its bundle: it says when and why it stopped.
+    assert!(bundle.finished_at.is_some());
+    assert_eq!(bundle.error.as_deref(), Some("interrupted by Ctrl-C or SIGTERM"));
+}
+
+/// As a terminal's Ctrl-C does.
+fn ctrl_c(child: &mut Child) {
+    let status = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(status.success(), "kill -INT failed");
+}
+
+/// SIGKILL, then the engine folder the killed process could not remove (the next run
+/// would; this test leaves nothing behind).
+fn kill(child: &mut Child) {
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let folder = bench_tests::engine::chbench_dir().join("embedded").join(child.id().to_string());
+    let _ = std::fs::remove_dir_all(folder);
 }
 
 /// Starts a run, waits until its ingest is recorded, interrupts it with `interrupt`,
 /// then checks the bundle it left and that the report renders from it.
-fn interrupt_after_ingest(run_id: &str, interrupt: impl FnOnce(&mut std::process::Child)) {
+fn interrupt_after_ingest(run_id: &str, interrupt: impl FnOnce(&mut std::process::Child)) -> RunBundle {
     let results = tempfile::tempdir().unwrap();
     let mut child = xtask()
         .args(["bench", "--target", "embedded", "--rows", "4M", "--runs", "3", "--run-id", run_id])
@@ -84,16 +104,191 @@ fn interrupt_after_ingest(run_id: &str, interrupt: impl FnOnce(&mut std::process
     let bundle = load_bundle(&dir).expect("an interrupted run leaves a readable bundle");
     assert_eq!(bundle.status, RunStatus::Incomplete);
     assert_eq!(bundle.ingest.as_ref().unwrap().rows, 4_000_000);
-    assert!(bundle.finished_at.is_none());
     // The report renders from what there is, and says the run is incomplete.
     let output = xtask().args(["report", run_id, "--results-dir"]).arg(results.path()).output().unwrap();
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
     assert!(report.contains("**Incomplete run**"), "{report}");
+    bundle
 }
 
 fn ingest_recorded(dir: &Path) -> bool {
     load_bundle(dir).is_ok_and(|bundle| bundle.ingest.is_some())
+}
+
+/// A run that would take days: Q1 over and over. Returns it once `samples` of its Q1
+/// samples are on disk.
+fn endless_run(results: &Path, run_id: &str, samples: usize) -> (Child, PathBuf) {
+    let mut child = xtask()
+        .args(["bench", "--target", "embedded", "--rows", "1M", "--runs", "100000", "--run-id", run_id])
+        .arg("--results-dir")
+        .arg(results)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let dir = results.join(run_id);
+    let deadline = Instant::now() + Duration::from_secs(300);
+    let journaled = |dir: &Path| std::fs::read_to_string(dir.join(SAMPLES_FILE)).map_or(0, |text| text.lines().count());
+    while journaled(&dir) < samples {
+        assert!(Instant::now() < deadline, "the run never measured {samples} samples");
+        assert!(child.try_wait().unwrap().is_none(), "the run ended before it could be interrupted");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    (child, dir)
+}
+
+fn q1_samples(bundle: &RunBundle) -> usize {
+    bundle.queries.iter().find(|runs| runs.query == "q1").map_or(0, |runs| runs.samples.len())
+}
+
+#[test]
+fn ctrl_c_in_the_middle_of_a_query_keeps_its_samples_says_where_and_reports() {
+    let results = tempfile::tempdir().unwrap();
+    let (mut child, dir) = endless_run(results.path(), "ctrl-c", 20);
+    ctrl_c(&mut child);
+    let output = child.wait_with_output().unwrap();
+    // 128 + SIGINT, as a shell reports a command stopped by Ctrl-C.
+    assert_eq!(output.status.code(), Some(130), "{}", String::from_utf8_lossy(&output.stderr));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let errors: Vec<&str> = stderr.lines().filter(|line| line.starts_with("error: ")).collect();
+    assert_eq!(errors.len(), 1, "{stderr}");
+    assert!(errors[0].contains(&format!("what it measured is in {}", dir.display())), "{stderr}");
+    assert!(errors[0].contains("report.md") && errors[0].ends_with("interrupted by Ctrl-C or SIGTERM"), "{stderr}");
+    let bundle = load_bundle(&dir).unwrap();
+    assert_eq!(bundle.status, RunStatus::Incomplete);
+    assert_eq!(bundle.phase, "queries");
+    assert!(q1_samples(&bundle) >= 20, "only {} samples kept", q1_samples(&bundle));
+    // Everything is in results.json now; the journal is gone.
+    assert!(!dir.join(SAMPLES_FILE).exists());
+    let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(report.contains("**Incomplete run**") && report.contains("| q1 | default |"), "{report}");
+}
+
+#[test]
+fn a_kill_in_the_middle_of_a_query_keeps_every_sample_journaled() {
+    let results = tempfile::tempdir().unwrap();
+    let (mut child, dir) = endless_run(results.path(), "killed-in-q1", 20);
+    kill(&mut child);
+    let bundle = load_bundle(&dir).unwrap();
+    assert_eq!(bundle.status, RunStatus::Incomplete);
+    assert!(q1_samples(&bundle) >= 20, "only {} samples kept", q1_samples(&bundle));
+    let output = xtask().args(["report", "killed-in-q1", "--results-dir"]).arg(results.path()).output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+}
+
+#[test]
+fn a_run_beside_another_chbench_run_warns_that_the_machine_was_not_quiet() {
+    let results = tempfile::tempdir().unwrap();
+    let (mut busy, _) = endless_run(results.path(), "busy", 1);
+    let output = small_run(results.path(), "beside");
+    ctrl_c(&mut busy);
+    busy.wait().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let busy_pid = format!("pid {}", busy.id());
+    assert!(
+        stderr.contains("warning: another chbench process is running (xtask, ") && stderr.contains(&busy_pid),
+        "{stderr}"
+    );
+    assert!(stderr.contains("warning: the machine was not quiet: other chbench processes ran"), "{stderr}");
+    let bundle = load_bundle(&results.path().join("beside")).unwrap();
+    let machine = bundle.machine.unwrap();
+    assert!(machine.other_chbench_processes.iter().any(|process| process.pid == busy.id()), "{machine:?}");
+    assert!(!machine.quiet());
+    let report = std::fs::read_to_string(results.path().join("beside").join("report.md")).unwrap();
+    assert!(report.contains("**Warning: the machine was not quiet.**"), "{report}");
+}
+
+/// A bench run small enough to take seconds.
+fn small_run(results: &Path, run_id: &str) -> Output {
+    xtask()
+        .args(["bench", "--target", "embedded", "--rows", "1K", "--runs", "1", "--run-id", run_id])
+        .arg("--results-dir")
+        .arg(results)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn two_runs_with_the_same_run_id_get_one_folder_and_one_clear_error() {
+    let results = tempfile::tempdir().unwrap();
+    let start = || {
+        let mut command = xtask();
+        command
+            .args(["bench", "--target", "embedded", "--rows", "1K", "--runs", "1", "--run-id", "twice"])
+            .arg("--results-dir")
+            .arg(results.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        command.spawn().unwrap()
+    };
+    let (first, second) = (start(), start());
+    let outputs = [first.wait_with_output().unwrap(), second.wait_with_output().unwrap()];
+    let winners = outputs.iter().filter(|output| output.status.success()).count();
+    assert_eq!(winners, 1, "exactly one run should get the folder");
+    let loser = outputs.iter().find(|output| !output.status.success()).unwrap();
+    let stderr = String::from_utf8_lossy(&loser.stderr);
+    let errors: Vec<&str> = stderr.lines().filter(|line| line.starts_with("error: ")).collect();
+    assert_eq!(errors.len(), 1, "{stderr}");
+    assert!(errors[0].contains("twice already exists; choose another run id"), "{stderr}");
+    assert_eq!(load_bundle(&results.path().join("twice")).unwrap().status, RunStatus::Complete);
+}
+
+#[test]
+fn runs_started_together_without_a_run_id_get_folders_of_their_own() {
+    let results = tempfile::tempdir().unwrap();
+    let start = || {
+        xtask()
+            .args(["bench", "--target", "embedded", "--rows", "1K", "--runs", "1", "--results-dir"])
+            .arg(results.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (first, second) = (start(), start());
+    for output in [first.wait_with_output().unwrap(), second.wait_with_output().unwrap()] {
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    }
+    let folders: Vec<_> = std::fs::read_dir(results.path()).unwrap().flatten().collect();
+    assert_eq!(folders.len(), 2);
+    for folder in folders {
+        assert_eq!(load_bundle(&folder.path()).unwrap().status, RunStatus::Complete);
+    }
+}
+
+#[test]
+fn a_run_on_compact_parts_reports_column_sizes_as_unknown_not_zero() {
+    let results = tempfile::tempdir().unwrap();
+    let output = small_run(results.path(), "compact");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let bundle = load_bundle(&results.path().join("compact")).unwrap();
+    for snapshot in &bundle.storage {
+        // 1,000 rows make compact parts: no per-column sizes, but the table's are known.
+        assert!(snapshot.columns.is_empty() && snapshot.compact_parts > 0, "{snapshot:?}");
+        assert!(snapshot.columns_unknown.as_ref().unwrap().contains("compact"), "{snapshot:?}");
+        assert!(snapshot.compressed_bytes() > 0 && snapshot.compression_ratio().is_some(), "{snapshot:?}");
+    }
+    let share = bundle.bloom_filter.as_ref().unwrap().index_share_of_table().unwrap();
+    assert!(share > 0.0 && share < 1.0, "the index is {share} of the table");
+    let report = std::fs::read_to_string(results.path().join("compact").join("report.md")).unwrap();
+    assert!(report.contains("per column: unknown: ") && !report.contains("0 B (0.00x)"), "{report}");
+    assert!(String::from_utf8_lossy(&output.stderr).contains("per column: unknown"));
+}
+
+#[test]
+fn a_run_of_one_row_completes_and_reports() {
+    let results = tempfile::tempdir().unwrap();
+    let output = xtask()
+        .args(["bench", "--target", "embedded", "--rows", "1", "--runs", "1", "--run-id", "one"])
+        .arg("--results-dir")
+        .arg(results.path())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let bundle = load_bundle(&results.path().join("one")).unwrap();
+    assert_eq!((bundle.status, bundle.ingest.unwrap().rows), (RunStatus::Complete, 1));
 }
 
 #[test]

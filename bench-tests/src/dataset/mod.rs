@@ -26,7 +26,7 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::fixtures::{Fixture, Params, sql_string};
+use crate::fixtures::{Fixture, Params, Statement, sql_string};
 use crate::parts::wait_for_mutations;
 use crate::target::embedded::{EmbeddedTarget, Storage};
 use crate::target::{Target, TargetKind, open_embedded, open_target_of_kind, resolve_kind};
@@ -72,7 +72,7 @@ impl Dataset {
     }
 
     /// Every statement the build runs, with the fixture file it came from.
-    pub fn statements(&self) -> Result<Vec<(String, String)>> {
+    pub fn statements(&self) -> Result<Vec<(String, Statement)>> {
         let mut statements = Vec::new();
         for relative in &self.fixtures {
             let fixture = Fixture::load(relative)?;
@@ -92,7 +92,7 @@ impl Dataset {
             hasher.update(b"\0");
             hasher.update(file.as_bytes());
             hasher.update(b"\0");
-            hasher.update(statement.as_bytes());
+            hasher.update(statement.sql.as_bytes());
         }
         Ok(hasher.finalize().iter().take(8).map(|byte| format!("{byte:02x}")).collect())
     }
@@ -156,11 +156,12 @@ impl Dataset {
         let started = Instant::now();
         target.use_fresh_database(&self.database)?;
         let statements = self.statements()?;
-        for (file, statement) in &statements {
-            target.execute(statement).with_context(|| format!("dataset {}: fixture {file} failed", self.name))?;
-            wait_for_mutations(target, MUTATION_TIMEOUT)
-                .with_context(|| format!("dataset {}: fixture {file}", self.name))?;
+        for (_, statement) in &statements {
+            let location = || format!("dataset {}: {}", self.name, statement.location());
+            target.execute(statement).with_context(location)?;
+            wait_for_mutations(target, MUTATION_TIMEOUT).with_context(location)?;
         }
+        let statements = statements.into_iter().map(|(file, statement)| (file, statement.sql)).collect();
         Ok(DatasetManifest {
             name: self.name.clone(),
             key: key.to_string(),

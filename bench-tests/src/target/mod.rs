@@ -172,6 +172,15 @@ impl Target {
         }
     }
 
+    /// Whether the engine does its work in this process, so that this process's CPU
+    /// time is the engine's (the embedded engine) rather than a server's elsewhere.
+    pub fn engine_in_process(&self) -> bool {
+        match self.backend {
+            Backend::Embedded(_) => true,
+            Backend::Server(_) | Backend::Container(_) => false,
+        }
+    }
+
     /// The database unqualified table names refer to.
     pub fn database(&self) -> &str {
         &self.database

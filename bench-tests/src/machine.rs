@@ -1,0 +1,287 @@
+//! The machine a run measures on, and whether it was quiet enough for the run's timings
+//! to mean what they say.
+//!
+//! A run records the CPU model, cores and memory, the load average at its start and end,
+//! the other processes of this tool that ran meanwhile (this build's `xtask` or test
+//! binaries: a test suite beside a benchmark doubled its scan times), and the CPU that
+//! other processes used during the run. The machine counts as not quiet when another
+//! process of this tool ran, or when other processes used more than
+//! [`QUIET_OTHERS_CPU_CORES`] on average. The load average is recorded but not judged:
+//! it remembers the last minutes, so it is high right after `cargo` built the tool.
+//!
+//! Other processes' CPU is the machine's busy time less this process's own: known only
+//! when the engine runs in this process (the embedded target). A server's work would
+//! otherwise count as noise, so for server targets it is left unknown, with the reason.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+use sysinfo::{
+    CpuRefreshKind, MemoryRefreshKind, Pid, ProcessRefreshKind, ProcessesToUpdate, RefreshKind, System, UpdateKind,
+};
+
+use crate::results::nan_if_null;
+
+/// Other processes may use this much CPU, in cores on average over the run, before the
+/// machine counts as busy: background daemons use a few hundredths of a core; a build
+/// or a test suite uses one or more.
+pub const QUIET_OTHERS_CPU_CORES: f64 = 0.25;
+
+/// What a run records about its machine.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MachineInfo {
+    pub cpu_model: String,
+    pub logical_cores: usize,
+    pub memory_bytes: u64,
+    pub load_average_start: LoadAverage,
+    pub load_average_end: Option<LoadAverage>,
+    /// Other processes of this tool seen at the start, at each phase and at the end.
+    pub other_chbench_processes: Vec<SeenProcess>,
+    /// CPU used by other processes during the run, in cores on average.
+    pub others_cpu_cores: Option<f64>,
+    /// Why `others_cpu_cores` is unknown, when it is.
+    pub others_cpu_unknown: Option<String>,
+    /// Why the machine was not quiet; empty when it was (or the run has not ended).
+    pub noise: Vec<String>,
+}
+
+impl MachineInfo {
+    pub fn quiet(&self) -> bool {
+        self.noise.is_empty()
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct LoadAverage {
+    #[serde(deserialize_with = "nan_if_null")]
+    pub one: f64,
+    #[serde(deserialize_with = "nan_if_null")]
+    pub five: f64,
+    #[serde(deserialize_with = "nan_if_null")]
+    pub fifteen: f64,
+}
+
+impl LoadAverage {
+    fn now() -> LoadAverage {
+        let load = System::load_average();
+        LoadAverage { one: load.one, five: load.five, fifteen: load.fifteen }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeenProcess {
+    pub pid: u32,
+    pub name: String,
+}
+
+/// Watches the machine while a run goes: [`MachineWatch::start`], [`MachineWatch::observe`]
+/// at each phase, [`MachineWatch::finish`] at the end.
+pub struct MachineWatch {
+    system: System,
+    started: Instant,
+    own_cpu_ms_at_start: Option<u64>,
+    engine_in_process: bool,
+    /// This process and its ancestors (cargo, a test runner): never counted as others.
+    own_lineage: Vec<Pid>,
+    /// Where this build's binaries live; a process running one is this tool.
+    build_dir: PathBuf,
+    info: MachineInfo,
+}
+
+impl MachineWatch {
+    /// Records the machine and looks for other processes of this tool. `engine_in_process`
+    /// says whether the measured engine's work shows in this process's CPU time.
+    pub fn start(engine_in_process: bool) -> MachineWatch {
+        // sysinfo keeps every /proc/<pid>/stat open unless told otherwise.
+        sysinfo::set_open_files_limit(0);
+        let system = System::new_with_specifics(
+            RefreshKind::nothing()
+                .with_cpu(CpuRefreshKind::nothing().with_cpu_usage())
+                .with_memory(MemoryRefreshKind::nothing().with_ram()),
+        );
+        let build_dir = crate::engine::chbench_dir().parent().map(Path::to_path_buf).unwrap_or_default();
+        let cpu_model = system.cpus().first().map(|cpu| cpu.brand().trim().to_string()).unwrap_or_default();
+        let mut watch = MachineWatch {
+            started: Instant::now(),
+            own_cpu_ms_at_start: None,
+            engine_in_process,
+            own_lineage: Vec::new(),
+            build_dir,
+            info: MachineInfo {
+                cpu_model,
+                logical_cores: system.cpus().len(),
+                memory_bytes: system.total_memory(),
+                load_average_start: LoadAverage::now(),
+                load_average_end: None,
+                other_chbench_processes: Vec::new(),
+                others_cpu_cores: None,
+                others_cpu_unknown: None,
+                noise: Vec::new(),
+            },
+            system,
+        };
+        watch.refresh_processes();
+        watch.own_lineage = watch.lineage();
+        watch.own_cpu_ms_at_start = watch.own_cpu_ms();
+        watch.observe();
+        watch
+    }
+
+    /// Looks for other processes of this tool now; returns those not seen before.
+    pub fn observe(&mut self) -> Vec<SeenProcess> {
+        self.refresh_processes();
+        let build_dir = &self.build_dir;
+        let others: Vec<SeenProcess> = self
+            .system
+            .processes()
+            .iter()
+            // sysinfo lists threads too (Linux tasks); a thread is not another process.
+            .filter(|(pid, process)| !self.own_lineage.contains(pid) && process.thread_kind().is_none())
+            .filter(|(_, process)| {
+                process.exe().is_some_and(|exe| !build_dir.as_os_str().is_empty() && exe.starts_with(build_dir))
+            })
+            .map(|(pid, process)| SeenProcess {
+                pid: pid.as_u32(),
+                name: process.name().to_string_lossy().into_owned(),
+            })
+            .collect();
+        let mut new = Vec::new();
+        for process in others {
+            if !self.info.other_chbench_processes.contains(&process) {
+                self.info.other_chbench_processes.push(process.clone());
+                new.push(process);
+            }
+        }
+        new
+    }
+
+    /// What is known so far.
+    pub fn info(&self) -> &MachineInfo {
+        &self.info
+    }
+
+    /// The end of the run: load average, other processes' CPU, and the verdict.
+    pub fn finish(mut self) -> MachineInfo {
+        self.observe();
+        self.system.refresh_cpu_usage();
+        self.info.load_average_end = Some(LoadAverage::now());
+        let elapsed_seconds = self.started.elapsed().as_secs_f64();
+        let cores = self.info.logical_cores as f64;
+        match (self.engine_in_process, self.own_cpu_ms_at_start, self.own_cpu_ms()) {
+            (false, ..) => {
+                self.info.others_cpu_unknown = Some(
+                    "the engine runs in another process, whose work would count as other processes' CPU".to_string(),
+                )
+            }
+            (true, Some(start), Some(end)) if elapsed_seconds >= 1.0 && cores > 0.0 => {
+                let busy_cores = f64::from(self.system.global_cpu_usage()) / 100.0 * cores;
+                let own_cores = end.saturating_sub(start) as f64 / 1000.0 / elapsed_seconds;
+                self.info.others_cpu_cores = Some((busy_cores - own_cores).max(0.0));
+            }
+            (true, ..) => {
+                self.info.others_cpu_unknown =
+                    Some("the run was too short, or this process's CPU time could not be read".to_string())
+            }
+        }
+        self.info.noise = noise(&self.info);
+        self.info
+    }
+
+    fn refresh_processes(&mut self) {
+        self.system.refresh_processes_specifics(
+            ProcessesToUpdate::All,
+            true,
+            ProcessRefreshKind::nothing().with_cpu().with_exe(UpdateKind::OnlyIfNotSet),
+        );
+    }
+
+    fn own_cpu_ms(&mut self) -> Option<u64> {
+        let pid = sysinfo::get_current_pid().ok()?;
+        self.system.refresh_processes_specifics(
+            ProcessesToUpdate::Some(&[pid]),
+            false,
+            ProcessRefreshKind::nothing().with_cpu(),
+        );
+        self.system.process(pid).map(|process| process.accumulated_cpu_time())
+    }
+
+    /// This process and its ancestors.
+    fn lineage(&self) -> Vec<Pid> {
+        let mut lineage = Vec::new();
+        let mut next = sysinfo::get_current_pid().ok();
+        while let Some(pid) = next {
+            if lineage.contains(&pid) {
+                break;
+            }
+            lineage.push(pid);
+            next = self.system.process(pid).and_then(|process| process.parent());
+        }
+        lineage
+    }
+}
+
+/// Why the machine was not quiet, one reason a line.
+fn noise(info: &MachineInfo) -> Vec<String> {
+    let mut reasons = Vec::new();
+    if !info.other_chbench_processes.is_empty() {
+        let names: Vec<String> = info
+            .other_chbench_processes
+            .iter()
+            .map(|process| format!("{} (pid {})", process.name, process.pid))
+            .collect();
+        reasons.push(format!("other chbench processes ran during the run: {}", names.join(", ")));
+    }
+    if let Some(others) = info.others_cpu_cores
+        && others > QUIET_OTHERS_CPU_CORES
+    {
+        reasons.push(format!(
+            "other processes used {others:.2} of {} cores on average during the run (quiet: at most {QUIET_OTHERS_CPU_CORES})",
+            info.logical_cores
+        ));
+    }
+    reasons
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info(others: Vec<SeenProcess>, others_cpu_cores: Option<f64>) -> MachineInfo {
+        let load = LoadAverage { one: 3.0, five: 2.0, fifteen: 1.0 };
+        MachineInfo {
+            cpu_model: "test".to_string(),
+            logical_cores: 2,
+            memory_bytes: 1 << 30,
+            load_average_start: load,
+            load_average_end: Some(load),
+            other_chbench_processes: others,
+            others_cpu_cores,
+            others_cpu_unknown: None,
+            noise: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_machine_is_quiet_without_other_chbench_processes_or_busy_cpus() {
+        // A high load average alone (e.g. right after a build) is not noise.
+        assert!(noise(&info(Vec::new(), Some(0.05))).is_empty());
+        assert!(noise(&info(Vec::new(), None)).is_empty());
+        let busy = noise(&info(Vec::new(), Some(1.2)));
+        assert_eq!(busy.len(), 1);
+        assert!(busy[0].contains("1.20 of 2 cores"), "{busy:?}");
+        let shared = noise(&info(vec![SeenProcess { pid: 7, name: "logs-0a1b".to_string() }], Some(0.0)));
+        assert!(shared[0].contains("logs-0a1b (pid 7)"), "{shared:?}");
+    }
+
+    #[test]
+    fn the_machine_is_described() {
+        let watch = MachineWatch::start(true);
+        let info = watch.info();
+        assert!(info.logical_cores >= 1 && info.memory_bytes > 0, "{info:?}");
+        let finished = watch.finish();
+        assert!(finished.load_average_end.is_some());
+        // Other processes' CPU is either measured or said to be unknown, with the reason.
+        assert!(finished.others_cpu_cores.is_some() != finished.others_cpu_unknown.is_some(), "{finished:?}");
+    }
+}

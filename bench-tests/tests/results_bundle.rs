@@ -1,0 +1,285 @@
+//! Whatever the results writer produces, the reader and the report accept: bundles with
+//! extreme, non-finite and missing values round-trip, a journal cut short by a kill is
+//! read up to its last whole line, and bundles written before fields were added load.
+//! No engine is needed: these bundles are built by hand.
+
+use std::collections::BTreeMap;
+
+use bench_tests::breakdown::{Bottleneck, TimeBreakdown};
+use bench_tests::cost::{CostInputs, CostModel};
+use bench_tests::machine::{LoadAverage, MachineInfo, SeenProcess};
+use bench_tests::measure::QueryStats;
+use bench_tests::parts::ColumnBytes;
+use bench_tests::report::write_report;
+use bench_tests::results::{
+    BloomFilter, BundleWriter, DatasetParams, ExistingFolder, Ingest, QueryRuns, RESULTS_FILE, RunBundle, RunStatus,
+    SAMPLES_FILE, SCHEMA_VERSION, Sample, SampleKind, Step, StorageSnapshot, TableBytes, load_bundle,
+};
+use bench_tests::settings::Settings;
+use bench_tests::target::{StatsSource, TargetInfo, TargetKind};
+
+fn stats(count: u64) -> QueryStats {
+    QueryStats {
+        log_comment: "run/logs/q1/0".to_string(),
+        source: StatsSource::ResultAndEventsDelta,
+        read_rows: count,
+        read_bytes: count,
+        result_rows: count,
+        server_duration_us: count,
+        client_duration_us: count,
+        memory_usage: Some(count),
+        profile_events: BTreeMap::from([("SelectedRows".to_string(), count)]),
+        raw: serde_json::json!({ "count": count }),
+    }
+}
+
+fn sample(value: f64, count: u64, attempt: u32) -> Sample {
+    Sample {
+        kind: if attempt == 0 { SampleKind::DirectIo } else { SampleKind::Warm },
+        attempt,
+        settings: Settings::direct_io(),
+        stats: stats(count),
+        breakdown: TimeBreakdown {
+            thread_us: count,
+            cpu_us: count,
+            read_wait_us: count,
+            other_us: count,
+            bottleneck: Bottleneck::Unknown,
+            read_mib_per_s: Some(value),
+        },
+    }
+}
+
+/// A bundle with every number set to `value` or `count`.
+fn extreme_bundle(value: f64, count: u64) -> RunBundle {
+    let step = Step { seconds: value, stats: Some(stats(count)) };
+    let load = LoadAverage { one: value, five: value, fifteen: value };
+    let inputs = CostInputs {
+        node_usd_per_hour: value,
+        volume_usd_per_gb_month: value,
+        volume_gib: value,
+        rows_per_day: count,
+        retention_days: count,
+    };
+    RunBundle {
+        schema_version: SCHEMA_VERSION,
+        run_id: "extreme".to_string(),
+        status: RunStatus::Complete,
+        error: Some("a\nmultiline \"error\"".to_string()),
+        phase: "done".to_string(),
+        started_at: count,
+        finished_at: Some(count),
+        target: TargetInfo {
+            kind: TargetKind::Embedded,
+            engine_version: "26.7.2.1".to_string(),
+            endpoint: "libchdb".to_string(),
+        },
+        dataset: DatasetParams { name: "logs".to_string(), rows: count, step_ms: count, warm_runs: u32::MAX },
+        session_settings: Settings::session_defaults(),
+        volume_limit_mib_per_s: Some(value),
+        sql_files: vec!["logs/schema.sql".to_string()],
+        ingest: Some(Ingest {
+            rows: count,
+            seconds: value,
+            rows_per_second: Some(value),
+            raw_engine_seconds: value,
+            raw_engine_rows_per_second: Some(value),
+            partitions: count,
+            active_parts: count,
+            stats: stats(count),
+        }),
+        storage: vec![StorageSnapshot {
+            label: "LZ4".to_string(),
+            table: "logs".to_string(),
+            codec: "LZ4".to_string(),
+            active_parts: count,
+            partitions: count,
+            table_bytes: Some(TableBytes { compressed_bytes: count, uncompressed_bytes: count }),
+            compact_parts: count,
+            columns: vec![ColumnBytes {
+                column: "message".to_string(),
+                compressed_bytes: count,
+                uncompressed_bytes: count,
+                marks_bytes: count,
+            }],
+            columns_unknown: Some("compact parts".to_string()),
+        }],
+        zstd_reinsert: Some(step.clone()),
+        queries: vec![QueryRuns {
+            query: "q1".to_string(),
+            variant: "default".to_string(),
+            sql_file: "logs/queries/q1.sql".to_string(),
+            answer: "42\n".to_string(),
+            samples: vec![sample(value, count, 0), sample(value, count, 1)],
+        }],
+        bloom_filter: Some(BloomFilter {
+            add_index: step.clone(),
+            materialize: step,
+            index_compressed_bytes: count,
+            index_uncompressed_bytes: count,
+            table_compressed_bytes: count,
+        }),
+        cost: Some(CostModel::new(inputs, count, count)),
+        machine: Some(MachineInfo {
+            cpu_model: String::new(),
+            logical_cores: 0,
+            memory_bytes: count,
+            load_average_start: load,
+            load_average_end: Some(load),
+            other_chbench_processes: vec![SeenProcess { pid: u32::MAX, name: "x".to_string() }],
+            others_cpu_cores: Some(value),
+            others_cpu_unknown: None,
+            noise: vec!["busy".to_string()],
+        }),
+    }
+}
+
+/// A bundle that stopped before measuring anything.
+fn empty_bundle() -> RunBundle {
+    RunBundle {
+        status: RunStatus::Incomplete,
+        error: None,
+        finished_at: None,
+        volume_limit_mib_per_s: None,
+        sql_files: Vec::new(),
+        ingest: None,
+        storage: Vec::new(),
+        zstd_reinsert: None,
+        queries: Vec::new(),
+        bloom_filter: None,
+        cost: None,
+        machine: None,
+        ..extreme_bundle(1.0, 1)
+    }
+}
+
+/// Writes `bundle` as the writer does, reads it back and renders its report.
+fn write_read_and_report(bundle: &RunBundle) -> (RunBundle, String) {
+    let root = tempfile::tempdir().unwrap();
+    let writer = BundleWriter::create(root.path(), bundle.clone(), ExistingFolder::Refuse).unwrap();
+    let read = load_bundle(writer.dir()).unwrap_or_else(|error| panic!("the reader refused the bundle: {error:#}"));
+    let report = write_report(writer.dir()).unwrap_or_else(|error| panic!("the report refused the bundle: {error:#}"));
+    (read, std::fs::read_to_string(report).unwrap())
+}
+
+#[test]
+fn bundles_with_extreme_and_missing_values_round_trip_and_report() {
+    let values = [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, f64::MAX, f64::MIN_POSITIVE, 0.0, -0.0, -1.0];
+    for (value, count) in values.iter().flat_map(|value| [(*value, 0), (*value, u64::MAX)]) {
+        let written = extreme_bundle(value, count);
+        let (read, report) = write_read_and_report(&written);
+        // Not-finite numbers come back as NaN; everything else exactly. Compared as the
+        // JSON the writer would write again.
+        assert_eq!(
+            serde_json::to_value(&read).unwrap(),
+            serde_json::to_value(&written).unwrap(),
+            "value {value}, count {count}"
+        );
+        // Rust prints non-finite numbers as NaN, inf and -inf: none may reach the report.
+        let words: Vec<&str> = report.split(|c: char| !c.is_alphabetic()).collect();
+        assert!(!words.contains(&"NaN") && !words.contains(&"inf"), "value {value} leaks into the report:\n{report}");
+        if !value.is_finite() {
+            assert!(report.contains("unknown"), "value {value} is not reported as unknown:\n{report}");
+        }
+    }
+    let (read, report) = write_read_and_report(&empty_bundle());
+    assert_eq!(read, empty_bundle());
+    assert!(report.contains("**Incomplete run**"), "{report}");
+}
+
+#[test]
+fn the_journal_keeps_samples_up_to_a_line_cut_short_by_a_kill() {
+    let root = tempfile::tempdir().unwrap();
+    let mut writer = BundleWriter::create(root.path(), empty_bundle(), ExistingFolder::Refuse).unwrap();
+    writer
+        .start_query(QueryRuns {
+            query: "q1".to_string(),
+            variant: "default".to_string(),
+            sql_file: "logs/queries/q1.sql".to_string(),
+            answer: String::new(),
+            samples: Vec::new(),
+        })
+        .unwrap();
+    for attempt in 0..3 {
+        writer.record_sample(sample(1.5, 7, attempt), (attempt == 0).then(|| "615\n".to_string())).unwrap();
+    }
+    let dir = writer.dir().to_path_buf();
+    // As a kill leaves it: results.json from before the samples, the journal with them
+    // and half a line more.
+    std::mem::forget(writer);
+    let journal = dir.join(SAMPLES_FILE);
+    let mut text = std::fs::read_to_string(&journal).unwrap();
+    text.push_str("{\"query_index\":0,\"answer\":null,\"sam");
+    std::fs::write(&journal, &text).unwrap();
+    let bundle = load_bundle(&dir).unwrap();
+    assert_eq!(bundle.queries[0].samples.len(), 3);
+    assert_eq!(bundle.queries[0].answer, "615\n");
+    // A damaged line that is not the last one is an error naming the file and line.
+    std::fs::write(&journal, format!("not json\n{text}")).unwrap();
+    let error = format!("{:#}", load_bundle(&dir).unwrap_err());
+    assert!(error.contains(&format!("{}:1 is not a sample record", journal.display())), "{error}");
+}
+
+#[test]
+fn a_finished_bundle_has_its_samples_in_results_json_and_no_journal() {
+    let root = tempfile::tempdir().unwrap();
+    let mut writer = BundleWriter::create(root.path(), empty_bundle(), ExistingFolder::Refuse).unwrap();
+    writer
+        .start_query(QueryRuns {
+            query: "q1".to_string(),
+            variant: "default".to_string(),
+            sql_file: "logs/queries/q1.sql".to_string(),
+            answer: String::new(),
+            samples: Vec::new(),
+        })
+        .unwrap();
+    writer.record_sample(sample(1.5, 7, 0), None).unwrap();
+    writer.finish(Some("interrupted".to_string())).unwrap();
+    assert!(!writer.dir().join(SAMPLES_FILE).exists());
+    let text = std::fs::read_to_string(writer.dir().join(RESULTS_FILE)).unwrap();
+    let bundle: RunBundle = serde_json::from_str(&text).unwrap();
+    assert_eq!(bundle.queries[0].samples.len(), 1);
+}
+
+#[test]
+fn bundles_written_before_the_machine_and_table_totals_were_recorded_still_load() {
+    let mut old = serde_json::to_value(extreme_bundle(2.0, 5)).unwrap();
+    old.as_object_mut().unwrap().remove("machine");
+    let storage = old["storage"][0].as_object_mut().unwrap();
+    for field in ["table_bytes", "compact_parts", "columns_unknown"] {
+        storage.remove(field);
+    }
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("old");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(dir.join(RESULTS_FILE), serde_json::to_string(&old).unwrap()).unwrap();
+    let bundle = load_bundle(&dir).unwrap();
+    assert!(bundle.machine.is_none());
+    // The table's totals fall back to the sum of its columns.
+    assert_eq!(bundle.storage[0].compressed_bytes(), 5);
+    write_report(&dir).unwrap();
+}
+
+#[test]
+fn run_ids_that_could_name_a_path_elsewhere_are_refused() {
+    let root = tempfile::tempdir().unwrap();
+    for run_id in ["../escaped", "/tmp/absolute", "a/b", ".hidden", "-flag", "", "é", &"x".repeat(101)] {
+        let bundle = RunBundle { run_id: run_id.to_string(), ..empty_bundle() };
+        let error = BundleWriter::create(root.path(), bundle, ExistingFolder::Refuse).err().unwrap().to_string();
+        assert!(error.contains("is not a usable run id"), "{run_id}: {error}");
+    }
+    assert_eq!(std::fs::read_dir(root.path()).map(|entries| entries.count()).unwrap_or(0), 0);
+    assert!(!root.path().parent().unwrap().join("escaped").exists());
+}
+
+#[test]
+fn a_run_id_taken_by_another_run_is_refused_or_numbered() {
+    let root = tempfile::tempdir().unwrap();
+    let bundle = RunBundle { run_id: "same".to_string(), ..empty_bundle() };
+    BundleWriter::create(root.path(), bundle.clone(), ExistingFolder::Refuse).unwrap();
+    let error = BundleWriter::create(root.path(), bundle.clone(), ExistingFolder::Refuse).err().unwrap().to_string();
+    assert!(error.contains("already exists; choose another run id"), "{error}");
+    let numbered = BundleWriter::create(root.path(), bundle, ExistingFolder::AddSuffix).unwrap();
+    assert_eq!(numbered.bundle.run_id, "same-2");
+    assert!(root.path().join("same-2").join(RESULTS_FILE).is_file());
+}
