@@ -5,6 +5,8 @@
 //! cache under the workspace's `target/` directory. `cargo xtask setup` and the tests
 //! use this same code, so a fresh clone needs nothing but `npm` on the PATH.
 //! `CHBENCH_LIBCHDB` points at an existing `libchdb.so` instead and skips the cache.
+//! Whichever it is, its headers are checked before it is loaded ([`check_library`]),
+//! and a bad file is named with advice that depends on where it came from.
 
 use std::fs::{self, File};
 use std::io::{self, Read};
@@ -12,6 +14,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{Context, Result, anyhow, bail};
+use object::read::ReadCache;
+use object::read::elf::{FileHeader, ProgramHeader};
+use object::{Endianness, FileKind, Object, ObjectKind, ObjectSegment, ReadRef, elf};
 use sha2::{Digest, Sha256};
 
 /// The pinned engine build. Every snapshot and results bundle records the ClickHouse
@@ -67,17 +72,206 @@ pub fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."))
 }
 
+/// Where the library to load came from. It decides the advice for a bad file: the
+/// cache's file is ours to delete and fetch again, a file the user chose is theirs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LibrarySource {
+    /// Named by `CHBENCH_LIBCHDB`.
+    Env,
+    /// The pinned engine in the cache.
+    Cache,
+}
+
+/// The library to load, and where it came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EngineLibrary {
+    pub path: PathBuf,
+    pub source: LibrarySource,
+}
+
+impl EngineLibrary {
+    /// The error for an unusable library: the file as the user knows it, `problem`
+    /// (which completes "`<file> ...`"), and what to do, which depends on the source.
+    pub fn unusable(&self, problem: impl std::fmt::Display) -> anyhow::Error {
+        match self.source {
+            LibrarySource::Env => anyhow!(
+                "{LIBCHDB_ENV}={} {problem}: point it at a complete libchdb.so, or unset {LIBCHDB_ENV} to use \
+                 the pinned engine",
+                self.path.display()
+            ),
+            LibrarySource::Cache => anyhow!(
+                "the cached engine {} {problem}: delete it and run `cargo xtask setup`, or set {LIBCHDB_ENV} to \
+                 a good libchdb.so",
+                self.path.display()
+            ),
+        }
+    }
+}
+
 /// The library to load: `CHBENCH_LIBCHDB` when set, else the cache, fetched first when
 /// missing. `progress` receives one line per step that takes time (download, extract).
-pub fn library_path(progress: &dyn Fn(&str)) -> Result<PathBuf> {
+pub fn library(progress: &dyn Fn(&str)) -> Result<EngineLibrary> {
     if let Some(path) = std::env::var_os(LIBCHDB_ENV) {
         let path = PathBuf::from(path);
         if !path.is_file() {
             bail!("{LIBCHDB_ENV}={} is not a file; point it at a libchdb.so or unset it", path.display());
         }
-        return Ok(path);
+        return Ok(EngineLibrary { path, source: LibrarySource::Env });
     }
-    provision(progress)
+    Ok(EngineLibrary { path: provision(progress)?, source: LibrarySource::Cache })
+}
+
+/// Checks that a library is whole before it is loaded: `dlopen` maps every segment of
+/// the file, and touching a page past the end of a truncated file kills the process
+/// with SIGBUS, with no message. Reads only the headers.
+pub fn check_library(library: &EngineLibrary) -> Result<()> {
+    let file = File::open(&library.path).map_err(|error| library.unusable(format!("cannot be read ({error})")))?;
+    match library_defect(&file) {
+        Ok(None) => Ok(()),
+        Ok(Some(defect)) => Err(library.unusable(defect)),
+        Err(error) => Err(library.unusable(format!("cannot be read ({error})"))),
+    }
+}
+
+/// Why a file cannot be loaded as this platform's shared library. Each reads as the end
+/// of "`<file> ...`".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LibraryDefect {
+    Empty,
+    /// Not an object file this platform loads (or not a shared library): says what it is.
+    NotALibrary(String),
+    /// The headers say the file goes on further than it does.
+    Truncated {
+        what: String,
+        end: u64,
+        length: u64,
+    },
+}
+
+impl std::fmt::Display for LibraryDefect {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LibraryDefect::Empty => write!(f, "is not a complete libchdb.so (the file is empty)"),
+            LibraryDefect::NotALibrary(what) => write!(f, "is not a libchdb.so ({what})"),
+            LibraryDefect::Truncated { what, end, length } => {
+                write!(f, "is not a complete libchdb.so ({what} ends at byte {end}, the file has {length} bytes)")
+            }
+        }
+    }
+}
+
+/// What is wrong with `file` as a shared library for this platform, if anything. Reads
+/// the headers through a cache, never the whole file.
+pub fn library_defect(file: &File) -> io::Result<Option<LibraryDefect>> {
+    let length = file.metadata()?.len();
+    if length == 0 {
+        return Ok(Some(LibraryDefect::Empty));
+    }
+    let data = ReadCache::new(file);
+    let kind = FileKind::parse(&data).ok();
+    let expected = if cfg!(target_vendor = "apple") { FileKind::MachO64 } else { FileKind::Elf64 };
+    let defect = match kind {
+        Some(FileKind::Elf64) if expected == FileKind::Elf64 => elf_defect(&data, length),
+        Some(FileKind::MachO64) if expected == FileKind::MachO64 => object_defect(&data, length),
+        // A universal Mach-O: dlopen picks the slice, and checks it itself.
+        Some(FileKind::MachOFat32 | FileKind::MachOFat64) if expected == FileKind::MachO64 => None,
+        Some(other) => Some(LibraryDefect::NotALibrary(format!("it is {}", kind_name(other)))),
+        None if expected == FileKind::Elf64 => Some(LibraryDefect::NotALibrary("it is not an ELF file".to_string())),
+        None => Some(LibraryDefect::NotALibrary("it is not a Mach-O file".to_string())),
+    };
+    Ok(defect)
+}
+
+/// A file kind that this platform does not load, for a message.
+fn kind_name(kind: FileKind) -> String {
+    match kind {
+        FileKind::Elf32 => "a 32-bit ELF file".to_string(),
+        FileKind::Elf64 => "an ELF file, this platform loads Mach-O".to_string(),
+        FileKind::MachO32 => "a 32-bit Mach-O file".to_string(),
+        FileKind::MachO64 | FileKind::MachOFat32 | FileKind::MachOFat64 => {
+            "a Mach-O file, this platform loads ELF".to_string()
+        }
+        other => format!("a {other:?} file, not a shared library this platform loads"),
+    }
+}
+
+/// The ELF checks: a shared object for this machine whose program headers and segments
+/// all lie within the file.
+fn elf_defect<'data, R: ReadRef<'data>>(data: R, length: u64) -> Option<LibraryDefect> {
+    type Header = elf::FileHeader64<Endianness>;
+    let cut_short = |what: &str, end: u64| Some(LibraryDefect::Truncated { what: what.to_string(), end, length });
+    let header_size = std::mem::size_of::<Header>() as u64;
+    if length < header_size {
+        return cut_short("the ELF header", header_size);
+    }
+    let Ok(header) = Header::parse(data) else {
+        return Some(LibraryDefect::NotALibrary("its ELF header is not one this platform loads".to_string()));
+    };
+    let Ok(endian) = header.endian() else {
+        return Some(LibraryDefect::NotALibrary("its ELF header names no known byte order".to_string()));
+    };
+    let file_type = header.e_type(endian);
+    if file_type != elf::ET_DYN {
+        let what = match file_type {
+            elf::ET_REL => "an object file",
+            elf::ET_EXEC => "an executable",
+            elf::ET_CORE => "a core dump",
+            _ => "an ELF file of an unknown type",
+        };
+        return Some(LibraryDefect::NotALibrary(format!("it is {what}, not a shared library")));
+    }
+    let machine = header.e_machine(endian);
+    if let Some(expected) = native_elf_machine()
+        && machine != expected
+    {
+        return Some(LibraryDefect::NotALibrary(format!(
+            "it is built for ELF machine {machine}, this is {}",
+            std::env::consts::ARCH
+        )));
+    }
+    let table_start: u64 = header.e_phoff(endian);
+    let entries = header.phnum(endian, data).unwrap_or(usize::MAX) as u64;
+    let table_end = entries
+        .checked_mul(u64::from(header.e_phentsize(endian)))
+        .and_then(|size| size.checked_add(table_start))
+        .unwrap_or(u64::MAX);
+    if table_end > length {
+        return cut_short("its program header table", table_end);
+    }
+    let Ok(segments) = header.program_headers(endian, data) else {
+        return Some(LibraryDefect::NotALibrary("its program headers are malformed".to_string()));
+    };
+    segment_past_the_end(segments.iter().map(|segment| segment.file_range(endian)), length)
+}
+
+/// The first segment whose file range `(offset, size)` goes past the file's end.
+fn segment_past_the_end(ranges: impl Iterator<Item = (u64, u64)>, length: u64) -> Option<LibraryDefect> {
+    ranges.enumerate().find_map(|(index, (offset, size))| {
+        let end = offset.saturating_add(size);
+        (size > 0 && end > length).then(|| LibraryDefect::Truncated { what: format!("segment {index}"), end, length })
+    })
+}
+
+/// The ELF machine of the platform this crate was built for, where we know it.
+fn native_elf_machine() -> Option<u16> {
+    match std::env::consts::ARCH {
+        "x86_64" => Some(elf::EM_X86_64),
+        "aarch64" => Some(elf::EM_AARCH64),
+        _ => None,
+    }
+}
+
+/// The same checks through `object`'s format-independent reader (Mach-O): it reads more
+/// than the headers, which is fine for the smaller libraries of those platforms.
+fn object_defect<'data, R: ReadRef<'data>>(data: R, length: u64) -> Option<LibraryDefect> {
+    let file = match object::File::parse(data) {
+        Ok(file) => file,
+        Err(error) => return Some(LibraryDefect::NotALibrary(format!("its headers are unreadable: {error}"))),
+    };
+    if file.kind() != ObjectKind::Dynamic {
+        return Some(LibraryDefect::NotALibrary(format!("it is not a shared library but {:?}", file.kind())));
+    }
+    segment_past_the_end(file.segments().map(|segment| segment.file_range()), length)
 }
 
 /// Fetches and verifies the pinned library into the cache unless it is there already.
@@ -201,4 +395,60 @@ pub fn verify_file(path: &Path, expected_sha256: &str, expected_size: u64) -> Re
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A file holding the first `length` bytes of `source` (all of it for `None`).
+    fn copy_of(source: &Path, length: Option<usize>, folder: &Path) -> File {
+        let bytes = fs::read(source).unwrap();
+        let path = folder.join("copy");
+        fs::write(&path, &bytes[..length.unwrap_or(bytes.len())]).unwrap();
+        File::open(path).unwrap()
+    }
+
+    // The test executable is a position-independent ELF, a shared object for the loader:
+    // a whole one for this machine to check, and one to cut short.
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_whole_shared_object_passes_and_a_cut_one_names_what_is_missing() {
+        let folder = tempfile::tempdir().unwrap();
+        let exe = std::env::current_exe().unwrap();
+        assert_eq!(library_defect(&copy_of(&exe, None, folder.path())).unwrap(), None);
+
+        let cut = library_defect(&copy_of(&exe, Some(65_536), folder.path())).unwrap();
+        let Some(LibraryDefect::Truncated { what, end, length }) = cut else { panic!("{cut:?}") };
+        assert!(what.starts_with("segment "), "{what}");
+        assert!(end > length && length == 65_536, "{end} {length}");
+
+        let header_only = library_defect(&copy_of(&exe, Some(40), folder.path())).unwrap();
+        let expected = LibraryDefect::Truncated { what: "the ELF header".to_string(), end: 64, length: 40 };
+        assert_eq!(header_only, Some(expected));
+    }
+
+    #[test]
+    fn an_empty_file_and_a_text_file_are_not_libraries() {
+        let folder = tempfile::tempdir().unwrap();
+        let empty = folder.path().join("empty.so");
+        fs::write(&empty, b"").unwrap();
+        assert_eq!(library_defect(&File::open(&empty).unwrap()).unwrap(), Some(LibraryDefect::Empty));
+        let text = folder.path().join("text.so");
+        fs::write(&text, b"not a shared library\n").unwrap();
+        let defect = library_defect(&File::open(&text).unwrap()).unwrap();
+        assert!(matches!(defect, Some(LibraryDefect::NotALibrary(_))), "{defect:?}");
+    }
+
+    #[test]
+    fn only_the_cached_engine_is_ever_to_be_deleted() {
+        let path = PathBuf::from("/somewhere/libchdb.so");
+        let chosen = EngineLibrary { path: path.clone(), source: LibrarySource::Env }.unusable(LibraryDefect::Empty);
+        let chosen = chosen.to_string();
+        assert!(chosen.starts_with("CHBENCH_LIBCHDB=/somewhere/libchdb.so is not a complete libchdb.so"), "{chosen}");
+        assert!(chosen.contains("unset CHBENCH_LIBCHDB") && !chosen.contains("delete"), "{chosen}");
+        let cached = EngineLibrary { path, source: LibrarySource::Cache }.unusable(LibraryDefect::Empty).to_string();
+        assert!(cached.starts_with("the cached engine /somewhere/libchdb.so is not"), "{cached}");
+        assert!(cached.contains("delete it and run `cargo xtask setup`"), "{cached}");
+    }
 }

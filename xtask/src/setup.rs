@@ -9,8 +9,8 @@ use crate::flags::Setup;
 impl Setup {
     pub fn run(self) -> Result<()> {
         let progress = |line: &str| eprintln!("setup: {line}");
-        let library = engine::library_path(&progress)?;
-        println!("engine library: {}", library.display());
+        let library = engine::library(&progress)?;
+        println!("engine library: {}", library.path.display());
         let target = open_target_of_kind(TargetKind::Embedded)?;
         println!("ClickHouse version: {}", target.info().engine_version);
         Ok(())

@@ -15,9 +15,10 @@ fn xtask(args: &[&str], env: &[(&str, &str)]) -> Output {
     command.output().expect("cannot run xtask")
 }
 
-/// The error line, after checking that the run failed and printed exactly one.
+/// The error line, after checking that the run failed normally (exit code 1, not a
+/// signal) and printed exactly one.
 fn error_line(output: &Output) -> String {
-    assert!(!output.status.success(), "expected a failure, got {:?}", output.status);
+    assert_eq!(output.status.code(), Some(1), "expected a failure with exit code 1, got {:?}", output.status);
     let stderr = String::from_utf8_lossy(&output.stderr);
     let errors: Vec<&str> = stderr.lines().filter(|line| line.starts_with("error: ")).collect();
     assert_eq!(errors.len(), 1, "expected one error line in:\n{stderr}");
@@ -31,15 +32,57 @@ fn a_missing_engine_file_is_named_with_what_to_do() {
     assert!(line.contains("CHBENCH_LIBCHDB=/nonexistent/libchdb.so is not a file"), "{line}");
 }
 
+/// The advice for a file the user chose: theirs, so never "delete it".
+const CHOSEN_FILE_ADVICE: &str = "point it at a complete libchdb.so, or unset CHBENCH_LIBCHDB to use the pinned engine";
+
+/// Runs `cargo xtask setup` with `CHBENCH_LIBCHDB` set to `library`; returns its error line.
+fn setup_with_library(library: &Path) -> String {
+    let line = error_line(&xtask(&["setup"], &[("CHBENCH_LIBCHDB", library.to_str().unwrap())]));
+    assert!(line.contains(&format!("CHBENCH_LIBCHDB={} ", library.display())), "{line}");
+    assert!(line.ends_with(CHOSEN_FILE_ADVICE) && !line.contains("delete"), "{line}");
+    line
+}
+
 #[test]
-fn a_broken_engine_file_is_named_with_what_to_do() {
+fn a_text_file_as_the_engine_is_named_with_what_to_do() {
     let folder = tempfile::tempdir().unwrap();
-    let broken = folder.path().join("libchdb.so");
-    std::fs::write(&broken, b"not a shared library").unwrap();
-    let output = xtask(&["setup"], &[("CHBENCH_LIBCHDB", broken.to_str().unwrap())]);
-    let line = error_line(&output);
-    assert!(line.contains(&format!("the embedded engine {} failed to load", broken.display())), "{line}");
-    assert!(line.contains("cargo xtask setup"), "{line}");
+    let text = folder.path().join("libchdb.so");
+    std::fs::write(&text, b"not a shared library").unwrap();
+    let line = setup_with_library(&text);
+    assert!(line.contains("is not a libchdb.so (it is not an ELF file)"), "{line}");
+}
+
+#[test]
+fn an_empty_engine_file_is_named_with_what_to_do() {
+    let folder = tempfile::tempdir().unwrap();
+    let empty = folder.path().join("libchdb.so");
+    std::fs::write(&empty, b"").unwrap();
+    let line = setup_with_library(&empty);
+    assert!(line.contains("is not a complete libchdb.so (the file is empty)"), "{line}");
+}
+
+#[test]
+fn a_truncated_engine_is_refused_before_it_is_loaded() {
+    // Loading it would map segments past the end of the file: a bus error, no message.
+    bench_tests::engine::provision(&|_| {}).expect("cannot provision the engine");
+    let cached = std::fs::File::open(bench_tests::engine::cache_dir().join("libchdb.so")).unwrap();
+    let mut head = Vec::new();
+    cached.take(1_000_000).read_to_end(&mut head).unwrap();
+    let folder = tempfile::tempdir().unwrap();
+    let truncated = folder.path().join("libchdb.so");
+    std::fs::write(&truncated, &head).unwrap();
+    let line = setup_with_library(&truncated);
+    assert!(line.contains("is not a complete libchdb.so (segment "), "{line}");
+    assert!(line.contains("the file has 1000000 bytes)"), "{line}");
+}
+
+#[test]
+#[cfg(all(target_os = "linux", target_arch = "x86_64", target_env = "gnu"))]
+fn a_library_that_is_not_libchdb_is_named_with_what_to_do() {
+    let libm = Path::new("/lib/x86_64-linux-gnu/libm.so.6");
+    assert!(libm.is_file(), "this test needs {}", libm.display());
+    let line = setup_with_library(libm);
+    assert!(line.contains("is not a libchdb.so (it has no symbol chdb_"), "{line}");
 }
 
 #[test]

@@ -21,7 +21,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, anyhow, bail};
 use libloading::Library;
 
-use crate::engine;
+use crate::engine::{self, EngineLibrary};
 
 type ConnectFn = unsafe extern "C" fn(c_int, *mut *mut c_char) -> *mut *mut c_void;
 type CloseConnFn = unsafe extern "C" fn(*mut *mut c_void);
@@ -61,47 +61,52 @@ static STORAGE: Mutex<Option<(PathBuf, usize)>> = Mutex::new(None);
 fn api() -> Result<&'static Api> {
     API.get_or_init(|| {
         let progress = |line: &str| eprintln!("chbench: {line}");
-        let path = engine::library_path(&progress).map_err(|error| format!("{error:#}"))?;
-        load(&path).map_err(|error| format!("{error:#}"))
+        let library = engine::library(&progress).map_err(|error| format!("{error:#}"))?;
+        load(&library).map_err(|error| format!("{error:#}"))
     })
     .as_ref()
     .map_err(|error| anyhow!("{error}"))
 }
 
-/// Loads the library at `path` and resolves every symbol we use.
-fn load(path: &Path) -> Result<Api> {
-    let broken = || {
-        format!(
-            "the embedded engine {} failed to load: delete it and run `cargo xtask setup`, or set {} to a \
-             good libchdb.so",
-            path.display(),
-            engine::LIBCHDB_ENV
-        )
-    };
+/// Checks the library file, loads it and resolves every symbol we use. A failure names
+/// the file and what to do, which depends on where the file came from.
+fn load(library: &EngineLibrary) -> Result<Api> {
+    engine::check_library(library)?;
     // SAFETY: loading runs the library's initialisers; libchdb's are known to be benign
     // when loaded once per process, which the `static` above guarantees.
-    let library = unsafe { Library::new(path) }.with_context(broken)?;
+    let loaded = unsafe { Library::new(&library.path) }
+        // `{:#}` adds the system's reason, which libloading keeps as the error's source.
+        .map_err(|error| library.unusable(format!("failed to load ({:#})", anyhow::Error::from(error))))?;
     // SAFETY: every type below is the exported prototype (see the module docs).
     unsafe {
-        let set_signal_handlers: SetSignalHandlersFn =
-            *library.get(b"chdb_set_signal_handlers_enabled").with_context(broken)?;
+        let set_signal_handlers: SetSignalHandlersFn = symbol(&loaded, library, "chdb_set_signal_handlers_enabled")?;
         set_signal_handlers(0);
         Ok(Api {
-            path: path.to_path_buf(),
-            connect: *library.get(b"chdb_connect").with_context(broken)?,
-            close_conn: *library.get(b"chdb_close_conn").with_context(broken)?,
-            query_n: *library.get(b"chdb_query_n").with_context(broken)?,
-            result_buffer: *library.get(b"chdb_result_buffer").with_context(broken)?,
-            result_length: *library.get(b"chdb_result_length").with_context(broken)?,
-            result_elapsed: *library.get(b"chdb_result_elapsed").with_context(broken)?,
-            result_rows_read: *library.get(b"chdb_result_rows_read").with_context(broken)?,
-            result_storage_rows_read: *library.get(b"chdb_result_storage_rows_read").with_context(broken)?,
-            result_storage_bytes_read: *library.get(b"chdb_result_storage_bytes_read").with_context(broken)?,
-            result_error: *library.get(b"chdb_result_error").with_context(broken)?,
-            destroy_query_result: *library.get(b"chdb_destroy_query_result").with_context(broken)?,
-            _library: library,
+            path: library.path.clone(),
+            connect: symbol(&loaded, library, "chdb_connect")?,
+            close_conn: symbol(&loaded, library, "chdb_close_conn")?,
+            query_n: symbol(&loaded, library, "chdb_query_n")?,
+            result_buffer: symbol(&loaded, library, "chdb_result_buffer")?,
+            result_length: symbol(&loaded, library, "chdb_result_length")?,
+            result_elapsed: symbol(&loaded, library, "chdb_result_elapsed")?,
+            result_rows_read: symbol(&loaded, library, "chdb_result_rows_read")?,
+            result_storage_rows_read: symbol(&loaded, library, "chdb_result_storage_rows_read")?,
+            result_storage_bytes_read: symbol(&loaded, library, "chdb_result_storage_bytes_read")?,
+            result_error: symbol(&loaded, library, "chdb_result_error")?,
+            destroy_query_result: symbol(&loaded, library, "chdb_destroy_query_result")?,
+            _library: loaded,
         })
     }
+}
+
+/// Resolves one function; a library without it is some other library, not libchdb.
+///
+/// # Safety
+/// `T` must be the symbol's exported prototype.
+unsafe fn symbol<T: Copy>(loaded: &Library, library: &EngineLibrary, name: &str) -> Result<T> {
+    // SAFETY: the caller guarantees the prototype.
+    let found = unsafe { loaded.get::<T>(name.as_bytes()) };
+    found.map(|symbol| *symbol).map_err(|_| library.unusable(format!("is not a libchdb.so (it has no symbol {name})")))
 }
 
 /// Loads the engine library (once per process) and returns the path it came from.
