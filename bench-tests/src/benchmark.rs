@@ -13,12 +13,9 @@
 //! 5. The cost model, from the measured bytes per row.
 //!
 //! Nothing here draws: progress goes through [`Progress`], implemented by the command line.
-//! A run stops between two statements when its stop flag is set (the command line sets
-//! it on Ctrl-C), with [`Interrupted`] as its error; every sample is journaled as it is
-//! measured, so a stop loses nothing.
+//! A run stopped by Ctrl-C (see [`crate::interrupt`]) or by an error loses nothing: every
+//! sample is journaled as it is measured.
 
-use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -80,23 +77,6 @@ pub trait Progress {
     fn warn(&self, line: &str);
 }
 
-/// The error of a run stopped by its stop flag (Ctrl-C) between two statements.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Interrupted;
-
-impl fmt::Display for Interrupted {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("interrupted by Ctrl-C or SIGTERM")
-    }
-}
-
-impl std::error::Error for Interrupted {}
-
-/// Ends the run with [`Interrupted`] once `stop` is set.
-fn check_stop(stop: &AtomicBool) -> Result<()> {
-    if stop.load(Ordering::Relaxed) { Err(Interrupted.into()) } else { Ok(()) }
-}
-
 impl LogsBenchmark {
     /// Refuses inputs that would put meaningless numbers in the results, before anything
     /// runs.
@@ -146,20 +126,14 @@ impl LogsBenchmark {
     }
 
     /// Runs every step, saving the bundle after each and journaling every sample. On
-    /// error, or when `stop` is set, the bundle keeps what was measured and stays
+    /// error (an interruption included) the bundle keeps what was measured and stays
     /// incomplete; the caller records the error. The machine is watched throughout.
-    pub fn run(
-        &self,
-        target: &mut Target,
-        writer: &mut BundleWriter,
-        progress: &dyn Progress,
-        stop: &AtomicBool,
-    ) -> Result<()> {
+    pub fn run(&self, target: &mut Target, writer: &mut BundleWriter, progress: &dyn Progress) -> Result<()> {
         self.check()?;
         let mut machine = MachineWatch::start(target.engine_in_process());
         warn_about_processes(progress, &machine.info().other_chbench_processes);
         writer.bundle.machine = Some(machine.info().clone());
-        let outcome = self.run_steps(target, writer, progress, stop, &mut machine);
+        let outcome = self.run_steps(target, writer, progress, &mut machine);
         let machine = machine.finish();
         for reason in &machine.noise {
             progress.warn(&format!("the machine was not quiet: {reason}; timings may be inflated"));
@@ -173,12 +147,10 @@ impl LogsBenchmark {
         target: &mut Target,
         writer: &mut BundleWriter,
         progress: &dyn Progress,
-        stop: &AtomicBool,
         machine: &mut MachineWatch,
     ) -> Result<()> {
-        // Each phase: stop if asked, look for other runs of this tool, record the phase.
+        // Each phase: look for other runs of this tool, record the phase.
         let mut phase = |writer: &mut BundleWriter, name: &str| -> Result<()> {
-            check_stop(stop)?;
             warn_about_processes(progress, &machine.observe());
             writer.bundle.machine = Some(machine.info().clone());
             writer.phase(name)
@@ -196,7 +168,6 @@ impl LogsBenchmark {
         let raw_seconds = raw.counters.elapsed_us.map_or(raw.client_elapsed.as_secs_f64(), |us| us as f64 / 1e6);
         let raw_rows_per_second = ratio(self.rows as f64, raw_seconds);
         progress.advance(&format!("raw engine: {} rows/s", per_second(raw_rows_per_second)));
-        check_stop(stop)?;
         target.execute("DROP TABLE logs SYNC")?;
         schema.apply(target, &params)?;
         let ingest = measure(target, &generator, &self.tag("ingest", 1), &Settings::new()).context("ingest failed")?;
@@ -228,7 +199,6 @@ impl LogsBenchmark {
         progress.start("storage by column: LZ4 as ingested, then the ZSTD(3) copy", Some(2));
         writer.bundle.storage.push(storage_snapshot(target, "logs", "LZ4 (default)")?);
         progress.advance("LZ4");
-        check_stop(stop)?;
         Fixture::load("logs/pause_merges.sql")?.apply(target, &params)?;
         Fixture::load("logs/zstd_schema.sql")?.apply(target, &params)?;
         let reinsert = Fixture::load("logs/zstd_insert.sql")?.render_one(&params)?;
@@ -267,7 +237,7 @@ impl LogsBenchmark {
         progress.start("Q1-Q5: caches dropped, one direct-I/O run, then warm runs", Some(5 * self.samples_per_query()));
         for query in QUERIES {
             let variant = if query == "q5" { "without index" } else { "default" };
-            self.query_runs(target, writer, query, variant, progress, stop)?;
+            self.query_runs(target, writer, query, variant, progress)?;
         }
         progress.finish(&queries_summary(&writer.bundle.queries));
 
@@ -276,7 +246,6 @@ impl LogsBenchmark {
         let bloom = Fixture::load("logs/bloom_filter.sql")?.render(&params)?;
         let mut steps = Vec::new();
         for (index, statement) in bloom.iter().enumerate() {
-            check_stop(stop)?;
             let started = Instant::now();
             let measured = measure(target, statement, &self.tag("bloom_filter", index as u32 + 1), &Settings::new())
                 .context("the bloom filter statements failed")?;
@@ -297,7 +266,7 @@ impl LogsBenchmark {
             table_compressed_bytes: writer.bundle.storage[0].compressed_bytes(),
         });
         writer.save()?;
-        self.query_runs(target, writer, "q5", "bloom filter", progress, stop)?;
+        self.query_runs(target, writer, "q5", "bloom filter", progress)?;
         writer.save()?;
         progress.finish(&bloom_summary(&writer.bundle));
 
@@ -316,12 +285,10 @@ impl LogsBenchmark {
         query: &str,
         variant: &str,
         progress: &dyn Progress,
-        stop: &AtomicBool,
     ) -> Result<()> {
         let sql_file = format!("logs/queries/{query}.sql");
         let sql = Fixture::load(&sql_file)?.render_one(&Params::new())?;
         let scenario = if variant == "bloom filter" { format!("{query}_bloom_filter") } else { query.to_string() };
-        check_stop(stop)?;
         writer.start_query(QueryRuns {
             query: query.to_string(),
             variant: variant.to_string(),
@@ -331,7 +298,6 @@ impl LogsBenchmark {
         })?;
         drop_caches(target)?;
         for attempt in 0..=self.warm_runs {
-            check_stop(stop)?;
             let (kind, settings) = if attempt == 0 {
                 (SampleKind::DirectIo, Settings::direct_io())
             } else {

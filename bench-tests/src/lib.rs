@@ -24,6 +24,7 @@ pub mod dataset;
 pub mod engine;
 pub mod explain;
 pub mod fixtures;
+pub mod interrupt;
 pub mod invariant;
 pub mod machine;
 pub mod measure;

@@ -1,13 +1,10 @@
 //! `cargo xtask bench`: the logs benchmark on the chosen target, written to a results
 //! bundle as it goes, then the report.
 //!
-//! Ctrl-C (or SIGTERM) asks the run to stop after the statement in progress: the bundle
-//! is finished as incomplete, the report is rendered from it, and the command exits
-//! with 130. A second Ctrl-C stops at once; the bundle on disk is valid all the same.
-
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+//! Ctrl-C (or SIGTERM) stops the run after the statement in progress (see
+//! `bench_tests::interrupt`): the bundle is finished as incomplete, the report is
+//! rendered from it, the error line says where they are, and the command exits with
+//! 130. A second Ctrl-C stops at once; the bundle on disk is valid all the same.
 
 use anyhow::{Context, Result};
 use bench_tests::benchmark::LogsBenchmark;
@@ -15,7 +12,6 @@ use bench_tests::cost::CostInputs;
 use bench_tests::report::write_report;
 use bench_tests::results::{BundleWriter, ExistingFolder, check_run_id, unix_seconds};
 use bench_tests::target::{TargetKind, open_target_of_kind};
-use signal_hook::consts::{SIGINT, SIGTERM};
 
 use crate::flags::Bench;
 use crate::progress::TerminalProgress;
@@ -54,8 +50,7 @@ impl Bench {
         benchmark.run_id = writer.bundle.run_id.clone();
         let dir = writer.dir().to_path_buf();
         eprintln!("chbench: run {}, results in {}", benchmark.run_id, dir.display());
-        let stop = stop_on_signals(&dir)?;
-        let outcome = benchmark.run(&mut target, &mut writer, &TerminalProgress::new(), &stop);
+        let outcome = benchmark.run(&mut target, &mut writer, &TerminalProgress::new());
         // Whatever happened, what was measured is saved and reported.
         writer
             .finish(outcome.as_ref().err().map(|error| format!("{error:#}")))
@@ -79,31 +74,6 @@ impl Bench {
         println!("report: {}", report?.display());
         Ok(())
     }
-}
-
-/// The stop flag of a run: the first Ctrl-C (or SIGTERM) sets it, and a thread says what
-/// happens next; a second one ends the process at once, as if nothing had been caught.
-fn stop_on_signals(bundle_dir: &std::path::Path) -> Result<Arc<AtomicBool>> {
-    let stop = Arc::new(AtomicBool::new(false));
-    for signal in [SIGINT, SIGTERM] {
-        // Registered first, so that it sees the flag as it was before this signal.
-        signal_hook::flag::register_conditional_default(signal, Arc::clone(&stop))
-            .context("cannot install the Ctrl-C handler")?;
-        signal_hook::flag::register(signal, Arc::clone(&stop)).context("cannot install the Ctrl-C handler")?;
-    }
-    let watched = Arc::clone(&stop);
-    let dir = bundle_dir.display().to_string();
-    // A signal handler may not print; this thread does, once.
-    std::thread::spawn(move || {
-        while !watched.load(Ordering::Relaxed) {
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        eprintln!(
-            "\nchbench: stopping after the statement in progress; what was measured is in {dir}. \
-             Ctrl-C again stops at once (then `cargo xtask report` renders what the bundle has)."
-        );
-    });
-    Ok(stop)
 }
 
 /// `20261130T031500Z` from seconds since the epoch (UTC, proleptic Gregorian).

@@ -1,13 +1,15 @@
 //! `cargo xtask bench` writes a results bundle as it goes: a finished run is complete
 //! and reports; a killed or interrupted run leaves a valid, incomplete bundle with every
 //! sample it measured; two runs never share a folder; a run beside another says the
-//! machine was not quiet.
+//! machine was not quiet. A run leaves no engine folder behind, except a killed one
+//! until the next start.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use bench_tests::results::{RunBundle, RunStatus, SAMPLES_FILE, load_bundle};
+use bench_tests::target::embedded::storage_dir_of_process;
 
 fn xtask() -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_xtask"));
@@ -18,13 +20,18 @@ fn xtask() -> Command {
 #[test]
 fn a_finished_run_is_complete_round_trips_and_reports() {
     let results = tempfile::tempdir().unwrap();
-    let output = xtask()
+    let child = xtask()
         .args(["bench", "--target", "embedded", "--rows", "200K", "--runs", "2", "--run-id", "small"])
         .arg("--results-dir")
         .arg(results.path())
-        .output()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .unwrap();
+    let pid = child.id();
+    let output = child.wait_with_output().unwrap();
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(!storage_dir_of_process(pid).exists(), "the run left its engine folder");
     let dir = results.path().join("small");
     let bundle = load_bundle(&dir).unwrap();
     assert_eq!(bundle.status, RunStatus::Complete);
@@ -51,16 +58,30 @@ fn a_finished_run_is_complete_round_trips_and_reports() {
 
 #[test]
 fn a_killed_run_leaves_a_valid_incomplete_bundle_with_what_it_measured() {
-    let bundle = interrupt_after_ingest("killed", kill);
+    let (bundle, pid) = interrupt_after_ingest("killed", |child| child.kill().unwrap());
     assert!(bundle.finished_at.is_none() && bundle.error.is_none());
+    // A killed process runs no code: its engine folder stays until the next start
+    // (here, or any test process's), which removes it and later its own.
+    let folder = tempfile::tempdir().unwrap();
+    let query = folder.path().join("one.sql");
+    std::fs::write(&query, "SELECT 1").unwrap();
+    let next = xtask().args(["measure", "--target", "embedded"]).arg(&query).stdout(Stdio::null()).spawn().unwrap();
+    let next_pid = next.id();
+    let status = next.wait_with_output().unwrap().status;
+    assert!(status.success(), "{status:?}");
+    assert!(!storage_dir_of_process(pid).exists(), "the next start left the killed run's folder");
+    assert!(!storage_dir_of_process(next_pid).exists(), "the next start left its own folder");
 }
 
 #[test]
 fn ctrl_c_leaves_a_valid_incomplete_bundle_with_what_it_measured() {
-    let bundle = interrupt_after_ingest("interrupted", ctrl_c);
-    // A Ctrl-C lets the run finish its bundle: it says when and why it stopped.
+    let (bundle, pid) = interrupt_after_ingest("interrupted", ctrl_c);
+    // Ctrl-C stops the run at its next statement, through the normal way out: the
+    // bundle says when and why it stopped, and the engine's folder is gone.
     assert!(bundle.finished_at.is_some());
-    assert_eq!(bundle.error.as_deref(), Some("interrupted by Ctrl-C or SIGTERM"));
+    let error = bundle.error.unwrap_or_default();
+    assert!(error.ends_with("interrupted by Ctrl-C or SIGTERM"), "{error}");
+    assert!(!storage_dir_of_process(pid).exists(), "the interrupted run left its engine folder");
 }
 
 /// As a terminal's Ctrl-C does.
@@ -69,18 +90,18 @@ fn ctrl_c(child: &mut Child) {
     assert!(status.success(), "kill -INT failed");
 }
 
-/// SIGKILL, then the engine folder the killed process could not remove (the next run
+/// SIGKILL, then the engine folder the killed process could not remove (the next start
 /// would; this test leaves nothing behind).
 fn kill(child: &mut Child) {
     child.kill().unwrap();
     child.wait().unwrap();
-    let folder = bench_tests::engine::chbench_dir().join("embedded").join(child.id().to_string());
-    let _ = std::fs::remove_dir_all(folder);
+    let _ = std::fs::remove_dir_all(storage_dir_of_process(child.id()));
 }
 
 /// Starts a run, waits until its ingest is recorded, interrupts it with `interrupt`,
-/// then checks the bundle it left and that the report renders from it.
-fn interrupt_after_ingest(run_id: &str, interrupt: impl FnOnce(&mut std::process::Child)) -> RunBundle {
+/// then checks the bundle it left and that the report renders from it. Returns the
+/// bundle and the run's process id.
+fn interrupt_after_ingest(run_id: &str, interrupt: impl FnOnce(&mut std::process::Child)) -> (RunBundle, u32) {
     let results = tempfile::tempdir().unwrap();
     let mut child = xtask()
         .args(["bench", "--target", "embedded", "--rows", "4M", "--runs", "3", "--run-id", run_id])
@@ -109,7 +130,7 @@ fn interrupt_after_ingest(run_id: &str, interrupt: impl FnOnce(&mut std::process
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
     assert!(report.contains("**Incomplete run**"), "{report}");
-    bundle
+    (bundle, child.id())
 }
 
 fn ingest_recorded(dir: &Path) -> bool {
@@ -147,7 +168,9 @@ fn ctrl_c_in_the_middle_of_a_query_keeps_its_samples_says_where_and_reports() {
     let results = tempfile::tempdir().unwrap();
     let (mut child, dir) = endless_run(results.path(), "ctrl-c", 20);
     ctrl_c(&mut child);
+    let pid = child.id();
     let output = child.wait_with_output().unwrap();
+    assert!(!storage_dir_of_process(pid).exists(), "the interrupted run left its engine folder");
     // 128 + SIGINT, as a shell reports a command stopped by Ctrl-C.
     assert_eq!(output.status.code(), Some(130), "{}", String::from_utf8_lossy(&output.stderr));
     let stderr = String::from_utf8_lossy(&output.stderr);

@@ -7,7 +7,9 @@
 //!
 //! - Embedded engine: built once in `target/chbench/datasets/<name>-<key>/` (under a lock,
 //!   so concurrent test processes wait for one builder), then each process opens a
-//!   hard-linked copy of it ([`Storage::CopyOf`]) and may change its copy freely.
+//!   hard-linked copy of it ([`Storage::CopyOf`]) and may change its copy freely. A
+//!   build works in `<name>-<key>.building/`, renamed when complete and removed when it
+//!   fails; one left by a builder that died is removed at the next open.
 //! - Servers: built once into a database named `<name>_<key>`, marked complete by a
 //!   manifest table created last; processes share it and must not change it.
 //!
@@ -19,7 +21,7 @@
 pub mod logs;
 
 use std::fs::{self, File};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -112,13 +114,15 @@ impl Dataset {
 
     fn open_embedded(&self) -> Result<(Target, DatasetManifest)> {
         let key = self.key(&format!("embedded {}", embedded_engine_version()?))?;
-        let root = crate::engine::chbench_dir().join("datasets");
+        let root = datasets_root();
         let folder = root.join(format!("{}-{key}", self.name));
         fs::create_dir_all(&root).with_context(|| format!("cannot create {}", root.display()))?;
+        remove_abandoned_builds(&root);
         let manifest = match read_manifest(&folder) {
             Some(manifest) => manifest,
             None => {
-                let lock_path = root.join(format!("{}-{key}.lock", self.name));
+                // The same name `remove_abandoned_builds` derives from a `.building` folder.
+                let lock_path = folder.with_extension("lock");
                 let lock =
                     File::create(&lock_path).with_context(|| format!("cannot create {}", lock_path.display()))?;
                 lock.lock().with_context(|| format!("cannot lock {}", lock_path.display()))?;
@@ -135,19 +139,21 @@ impl Dataset {
         Ok((target, manifest))
     }
 
+    /// Builds into `<folder>.building`, renamed to `folder` once complete. The caller
+    /// holds the dataset's build lock.
     fn build_embedded(&self, folder: &Path, key: &str) -> Result<DatasetManifest> {
-        let building = folder.with_extension("building");
-        if building.exists() {
-            fs::remove_dir_all(&building).with_context(|| format!("cannot clear {}", building.display()))?;
-        }
+        let building = BuildingFolder::create(folder.with_extension("building"))?;
         eprintln!("chbench: building dataset {} into {}", self.name, folder.display());
+        // The engine closes the folder at the end of this block, before it is renamed or,
+        // on an error, removed.
         let manifest = {
-            let mut target = open_embedded(Storage::Build(building.clone()))?;
+            let mut target = open_embedded(Storage::Build(building.path.clone()))?;
             self.build(&mut target, key)?
         };
         let text = serde_json::to_string_pretty(&manifest)?;
-        fs::write(building.join(MANIFEST_FILE), text).context("cannot write the dataset manifest")?;
-        fs::rename(&building, folder).with_context(|| format!("cannot move the dataset to {}", folder.display()))?;
+        let manifest_path = building.path.join(MANIFEST_FILE);
+        fs::write(&manifest_path, text).with_context(|| format!("cannot write {}", manifest_path.display()))?;
+        building.complete(folder)?;
         Ok(manifest)
     }
 
@@ -198,6 +204,67 @@ impl Dataset {
     }
 }
 
+/// `target/chbench/datasets/`: the built datasets, their build locks, and the folders of
+/// builds in progress (`<name>-<key>.building`).
+pub fn datasets_root() -> PathBuf {
+    crate::engine::chbench_dir().join("datasets")
+}
+
+/// A build's `.building` folder: removed when dropped, so a failed build leaves nothing,
+/// unless the build completed and moved it to its final name.
+struct BuildingFolder {
+    path: PathBuf,
+    completed: bool,
+}
+
+impl BuildingFolder {
+    /// Starts empty: a folder by that name is what a builder that died left.
+    fn create(path: PathBuf) -> Result<BuildingFolder> {
+        if path.exists() {
+            fs::remove_dir_all(&path).with_context(|| format!("cannot clear {}", path.display()))?;
+        }
+        Ok(BuildingFolder { path, completed: false })
+    }
+
+    fn complete(mut self, folder: &Path) -> Result<()> {
+        fs::rename(&self.path, folder).with_context(|| format!("cannot move the dataset to {}", folder.display()))?;
+        self.completed = true;
+        Ok(())
+    }
+}
+
+impl Drop for BuildingFolder {
+    fn drop(&mut self) {
+        if !self.completed
+            && let Err(error) = fs::remove_dir_all(&self.path)
+            && error.kind() != std::io::ErrorKind::NotFound
+        {
+            eprintln!("chbench: cannot remove {} ({error}); the next dataset open removes it", self.path.display());
+        }
+    }
+}
+
+/// Removes the `.building` folders of builders that died (killed, say) before they could
+/// remove their own. A builder holds `<name>-<key>.lock` for its whole build, so a
+/// folder whose lock can be taken has no live builder; one whose lock is held is left
+/// alone. The lock is held while the folder is removed, so no build can start in it.
+fn remove_abandoned_builds(root: &Path) {
+    let Ok(entries) = fs::read_dir(root) else { return };
+    for entry in entries.flatten() {
+        let building = entry.path();
+        if building.extension().is_none_or(|extension| extension != "building") || !building.is_dir() {
+            continue;
+        }
+        // Try the lock, creating its file if missing, rather than reason from the file's
+        // absence: a builder may be creating both right now.
+        let lock_path = building.with_extension("lock");
+        let Ok(lock) = File::options().create(true).truncate(false).write(true).open(&lock_path) else { continue };
+        if lock.try_lock().is_ok() {
+            let _ = fs::remove_dir_all(&building);
+        }
+    }
+}
+
 #[derive(Debug, Deserialize)]
 struct ManifestRow {
     manifest: String,
@@ -214,4 +281,49 @@ fn embedded_engine_version() -> Result<String> {
 fn read_manifest(folder: &Path) -> Option<DatasetManifest> {
     let text = fs::read_to_string(folder.join(MANIFEST_FILE)).ok()?;
     serde_json::from_str(&text).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn folder_with_a_file(path: &Path) {
+        fs::create_dir_all(path).unwrap();
+        fs::write(path.join("part"), b"data").unwrap();
+    }
+
+    #[test]
+    fn a_build_folder_goes_unless_the_build_completes() {
+        let root = tempfile::tempdir().unwrap();
+        let failed = root.path().join("failed-01.building");
+        let building = BuildingFolder::create(failed.clone()).unwrap();
+        folder_with_a_file(&failed);
+        drop(building);
+        assert!(!failed.exists());
+
+        let completed = root.path().join("completed-02.building");
+        let building = BuildingFolder::create(completed.clone()).unwrap();
+        folder_with_a_file(&completed);
+        building.complete(&root.path().join("completed-02")).unwrap();
+        assert!(root.path().join("completed-02/part").is_file() && !completed.exists());
+    }
+
+    #[test]
+    fn only_build_folders_whose_lock_nobody_holds_are_removed() {
+        let root = tempfile::tempdir().unwrap();
+        let abandoned = root.path().join("abandoned-01.building");
+        let live = root.path().join("live-02.building");
+        folder_with_a_file(&abandoned);
+        folder_with_a_file(&live);
+        // A builder's lock, as `open_embedded` takes it (another open file, so another
+        // holder even within this process).
+        let lock = File::create(root.path().join("live-02.lock")).unwrap();
+        lock.lock().unwrap();
+        remove_abandoned_builds(root.path());
+        assert!(!abandoned.exists(), "nobody held its lock");
+        assert!(live.join("part").is_file(), "its builder holds the lock");
+        drop(lock);
+        remove_abandoned_builds(root.path());
+        assert!(!live.exists(), "its builder is gone");
+    }
 }

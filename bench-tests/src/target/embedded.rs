@@ -3,8 +3,10 @@
 //! The engine opens one storage folder at a time. A process works in its own folder,
 //! `target/chbench/embedded/<pid>/`: empty, or a hard-linked copy of a prepared dataset
 //! (as ClickHouse's performance CI does with `cp -al`), removed when the process's last
-//! embedded target is dropped. Folders left by processes that no longer run are removed
-//! at the next start. Set `CHBENCH_KEEP_DATA=1` to keep the folder for inspection.
+//! embedded target is dropped. A process ended by a signal runs no code, so its folder
+//! stays (`xtask` turns Ctrl-C into an error for that reason); folders of processes that
+//! no longer run are removed at the next start. Set `CHBENCH_KEEP_DATA=1` to keep the
+//! folder for inspection.
 //! Datasets are built in a folder of their own ([`Storage::Build`]), kept.
 
 use std::fs;
@@ -181,7 +183,12 @@ pub fn hard_link_copy(from: &Path, to: &Path) -> Result<()> {
 
 /// Where the embedded engines of this process keep their data.
 fn process_storage_dir() -> PathBuf {
-    storage_root().join(std::process::id().to_string())
+    storage_dir_of_process(std::process::id())
+}
+
+/// Where the embedded engines of process `pid` keep (or kept) their data.
+pub fn storage_dir_of_process(pid: u32) -> PathBuf {
+    storage_root().join(pid.to_string())
 }
 
 fn storage_root() -> PathBuf {

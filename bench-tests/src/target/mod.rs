@@ -213,6 +213,7 @@ impl Target {
     /// `format`. Session defaults (see [`Settings::session_defaults`]) stay in force
     /// unless `settings` overrides them, and are back in force afterwards.
     pub fn run(&mut self, sql: &str, settings: &Settings, format: &str) -> Result<Output> {
+        crate::interrupt::check()?;
         let started = Instant::now();
         let outcome = match &mut self.backend {
             Backend::Embedded(engine) => engine.run(sql, settings, format),

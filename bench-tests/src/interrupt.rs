@@ -1,0 +1,53 @@
+//! Ctrl-C (or SIGTERM) as a request to stop. Once the command line turns it on, the first
+//! signal sets a process-wide flag that the next statement checks ([`check`], called by
+//! [`crate::target::Target::run`]), so the process ends through its normal path with
+//! [`Interrupted`] as its error: the results bundle finished and its report rendered,
+//! every connection closed, the engine's folder removed. A statement already running in
+//! the engine cannot be cancelled through its C API, so it finishes first. A second
+//! signal stops the process at once, as without this; a run's bundle on disk stays valid,
+//! and what the process leaves is removed at the next start.
+
+use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use anyhow::{Context, Result};
+use signal_hook::consts::{SIGINT, SIGTERM};
+use signal_hook::iterator::Signals;
+
+static REQUESTED: AtomicBool = AtomicBool::new(false);
+
+/// The error of work stopped by Ctrl-C or SIGTERM between two statements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Interrupted;
+
+impl fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("interrupted by Ctrl-C or SIGTERM")
+    }
+}
+
+impl std::error::Error for Interrupted {}
+
+/// Handles Ctrl-C and SIGTERM as described above, from a thread of its own (a signal
+/// handler itself may not print).
+pub fn stop_at_the_next_statement_on_ctrl_c() -> Result<()> {
+    let mut signals = Signals::new([SIGINT, SIGTERM]).context("cannot install the Ctrl-C handler")?;
+    std::thread::Builder::new()
+        .name("ctrl-c".to_string())
+        .spawn(move || {
+            for signal in signals.forever() {
+                if REQUESTED.swap(true, Ordering::SeqCst) {
+                    // Ends the process as an unhandled signal would.
+                    let _ = signal_hook::low_level::emulate_default_handler(signal);
+                }
+                eprintln!("\nchbench: stopping after the statement in progress (Ctrl-C again stops at once)");
+            }
+        })
+        .context("cannot start the Ctrl-C handler's thread")?;
+    Ok(())
+}
+
+/// [`Interrupted`] once Ctrl-C or SIGTERM came.
+pub fn check() -> Result<()> {
+    if REQUESTED.load(Ordering::SeqCst) { Err(Interrupted.into()) } else { Ok(()) }
+}
