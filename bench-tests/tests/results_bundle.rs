@@ -187,19 +187,22 @@ fn bundles_with_extreme_and_missing_values_round_trip_and_report() {
     assert!(report.contains("**Incomplete run**"), "{report}");
 }
 
+/// Q1 as it is started, before its first sample.
+fn no_samples_yet() -> QueryRuns {
+    QueryRuns {
+        query: "q1".to_string(),
+        variant: "default".to_string(),
+        sql_file: "logs/queries/q1.sql".to_string(),
+        answer: String::new(),
+        samples: Vec::new(),
+    }
+}
+
 #[test]
 fn the_journal_keeps_samples_up_to_a_line_cut_short_by_a_kill() {
     let root = tempfile::tempdir().unwrap();
     let mut writer = BundleWriter::create(root.path(), empty_bundle(), ExistingFolder::Refuse).unwrap();
-    writer
-        .start_query(QueryRuns {
-            query: "q1".to_string(),
-            variant: "default".to_string(),
-            sql_file: "logs/queries/q1.sql".to_string(),
-            answer: String::new(),
-            samples: Vec::new(),
-        })
-        .unwrap();
+    writer.start_query(no_samples_yet()).unwrap();
     for attempt in 0..3 {
         writer.record_sample(sample(1.5, 7, attempt), (attempt == 0).then(|| "615\n".to_string())).unwrap();
     }
@@ -224,15 +227,7 @@ fn the_journal_keeps_samples_up_to_a_line_cut_short_by_a_kill() {
 fn a_finished_bundle_has_its_samples_in_results_json_and_no_journal() {
     let root = tempfile::tempdir().unwrap();
     let mut writer = BundleWriter::create(root.path(), empty_bundle(), ExistingFolder::Refuse).unwrap();
-    writer
-        .start_query(QueryRuns {
-            query: "q1".to_string(),
-            variant: "default".to_string(),
-            sql_file: "logs/queries/q1.sql".to_string(),
-            answer: String::new(),
-            samples: Vec::new(),
-        })
-        .unwrap();
+    writer.start_query(no_samples_yet()).unwrap();
     writer.record_sample(sample(1.5, 7, 0), None).unwrap();
     writer.finish(Some("interrupted".to_string())).unwrap();
     assert!(!writer.dir().join(SAMPLES_FILE).exists());
