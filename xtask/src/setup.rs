@@ -10,8 +10,9 @@ impl Setup {
     pub fn run(self) -> Result<()> {
         let progress = |line: &str| eprintln!("setup: {line}");
         let library = engine::library(&progress)?;
-        println!("engine library: {}", library.path.display());
+        // Printed once the library has loaded and answered, so a bad one prints only its error.
         let target = open_target_of_kind(TargetKind::Embedded)?;
+        println!("engine library: {}", library.path.display());
         println!("ClickHouse version: {}", target.info().engine_version);
         Ok(())
     }
