@@ -303,8 +303,8 @@ impl LogsBenchmark {
             } else {
                 (SampleKind::Warm, Settings::new())
             };
-            let measured = measure(target, &sql, &self.tag(&scenario, attempt), &settings)
-                .with_context(|| format!("query {sql_file} failed"))?;
+            // An error names the query's file and line.
+            let measured = measure(target, &sql, &self.tag(&scenario, attempt), &settings)?;
             let answer = (attempt == 0).then(|| measured.body.chars().take(2000).collect());
             progress.advance(&format!(
                 "{query} {variant} {}: {:.1} ms, {} rows read",

@@ -192,7 +192,7 @@ impl MachineWatch {
         self.system.refresh_processes_specifics(
             ProcessesToUpdate::All,
             true,
-            ProcessRefreshKind::nothing().with_cpu().with_exe(UpdateKind::OnlyIfNotSet),
+            ProcessRefreshKind::nothing().with_exe(UpdateKind::OnlyIfNotSet),
         );
     }
 

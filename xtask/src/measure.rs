@@ -1,6 +1,7 @@
 //! `cargo xtask measure FILE...`: run SQL files on the chosen target; in each file the
 //! statements before the last are set-up, the last one is measured and its statistics
-//! record printed as JSON.
+//! record printed as JSON. Files take no parameters: a `{name}` left in one is an error
+//! naming its line, before the engine starts.
 
 use anyhow::{Context, Result};
 use bench_tests::fixtures::{Fixture, Params};
