@@ -1,4 +1,5 @@
-//! The `logs` benchmark: the source's measurement (seed 000) on any target, recorded
+//! The `logs` benchmark: the measurement of the ClickHouse on EKS field benchmark
+//! (docs/sources.md) on any target, recorded
 //! step by step into a results bundle.
 //!
 //! 1. Ingest: the generator's `INSERT ... SELECT`, first straight on the engine into

@@ -1,7 +1,8 @@
 //! The measurement core: one function runs a measured statement ([`measure`]) and
 //! yields one [`QueryStats`] record, the same type on every target; plus cache control.
 //!
-//! Protocol (DESIGN.md "Measurement protocol"): every measured statement carries a
+//! Protocol (README "What a measurement is", docs/embedded-engine.md): every measured
+//! statement carries a
 //! `log_comment` ([`StatementTag`]) and is timed on the client as well. On servers the
 //! record comes from the statement's `system.query_log` row; on the embedded engine,
 //! which has no query_log, from the result's storage counters and the `system.events`

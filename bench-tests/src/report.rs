@@ -11,7 +11,7 @@ use anyhow::{Context, Result};
 use crate::benchmark::{human_bytes, times};
 use crate::results::{QueryRuns, RunBundle, RunStatus, load_bundle, ratio};
 
-/// What the source (seed 000) reported: one m5.xlarge (3.5 vCPU limit), gp3 100 GiB at
+/// What the ClickHouse on EKS field benchmark (docs/sources.md) reported: one m5.xlarge (3.5 vCPU limit), gp3 100 GiB at
 /// 125 MiB/s, ClickHouse 24.8, 100 M rows. Not comparable in absolute terms to a run
 /// elsewhere; shown for the pattern.
 pub mod source {

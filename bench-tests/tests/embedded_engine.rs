@@ -1,4 +1,4 @@
-//! The embedded engine's facts (DESIGN.md "The embedded engine"), checked on the real
+//! The embedded engine's facts (docs/embedded-engine.md), checked on the real
 //! libchdb whatever `CHBENCH_TARGET` says: these are facts about this one target.
 
 use bench_tests::settings::Settings;
@@ -85,7 +85,7 @@ fn statement_settings_apply_to_that_statement_only() {
 
 #[test]
 fn the_embedded_engine_has_no_query_log_so_measurement_uses_the_events_delta() {
-    // DESIGN.md: libchdb's C API builds ignore --config-file, so there is no query_log.
+    // libchdb's C API builds ignore --config-file, so there is no query_log.
     // If this fails, a newer engine has one: switch the embedded target's StatsSource.
     let mut target = embedded();
     let exists =

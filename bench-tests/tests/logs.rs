@@ -1,4 +1,5 @@
-//! Scenario pack `logs`: the source's Kubernetes-logs benchmark (seed 000) as invariants.
+//! Scenario pack `logs`: the ClickHouse on EKS field benchmark's Kubernetes logs
+//! (docs/sources.md) as invariants.
 //!
 //! The dataset is the source's schema and generator scaled by `rows` (the timestamp step
 //! grows so the ~6.94-day span stays; see `bench_tests::dataset::logs`), merged to one

@@ -1,6 +1,6 @@
 //! A small safe wrapper over libchdb's C API, loaded at run time.
 //!
-//! Facts this module relies on (measured, see DESIGN.md "The embedded engine"):
+//! Facts this module relies on (measured; see docs/embedded-engine.md):
 //! - the library is loaded once per process and never unloaded: the engine registers
 //!   thread-local destructors that crash the process at thread exit once it is gone;
 //! - the engine's signal handlers are turned off before the first connection, or a panic
