@@ -33,7 +33,7 @@ use crate::results::{
     StorageSnapshot, TableBytes, ratio, unix_seconds,
 };
 use crate::settings::Settings;
-use crate::target::Target;
+use crate::targets::Target;
 
 /// The fixture files the benchmark runs, relative to `fixtures/`; all are copied into
 /// the bundle.
@@ -253,7 +253,7 @@ impl LogsBenchmark {
             // MATERIALIZE INDEX returns at once; the work is the mutation.
             wait_for_mutations(target, MATERIALIZE_TIMEOUT)?;
             steps.push(Step { seconds: started.elapsed().as_secs_f64(), stats: Some(measured.stats) });
-            progress.advance(&format!("{} done", crate::target::one_line(statement)));
+            progress.advance(&format!("{} done", crate::targets::one_line(statement)));
         }
         let index = skip_index_bytes(target, "logs", "trace_bf")
             .context("the trace_bf index is missing after MATERIALIZE INDEX")?;

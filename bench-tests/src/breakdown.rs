@@ -88,7 +88,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
-    use crate::target::StatsSource;
+    use crate::targets::StatsSource;
 
     fn stats(events: &[(&str, u64)], server_duration_us: u64) -> QueryStats {
         QueryStats {

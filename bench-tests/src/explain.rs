@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::fixtures::Sql;
-use crate::target::{Target, one_line};
+use crate::targets::{Target, one_line};
 
 /// One index stage of one MergeTree read.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, anyhow, bail};
 
-use crate::target::Target;
+use crate::targets::Target;
 
 /// The `fixtures/` folder of this workspace.
 pub fn fixtures_root() -> PathBuf {

@@ -1,6 +1,6 @@
 //! Ctrl-C (or SIGTERM) as a request to stop. Once the command line turns it on, the first
 //! signal sets a process-wide flag that the next statement checks ([`check`], called by
-//! [`crate::target::Target::run`]), so the process ends through its normal path with
+//! [`crate::targets::Target::run`]), so the process ends through its normal path with
 //! [`Interrupted`] as its error: the results bundle finished and its report rendered,
 //! every connection closed, the engine's folder removed. A statement already running in
 //! the engine cannot be cancelled through its C API, so it finishes first. A second

@@ -32,4 +32,4 @@ pub mod parts;
 pub mod report;
 pub mod results;
 pub mod settings;
-pub mod target;
+pub mod targets;

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::fixtures::{Sql, sql_string};
 use crate::settings::Settings;
-use crate::target::{StatsSource, Target, one_line};
+use crate::targets::{StatsSource, Target, one_line};
 
 /// The `log_comment` of a measured statement: `<run>/<scenario>/<query>/<attempt>`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

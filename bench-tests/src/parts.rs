@@ -14,7 +14,7 @@ use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
 use crate::fixtures::sql_string;
-use crate::target::Target;
+use crate::targets::Target;
 
 /// Active parts of one table.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

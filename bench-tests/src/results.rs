@@ -30,7 +30,7 @@ use crate::machine::MachineInfo;
 use crate::measure::QueryStats;
 use crate::parts::ColumnBytes;
 use crate::settings::Settings;
-use crate::target::TargetInfo;
+use crate::targets::TargetInfo;
 
 /// Bumped whenever a field changes meaning or is removed; readers refuse other versions.
 pub const SCHEMA_VERSION: u32 = 1;

@@ -1,11 +1,11 @@
 //! The embedded engine's facts (docs/embedded-engine.md), checked on the real
 //! libchdb whatever `CHBENCH_TARGET` says: these are facts about this one target.
 
-use bench_tests::settings::Settings;
-use bench_tests::target::chdb::Connection;
-use bench_tests::target::{TargetKind, open_target_of_kind};
+use chbench::settings::Settings;
+use chbench::targets::chdb::Connection;
+use chbench::targets::{TargetKind, open_target_of_kind};
 
-fn embedded() -> bench_tests::target::Target {
+fn embedded() -> chbench::targets::Target {
     open_target_of_kind(TargetKind::Embedded).expect("cannot open the embedded engine")
 }
 
@@ -91,5 +91,5 @@ fn the_embedded_engine_has_no_query_log_so_measurement_uses_the_events_delta() {
     let exists =
         target.query_text("SELECT count() FROM system.tables WHERE database = 'system' AND name = 'query_log'");
     assert_eq!(exists.unwrap(), "0\n");
-    assert_eq!(target.stats_source(), bench_tests::target::StatsSource::ResultAndEventsDelta);
+    assert_eq!(target.stats_source(), chbench::targets::StatsSource::ResultAndEventsDelta);
 }

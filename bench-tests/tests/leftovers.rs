@@ -6,11 +6,11 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
-use bench_tests::dataset::logs::{Design, logs_dataset};
-use bench_tests::dataset::{Dataset, datasets_root};
-use bench_tests::fixtures::Params;
-use bench_tests::target::TargetKind;
-use bench_tests::target::embedded::storage_dir_of_process;
+use chbench::dataset::logs::{Design, logs_dataset};
+use chbench::dataset::{Dataset, datasets_root};
+use chbench::fixtures::Params;
+use chbench::targets::TargetKind;
+use chbench::targets::embedded::storage_dir_of_process;
 
 /// The dataset the children open: the one the `logs` pack opens, so built once for both.
 fn small_dataset() -> Dataset {

@@ -2,7 +2,7 @@
 //! (docs/sources.md) as invariants.
 //!
 //! The dataset is the source's schema and generator scaled by `rows` (the timestamp step
-//! grows so the ~6.94-day span stays; see `bench_tests::dataset::logs`), merged to one
+//! grows so the ~6.94-day span stays; see `chbench::dataset::logs`), merged to one
 //! part per partition, with the ZSTD(3) copy and the bloom filter. It is built once per
 //! (statements, rows, engine version) and every test opens a hard-linked copy.
 //!
@@ -17,17 +17,15 @@
 
 mod common;
 
-use bench_tests::dataset::DatasetManifest;
-use bench_tests::dataset::logs::{
-    BLOOM_FALSE_POSITIVE_RATE, BLOOM_GRANULARITY, Design, INDEX_GRANULARITY, logs_dataset,
-};
-use bench_tests::explain::{TableRead, explain_indexes};
-use bench_tests::fixtures::{Fixture, Params, Statement};
-use bench_tests::invariant::{Check, assert_holds, assert_violates, claim, significant};
-use bench_tests::measure::{Measured, StatementTag, measure};
-use bench_tests::parts::{ColumnBytes, column_bytes, parts_summary, skip_index_bytes};
-use bench_tests::settings::Settings;
-use bench_tests::target::Target;
+use chbench::dataset::DatasetManifest;
+use chbench::dataset::logs::{BLOOM_FALSE_POSITIVE_RATE, BLOOM_GRANULARITY, Design, INDEX_GRANULARITY, logs_dataset};
+use chbench::explain::{TableRead, explain_indexes};
+use chbench::fixtures::{Fixture, Params, Statement};
+use chbench::invariant::{Check, assert_holds, assert_violates, claim, significant};
+use chbench::measure::{Measured, StatementTag, measure};
+use chbench::parts::{ColumnBytes, column_bytes, parts_summary, skip_index_bytes};
+use chbench::settings::Settings;
+use chbench::targets::Target;
 use rstest::rstest;
 use serde::Serialize;
 

@@ -3,12 +3,12 @@
 
 mod common;
 
-use bench_tests::explain::explain_indexes;
-use bench_tests::fixtures::{Fixture, Params};
-use bench_tests::measure::{StatementTag, drop_caches, measure};
-use bench_tests::parts::{column_bytes, parts_summary};
-use bench_tests::settings::Settings;
-use bench_tests::target::{StatsSource, Target};
+use chbench::explain::explain_indexes;
+use chbench::fixtures::{Fixture, Params};
+use chbench::measure::{StatementTag, drop_caches, measure};
+use chbench::parts::{column_bytes, parts_summary};
+use chbench::settings::Settings;
+use chbench::targets::{StatsSource, Target};
 
 /// A 200 k-row MergeTree table in the scenario's database, one part.
 fn with_numbers_table(scenario: &str) -> Target {

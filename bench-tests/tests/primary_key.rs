@@ -7,11 +7,11 @@
 
 mod common;
 
-use bench_tests::explain::{TableRead, explain_indexes};
-use bench_tests::fixtures::{Fixture, Params};
-use bench_tests::measure::{StatementTag, measure};
-use bench_tests::parts::parts_summary;
-use bench_tests::settings::Settings;
+use chbench::explain::{TableRead, explain_indexes};
+use chbench::fixtures::{Fixture, Params};
+use chbench::measure::{StatementTag, measure};
+use chbench::parts::parts_summary;
+use chbench::settings::Settings;
 use rstest::rstest;
 use serde::Serialize;
 

@@ -5,18 +5,18 @@
 
 use std::collections::BTreeMap;
 
-use bench_tests::breakdown::{Bottleneck, TimeBreakdown};
-use bench_tests::cost::{CostInputs, CostModel};
-use bench_tests::machine::{LoadAverage, MachineInfo, SeenProcess};
-use bench_tests::measure::QueryStats;
-use bench_tests::parts::ColumnBytes;
-use bench_tests::report::write_report;
-use bench_tests::results::{
+use chbench::breakdown::{Bottleneck, TimeBreakdown};
+use chbench::cost::{CostInputs, CostModel};
+use chbench::machine::{LoadAverage, MachineInfo, SeenProcess};
+use chbench::measure::QueryStats;
+use chbench::parts::ColumnBytes;
+use chbench::report::write_report;
+use chbench::results::{
     BloomFilter, BundleWriter, DatasetParams, ExistingFolder, Ingest, QueryRuns, RESULTS_FILE, RunBundle, RunStatus,
     SAMPLES_FILE, SCHEMA_VERSION, Sample, SampleKind, Step, StorageSnapshot, TableBytes, load_bundle,
 };
-use bench_tests::settings::Settings;
-use bench_tests::target::{StatsSource, TargetInfo, TargetKind};
+use chbench::settings::Settings;
+use chbench::targets::{StatsSource, TargetInfo, TargetKind};
 
 fn stats(count: u64) -> QueryStats {
     QueryStats {

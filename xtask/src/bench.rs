@@ -2,16 +2,16 @@
 //! bundle as it goes, then the report.
 //!
 //! Ctrl-C (or SIGTERM) stops the run after the statement in progress (see
-//! `bench_tests::interrupt`): the bundle is finished as incomplete, the report is
+//! `chbench::interrupt`): the bundle is finished as incomplete, the report is
 //! rendered from it, the error line says where they are, and the command exits with
 //! 130. A second Ctrl-C stops at once; the bundle on disk is valid all the same.
 
 use anyhow::{Context, Result};
-use bench_tests::benchmark::LogsBenchmark;
-use bench_tests::cost::CostInputs;
-use bench_tests::report::write_report;
-use bench_tests::results::{BundleWriter, ExistingFolder, check_run_id, unix_seconds};
-use bench_tests::target::{TargetKind, open_target_of_kind};
+use chbench::benchmark::LogsBenchmark;
+use chbench::cost::CostInputs;
+use chbench::report::write_report;
+use chbench::results::{BundleWriter, ExistingFolder, check_run_id, unix_seconds};
+use chbench::targets::{TargetKind, open_target_of_kind};
 
 use crate::flags::Bench;
 use crate::progress::TerminalProgress;

@@ -15,7 +15,7 @@ use clap::Parser;
 fn main() -> ExitCode {
     let flags = flags::Xtask::parse();
     // Without this, Ctrl-C would end the process before it removes the engine's folder.
-    let outcome = bench_tests::interrupt::stop_at_the_next_statement_on_ctrl_c().and_then(|()| match flags.command {
+    let outcome = chbench::interrupt::stop_at_the_next_statement_on_ctrl_c().and_then(|()| match flags.command {
         flags::Command::Setup(setup) => setup.run(),
         flags::Command::Bench(bench) => bench.run(),
         flags::Command::Measure(measure) => measure.run(),
@@ -28,7 +28,7 @@ fn main() -> ExitCode {
             let line = format!("{error:#}").split_whitespace().collect::<Vec<_>>().join(" ");
             eprintln!("error: {line}");
             // 128 + SIGINT, as a shell reports a command stopped by Ctrl-C.
-            if error.is::<bench_tests::interrupt::Interrupted>() { ExitCode::from(130) } else { ExitCode::FAILURE }
+            if error.is::<chbench::interrupt::Interrupted>() { ExitCode::from(130) } else { ExitCode::FAILURE }
         }
     }
 }

@@ -4,10 +4,10 @@
 //! naming its line, before the engine starts.
 
 use anyhow::{Context, Result};
-use bench_tests::fixtures::{Fixture, Params};
-use bench_tests::measure::{StatementTag, measure};
-use bench_tests::settings::Settings;
-use bench_tests::target::{TargetKind, open_target_of_kind};
+use chbench::fixtures::{Fixture, Params};
+use chbench::measure::{StatementTag, measure};
+use chbench::settings::Settings;
+use chbench::targets::{TargetKind, open_target_of_kind};
 
 use crate::flags::Measure;
 

@@ -4,7 +4,7 @@
 use std::io::IsTerminal;
 use std::time::Duration;
 
-use bench_tests::benchmark::Progress;
+use chbench::benchmark::Progress;
 use indicatif::{ProgressBar, ProgressStyle};
 
 pub struct TerminalProgress {

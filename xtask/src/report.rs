@@ -1,8 +1,8 @@
 //! `cargo xtask report <run-id>`: render a bundle's report from the bundle alone.
 
 use anyhow::{Result, bail};
-use bench_tests::report::write_report;
-use bench_tests::results::check_run_id;
+use chbench::report::write_report;
+use chbench::results::check_run_id;
 
 use crate::flags::Report;
 

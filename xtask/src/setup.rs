@@ -1,8 +1,8 @@
 //! `cargo xtask setup`: fetch the pinned engine, check that it loads and answers.
 
 use anyhow::Result;
-use bench_tests::engine;
-use bench_tests::target::{TargetKind, open_target_of_kind};
+use chbench::engine;
+use chbench::targets::{TargetKind, open_target_of_kind};
 
 use crate::flags::Setup;
 

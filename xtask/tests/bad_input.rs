@@ -64,8 +64,8 @@ fn an_empty_engine_file_is_named_with_what_to_do() {
 #[test]
 fn a_truncated_engine_is_refused_before_it_is_loaded() {
     // Loading it would map segments past the end of the file: a bus error, no message.
-    bench_tests::engine::provision(&|_| {}).expect("cannot provision the engine");
-    let cached = std::fs::File::open(bench_tests::engine::cache_dir().join("libchdb.so")).unwrap();
+    chbench::engine::provision(&|_| {}).expect("cannot provision the engine");
+    let cached = std::fs::File::open(chbench::engine::cache_dir().join("libchdb.so")).unwrap();
     let mut head = Vec::new();
     cached.take(1_000_000).read_to_end(&mut head).unwrap();
     let folder = tempfile::tempdir().unwrap();

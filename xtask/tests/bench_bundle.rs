@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use bench_tests::results::{RunBundle, RunStatus, SAMPLES_FILE, load_bundle};
-use bench_tests::target::embedded::storage_dir_of_process;
+use chbench::results::{RunBundle, RunStatus, SAMPLES_FILE, load_bundle};
+use chbench::targets::embedded::storage_dir_of_process;
 
 fn xtask() -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_xtask"));
@@ -48,7 +48,7 @@ fn a_finished_run_is_complete_round_trips_and_reports() {
     assert!(bundle.queries.iter().flat_map(|runs| &runs.samples).all(|sample| !sample.stats.raw.is_null()));
     // The typed bundle survives a round trip through JSON unchanged.
     let text = serde_json::to_string(&bundle).unwrap();
-    assert_eq!(serde_json::from_str::<bench_tests::results::RunBundle>(&text).unwrap(), bundle);
+    assert_eq!(serde_json::from_str::<chbench::results::RunBundle>(&text).unwrap(), bundle);
     for file in ["report.md", "storage.svg", "queries.svg", "breakdown.svg", "sql/logs/generator.sql"] {
         assert!(dir.join(file).is_file(), "{file} is missing from the bundle");
     }

@@ -30,8 +30,8 @@ use sha2::{Digest, Sha256};
 
 use crate::fixtures::{Fixture, Params, Statement, sql_string};
 use crate::parts::wait_for_mutations;
-use crate::target::embedded::{EmbeddedTarget, Storage};
-use crate::target::{Target, TargetKind, open_embedded, open_target_of_kind, resolve_kind};
+use crate::targets::embedded::{EmbeddedTarget, Storage};
+use crate::targets::{Target, TargetKind, open_embedded, open_target_of_kind, resolve_kind};
 
 /// How long a build may wait for one fixture's mutations.
 const MUTATION_TIMEOUT: Duration = Duration::from_secs(600);

@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 
-use bench_tests::target::{Target, open_target};
+use chbench::targets::{Target, open_target};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -20,7 +20,7 @@ pub fn scenario_target(scenario: &str) -> Target {
 
 /// The workspace's `snapshots/` folder.
 fn snapshot_dir() -> PathBuf {
-    bench_tests::engine::workspace_root().join("snapshots")
+    chbench::engine::workspace_root().join("snapshots")
 }
 
 /// Snapshots a scenario's structural facts as `snapshots/<name>.snap`, with the
