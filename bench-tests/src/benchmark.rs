@@ -34,6 +34,7 @@ use crate::results::{
 };
 use crate::settings::Settings;
 use crate::targets::Target;
+use crate::units::{human_bytes, milliseconds, per_second, times};
 
 /// The fixture files the benchmark runs, relative to `fixtures/`; all are copied into
 /// the bundle.
@@ -253,7 +254,7 @@ impl LogsBenchmark {
             // MATERIALIZE INDEX returns at once; the work is the mutation.
             wait_for_mutations(target, MATERIALIZE_TIMEOUT)?;
             steps.push(Step { seconds: started.elapsed().as_secs_f64(), stats: Some(measured.stats) });
-            progress.advance(&format!("{} done", crate::targets::one_line(statement)));
+            progress.advance(&format!("{} done", crate::sql::one_line(statement)));
         }
         let index = skip_index_bytes(target, "logs", "trace_bf")
             .context("the trace_bf index is missing after MATERIALIZE INDEX")?;
@@ -355,23 +356,12 @@ fn warn_about_processes(progress: &dyn Progress, processes: &[crate::machine::Se
     }
 }
 
-/// A rate for a progress line: `unknown` when it could not be measured.
-fn per_second(rate: Option<f64>) -> String {
-    rate.map_or("unknown".to_string(), |rate| format!("{rate:.0}"))
-}
-
-/// A ratio as `2.00x`, or `unknown`.
-pub fn times(value: Option<f64>) -> String {
-    value.filter(|value| value.is_finite()).map_or("unknown".to_string(), |value| format!("{value:.2}x"))
-}
-
 fn queries_summary(queries: &[QueryRuns]) -> String {
-    let milliseconds = |ms: Option<f64>| ms.map_or("unknown".to_string(), |ms| format!("{ms:.1}"));
     let parts: Vec<String> = queries
         .iter()
         .map(|runs| {
             format!(
-                "{} {}/{} ms",
+                "{} {} / {}",
                 runs.query,
                 milliseconds(runs.direct_io().map(|sample| sample.stats.server_duration_us as f64 / 1e3)),
                 milliseconds(runs.warm_min_ms())
@@ -388,9 +378,9 @@ fn bloom_summary(bundle: &RunBundle) -> String {
         return "bloom filter: incomplete".to_string();
     };
     let rows = |runs: &QueryRuns| runs.samples.last().map_or(0, |sample| sample.stats.read_rows);
-    let warm = |runs: &QueryRuns| runs.warm_min_ms().map_or("unknown".to_string(), |ms| format!("{ms:.1}"));
+    let warm = |runs: &QueryRuns| milliseconds(runs.warm_min_ms());
     format!(
-        "bloom filter: q5 warm {} -> {} ms, {} -> {} rows read, index {} ({} of the table), materialize {:.1} s",
+        "bloom filter: q5 warm {} -> {}, {} -> {} rows read, index {} ({} of the table), materialize {:.1} s",
         warm(before),
         warm(after),
         rows(before),
@@ -399,28 +389,4 @@ fn bloom_summary(bundle: &RunBundle) -> String {
         bloom.index_share_of_table().map_or("unknown share".to_string(), |share| format!("{:.2} %", 100.0 * share)),
         bloom.materialize.seconds
     )
-}
-
-/// Bytes in binary units, as `formatReadableSize` prints them.
-pub fn human_bytes(bytes: u64) -> String {
-    let units = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut value = bytes as f64;
-    let mut unit = 0;
-    while value >= 1024.0 && unit < units.len() - 1 {
-        value /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 { format!("{bytes} B") } else { format!("{value:.2} {}", units[unit]) }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn bytes_read_as_formatreadablesize_prints_them() {
-        assert_eq!(human_bytes(500), "500 B");
-        assert_eq!(human_bytes(500_346), "488.62 KiB");
-        assert_eq!(human_bytes(8_396_852_756), "7.82 GiB");
-    }
 }

@@ -6,8 +6,8 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::fixtures::Sql;
-use crate::targets::{Target, one_line};
+use crate::sql::{Sql, one_line};
+use crate::targets::Target;
 
 /// One index stage of one MergeTree read.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

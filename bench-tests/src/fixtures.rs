@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, anyhow, bail};
 
+use crate::sql::{Scanner, Sql, split_statements_at_lines};
 use crate::targets::Target;
 
 /// The `fixtures/` folder of this workspace.
@@ -122,28 +123,6 @@ impl fmt::Display for Statement {
     }
 }
 
-/// SQL to run, and where it came from when it came from a file: what the measurement
-/// core and EXPLAIN take, so that their errors can name the file and line.
-pub trait Sql {
-    fn sql(&self) -> &str;
-    /// `file:line`, when the SQL came from a file.
-    fn location(&self) -> Option<String> {
-        None
-    }
-}
-
-impl Sql for str {
-    fn sql(&self) -> &str {
-        self
-    }
-}
-
-impl Sql for String {
-    fn sql(&self) -> &str {
-        self
-    }
-}
-
 impl Sql for Statement {
     fn sql(&self) -> &str {
         &self.sql
@@ -205,156 +184,9 @@ impl Params {
     }
 }
 
-/// `text` as a single-quoted SQL string literal, backslashes and quotes escaped.
-pub fn sql_string(text: &str) -> String {
-    format!("'{}'", text.replace('\\', "\\\\").replace('\'', "\\'"))
-}
-
-/// Splits SQL text into statements at `;` outside quotes and comments; drops empty ones
-/// and statements that are only comments.
-pub fn split_statements(text: &str) -> Vec<String> {
-    split_statements_at_lines(text).into_iter().map(|piece| piece.text).collect()
-}
-
-/// One statement of a file, trimmed, with the lines it starts on.
-struct Piece {
-    text: String,
-    /// The line of its first character (a comment before the code counts).
-    first_line: usize,
-    /// The line its code starts on: what errors about the statement name.
-    code_line: usize,
-}
-
-/// [`split_statements`], with the 1-based lines each statement starts on.
-fn split_statements_at_lines(text: &str) -> Vec<Piece> {
-    let mut statements = Vec::new();
-    let mut current = String::new();
-    let mut first_line = None;
-    let mut current_line = None;
-    let mut line = 1;
-    let mut scanner = Scanner::default();
-    let mut rest = text;
-    while let Some(character) = rest.chars().next() {
-        let in_code = scanner.in_code();
-        let at_boundary = character == ';' && in_code;
-        let starts_code = in_code && !character.is_whitespace() && !rest.starts_with("--") && !rest.starts_with("/*");
-        scanner.step(rest);
-        if at_boundary {
-            let code_line = current_line.take().unwrap_or(line);
-            let first_line = first_line.take().unwrap_or(code_line);
-            statements.push(Piece { text: std::mem::take(&mut current), first_line, code_line });
-        } else {
-            if starts_code && current_line.is_none() {
-                current_line = Some(line);
-            }
-            if !character.is_whitespace() && first_line.is_none() {
-                first_line = Some(line);
-            }
-            current.push(character);
-        }
-        if character == '\n' {
-            line += 1;
-        }
-        rest = &rest[character.len_utf8()..];
-    }
-    let code_line = current_line.unwrap_or(line);
-    statements.push(Piece { text: current, first_line: first_line.unwrap_or(code_line), code_line });
-    statements
-        .into_iter()
-        .map(|piece| Piece { text: piece.text.trim().to_string(), ..piece })
-        .filter(|piece| has_code(&piece.text))
-        .collect()
-}
-
-/// Whether a statement has anything but whitespace and comments.
-fn has_code(statement: &str) -> bool {
-    let mut scanner = Scanner::default();
-    let mut rest = statement;
-    while let Some(character) = rest.chars().next() {
-        let code = scanner.in_code() && !rest.starts_with("--") && !rest.starts_with("/*");
-        if code && !character.is_whitespace() {
-            return true;
-        }
-        scanner.step(rest);
-        rest = &rest[character.len_utf8()..];
-    }
-    false
-}
-
-/// Tracks whether the scan is inside a string, a quoted identifier or a comment.
-#[derive(Debug, Default)]
-struct Scanner {
-    state: ScanState,
-    /// Set after a backslash inside a quote: the next character is escaped.
-    escaped: bool,
-}
-
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-enum ScanState {
-    #[default]
-    Code,
-    Quoted(char),
-    LineComment,
-    BlockComment,
-    /// On the `/` that closes a block comment.
-    BlockCommentEnd,
-}
-
-impl Scanner {
-    fn in_code(&self) -> bool {
-        self.state == ScanState::Code
-    }
-
-    /// Advances over the first character of `rest`.
-    fn step(&mut self, rest: &str) {
-        let Some(character) = rest.chars().next() else { return };
-        self.state = match self.state {
-            ScanState::Code if rest.starts_with("--") => ScanState::LineComment,
-            ScanState::Code if rest.starts_with("/*") => ScanState::BlockComment,
-            ScanState::Code if matches!(character, '\'' | '"' | '`') => ScanState::Quoted(character),
-            ScanState::Quoted(quote) if self.escaped => {
-                self.escaped = false;
-                ScanState::Quoted(quote)
-            }
-            ScanState::Quoted(quote) if character == '\\' => {
-                self.escaped = true;
-                ScanState::Quoted(quote)
-            }
-            ScanState::Quoted(quote) if character == quote => ScanState::Code,
-            ScanState::LineComment if character == '\n' => ScanState::Code,
-            ScanState::BlockComment if rest.starts_with("*/") => ScanState::BlockCommentEnd,
-            ScanState::BlockCommentEnd => ScanState::Code,
-            state => state,
-        };
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_statement_of_comments_only_is_dropped() {
-        assert_eq!(split_statements("SELECT 1; /* done */ -- really\n"), vec!["SELECT 1"]);
-    }
-
-    #[test]
-    fn statements_split_outside_quotes_and_comments() {
-        let text = "CREATE TABLE t (s String DEFAULT 'a;b');\n-- a comment; still a comment\nINSERT INTO t VALUES ('x\\';y'); /* c;d */ SELECT 1;\n-- trailing\n";
-        assert_eq!(
-            split_statements(text),
-            vec![
-                "CREATE TABLE t (s String DEFAULT 'a;b')",
-                "-- a comment; still a comment\nINSERT INTO t VALUES ('x\\';y')",
-                "/* c;d */ SELECT 1",
-            ]
-        );
-    }
-
-    #[test]
-    fn string_literals_escape_quotes_and_backslashes() {
-        assert_eq!(sql_string(r"it's a\b"), r"'it\'s a\\b'");
-    }
 
     #[test]
     fn parameters_fill_code_but_not_strings() {
@@ -368,15 +200,6 @@ mod tests {
         assert_eq!(offset, 7);
         assert!(error.contains("{rowz} has no value (known here: rows)"), "{error}");
         assert!(error.contains("Params::with(\"rowz\""), "{error}");
-    }
-
-    #[test]
-    fn statements_know_their_first_line() {
-        let text = "-- header\n\nCREATE TABLE t (k UInt8);\n\n  INSERT INTO t\n  VALUES (1);\n-- tail\n";
-        let lines: Vec<(usize, usize)> =
-            split_statements_at_lines(text).iter().map(|piece| (piece.first_line, piece.code_line)).collect();
-        // Errors name where the code starts, after comments and blank lines.
-        assert_eq!(lines, [(1, 3), (5, 5)]);
     }
 
     #[test]

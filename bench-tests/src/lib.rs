@@ -32,4 +32,6 @@ pub mod parts;
 pub mod report;
 pub mod results;
 pub mod settings;
+pub mod sql;
 pub mod targets;
+pub mod units;

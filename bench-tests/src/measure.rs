@@ -14,9 +14,9 @@ use std::fmt;
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
-use crate::fixtures::{Sql, sql_string};
 use crate::settings::Settings;
-use crate::targets::{StatsSource, Target, one_line};
+use crate::sql::{Sql, one_line, sql_string};
+use crate::targets::{StatsSource, Target};
 
 /// The `log_comment` of a measured statement: `<run>/<scenario>/<query>/<attempt>`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

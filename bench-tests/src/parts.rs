@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
-use crate::fixtures::sql_string;
+use crate::sql::sql_string;
 use crate::targets::Target;
 
 /// Active parts of one table.

@@ -8,8 +8,8 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use crate::benchmark::{human_bytes, times};
 use crate::results::{QueryRuns, RunBundle, RunStatus, load_bundle, ratio};
+use crate::units::{compact, exact, human_bytes, milliseconds, number, per_second, times};
 
 /// What the ClickHouse on EKS field benchmark (docs/sources.md) reported: one m5.xlarge (3.5 vCPU limit), gp3 100 GiB at
 /// 125 MiB/s, ClickHouse 24.8, 100 M rows. Not comparable in absolute terms to a run
@@ -97,11 +97,15 @@ pub fn markdown(bundle: &RunBundle) -> String {
     machine_section(&mut out, bundle);
 
     if let Some(ingest) = &bundle.ingest {
-        let rate = |rate: Option<f64>| number(rate.unwrap_or(f64::NAN), 0);
         let _ = writeln!(out, "## Ingest (server-side INSERT ... SELECT)\n");
         let _ = writeln!(out, "| | this run | source |\n| --- | --- | --- |");
         let _ = writeln!(out, "| seconds | {} | {} |", number(ingest.seconds, 1), source::INGEST_SECONDS);
-        let _ = writeln!(out, "| rows/s | {} | {:.0} |", rate(ingest.rows_per_second), source::INGEST_ROWS_PER_SECOND);
+        let _ = writeln!(
+            out,
+            "| rows/s | {} | {:.0} |",
+            per_second(ingest.rows_per_second),
+            source::INGEST_ROWS_PER_SECOND
+        );
         let _ = writeln!(out, "| partitions | {} | {} |", ingest.partitions, source::PARTITIONS);
         let _ = writeln!(out, "| active parts after ingest | {} | {} |", ingest.active_parts, source::ACTIVE_PARTS);
         let against_raw =
@@ -110,8 +114,8 @@ pub fn markdown(bundle: &RunBundle) -> String {
             out,
             "\nHarness overhead on ingest: the same statement straight on the engine ran at {} rows/s; \
              through the harness {} rows/s ({}).\n",
-            rate(ingest.raw_engine_rows_per_second),
-            rate(ingest.rows_per_second),
+            per_second(ingest.raw_engine_rows_per_second),
+            per_second(ingest.rows_per_second),
             against_raw.map_or("unknown".to_string(), |ratio| format!("{ratio:.3}x"))
         );
         if ingest.rows_per_second.is_none() {
@@ -318,24 +322,6 @@ fn machine_section(out: &mut String, bundle: &RunBundle) {
     let _ = writeln!(out, "- other processes' CPU during the run: {others}\n");
 }
 
-/// A number with `decimals` places, or `unknown` when it is not finite (not measured).
-fn number(value: f64, decimals: usize) -> String {
-    if value.is_finite() { format!("{value:.decimals$}") } else { "unknown".to_string() }
-}
-
-/// A number as given (all its digits), or `unknown` when it is not finite.
-fn exact(value: f64) -> String {
-    if value.is_finite() { value.to_string() } else { "unknown".to_string() }
-}
-
-fn milliseconds(value: Option<f64>) -> String {
-    match value {
-        None => "-".to_string(),
-        Some(ms) if ms >= 1000.0 => format!("{:.2} s", ms / 1000.0),
-        Some(ms) => format!("{ms:.1} ms"),
-    }
-}
-
 // ---- SVG ----------------------------------------------------------------------------
 
 const WIDTH: f64 = 760.0;
@@ -501,16 +487,6 @@ fn empty_chart(text: &str) -> String {
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{WIDTH}\" height=\"40\" font-family=\"sans-serif\"><text x=\"10\" y=\"25\">{}</text></svg>\n",
         escape(text)
     )
-}
-
-fn compact(value: f64) -> String {
-    if value >= 100.0 {
-        format!("{value:.0}")
-    } else if value >= 1.0 {
-        format!("{value:.1}")
-    } else {
-        format!("{value:.3}")
-    }
 }
 
 fn escape(text: &str) -> String {

@@ -62,7 +62,7 @@ impl Settings {
 /// A setting value as an SQL literal: numbers, booleans and `DEFAULT` bare, the rest quoted.
 pub fn sql_literal(value: &str) -> String {
     let bare = value.parse::<f64>().is_ok() || matches!(value, "true" | "false" | "DEFAULT");
-    if bare { value.to_string() } else { crate::fixtures::sql_string(value) }
+    if bare { value.to_string() } else { crate::sql::sql_string(value) }
 }
 
 #[cfg(test)]

@@ -28,8 +28,9 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::fixtures::{Fixture, Params, Statement, sql_string};
+use crate::fixtures::{Fixture, Params, Statement};
 use crate::parts::wait_for_mutations;
+use crate::sql::sql_string;
 use crate::targets::embedded::{EmbeddedTarget, Storage};
 use crate::targets::{Target, TargetKind, open_embedded, open_target_of_kind, resolve_kind};
 

@@ -22,6 +22,7 @@ use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
 use crate::settings::Settings;
+use crate::sql::one_line;
 
 /// The environment variable that chooses the target.
 pub const TARGET_ENV: &str = "CHBENCH_TARGET";
@@ -344,17 +345,6 @@ pub fn open_embedded(storage: embedded::Storage) -> Result<Target> {
     Ok(target)
 }
 
-/// A statement shortened to one line for error messages.
-pub fn one_line(sql: &str) -> String {
-    let flat = sql.split_whitespace().collect::<Vec<_>>().join(" ");
-    if flat.chars().count() > 160 {
-        let cut: String = flat.chars().take(157).collect();
-        format!("{cut}...")
-    } else {
-        flat
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -377,12 +367,5 @@ mod tests {
         assert_eq!(TargetKind::Auto.resolve(false), TargetKind::Embedded);
         assert_eq!(TargetKind::Url.resolve(true), TargetKind::Url);
         assert_eq!(TargetKind::Embedded.resolve(true), TargetKind::Embedded);
-    }
-
-    #[test]
-    fn long_statements_are_shortened_to_one_line() {
-        assert_eq!(one_line("SELECT 1\n  FROM t"), "SELECT 1 FROM t");
-        let long = "x ".repeat(200);
-        assert!(one_line(&long).ends_with("...") && one_line(&long).chars().count() == 160);
     }
 }

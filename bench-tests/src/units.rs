@@ -1,0 +1,74 @@
+//! Numbers as people read them: byte sizes, durations, rates and ratios. A value that
+//! was not measured (`None`, or NaN and infinities read back from a bundle) reads
+//! `unknown`, never 0.
+
+use humansize::{BINARY, FormatSizeOptions, format_size};
+
+/// Bytes in binary units with two decimals, as ClickHouse's `formatReadableSize` prints
+/// them: `500.00 B`, `488.62 KiB`, `7.82 GiB`.
+pub fn human_bytes(bytes: u64) -> String {
+    format_size(bytes, FormatSizeOptions::from(BINARY).decimal_places(2).decimal_zeroes(2))
+}
+
+/// A number with `decimals` places, or `unknown` when it is not finite.
+pub fn number(value: f64, decimals: usize) -> String {
+    if value.is_finite() { format!("{value:.decimals$}") } else { "unknown".to_string() }
+}
+
+/// A number as given (all its digits), or `unknown` when it is not finite.
+pub fn exact(value: f64) -> String {
+    if value.is_finite() { value.to_string() } else { "unknown".to_string() }
+}
+
+/// Milliseconds as `4.0 ms` or, from a second on, `2.63 s`.
+pub fn milliseconds(value: Option<f64>) -> String {
+    match value.filter(|ms| ms.is_finite()) {
+        None => "unknown".to_string(),
+        Some(ms) if ms >= 1000.0 => format!("{:.2} s", ms / 1000.0),
+        Some(ms) => format!("{ms:.1} ms"),
+    }
+}
+
+/// A rate per second, whole.
+pub fn per_second(rate: Option<f64>) -> String {
+    number(rate.unwrap_or(f64::NAN), 0)
+}
+
+/// A ratio as `2.00x`.
+pub fn times(value: Option<f64>) -> String {
+    value.filter(|value| value.is_finite()).map_or("unknown".to_string(), |value| format!("{value:.2}x"))
+}
+
+/// A chart label: three significant-looking digits whatever the size.
+pub fn compact(value: f64) -> String {
+    if value >= 100.0 {
+        format!("{value:.0}")
+    } else if value >= 1.0 {
+        format!("{value:.1}")
+    } else {
+        format!("{value:.3}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bytes_read_as_formatreadablesize_prints_them() {
+        assert_eq!(human_bytes(500), "500.00 B");
+        assert_eq!(human_bytes(500_346), "488.62 KiB");
+        assert_eq!(human_bytes(8_396_852_756), "7.82 GiB");
+        assert_eq!(human_bytes(u64::MAX), "16.00 EiB");
+    }
+
+    #[test]
+    fn what_was_not_measured_reads_unknown() {
+        assert_eq!(milliseconds(None), "unknown");
+        assert_eq!(milliseconds(Some(f64::NAN)), "unknown");
+        assert_eq!(milliseconds(Some(2630.0)), "2.63 s");
+        assert_eq!(per_second(Some(f64::INFINITY)), "unknown");
+        assert_eq!(times(Some(1.971)), "1.97x");
+        assert_eq!(number(f64::NEG_INFINITY, 1), "unknown");
+    }
+}
