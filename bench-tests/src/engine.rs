@@ -11,7 +11,6 @@
 use std::fs::{self, File};
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use anyhow::{Context, Result, anyhow, bail};
 use object::read::ReadCache;
@@ -330,15 +329,18 @@ fn cached_library_is_complete(library: &Path, package: &EnginePackage) -> Result
 }
 
 fn npm_pack(spec: &str, destination: &Path) -> Result<PathBuf> {
-    let output =
-        Command::new("npm").args(["pack", "--silent", spec, "--pack-destination"]).arg(destination).output().map_err(
-            |error| {
-                anyhow!(
-                    "`npm` is required to fetch the embedded engine ({error}); install Node.js/npm, or set \
+    let shell = xshell::Shell::new().context("cannot start a shell for npm")?;
+    // With the exit status ignored, an error here means npm could not be started at all.
+    let output = xshell::cmd!(shell, "npm pack --silent {spec} --pack-destination {destination}")
+        .quiet()
+        .ignore_status()
+        .output()
+        .map_err(|error| {
+            anyhow!(
+                "`npm` is required to fetch the embedded engine ({error}); install Node.js/npm, or set \
                  {LIBCHDB_ENV} to an existing libchdb.so"
-                )
-            },
-        )?;
+            )
+        })?;
     if !output.status.success() {
         let stderr = String::from_utf8_lossy(&output.stderr);
         let last_line = stderr.lines().rev().find(|line| !line.trim().is_empty()).unwrap_or("");

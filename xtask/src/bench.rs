@@ -10,7 +10,7 @@ use anyhow::{Context, Result};
 use chbench::benchmark::LogsBenchmark;
 use chbench::cost::CostInputs;
 use chbench::report::write_report;
-use chbench::results::{BundleWriter, ExistingFolder, check_run_id, unix_seconds};
+use chbench::results::{BundleWriter, ExistingFolder, check_run_id};
 use chbench::targets::{TargetKind, open_target_of_kind};
 
 use crate::flags::Bench;
@@ -40,7 +40,7 @@ impl Bench {
         let (run_id, existing) = match &self.run_id {
             Some(run_id) => (run_id.clone(), ExistingFolder::Refuse),
             None => (
-                format!("{}-{}-{}", utc_stamp(unix_seconds()), target.info().kind, short_count(self.rows)),
+                format!("{}-{}-{}", utc_stamp(jiff::Timestamp::now()), target.info().kind, short_count(self.rows)),
                 ExistingFolder::AddSuffix,
             ),
         };
@@ -76,21 +76,9 @@ impl Bench {
     }
 }
 
-/// `20261130T031500Z` from seconds since the epoch (UTC, proleptic Gregorian).
-fn utc_stamp(seconds: u64) -> String {
-    let days = (seconds / 86_400) as i64;
-    let time = seconds % 86_400;
-    // Howard Hinnant's days-to-civil algorithm.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let day_of_era = z.rem_euclid(146_097);
-    let year_of_era = (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let month_index = (5 * day_of_year + 2) / 153;
-    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
-    let month = if month_index < 10 { month_index + 3 } else { month_index - 9 };
-    let year = year_of_era + era * 400 + i64::from(month <= 2);
-    format!("{year:04}{month:02}{day:02}T{:02}{:02}{:02}Z", time / 3600, time % 3600 / 60, time % 60)
+/// `20261130T031500Z`: a UTC time as a folder name.
+fn utc_stamp(time: jiff::Timestamp) -> String {
+    time.strftime("%Y%m%dT%H%M%SZ").to_string()
 }
 
 /// `10M`, `250K`, `1234` for folder names.
@@ -108,9 +96,10 @@ mod tests {
 
     #[test]
     fn run_ids_read_as_utc_time() {
-        assert_eq!(utc_stamp(0), "19700101T000000Z");
-        assert_eq!(utc_stamp(1_796_007_599), "20261130T025959Z");
-        assert_eq!(utc_stamp(1_000_000_000), "20010909T014640Z");
+        let at = |seconds| utc_stamp(jiff::Timestamp::from_second(seconds).unwrap());
+        assert_eq!(at(0), "19700101T000000Z");
+        assert_eq!(at(1_796_007_599), "20261130T025959Z");
+        assert_eq!(at(1_000_000_000), "20010909T014640Z");
         assert_eq!(short_count(10_000_000), "10M");
         assert_eq!(short_count(250_000), "250K");
         assert_eq!(short_count(1234), "1234");
