@@ -65,13 +65,13 @@ pub fn assert_structure_within<T: Serialize>(
     settings.set_prepend_module_to_snapshot(false);
     settings.set_info(&statement.trim());
     settings.set_omit_expression(true);
-    settings.bind(|| insta::assert_yaml_snapshot!(name, facts));
+    settings.bind(|| insta::assert_json_snapshot!(name, facts));
 }
 
-/// The YAML after a snapshot file's metadata header, as JSON.
+/// The JSON after a snapshot file's metadata header.
 fn stored_snapshot_body(text: &str) -> Option<serde_json::Value> {
     let body = text.strip_prefix("---")?.split_once("\n---\n")?.1;
-    serde_yaml::from_str(body).ok()
+    serde_json::from_str(body).ok()
 }
 
 /// Replaces each approximate number in `facts` by the stored one when they differ by
