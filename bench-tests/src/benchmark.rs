@@ -137,8 +137,8 @@ impl LogsBenchmark {
         writer.bundle.machine = Some(machine.info().clone());
         let outcome = self.run_steps(target, writer, progress, &mut machine);
         let machine = machine.finish();
-        for reason in &machine.noise {
-            progress.warn(&format!("the machine was not quiet: {reason}; timings may be inflated"));
+        if !machine.quiet() {
+            progress.warn(&format!("the machine was not quiet: {}; timings may be inflated", machine.noise.join("; ")));
         }
         writer.bundle.machine = Some(machine);
         outcome
@@ -230,8 +230,8 @@ impl LogsBenchmark {
             times(zstd.compression_ratio()),
         ));
         for snapshot in &writer.bundle.storage {
-            if let Some(reason) = &snapshot.columns_unknown {
-                progress.warn(&format!("{} per column: unknown: {reason}", snapshot.codec));
+            if let Some(note) = &snapshot.columns_note {
+                progress.warn(&format!("{} `{}`: {note}", snapshot.codec, snapshot.table));
             }
         }
 
@@ -327,12 +327,13 @@ impl LogsBenchmark {
 
 fn storage_snapshot(target: &mut Target, table: &str, codec: &str) -> Result<StorageSnapshot> {
     let parts = parts_summary(target, table)?;
-    let (columns, columns_unknown) = match column_sizes(target, table)? {
+    let (columns, columns_note) = match column_sizes(target, table)? {
         ColumnSizes::Known(columns) => (columns, None),
+        ColumnSizes::WideOnly { columns, note } => (columns, Some(note)),
         ColumnSizes::Unknown { reason } => (Vec::new(), Some(reason)),
     };
     Ok(StorageSnapshot {
-        label: format!("{codec}, as ingested ({} active parts)", parts.active_parts),
+        label: format!("as ingested, {} active parts", parts.active_parts),
         table: table.to_string(),
         codec: codec.to_string(),
         active_parts: parts.active_parts,
@@ -343,7 +344,7 @@ fn storage_snapshot(target: &mut Target, table: &str, codec: &str) -> Result<Sto
         }),
         compact_parts: parts.compact_parts,
         columns,
-        columns_unknown,
+        columns_note,
     })
 }
 

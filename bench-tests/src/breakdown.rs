@@ -54,9 +54,9 @@ pub struct TimeBreakdown {
 impl TimeBreakdown {
     pub fn from_stats(stats: &QueryStats) -> TimeBreakdown {
         let thread_us = stats.event("RealTimeMicroseconds");
-        let cpu_us = stats.event("UserTimeMicroseconds") + stats.event("SystemTimeMicroseconds");
+        let cpu_us = stats.event("UserTimeMicroseconds").saturating_add(stats.event("SystemTimeMicroseconds"));
         let read_wait_us = stats.event("DiskReadElapsedMicroseconds").max(stats.event("OSIOWaitMicroseconds"));
-        let other_us = thread_us.saturating_sub(cpu_us + read_wait_us);
+        let other_us = thread_us.saturating_sub(cpu_us.saturating_add(read_wait_us));
         let (cpu, read) = (cpu_us as f64, read_wait_us as f64);
         let bottleneck = if cpu_us == 0 && read_wait_us == 0 {
             Bottleneck::Unknown
@@ -73,12 +73,16 @@ impl TimeBreakdown {
         TimeBreakdown { thread_us, cpu_us, read_wait_us, other_us, bottleneck, read_mib_per_s }
     }
 
-    /// The three parts as shares of thread time (zeros when none was recorded).
+    /// The three parts as shares of thread time (zeros when none was recorded). They sum
+    /// to at most 1: for statements of a few milliseconds the counters are noisy enough
+    /// that CPU and read wait can exceed the thread time, and then they are shares of
+    /// their own sum.
     pub fn shares(&self) -> (f64, f64, f64) {
-        if self.thread_us == 0 {
+        let total = self.thread_us.max(self.cpu_us.saturating_add(self.read_wait_us));
+        if total == 0 {
             return (0.0, 0.0, 0.0);
         }
-        let total = self.thread_us as f64;
+        let total = total as f64;
         (self.cpu_us as f64 / total, self.read_wait_us as f64 / total, self.other_us as f64 / total)
     }
 }
@@ -148,5 +152,17 @@ mod tests {
             29_293,
         ));
         assert_eq!(breakdown.bottleneck, Bottleneck::Mixed);
+    }
+
+    #[test]
+    fn shares_never_sum_to_more_than_the_whole() {
+        // Measured here: Q1 with direct I/O, 3.6 ms of CPU and 0.9 ms of reads in 2.7 ms of
+        // thread time (the events delta of a few-millisecond statement is noisy).
+        let breakdown = TimeBreakdown::from_stats(&stats(
+            &[("RealTimeMicroseconds", 2675), ("UserTimeMicroseconds", 3620), ("DiskReadElapsedMicroseconds", 861)],
+            2000,
+        ));
+        let (cpu, read, other) = breakdown.shares();
+        assert!((cpu + read + other - 1.0).abs() < 1e-9 && other == 0.0, "{cpu} {read} {other}");
     }
 }

@@ -33,17 +33,15 @@ impl CostInputs {
     /// Prices and sizes must be finite and not negative, and the volume must have a
     /// size: anything else would put a meaningless bill in the results.
     pub fn check(&self) -> Result<()> {
-        for (flag, value) in [
-            ("node-usd-per-hour", self.node_usd_per_hour),
-            ("volume-usd-per-gb-month", self.volume_usd_per_gb_month),
-            ("volume-gib", self.volume_gib),
-        ] {
-            if !value.is_finite() || value < 0.0 {
-                bail!("--{flag} {value} is not a price or size: give a finite number, 0 or more");
+        for (flag, price) in
+            [("node-usd-per-hour", self.node_usd_per_hour), ("volume-usd-per-gb-month", self.volume_usd_per_gb_month)]
+        {
+            if !price.is_finite() || price < 0.0 {
+                bail!("--{flag} {price} is not a price: give a finite number, 0 or more");
             }
         }
-        if self.volume_gib == 0.0 {
-            bail!("--volume-gib 0 is not a volume: give the provisioned size in GiB");
+        if !self.volume_gib.is_finite() || self.volume_gib <= 0.0 {
+            bail!("--volume-gib {} is not a volume: give the provisioned size in GiB, above 0", self.volume_gib);
         }
         Ok(())
     }

@@ -110,7 +110,8 @@ impl EngineLibrary {
 /// The library to load: `CHBENCH_LIBCHDB` when set, else the cache, fetched first when
 /// missing. `progress` receives one line per step that takes time (download, extract).
 pub fn library(progress: &dyn Fn(&str)) -> Result<EngineLibrary> {
-    if let Some(path) = std::env::var_os(LIBCHDB_ENV) {
+    // Set but empty counts as unset, as shells make it easy to do by accident.
+    if let Some(path) = std::env::var_os(LIBCHDB_ENV).filter(|path| !path.is_empty()) {
         let path = PathBuf::from(path);
         if !path.is_file() {
             bail!("{LIBCHDB_ENV}={} is not a file; point it at a libchdb.so or unset it", path.display());

@@ -166,8 +166,8 @@ impl Params {
                     return Err((
                         offset,
                         format!(
-                            "parameter {{{name}}} has no value (known here: {}); give it one \
-                             (`Params::with(\"{name}\", ...)` in Rust) or write the value in the file",
+                            "parameter {{{name}}} has no value (known here: {}); write the value in the file, \
+                             or give it one from Rust with `Params::with(\"{name}\", ...)`",
                             if known.is_empty() { "none".to_string() } else { known.join(", ") }
                         ),
                     ));

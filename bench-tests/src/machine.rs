@@ -78,6 +78,10 @@ pub struct SeenProcess {
 /// Watches the machine while a run goes: [`MachineWatch::start`], [`MachineWatch::observe`]
 /// at each phase, [`MachineWatch::finish`] at the end.
 pub struct MachineWatch {
+    /// The machine's CPU usage is measured between this one's two refreshes, at the start
+    /// and at the end: nothing else may refresh it (a process refresh would).
+    cpu: System,
+    /// For processes: this one's, the others of this tool.
     system: System,
     started: Instant,
     own_cpu_ms_at_start: Option<u64>,
@@ -95,14 +99,14 @@ impl MachineWatch {
     pub fn start(engine_in_process: bool) -> MachineWatch {
         // sysinfo keeps every /proc/<pid>/stat open unless told otherwise.
         sysinfo::set_open_files_limit(0);
-        let system = System::new_with_specifics(
-            RefreshKind::nothing()
-                .with_cpu(CpuRefreshKind::nothing().with_cpu_usage())
-                .with_memory(MemoryRefreshKind::nothing().with_ram()),
-        );
+        let cpu = System::new_with_specifics(RefreshKind::nothing().with_cpu(CpuRefreshKind::everything()));
+        let system =
+            System::new_with_specifics(RefreshKind::nothing().with_memory(MemoryRefreshKind::nothing().with_ram()));
         let build_dir = crate::engine::chbench_dir().parent().map(Path::to_path_buf).unwrap_or_default();
-        let cpu_model = system.cpus().first().map(|cpu| cpu.brand().trim().to_string()).unwrap_or_default();
+        let cpu_model = cpu.cpus().first().map(|core| core.brand().trim().to_string()).unwrap_or_default();
+        let logical_cores = cpu.cpus().len();
         let mut watch = MachineWatch {
+            cpu,
             started: Instant::now(),
             own_cpu_ms_at_start: None,
             engine_in_process,
@@ -110,7 +114,7 @@ impl MachineWatch {
             build_dir,
             info: MachineInfo {
                 cpu_model,
-                logical_cores: system.cpus().len(),
+                logical_cores,
                 memory_bytes: system.total_memory(),
                 load_average_start: LoadAverage::now(),
                 load_average_end: None,
@@ -164,7 +168,7 @@ impl MachineWatch {
     /// The end of the run: load average, other processes' CPU, and the verdict.
     pub fn finish(mut self) -> MachineInfo {
         self.observe();
-        self.system.refresh_cpu_usage();
+        self.cpu.refresh_cpu_usage();
         self.info.load_average_end = Some(LoadAverage::now());
         let elapsed_seconds = self.started.elapsed().as_secs_f64();
         let cores = self.info.logical_cores as f64;
@@ -175,7 +179,7 @@ impl MachineWatch {
                 )
             }
             (true, Some(start), Some(end)) if elapsed_seconds >= 1.0 && cores > 0.0 => {
-                let busy_cores = f64::from(self.system.global_cpu_usage()) / 100.0 * cores;
+                let busy_cores = f64::from(self.cpu.global_cpu_usage()) / 100.0 * cores;
                 let own_cores = end.saturating_sub(start) as f64 / 1000.0 / elapsed_seconds;
                 self.info.others_cpu_cores = Some((busy_cores - own_cores).max(0.0));
             }

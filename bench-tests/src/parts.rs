@@ -5,8 +5,9 @@
 //! Per-column sizes exist only for wide parts (one file per column). A part smaller
 //! than the table's `min_bytes_for_wide_part` (10 MB by default) is compact: all
 //! columns in one file, and `system.parts_columns` reports 0 bytes for each of its
-//! columns. Such sizes are unknown, never zero: [`column_sizes`] says so, with the
-//! reason, while the table's totals from `system.parts` stay known.
+//! columns. Such sizes are unknown, never zero: [`column_sizes`] sums the wide parts
+//! only and says what the sums leave out, while the table's totals from `system.parts`
+//! stay known.
 
 use std::time::{Duration, Instant};
 
@@ -20,8 +21,10 @@ use crate::targets::Target;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PartsSummary {
     pub active_parts: u64,
-    /// Active parts that keep all columns in one file (no per-column sizes).
+    /// Active parts that keep all columns in one file (no per-column sizes), and their
+    /// compressed bytes.
     pub compact_parts: u64,
+    pub compact_compressed_bytes: u64,
     pub partitions: u64,
     pub rows: u64,
     pub marks: u64,
@@ -48,13 +51,15 @@ impl ColumnBytes {
 }
 
 pub fn parts_summary(target: &mut Target, table: &str) -> Result<PartsSummary> {
-    // An aggregate without GROUP BY always returns one row, zeros for no parts.
+    // An aggregate without GROUP BY always returns one row, zeros for no parts. Columns
+    // are qualified (`p.`): an alias named like a column would otherwise stand for it.
     let sql = format!(
-        "SELECT count() AS active_parts, countIf(part_type = 'Compact') AS compact_parts, \
-         uniqExact(partition_id) AS partitions, sum(rows) AS rows, sum(marks) AS marks, \
-         sum(bytes_on_disk) AS bytes_on_disk, sum(data_compressed_bytes) AS data_compressed_bytes, \
-         sum(data_uncompressed_bytes) AS data_uncompressed_bytes \
-         FROM system.parts WHERE active AND database = currentDatabase() AND table = {}",
+        "SELECT count() AS active_parts, countIf(p.part_type = 'Compact') AS compact_parts, \
+         sumIf(p.data_compressed_bytes, p.part_type = 'Compact') AS compact_compressed_bytes, \
+         uniqExact(p.partition_id) AS partitions, sum(p.rows) AS rows, sum(p.marks) AS marks, \
+         sum(p.bytes_on_disk) AS bytes_on_disk, sum(p.data_compressed_bytes) AS data_compressed_bytes, \
+         sum(p.data_uncompressed_bytes) AS data_uncompressed_bytes \
+         FROM system.parts AS p WHERE p.active AND p.database = currentDatabase() AND p.table = {}",
         sql_string(table)
     );
     let mut rows: Vec<PartsSummary> = target.query_rows(&sql)?;
@@ -64,45 +69,61 @@ pub fn parts_summary(target: &mut Target, table: &str) -> Result<PartsSummary> {
 /// Bytes per column of a table, or why they cannot be known.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ColumnSizes {
-    /// In table order.
+    /// Every active part is wide: the sums cover the whole table. In table order.
     Known(Vec<ColumnBytes>),
-    Unknown {
-        reason: String,
-    },
+    /// Some active parts are compact: the sums cover the wide parts only, and `note`
+    /// says how much of the table they leave out.
+    WideOnly { columns: Vec<ColumnBytes>, note: String },
+    /// Every active part is compact.
+    Unknown { reason: String },
 }
 
-/// Bytes per column when every active part has them (see the module docs).
+/// Why compact parts have no per-column sizes, and what gives wide parts.
+const COMPACT: &str = "compact parts keep all columns in one file (ClickHouse writes parts under \
+                       min_bytes_for_wide_part, 10 MB by default, that way) and have no per-column \
+                       sizes; more rows, or min_bytes_for_wide_part = 0 on the table, give wide parts";
+
+/// Bytes per column, summed over the wide parts (see the module docs).
 pub fn column_sizes(target: &mut Target, table: &str) -> Result<ColumnSizes> {
     let parts = parts_summary(target, table)?;
-    if parts.compact_parts > 0 {
+    if parts.compact_parts == 0 {
+        return Ok(ColumnSizes::Known(query_column_bytes(target, table)?));
+    }
+    if parts.compact_parts == parts.active_parts {
         return Ok(ColumnSizes::Unknown {
-            reason: format!(
-                "{} of the {} active parts of {table} are compact (all columns in one file, as ClickHouse \
-                 stores parts under min_bytes_for_wide_part, 10 MB by default), and ClickHouse records no \
-                 per-column sizes for them; more rows, or min_bytes_for_wide_part = 0 on the table, give \
-                 wide parts",
-                parts.compact_parts, parts.active_parts
-            ),
+            reason: format!("all {} active parts of {table} are compact: {COMPACT}", parts.active_parts),
         });
     }
-    Ok(ColumnSizes::Known(query_column_bytes(target, table)?))
+    let share = crate::results::ratio(parts.compact_compressed_bytes as f64, parts.data_compressed_bytes as f64)
+        .map_or("an unknown share".to_string(), |share| format!("{:.2} %", 100.0 * share));
+    Ok(ColumnSizes::WideOnly {
+        columns: query_column_bytes(target, table)?,
+        note: format!(
+            "per-column sizes cover the wide parts only: compact parts {} of {} ({} of {table}'s compressed \
+             bytes) are left out; {COMPACT}",
+            parts.compact_parts, parts.active_parts, share
+        ),
+    })
 }
 
-/// Bytes per column, in table order; an error naming the reason when they cannot be
-/// known (compact parts).
+/// Bytes per column over the whole table, in table order; an error naming the reason
+/// when some part is compact.
 pub fn column_bytes(target: &mut Target, table: &str) -> Result<Vec<ColumnBytes>> {
     match column_sizes(target, table)? {
         ColumnSizes::Known(columns) => Ok(columns),
-        ColumnSizes::Unknown { reason } => bail!("no per-column sizes: {reason}"),
+        ColumnSizes::WideOnly { note: reason, .. } | ColumnSizes::Unknown { reason } => {
+            bail!("no per-column sizes for the whole table: {reason}")
+        }
     }
 }
 
+/// Sums over the wide parts: compact parts report 0 bytes for every column.
 fn query_column_bytes(target: &mut Target, table: &str) -> Result<Vec<ColumnBytes>> {
     let sql = format!(
         "SELECT column, sum(column_data_compressed_bytes) AS compressed_bytes, \
          sum(column_data_uncompressed_bytes) AS uncompressed_bytes, sum(column_marks_bytes) AS marks_bytes \
-         FROM system.parts_columns WHERE active AND database = currentDatabase() AND table = {} \
-         GROUP BY column ORDER BY min(column_position)",
+         FROM system.parts_columns WHERE active AND part_type = 'Wide' AND database = currentDatabase() \
+         AND table = {} GROUP BY column ORDER BY min(column_position)",
         sql_string(table)
     );
     target.query_rows(&sql)

@@ -133,11 +133,11 @@ pub struct StorageSnapshot {
     /// sizes for them.
     #[serde(default)]
     pub compact_parts: u64,
-    /// Bytes per column; empty when they cannot be known, and then `columns_unknown`
-    /// says why.
+    /// Bytes per column, summed over the wide parts; empty when every part is compact.
     pub columns: Vec<ColumnBytes>,
+    /// What `columns` leaves out (compact parts), when it leaves anything out.
     #[serde(default)]
-    pub columns_unknown: Option<String>,
+    pub columns_note: Option<String>,
 }
 
 /// Compressed and uncompressed data bytes of a whole table.
@@ -455,9 +455,12 @@ pub fn load_bundle(dir: &Path) -> Result<RunBundle> {
     let text = fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
     let version: serde_json::Value =
         serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))?;
-    let found = version.get("schema_version").and_then(serde_json::Value::as_u64);
-    if found != Some(u64::from(SCHEMA_VERSION)) {
-        bail!("{} has results schema {found:?}; this version reads schema {SCHEMA_VERSION}", path.display());
+    match version.get("schema_version").and_then(serde_json::Value::as_u64) {
+        None => bail!("{} is not a results bundle: it has no schema_version", path.display()),
+        Some(found) if found != u64::from(SCHEMA_VERSION) => {
+            bail!("{} has results schema {found}; this version reads schema {SCHEMA_VERSION}", path.display())
+        }
+        Some(_) => {}
     }
     let mut bundle: RunBundle = serde_json::from_str(&text)
         .with_context(|| format!("{} does not match results schema {SCHEMA_VERSION}", path.display()))?;

@@ -10,14 +10,33 @@ pub fn human_bytes(bytes: u64) -> String {
     format_size(bytes, FormatSizeOptions::from(BINARY).decimal_places(2).decimal_zeroes(2))
 }
 
-/// A number with `decimals` places, or `unknown` when it is not finite.
+/// A number with `decimals` places (in scientific notation when it is too large or too
+/// small for that to be readable), or `unknown` when it is not finite.
 pub fn number(value: f64, decimals: usize) -> String {
-    if value.is_finite() { format!("{value:.decimals$}") } else { "unknown".to_string() }
+    if !value.is_finite() {
+        "unknown".to_string()
+    } else if readable_as_decimal(value) {
+        format!("{value:.decimals$}")
+    } else {
+        format!("{value:.decimals$e}")
+    }
 }
 
-/// A number as given (all its digits), or `unknown` when it is not finite.
+/// A number as given (all its digits, or scientific notation when there are too many),
+/// or `unknown` when it is not finite.
 pub fn exact(value: f64) -> String {
-    if value.is_finite() { value.to_string() } else { "unknown".to_string() }
+    if !value.is_finite() {
+        "unknown".to_string()
+    } else if readable_as_decimal(value) {
+        value.to_string()
+    } else {
+        format!("{value:e}")
+    }
+}
+
+/// Whether `value` prints as a decimal of reasonable length.
+fn readable_as_decimal(value: f64) -> bool {
+    value == 0.0 || (1e-4..1e15).contains(&value.abs())
 }
 
 /// Milliseconds as `4.0 ms` or, from a second on, `2.63 s`.
@@ -70,5 +89,8 @@ mod tests {
         assert_eq!(per_second(Some(f64::INFINITY)), "unknown");
         assert_eq!(times(Some(1.971)), "1.97x");
         assert_eq!(number(f64::NEG_INFINITY, 1), "unknown");
+        assert_eq!(number(1e300, 2), "1.00e300");
+        assert_eq!(exact(1e-300), "1e-300");
+        assert_eq!(exact(0.0912), "0.0912");
     }
 }

@@ -6,7 +6,7 @@ mod common;
 use chbench::explain::explain_indexes;
 use chbench::fixtures::{Fixture, Params};
 use chbench::measure::{StatementTag, drop_caches, measure};
-use chbench::parts::{column_bytes, parts_summary};
+use chbench::parts::{ColumnSizes, column_bytes, column_sizes, parts_summary};
 use chbench::settings::Settings;
 use chbench::targets::{StatsSource, Target};
 
@@ -98,4 +98,29 @@ fn an_error_in_a_query_file_names_the_file_and_line_in_measure_and_explain() {
     assert!(measured.contains("SELEC count()") && measured.contains("SYNTAX_ERROR"), "{measured}");
     let explained = format!("{:#}", explain_indexes(&mut target, &query).unwrap_err());
     assert!(explained.starts_with(&format!("{}:3: ", path.display())), "{explained}");
+}
+
+#[test]
+fn column_sizes_of_a_table_with_compact_parts_cover_the_wide_parts_and_say_so() {
+    let mut target = common::scenario_target("measure_compact_parts");
+    // Parts of 1,000 rows or more are wide, smaller ones compact; no merge joins them.
+    target
+        .execute(
+            "CREATE TABLE mixed (k UInt64, s String) ENGINE = MergeTree ORDER BY k \
+             SETTINGS min_rows_for_wide_part = 1000, min_bytes_for_wide_part = 0",
+        )
+        .unwrap();
+    target.execute("SYSTEM STOP MERGES mixed").unwrap();
+    target.execute("INSERT INTO mixed SELECT number, toString(number) FROM numbers(5000)").unwrap();
+    target.execute("INSERT INTO mixed SELECT number, toString(number) FROM numbers(10)").unwrap();
+    let parts = parts_summary(&mut target, "mixed").unwrap();
+    assert_eq!((parts.active_parts, parts.compact_parts), (2, 1));
+    let ColumnSizes::WideOnly { columns, note } = column_sizes(&mut target, "mixed").unwrap() else {
+        panic!("expected sizes of the wide part only");
+    };
+    // The wide part's 5,000 UInt64 keys, and nothing of the compact part's 10.
+    assert_eq!(columns[0].uncompressed_bytes, 40_000);
+    assert!(note.contains("compact parts 1 of 2"), "{note}");
+    let error = column_bytes(&mut target, "mixed").unwrap_err().to_string();
+    assert!(error.contains("no per-column sizes for the whole table"), "{error}");
 }

@@ -102,7 +102,7 @@ fn extreme_bundle(value: f64, count: u64) -> RunBundle {
                 uncompressed_bytes: count,
                 marks_bytes: count,
             }],
-            columns_unknown: Some("compact parts".to_string()),
+            columns_note: Some("compact parts".to_string()),
         }],
         zstd_reinsert: Some(step.clone()),
         queries: vec![QueryRuns {
@@ -241,7 +241,7 @@ fn bundles_written_before_the_machine_and_table_totals_were_recorded_still_load(
     let mut old = serde_json::to_value(extreme_bundle(2.0, 5)).unwrap();
     old.as_object_mut().unwrap().remove("machine");
     let storage = old["storage"][0].as_object_mut().unwrap();
-    for field in ["table_bytes", "compact_parts", "columns_unknown"] {
+    for field in ["table_bytes", "compact_parts", "columns_note"] {
         storage.remove(field);
     }
     let root = tempfile::tempdir().unwrap();

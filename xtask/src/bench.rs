@@ -9,6 +9,7 @@
 use anyhow::{Context, Result};
 use chbench::benchmark::LogsBenchmark;
 use chbench::cost::CostInputs;
+use chbench::interrupt::Interrupted;
 use chbench::report::write_report;
 use chbench::results::{BundleWriter, ExistingFolder, check_run_id};
 use chbench::targets::{TargetKind, open_target_of_kind};
@@ -50,7 +51,10 @@ impl Bench {
         benchmark.run_id = writer.bundle.run_id.clone();
         let dir = writer.dir().to_path_buf();
         eprintln!("chbench: run {}, results in {}", benchmark.run_id, dir.display());
-        let outcome = benchmark.run(&mut target, &mut writer, &TerminalProgress::new());
+        // An interruption is one fact, not a failure of the statement it came before.
+        let outcome = benchmark
+            .run(&mut target, &mut writer, &TerminalProgress::new())
+            .map_err(|error| if error.is::<Interrupted>() { Interrupted.into() } else { error });
         // Whatever happened, what was measured is saved and reported.
         writer
             .finish(outcome.as_ref().err().map(|error| format!("{error:#}")))

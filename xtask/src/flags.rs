@@ -64,7 +64,7 @@ pub struct Bench {
     #[arg(long, default_value = "100M", value_parser = parse_count)]
     pub rows_per_day: u64,
     /// Retention projection: days kept.
-    #[arg(long, default_value_t = 30)]
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..))]
     pub retention_days: u64,
     /// The volume's read limit in MiB/s, shown beside direct-I/O read rates (gp3 default: 125).
     #[arg(long)]
@@ -73,7 +73,7 @@ pub struct Bench {
 
 #[derive(Debug, Args)]
 pub struct Report {
-    /// The run's folder name under the results directory.
+    /// The run's id (its folder's name under the results directory), or the bundle's folder.
     pub run_id: String,
     #[arg(long, default_value = "results")]
     pub results_dir: PathBuf,

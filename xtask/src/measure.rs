@@ -1,6 +1,6 @@
 //! `cargo xtask measure FILE...`: run SQL files on the chosen target; in each file the
 //! statements before the last are set-up, the last one is measured and its statistics
-//! record printed as JSON. Files take no parameters: a `{name}` left in one is an error
+//! record printed as JSON (`{"file", "answer", "stats"}`, one document per file). Files take no parameters: a `{name}` left in one is an error
 //! naming its line, before the engine starts.
 
 use anyhow::{Context, Result};
@@ -19,18 +19,23 @@ impl Measure {
             // No parameters here: a `{name}` left in the file is an error at its line.
             let fixture = Fixture::read(file)?;
             let statements = fixture.render(&Params::new())?;
-            files.push((fixture.name(), statements));
+            files.push((file, fixture.name(), statements));
         }
         let mut target = open_target_of_kind(TargetKind::parse(&self.target.target)?)?;
-        for (name, mut statements) in files {
+        for (file, name, mut statements) in files {
             let Some(last) = statements.pop() else { continue };
             for statement in &statements {
                 target.execute(statement).with_context(|| statement.location())?;
             }
             let tag = StatementTag::new("measure", "cli", &name, 1);
             let measured = measure(&mut target, &last, &tag, &Settings::new())?;
-            print!("{}", measured.body);
-            println!("{}", serde_json::to_string_pretty(&measured.stats.without_raw())?);
+            // One JSON document per file on stdout, so that it pipes into jq and the like.
+            let record = serde_json::json!({
+                "file": file.display().to_string(),
+                "answer": measured.body,
+                "stats": measured.stats.without_raw(),
+            });
+            println!("{}", serde_json::to_string_pretty(&record)?);
         }
         Ok(())
     }

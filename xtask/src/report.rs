@@ -2,14 +2,20 @@
 
 use anyhow::{Result, bail};
 use chbench::report::write_report;
-use chbench::results::check_run_id;
+use chbench::results::{RESULTS_FILE, check_run_id};
 
 use crate::flags::Report;
 
 impl Report {
     pub fn run(self) -> Result<()> {
-        check_run_id(&self.run_id)?;
-        let dir = self.results_dir.join(&self.run_id);
+        // A bundle's folder as the bench printed it (`results/<run-id>`) works too.
+        let as_path = std::path::Path::new(&self.run_id);
+        let dir = if as_path.join(RESULTS_FILE).is_file() {
+            as_path.to_path_buf()
+        } else {
+            check_run_id(&self.run_id)?;
+            self.results_dir.join(&self.run_id)
+        };
         if !dir.is_dir() {
             bail!("no results bundle {} (runs are folders under {})", dir.display(), self.results_dir.display());
         }

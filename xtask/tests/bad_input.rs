@@ -133,6 +133,13 @@ fn an_unreachable_server_says_nothing_about_the_password() {
 /// (status 403, code 516 in the body). It answers nothing else: it is for the error
 /// path only.
 fn refusing_peer() -> String {
+    let message = "Code: 516. DB::Exception: default: Authentication failed: password is incorrect, or there \
+                   is no user with such name. (AUTHENTICATION_FAILED) (version 26.3.33.24)\n";
+    loopback_peer("403 Forbidden\r\nX-ClickHouse-Exception-Code: 516", message)
+}
+
+/// A loopback HTTP peer that gives every request the same answer.
+fn loopback_peer(status_and_headers: &'static str, body: &'static str) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     std::thread::spawn(move || {
@@ -146,14 +153,12 @@ fn refusing_peer() -> String {
                 }
                 line.clear();
             }
-            let mut body = vec![0; content_length];
-            let _ = reader.read_exact(&mut body);
-            let message = "Code: 516. DB::Exception: default: Authentication failed: password is incorrect, or \
-                           there is no user with such name. (AUTHENTICATION_FAILED) (version 26.3.33.24)\n";
+            let mut request_body = vec![0; content_length];
+            let _ = reader.read_exact(&mut request_body);
             let response = format!(
-                "HTTP/1.1 403 Forbidden\r\nX-ClickHouse-Exception-Code: 516\r\nContent-Type: text/plain\r\n\
-                 Content-Length: {}\r\nConnection: close\r\n\r\n{message}",
-                message.len()
+                "HTTP/1.1 {status_and_headers}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\
+                 Connection: close\r\n\r\n{body}",
+                body.len()
             );
             let _ = reader.get_mut().write_all(response.as_bytes());
         }
@@ -166,6 +171,30 @@ fn a_refused_login_says_nothing_about_the_password() {
     let url = refusing_peer();
     let output = assert_output_independent_of_the_password(&url);
     assert!(output.contains(&format!("ClickHouse at {url} refused user \"default\"")), "{output}");
+}
+
+#[test]
+fn a_server_that_is_not_clickhouse_is_named_before_any_bundle_is_made() {
+    let url = loopback_peer("200 OK", "<html><body>It works</body></html>");
+    let results = tempfile::tempdir().unwrap();
+    let output = xtask(
+        &["bench", "--target", "url", "--rows", "1K", "--results-dir", results.path().to_str().unwrap()],
+        &[("CHBENCH_URL", &url)],
+    );
+    let line = error_line(&output);
+    assert!(line.contains(&format!("{url} answered `SELECT version()` with")), "{line}");
+    assert!(line.contains("not a ClickHouse version"), "{line}");
+    assert_eq!(std::fs::read_dir(results.path()).unwrap().count(), 0, "a bundle was made");
+}
+
+#[test]
+fn credentials_in_url_parameters_are_refused_without_repeating_them() {
+    let output = xtask(
+        &["bench", "--target", "url", "--rows", "1000"],
+        &[("CHBENCH_URL", "http://127.0.0.1:1/?password=zz-pw")],
+    );
+    let line = error_line(&output);
+    assert!(line.contains("CHBENCH_URL holds credentials") && !line.contains("zz-pw"), "{line}");
 }
 
 #[test]

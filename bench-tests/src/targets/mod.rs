@@ -157,8 +157,15 @@ impl Target {
             info: TargetInfo { kind, engine_version: String::new(), endpoint },
             database: "default".to_string(),
         };
-        target.info.engine_version =
-            target.query_text("SELECT version()").context("cannot read the engine version")?.trim().to_string();
+        let version = target.query_text("SELECT version()").context("cannot read the engine version")?;
+        target.info.engine_version = clickhouse_version(&version).with_context(|| {
+            format!(
+                "{} answered `SELECT version()` with {:?}, not a ClickHouse version: is it a ClickHouse HTTP \
+                 port (8123 by default)?",
+                target.info.endpoint,
+                one_line(&version).chars().take(60).collect::<String>()
+            )
+        })?;
         Ok(target)
     }
 
@@ -295,6 +302,15 @@ impl Target {
     }
 }
 
+/// `26.7.2.1` from the answer to `SELECT version()`; `None` when it is not a version
+/// (some other HTTP server answered).
+fn clickhouse_version(answer: &str) -> Option<String> {
+    let version = answer.trim();
+    let parts: Vec<&str> = version.split('.').collect();
+    let numeric = parts.iter().all(|part| !part.is_empty() && part.chars().all(|c| c.is_ascii_digit()));
+    (parts.len() >= 2 && numeric).then(|| version.to_string())
+}
+
 /// `system.events` at one moment, and what reading it cost.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EventsSnapshot {
@@ -359,6 +375,15 @@ mod tests {
         let error = TargetKind::parse("Embeded").unwrap_err().to_string();
         assert!(error.contains("\"Embeded\" is not a target"), "{error}");
         assert!(error.contains("embedded, container, url"), "{error}");
+    }
+
+    #[test]
+    fn only_a_version_counts_as_a_clickhouse_answer() {
+        assert_eq!(clickhouse_version("26.7.2.1\n").as_deref(), Some("26.7.2.1"));
+        assert_eq!(clickhouse_version("18.16.1").as_deref(), Some("18.16.1"));
+        for answer in ["<html><body>It works</body></html>", "", "26", "26..1", "v26.7"] {
+            assert_eq!(clickhouse_version(answer), None, "{answer}");
+        }
     }
 
     #[test]

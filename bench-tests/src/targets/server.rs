@@ -53,7 +53,10 @@ impl ServerConfig {
     pub fn new(url: &str, user: &str, password: &str) -> Result<ServerConfig> {
         let parsed = url::Url::parse(url.trim())
             .map_err(|error| anyhow!("{URL_ENV} is not a URL ({error}); give one like http://127.0.0.1:8123"))?;
-        if !parsed.username().is_empty() || parsed.password().is_some() {
+        // ClickHouse also takes `?user=` and `?password=` in the URL.
+        let credential_parameter =
+            parsed.query_pairs().any(|(name, _)| matches!(name.to_ascii_lowercase().as_str(), "user" | "password"));
+        if !parsed.username().is_empty() || parsed.password().is_some() || credential_parameter {
             bail!(
                 "{URL_ENV} holds credentials; give the URL without them (e.g. http://127.0.0.1:8123), the user \
                  in {USER_ENV} and the password in {PASSWORD_ENV}"
@@ -179,7 +182,13 @@ mod tests {
 
     #[test]
     fn urls_with_credentials_are_refused_without_echoing_them() {
-        for url in ["http://bench:s3cret@127.0.0.1:8123/x", "http://s3cret@127.0.0.1:8123", "http://:s3cret@h:1"] {
+        for url in [
+            "http://bench:s3cret@127.0.0.1:8123/x",
+            "http://s3cret@127.0.0.1:8123",
+            "http://:s3cret@h:1",
+            "http://127.0.0.1:1/?password=s3cret",
+            "http://127.0.0.1:1/?database=x&User=s3cret",
+        ] {
             let error = ServerConfig::new(url, "u", "").unwrap_err().to_string();
             assert!(error.contains("holds credentials") && !error.contains("s3cret"), "{error}");
         }
