@@ -17,7 +17,7 @@
 //! - SQL comes from `fixtures/`, never from Rust strings, except the system-table
 //!   queries the measurement core itself runs.
 
-pub mod benchmark;
+pub mod benchmarks;
 pub mod breakdown;
 pub mod cost;
 pub mod dataset;

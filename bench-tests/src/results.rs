@@ -1,6 +1,12 @@
 //! The results bundle: one directory per benchmark run, `results/<run-id>/`, holding
-//! `results.json` (this module's [`RunBundle`], schema [`SCHEMA_VERSION`]), the exact SQL
-//! files the run used under `sql/`, and the report made from them.
+//! `results.json` (this module's [`RunBundle`], schema [`SCHEMA_VERSION`], every field
+//! documented in `docs/results.md`), the exact SQL files the run used under `sql/`, and
+//! the report made from them.
+//!
+//! A bundle is a common envelope (run id, status, phase, times, target, settings, SQL
+//! files, machine, error) around one benchmark's own results, tagged by its kind
+//! ([`BenchmarkResults`]). Types every kind uses (query runs, samples, steps, storage
+//! snapshots) live here; each kind's own live in its folder under `benchmarks/`.
 //!
 //! The bundle is written as the run goes. It starts as `incomplete`, and every recorded
 //! step rewrites `results.json` atomically (a temporary file, then a rename). Every query
@@ -15,7 +21,7 @@
 //!
 //! Whatever the writer produces, the reader accepts: a number that is not finite is
 //! written as `null` (JSON has no NaN) and read back as NaN, which reports show as
-//! unknown; fields added since schema 1 came out have defaults.
+//! unknown.
 
 use std::fs::{self, File};
 use std::io::{self, Write as _};
@@ -24,8 +30,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Deserializer, Serialize};
 
+use crate::benchmarks::logs::LogsResults;
 use crate::breakdown::TimeBreakdown;
-use crate::cost::CostModel;
 use crate::machine::MachineInfo;
 use crate::measure::QueryStats;
 use crate::parts::ColumnBytes;
@@ -33,7 +39,8 @@ use crate::settings::Settings;
 use crate::targets::TargetInfo;
 
 /// Bumped whenever a field changes meaning or is removed; readers refuse other versions.
-pub const SCHEMA_VERSION: u32 = 1;
+/// Schema 1 was one bundle type for the logs benchmark; schema 2 is the envelope.
+pub const SCHEMA_VERSION: u32 = 2;
 pub const RESULTS_FILE: &str = "results.json";
 /// The journal of samples measured since `results.json` was last written.
 pub const SAMPLES_FILE: &str = "samples.jsonl";
@@ -48,44 +55,92 @@ pub enum RunStatus {
     Complete,
 }
 
-/// Everything one benchmark run measured.
+/// Where a run is, or was when it stopped. One list for every benchmark kind: each runs
+/// the phases it has, in its order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    /// The bundle exists; nothing has run yet.
+    Starting,
+    /// Loading the dataset.
+    Ingest,
+    /// Bytes per table and column, under each codec.
+    Storage,
+    /// The measured queries.
+    Queries,
+    /// Adding a skip index and running the query it serves again.
+    BloomFilter,
+    /// The cost arithmetic.
+    Cost,
+    /// Every phase ran.
+    Done,
+}
+
+impl Phase {
+    pub fn label(self) -> &'static str {
+        match self {
+            Phase::Starting => "starting",
+            Phase::Ingest => "ingest",
+            Phase::Storage => "storage",
+            Phase::Queries => "queries",
+            Phase::BloomFilter => "bloom filter",
+            Phase::Cost => "cost",
+            Phase::Done => "done",
+        }
+    }
+}
+
+/// Everything one benchmark run measured: the envelope every kind shares, and the kind's
+/// own results.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunBundle {
     pub schema_version: u32,
     pub run_id: String,
     pub status: RunStatus,
-    /// Why the run stopped early, when it did so with an error.
-    pub error: Option<String>,
-    /// The step that was running when the bundle was last written.
-    pub phase: String,
-    /// Seconds since the Unix epoch.
-    pub started_at: u64,
-    pub finished_at: Option<u64>,
+    /// The phase that was running when the bundle was last written.
+    pub phase: Phase,
+    /// RFC 3339, UTC.
+    pub started_at: jiff::Timestamp,
+    pub finished_at: Option<jiff::Timestamp>,
     pub target: TargetInfo,
-    pub dataset: DatasetParams,
     /// Settings in force for every statement unless a sample says otherwise.
     pub session_settings: Settings,
-    /// The volume's read limit, when the target knows it (MiB/s).
-    pub volume_limit_mib_per_s: Option<f64>,
     /// The SQL files used, relative to `fixtures/`, copied verbatim under `sql/`.
     pub sql_files: Vec<String>,
-    pub ingest: Option<Ingest>,
-    pub storage: Vec<StorageSnapshot>,
-    pub zstd_reinsert: Option<Step>,
-    pub queries: Vec<QueryRuns>,
-    pub bloom_filter: Option<BloomFilter>,
-    pub cost: Option<CostModel>,
     /// The machine the run measured on, and whether it was quiet.
-    #[serde(default)]
     pub machine: Option<MachineInfo>,
+    /// Why the run stopped early, when it did so with an error.
+    pub error: Option<String>,
+    pub benchmark: BenchmarkResults,
 }
 
+/// One benchmark kind's results, tagged by the kind.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct DatasetParams {
-    pub name: String,
-    pub rows: u64,
-    pub step_ms: u64,
-    pub warm_runs: u32,
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum BenchmarkResults {
+    Logs(LogsResults),
+}
+
+impl BenchmarkResults {
+    /// The kind's name, as `cargo xtask bench` takes it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            BenchmarkResults::Logs(_) => "logs",
+        }
+    }
+
+    /// Every query run of the benchmark, where the samples journal folds back in.
+    pub fn queries(&self) -> &[QueryRuns] {
+        match self {
+            BenchmarkResults::Logs(logs) => &logs.queries,
+        }
+    }
+
+    pub fn queries_mut(&mut self) -> &mut Vec<QueryRuns> {
+        match self {
+            BenchmarkResults::Logs(logs) => &mut logs.queries,
+        }
+    }
 }
 
 /// A timed statement that is not a query run (DDL, re-insert, materialize).
@@ -96,47 +151,23 @@ pub struct Step {
     pub stats: Option<QueryStats>,
 }
 
-/// The server-side `INSERT ... SELECT` of the generator.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Ingest {
-    pub rows: u64,
-    /// Through the harness (`measure`): the figure the report shows.
-    #[serde(deserialize_with = "nan_if_null")]
-    pub seconds: f64,
-    /// Unknown (`null`) when the engine reported no duration to divide by.
-    pub rows_per_second: Option<f64>,
-    /// The same statement run straight on the engine in the same run, without the
-    /// harness's tagging and statistics reads, into a table dropped afterwards. Both
-    /// figures are the engine's own duration of the statement.
-    #[serde(deserialize_with = "nan_if_null")]
-    pub raw_engine_seconds: f64,
-    pub raw_engine_rows_per_second: Option<f64>,
-    pub partitions: u64,
-    pub active_parts: u64,
-    pub stats: QueryStats,
-}
-
 /// Bytes of one table, in all and per column, at one moment.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StorageSnapshot {
-    /// What this is, e.g. `LZ4 (default), as ingested`.
+    /// When it was taken, e.g. `as ingested, 26 active parts`.
     pub label: String,
     pub table: String,
     pub codec: String,
     pub active_parts: u64,
     pub partitions: u64,
-    /// The whole table's data bytes, from `system.parts` (known for every kind of part).
-    /// Absent in bundles written before it was recorded: the columns' sum stands in.
-    #[serde(default)]
-    pub table_bytes: Option<TableBytes>,
     /// Active parts that keep all columns in one file: ClickHouse records no per-column
     /// sizes for them.
-    #[serde(default)]
     pub compact_parts: u64,
+    /// The whole table's data bytes, from `system.parts` (known for every kind of part).
+    pub table_bytes: TableBytes,
     /// Bytes per column, summed over the wide parts; empty when every part is compact.
     pub columns: Vec<ColumnBytes>,
     /// What `columns` leaves out (compact parts), when it leaves anything out.
-    #[serde(default)]
     pub columns_note: Option<String>,
 }
 
@@ -149,17 +180,11 @@ pub struct TableBytes {
 
 impl StorageSnapshot {
     pub fn compressed_bytes(&self) -> u64 {
-        match self.table_bytes {
-            Some(table) => table.compressed_bytes,
-            None => self.columns.iter().map(|column| column.compressed_bytes).sum(),
-        }
+        self.table_bytes.compressed_bytes
     }
 
     pub fn uncompressed_bytes(&self) -> u64 {
-        match self.table_bytes {
-            Some(table) => table.uncompressed_bytes,
-            None => self.columns.iter().map(|column| column.uncompressed_bytes).sum(),
-        }
+        self.table_bytes.uncompressed_bytes
     }
 
     /// Uncompressed over compressed bytes of the whole table; unknown for an empty table.
@@ -194,11 +219,34 @@ pub struct Sample {
     pub breakdown: TimeBreakdown,
 }
 
-/// Every run of one query in one variant (e.g. Q5 `without index` and `bloom filter`).
+/// Which form of a query's setting was measured: the same query before and after a
+/// change to the table (e.g. Q5 without and with its bloom filter).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum QueryVariant {
+    /// The query on the table as designed.
+    Default,
+    /// Before the skip index that serves it exists.
+    WithoutIndex,
+    /// After a bloom filter skip index was added and materialized.
+    BloomFilter,
+}
+
+impl QueryVariant {
+    pub fn label(self) -> &'static str {
+        match self {
+            QueryVariant::Default => "default",
+            QueryVariant::WithoutIndex => "without index",
+            QueryVariant::BloomFilter => "bloom filter",
+        }
+    }
+}
+
+/// Every run of one query in one variant (e.g. Q5 `without_index` and `bloom_filter`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct QueryRuns {
     pub query: String,
-    pub variant: String,
+    pub variant: QueryVariant,
     pub sql_file: String,
     /// The first run's result, as tab-separated text (cut to 2,000 characters).
     pub answer: String,
@@ -258,22 +306,6 @@ pub fn median(sorted: &[f64]) -> Option<f64> {
         0 => None,
         n if n % 2 == 1 => Some(sorted[n / 2]),
         n => Some((sorted[n / 2 - 1] + sorted[n / 2]) / 2.0),
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct BloomFilter {
-    pub add_index: Step,
-    pub materialize: Step,
-    pub index_compressed_bytes: u64,
-    pub index_uncompressed_bytes: u64,
-    pub table_compressed_bytes: u64,
-}
-
-impl BloomFilter {
-    /// The index's compressed bytes over the table's; unknown for an empty table.
-    pub fn index_share_of_table(&self) -> Option<f64> {
-        ratio(self.index_compressed_bytes as f64, self.table_compressed_bytes as f64)
     }
 }
 
@@ -337,8 +369,8 @@ impl BundleWriter {
     }
 
     /// Records the step about to run and saves.
-    pub fn phase(&mut self, phase: &str) -> Result<()> {
-        self.bundle.phase = phase.to_string();
+    pub fn phase(&mut self, phase: Phase) -> Result<()> {
+        self.bundle.phase = phase;
         self.save()
     }
 
@@ -354,7 +386,7 @@ impl BundleWriter {
     /// Starts the runs of one query: saved at once, so that its samples have a place
     /// to go back to when the journal is read.
     pub fn start_query(&mut self, runs: QueryRuns) -> Result<()> {
-        self.bundle.queries.push(runs);
+        self.bundle.benchmark.queries_mut().push(runs);
         self.save()
     }
 
@@ -362,7 +394,8 @@ impl BundleWriter {
     /// on disk before the next one is measured. `answer` is the query's result, given
     /// with the first sample.
     pub fn record_sample(&mut self, sample: Sample, answer: Option<String>) -> Result<()> {
-        let query_index = self.bundle.queries.len().checked_sub(1).context("a sample before any query started")?;
+        let query_index =
+            self.bundle.benchmark.queries().len().checked_sub(1).context("a sample before any query started")?;
         let record = JournalRecord { query_index, answer, sample };
         let mut line = serde_json::to_string(&record).context("cannot serialise a sample")?;
         line.push('\n');
@@ -388,11 +421,11 @@ impl BundleWriter {
     /// Marks the run complete (or failed, with the error) and saves. Everything is in
     /// `results.json` then, so the journal goes.
     pub fn finish(&mut self, error: Option<String>) -> Result<()> {
-        self.bundle.finished_at = Some(unix_seconds());
+        self.bundle.finished_at = Some(jiff::Timestamp::now());
         match error {
             None => {
                 self.bundle.status = RunStatus::Complete;
-                self.bundle.phase = "done".to_string();
+                self.bundle.phase = Phase::Done;
             }
             Some(error) => self.bundle.error = Some(error),
         }
@@ -420,7 +453,7 @@ impl JournalRecord {
     /// Adds the sample to its query unless the query has it already (`results.json`
     /// may have been saved after the sample was journaled).
     fn fold_into(self, bundle: &mut RunBundle) {
-        let Some(runs) = bundle.queries.get_mut(self.query_index) else { return };
+        let Some(runs) = bundle.benchmark.queries_mut().get_mut(self.query_index) else { return };
         if let Some(answer) = self.answer
             && runs.answer.is_empty()
         {
@@ -457,6 +490,11 @@ pub fn load_bundle(dir: &Path) -> Result<RunBundle> {
         serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))?;
     match version.get("schema_version").and_then(serde_json::Value::as_u64) {
         None => bail!("{} is not a results bundle: it has no schema_version", path.display()),
+        Some(1) => bail!(
+            "{} has results schema 1, written by an earlier chbench; this one reads schema {SCHEMA_VERSION}: run \
+             the benchmark again (`cargo xtask bench`), or render it with the chbench that wrote it",
+            path.display()
+        ),
         Some(found) if found != u64::from(SCHEMA_VERSION) => {
             bail!("{} has results schema {found}; this version reads schema {SCHEMA_VERSION}", path.display())
         }
@@ -490,10 +528,6 @@ fn fold_journal(dir: &Path, bundle: &mut RunBundle) -> Result<()> {
 /// as NaN, so that nothing the writer produces is refused; reports show it as unknown.
 pub fn nan_if_null<'de, D: Deserializer<'de>>(deserializer: D) -> Result<f64, D::Error> {
     Ok(Option::<f64>::deserialize(deserializer)?.unwrap_or(f64::NAN))
-}
-
-pub fn unix_seconds() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|elapsed| elapsed.as_secs()).unwrap_or(0)
 }
 
 #[cfg(test)]

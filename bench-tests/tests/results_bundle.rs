@@ -1,10 +1,12 @@
 //! Whatever the results writer produces, the reader and the report accept: bundles with
 //! extreme, non-finite and missing values round-trip, a journal cut short by a kill is
-//! read up to its last whole line, and bundles written before fields were added load.
-//! No engine is needed: these bundles are built by hand.
+//! read up to its last whole line, and a schema-1 bundle gets one line saying what to
+//! do. Every field is documented in docs/results.md. No engine is needed: these bundles
+//! are built by hand.
 
 use std::collections::BTreeMap;
 
+use chbench::benchmarks::logs::{BloomFilter, HarnessIngest, Ingest, IngestTiming, LogsDataset, LogsResults};
 use chbench::breakdown::{Bottleneck, TimeBreakdown};
 use chbench::cost::{CostInputs, CostModel};
 use chbench::machine::{LoadAverage, MachineInfo, SeenProcess};
@@ -12,7 +14,7 @@ use chbench::measure::QueryStats;
 use chbench::parts::ColumnBytes;
 use chbench::report::write_report;
 use chbench::results::{
-    BloomFilter, BundleWriter, DatasetParams, ExistingFolder, Ingest, QueryRuns, RESULTS_FILE, RunBundle, RunStatus,
+    BenchmarkResults, BundleWriter, ExistingFolder, Phase, QueryRuns, QueryVariant, RESULTS_FILE, RunBundle, RunStatus,
     SAMPLES_FILE, SCHEMA_VERSION, Sample, SampleKind, Step, StorageSnapshot, TableBytes, load_bundle,
 };
 use chbench::settings::Settings;
@@ -65,61 +67,16 @@ fn extreme_bundle(value: f64, count: u64) -> RunBundle {
         schema_version: SCHEMA_VERSION,
         run_id: "extreme".to_string(),
         status: RunStatus::Complete,
-        error: Some("a\nmultiline \"error\"".to_string()),
-        phase: "done".to_string(),
-        started_at: count,
-        finished_at: Some(count),
+        phase: Phase::Done,
+        started_at: jiff::Timestamp::from_second(1_796_007_599).unwrap(),
+        finished_at: Some(jiff::Timestamp::MAX),
         target: TargetInfo {
             kind: TargetKind::Embedded,
             engine_version: "26.7.2.1".to_string(),
             endpoint: "libchdb".to_string(),
         },
-        dataset: DatasetParams { name: "logs".to_string(), rows: count, step_ms: count, warm_runs: u32::MAX },
         session_settings: Settings::session_defaults(),
-        volume_limit_mib_per_s: Some(value),
         sql_files: vec!["logs/schema.sql".to_string()],
-        ingest: Some(Ingest {
-            rows: count,
-            seconds: value,
-            rows_per_second: Some(value),
-            raw_engine_seconds: value,
-            raw_engine_rows_per_second: Some(value),
-            partitions: count,
-            active_parts: count,
-            stats: stats(count),
-        }),
-        storage: vec![StorageSnapshot {
-            label: "LZ4".to_string(),
-            table: "logs".to_string(),
-            codec: "LZ4".to_string(),
-            active_parts: count,
-            partitions: count,
-            table_bytes: Some(TableBytes { compressed_bytes: count, uncompressed_bytes: count }),
-            compact_parts: count,
-            columns: vec![ColumnBytes {
-                column: "message".to_string(),
-                compressed_bytes: count,
-                uncompressed_bytes: count,
-                marks_bytes: count,
-            }],
-            columns_note: Some("compact parts".to_string()),
-        }],
-        zstd_reinsert: Some(step.clone()),
-        queries: vec![QueryRuns {
-            query: "q1".to_string(),
-            variant: "default".to_string(),
-            sql_file: "logs/queries/q1.sql".to_string(),
-            answer: "42\n".to_string(),
-            samples: vec![sample(value, count, 0), sample(value, count, 1)],
-        }],
-        bloom_filter: Some(BloomFilter {
-            add_index: step.clone(),
-            materialize: step,
-            index_compressed_bytes: count,
-            index_uncompressed_bytes: count,
-            table_compressed_bytes: count,
-        }),
-        cost: Some(CostModel::new(inputs, count, count)),
         machine: Some(MachineInfo {
             cpu_model: String::new(),
             logical_cores: 0,
@@ -128,8 +85,56 @@ fn extreme_bundle(value: f64, count: u64) -> RunBundle {
             load_average_end: Some(load),
             other_chbench_processes: vec![SeenProcess { pid: u32::MAX, name: "x".to_string() }],
             others_cpu_cores: Some(value),
-            others_cpu_unknown: None,
+            others_cpu_unknown: Some("a reason".to_string()),
             noise: vec!["busy".to_string()],
+        }),
+        error: Some("a\nmultiline \"error\"".to_string()),
+        benchmark: BenchmarkResults::Logs(LogsResults {
+            dataset: LogsDataset { rows: count, step_ms: count, warm_runs: u32::MAX },
+            volume_limit_mib_per_s: Some(value),
+            ingest: Some(Ingest {
+                rows: count,
+                raw_engine: Some(IngestTiming { seconds: value, rows_per_second: Some(value) }),
+                harness: Some(HarnessIngest {
+                    timing: IngestTiming { seconds: value, rows_per_second: Some(value) },
+                    rows: count,
+                    partitions: count,
+                    active_parts: count,
+                    stats: stats(count),
+                }),
+            }),
+            storage: vec![StorageSnapshot {
+                label: "as ingested".to_string(),
+                table: "logs".to_string(),
+                codec: "LZ4".to_string(),
+                active_parts: count,
+                partitions: count,
+                compact_parts: count,
+                table_bytes: TableBytes { compressed_bytes: count, uncompressed_bytes: count },
+                columns: vec![ColumnBytes {
+                    column: "message".to_string(),
+                    compressed_bytes: count,
+                    uncompressed_bytes: count,
+                    marks_bytes: count,
+                }],
+                columns_note: Some("compact parts".to_string()),
+            }],
+            zstd_reinsert: Some(step.clone()),
+            queries: vec![QueryRuns {
+                query: "q1".to_string(),
+                variant: QueryVariant::Default,
+                sql_file: "logs/queries/q1.sql".to_string(),
+                answer: "42\n".to_string(),
+                samples: vec![sample(value, count, 0), sample(value, count, 1)],
+            }],
+            bloom_filter: Some(BloomFilter {
+                add_index: step.clone(),
+                materialize: step,
+                index_compressed_bytes: count,
+                index_uncompressed_bytes: count,
+                table_compressed_bytes: count,
+            }),
+            cost: Some(CostModel::new(inputs, count, count)),
         }),
     }
 }
@@ -138,17 +143,21 @@ fn extreme_bundle(value: f64, count: u64) -> RunBundle {
 fn empty_bundle() -> RunBundle {
     RunBundle {
         status: RunStatus::Incomplete,
+        phase: Phase::Starting,
         error: None,
         finished_at: None,
-        volume_limit_mib_per_s: None,
         sql_files: Vec::new(),
-        ingest: None,
-        storage: Vec::new(),
-        zstd_reinsert: None,
-        queries: Vec::new(),
-        bloom_filter: None,
-        cost: None,
         machine: None,
+        benchmark: BenchmarkResults::Logs(LogsResults {
+            dataset: LogsDataset { rows: 1, step_ms: 1, warm_runs: 1 },
+            volume_limit_mib_per_s: None,
+            ingest: None,
+            storage: Vec::new(),
+            zstd_reinsert: None,
+            queries: Vec::new(),
+            bloom_filter: None,
+            cost: None,
+        }),
         ..extreme_bundle(1.0, 1)
     }
 }
@@ -191,7 +200,7 @@ fn bundles_with_extreme_and_missing_values_round_trip_and_report() {
 fn no_samples_yet() -> QueryRuns {
     QueryRuns {
         query: "q1".to_string(),
-        variant: "default".to_string(),
+        variant: QueryVariant::Default,
         sql_file: "logs/queries/q1.sql".to_string(),
         answer: String::new(),
         samples: Vec::new(),
@@ -215,8 +224,8 @@ fn the_journal_keeps_samples_up_to_a_line_cut_short_by_a_kill() {
     text.push_str("{\"query_index\":0,\"answer\":null,\"sam");
     std::fs::write(&journal, &text).unwrap();
     let bundle = load_bundle(&dir).unwrap();
-    assert_eq!(bundle.queries[0].samples.len(), 3);
-    assert_eq!(bundle.queries[0].answer, "615\n");
+    assert_eq!(bundle.benchmark.queries()[0].samples.len(), 3);
+    assert_eq!(bundle.benchmark.queries()[0].answer, "615\n");
     // A damaged line that is not the last one is an error naming the file and line.
     std::fs::write(&journal, format!("not json\n{text}")).unwrap();
     let error = format!("{:#}", load_bundle(&dir).unwrap_err());
@@ -233,26 +242,70 @@ fn a_finished_bundle_has_its_samples_in_results_json_and_no_journal() {
     assert!(!writer.dir().join(SAMPLES_FILE).exists());
     let text = std::fs::read_to_string(writer.dir().join(RESULTS_FILE)).unwrap();
     let bundle: RunBundle = serde_json::from_str(&text).unwrap();
-    assert_eq!(bundle.queries[0].samples.len(), 1);
+    assert_eq!(bundle.benchmark.queries()[0].samples.len(), 1);
 }
 
 #[test]
-fn bundles_written_before_the_machine_and_table_totals_were_recorded_still_load() {
-    let mut old = serde_json::to_value(extreme_bundle(2.0, 5)).unwrap();
-    old.as_object_mut().unwrap().remove("machine");
-    let storage = old["storage"][0].as_object_mut().unwrap();
-    for field in ["table_bytes", "compact_parts", "columns_note"] {
-        storage.remove(field);
-    }
+fn a_schema_1_bundle_gets_one_line_saying_what_to_do() {
     let root = tempfile::tempdir().unwrap();
     let dir = root.path().join("old");
     std::fs::create_dir(&dir).unwrap();
-    std::fs::write(dir.join(RESULTS_FILE), serde_json::to_string(&old).unwrap()).unwrap();
-    let bundle = load_bundle(&dir).unwrap();
-    assert!(bundle.machine.is_none());
-    // The table's totals fall back to the sum of its columns.
-    assert_eq!(bundle.storage[0].compressed_bytes(), 5);
-    write_report(&dir).unwrap();
+    std::fs::write(dir.join(RESULTS_FILE), r#"{"schema_version": 1, "run_id": "old", "queries": []}"#).unwrap();
+    let error = format!("{:#}", load_bundle(&dir).unwrap_err());
+    assert!(error.contains("has results schema 1, written by an earlier chbench"), "{error}");
+    assert!(error.contains("run the benchmark again (`cargo xtask bench`)"), "{error}");
+    assert!(!error.contains('\n'), "{error}");
+}
+
+/// Object paths whose keys are data, not fields: settings by name, ProfileEvents by
+/// name, and the raw record a statistic came from.
+const OPEN_MAPS: [&str; 5] = [
+    "session_settings",
+    "benchmark.queries[].samples[].settings",
+    "benchmark.queries[].samples[].stats.profile_events",
+    "benchmark.queries[].samples[].stats.raw",
+    ".stats.raw",
+];
+
+/// Every field path of `value`, e.g. `benchmark.queries[].samples[].stats.read_rows`.
+fn field_paths(value: &serde_json::Value, path: &str, paths: &mut Vec<String>) {
+    match value {
+        serde_json::Value::Object(fields) => {
+            for (name, field) in fields {
+                let path = if path.is_empty() { name.clone() } else { format!("{path}.{name}") };
+                paths.push(path.clone());
+                let open = OPEN_MAPS.iter().any(|map| path == *map || (map.starts_with('.') && path.ends_with(map)))
+                    || path.ends_with(".profile_events");
+                if !open {
+                    field_paths(field, &path, paths);
+                }
+            }
+        }
+        serde_json::Value::Array(items) => {
+            for item in items {
+                field_paths(item, &format!("{path}[]"), paths);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[test]
+fn every_field_of_a_bundle_is_documented() {
+    let docs_path = chbench::engine::workspace_root().join("docs/results.md");
+    let docs = std::fs::read_to_string(&docs_path).unwrap();
+    let mut paths = Vec::new();
+    field_paths(&serde_json::to_value(extreme_bundle(1.5, 7)).unwrap(), "", &mut paths);
+    paths.sort();
+    paths.dedup();
+    // A statistics record appears in several places and is documented once, as `stats.<field>`.
+    let documented_as = |path: &String| match path.rsplit_once(".stats.") {
+        Some((_, field)) => format!("stats.{field}"),
+        None => path.clone(),
+    };
+    let missing: Vec<String> =
+        paths.iter().map(documented_as).filter(|path| !docs.contains(&format!("`{path}`"))).collect();
+    assert!(missing.is_empty(), "{} does not document these fields (as `path`): {missing:#?}", docs_path.display());
 }
 
 #[test]

@@ -15,8 +15,9 @@ pub struct Xtask {
 pub enum Command {
     /// Fetch and verify the pinned embedded engine (libchdb) and print its ClickHouse version.
     Setup(Setup),
-    /// Run the logs benchmark on the chosen target, write a results bundle and its report.
-    Bench(Bench),
+    /// Run a benchmark (the logs benchmark unless another kind is named) on the chosen
+    /// target, write a results bundle and its report.
+    Bench(Box<Bench>),
     /// Render a results bundle's report (Markdown and SVG charts) again.
     Report(Report),
     /// Run the statements of SQL files on the chosen target and measure the last one of each.
@@ -34,23 +35,49 @@ pub struct TargetFlag {
 #[derive(Debug, Args)]
 pub struct Setup {}
 
+/// `cargo xtask bench [KIND] [FLAGS]`: a kind's flags follow its name; without a kind,
+/// the flags are the logs benchmark's.
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true, flatten_help = true)]
 pub struct Bench {
+    #[command(subcommand)]
+    pub kind: Option<BenchKind>,
+    #[command(flatten)]
+    pub logs: LogsBench,
+}
+
+/// The benchmark kinds.
+#[derive(Debug, Subcommand)]
+pub enum BenchKind {
+    /// The ClickHouse on EKS field benchmark's measurement: ingest, storage by column,
+    /// Q1-Q5 cold and warm, a bloom filter, cost (the default).
+    Logs(LogsBench),
+}
+
+/// What every benchmark kind takes: where to run and where the bundle goes.
+#[derive(Debug, Clone, Args)]
+pub struct RunFlags {
     #[command(flatten)]
     pub target: TargetFlag,
+    /// Where results bundles go (one folder per run).
+    #[arg(long, default_value = "results")]
+    pub results_dir: PathBuf,
+    /// The run's folder name: 1 to 100 letters, digits, `.`, `_`, `-` (default: UTC time,
+    /// target, kind and scale, with `-2`, `-3`... if another run took it in the same second).
+    #[arg(long)]
+    pub run_id: Option<String>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct LogsBench {
+    #[command(flatten)]
+    pub run: RunFlags,
     /// Rows to generate (K, M and G suffixes work: 10M; the source's scale is 100M).
     #[arg(long, default_value = "10M", value_parser = parse_count)]
     pub rows: u64,
     /// Warm runs per query after the direct-I/O run.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
     pub runs: u32,
-    /// Where results bundles go (one folder per run).
-    #[arg(long, default_value = "results")]
-    pub results_dir: PathBuf,
-    /// The run's folder name: letters, digits, `.`, `_`, `-` (default: UTC time, target
-    /// and rows, with `-2`, `-3`... if another run took it in the same second).
-    #[arg(long)]
-    pub run_id: Option<String>,
     /// Node price, USD per hour (the source: m5.xlarge, Seoul, 2026-09).
     #[arg(long, default_value_t = 0.236)]
     pub node_usd_per_hour: f64,

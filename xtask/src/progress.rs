@@ -4,7 +4,7 @@
 use std::io::IsTerminal;
 use std::time::Duration;
 
-use chbench::benchmark::Progress;
+use chbench::benchmarks::Progress;
 use indicatif::{ProgressBar, ProgressStyle};
 
 pub struct TerminalProgress {

@@ -8,8 +8,15 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use chbench::results::{RunBundle, RunStatus, SAMPLES_FILE, load_bundle};
+use chbench::benchmarks::logs::LogsResults;
+use chbench::results::{BenchmarkResults, Phase, RunBundle, RunStatus, SAMPLES_FILE, load_bundle};
 use chbench::targets::embedded::storage_dir_of_process;
+
+fn logs(bundle: &RunBundle) -> &LogsResults {
+    match &bundle.benchmark {
+        BenchmarkResults::Logs(logs) => logs,
+    }
+}
 
 fn xtask() -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_xtask"));
@@ -36,16 +43,17 @@ fn a_finished_run_is_complete_round_trips_and_reports() {
     let bundle = load_bundle(&dir).unwrap();
     assert_eq!(bundle.status, RunStatus::Complete);
     assert_eq!(bundle.target.engine_version.split('.').count(), 4);
-    assert_eq!(bundle.ingest.as_ref().unwrap().rows, 200_000);
-    assert_eq!(bundle.storage.len(), 2);
+    let logs = logs(&bundle);
+    assert_eq!(logs.ingest.as_ref().unwrap().harness.as_ref().unwrap().rows, 200_000);
+    assert_eq!(logs.storage.len(), 2);
     // Q1-Q5, then Q5 with the bloom filter; a direct-I/O run and two warm runs each.
-    let queries: Vec<_> = bundle.queries.iter().map(|runs| (runs.query.as_str(), runs.samples.len())).collect();
+    let queries: Vec<_> = logs.queries.iter().map(|runs| (runs.query.as_str(), runs.samples.len())).collect();
     assert_eq!(queries, [("q1", 3), ("q2", 3), ("q3", 3), ("q4", 3), ("q5", 3), ("q5", 3)]);
-    assert!(bundle.bloom_filter.is_some() && bundle.cost.is_some());
+    assert!(logs.bloom_filter.is_some() && logs.cost.is_some());
     let machine = bundle.machine.as_ref().expect("the machine is recorded");
     assert!(machine.logical_cores >= 1 && machine.memory_bytes > 0 && machine.load_average_end.is_some());
     // Every sample keeps its raw statistics.
-    assert!(bundle.queries.iter().flat_map(|runs| &runs.samples).all(|sample| !sample.stats.raw.is_null()));
+    assert!(logs.queries.iter().flat_map(|runs| &runs.samples).all(|sample| !sample.stats.raw.is_null()));
     // The typed bundle survives a round trip through JSON unchanged.
     let text = serde_json::to_string(&bundle).unwrap();
     assert_eq!(serde_json::from_str::<chbench::results::RunBundle>(&text).unwrap(), bundle);
@@ -124,7 +132,7 @@ fn interrupt_after_ingest(run_id: &str, interrupt: impl FnOnce(&mut std::process
 
     let bundle = load_bundle(&dir).expect("an interrupted run leaves a readable bundle");
     assert_eq!(bundle.status, RunStatus::Incomplete);
-    assert_eq!(bundle.ingest.as_ref().unwrap().rows, 4_000_000);
+    assert_eq!(logs(&bundle).ingest.as_ref().unwrap().harness.as_ref().unwrap().rows, 4_000_000);
     // The report renders from what there is, and says the run is incomplete.
     let output = xtask().args(["report", run_id, "--results-dir"]).arg(results.path()).output().unwrap();
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
@@ -134,7 +142,7 @@ fn interrupt_after_ingest(run_id: &str, interrupt: impl FnOnce(&mut std::process
 }
 
 fn ingest_recorded(dir: &Path) -> bool {
-    load_bundle(dir).is_ok_and(|bundle| bundle.ingest.is_some())
+    load_bundle(dir).is_ok_and(|bundle| logs(&bundle).ingest.as_ref().is_some_and(|ingest| ingest.harness.is_some()))
 }
 
 /// A run that would take days: Q1 over and over. Returns it once `samples` of its Q1
@@ -160,7 +168,7 @@ fn endless_run(results: &Path, run_id: &str, samples: usize) -> (Child, PathBuf)
 }
 
 fn q1_samples(bundle: &RunBundle) -> usize {
-    bundle.queries.iter().find(|runs| runs.query == "q1").map_or(0, |runs| runs.samples.len())
+    bundle.benchmark.queries().iter().find(|runs| runs.query == "q1").map_or(0, |runs| runs.samples.len())
 }
 
 #[test]
@@ -182,7 +190,7 @@ fn ctrl_c_in_the_middle_of_a_query_keeps_its_samples_says_where_and_reports() {
     assert!(!errors[0].contains(".sql"), "{stderr}");
     let bundle = load_bundle(&dir).unwrap();
     assert_eq!(bundle.status, RunStatus::Incomplete);
-    assert_eq!(bundle.phase, "queries");
+    assert_eq!(bundle.phase, Phase::Queries);
     assert!(q1_samples(&bundle) >= 20, "only {} samples kept", q1_samples(&bundle));
     // Everything is in results.json now; the journal is gone.
     assert!(!dir.join(SAMPLES_FILE).exists());
@@ -290,13 +298,13 @@ fn a_run_on_compact_parts_reports_column_sizes_as_unknown_not_zero() {
     let output = small_run(results.path(), "compact");
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let bundle = load_bundle(&results.path().join("compact")).unwrap();
-    for snapshot in &bundle.storage {
+    for snapshot in &logs(&bundle).storage {
         // 1,000 rows make compact parts: no per-column sizes, but the table's are known.
         assert!(snapshot.columns.is_empty() && snapshot.compact_parts > 0, "{snapshot:?}");
         assert!(snapshot.columns_note.as_ref().unwrap().contains("compact"), "{snapshot:?}");
         assert!(snapshot.compressed_bytes() > 0 && snapshot.compression_ratio().is_some(), "{snapshot:?}");
     }
-    let share = bundle.bloom_filter.as_ref().unwrap().index_share_of_table().unwrap();
+    let share = logs(&bundle).bloom_filter.as_ref().unwrap().index_share_of_table().unwrap();
     assert!(share > 0.0 && share < 1.0, "the index is {share} of the table");
     let report = std::fs::read_to_string(results.path().join("compact").join("report.md")).unwrap();
     assert!(report.contains("per column: all ") && report.contains("are compact"), "{report}");
@@ -315,7 +323,8 @@ fn a_run_of_one_row_completes_and_reports() {
         .unwrap();
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let bundle = load_bundle(&results.path().join("one")).unwrap();
-    assert_eq!((bundle.status, bundle.ingest.unwrap().rows), (RunStatus::Complete, 1));
+    assert_eq!(bundle.status, RunStatus::Complete);
+    assert_eq!(logs(&bundle).ingest.as_ref().unwrap().harness.as_ref().unwrap().rows, 1);
 }
 
 #[test]

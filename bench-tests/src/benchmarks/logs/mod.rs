@@ -1,0 +1,414 @@
+//! The `logs` benchmark: the measurement of the ClickHouse on EKS field benchmark
+//! (docs/sources.md) on any target, one method per phase:
+//!
+//! 1. [`Phase::Ingest`]: the generator's `INSERT ... SELECT`, first straight on the engine
+//!    into a table that is then dropped (the raw figure), then through the harness. The
+//!    harness figure is the one reported. Each is recorded as soon as it ran.
+//! 2. [`Phase::Storage`]: bytes by column, as ingested: LZ4 (the default), then the ZSTD(3)
+//!    copy and the time its re-insert took. Background merges pause meanwhile, and the
+//!    copy is dropped once measured, to bound disk use (`fixtures/logs/pause_merges.sql`).
+//! 3. [`Phase::Queries`]: Q1-Q5, each with caches dropped, one direct-I/O run, then N warm
+//!    runs. Every sample is journaled as it is measured, with its time breakdown.
+//! 4. [`Phase::BloomFilter`]: add, materialize (waiting for the mutation), its size, and
+//!    Q5 again.
+//! 5. [`Phase::Cost`]: the cost model, from the measured bytes per row.
+
+pub mod report;
+mod results;
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+
+pub use self::results::{BloomFilter, HarnessIngest, Ingest, IngestTiming, LogsDataset, LogsResults};
+use super::{Benchmark, Run};
+use crate::breakdown::TimeBreakdown;
+use crate::cost::{CostInputs, CostModel};
+use crate::dataset::logs::step_ms;
+use crate::fixtures::{Fixture, Params};
+use crate::measure::{StatementTag, drop_caches, measure};
+use crate::parts::{ColumnSizes, column_sizes, parts_summary, skip_index_bytes, wait_for_mutations};
+use crate::results::{
+    BenchmarkResults, Phase, QueryRuns, QueryVariant, Sample, SampleKind, Step, StorageSnapshot, TableBytes, ratio,
+};
+use crate::settings::Settings;
+use crate::sql::one_line;
+use crate::targets::Target;
+use crate::units::{human_bytes, milliseconds, per_second, times};
+
+/// The fixture files the benchmark runs, relative to `fixtures/`; all are copied into
+/// the bundle.
+pub const SQL_FILES: [&str; 12] = [
+    "logs/schema.sql",
+    "logs/generator.sql",
+    "logs/pause_merges.sql",
+    "logs/zstd_schema.sql",
+    "logs/zstd_insert.sql",
+    "logs/resume_merges.sql",
+    "logs/bloom_filter.sql",
+    "logs/queries/q1.sql",
+    "logs/queries/q2.sql",
+    "logs/queries/q3.sql",
+    "logs/queries/q4.sql",
+    "logs/queries/q5.sql",
+];
+pub const QUERIES: [&str; 5] = ["q1", "q2", "q3", "q4", "q5"];
+const PHASES: [Phase; 5] = [Phase::Ingest, Phase::Storage, Phase::Queries, Phase::BloomFilter, Phase::Cost];
+const DATABASE: &str = "bench_logs";
+const MATERIALIZE_TIMEOUT: Duration = Duration::from_secs(3600);
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct LogsBenchmark {
+    pub rows: u64,
+    pub warm_runs: u32,
+    pub cost: CostInputs,
+    /// The volume's read limit when known (e.g. 125 MiB/s for a default gp3 volume).
+    pub volume_limit_mib_per_s: Option<f64>,
+}
+
+impl Benchmark for LogsBenchmark {
+    fn check(&self) -> Result<()> {
+        self.cost.check()?;
+        if let Some(limit) = self.volume_limit_mib_per_s
+            && !(limit.is_finite() && limit > 0.0)
+        {
+            bail!("--volume-mib-per-s {limit} is not a read limit: give a finite number of MiB/s above 0");
+        }
+        Ok(())
+    }
+
+    fn phases(&self) -> &'static [Phase] {
+        &PHASES
+    }
+
+    fn sql_files(&self) -> Vec<String> {
+        SQL_FILES.iter().map(|file| file.to_string()).collect()
+    }
+
+    fn new_results(&self) -> BenchmarkResults {
+        BenchmarkResults::Logs(LogsResults {
+            dataset: LogsDataset { rows: self.rows, step_ms: step_ms(self.rows), warm_runs: self.warm_runs },
+            volume_limit_mib_per_s: self.volume_limit_mib_per_s,
+            ingest: None,
+            storage: Vec::new(),
+            zstd_reinsert: None,
+            queries: Vec::new(),
+            bloom_filter: None,
+            cost: None,
+        })
+    }
+
+    fn run_label(&self) -> String {
+        format!("logs-{}", short_count(self.rows))
+    }
+
+    fn run_phase(&self, phase: Phase, run: &mut Run<'_>) -> Result<()> {
+        match phase {
+            Phase::Ingest => self.ingest(run),
+            Phase::Storage => self.storage(run),
+            Phase::Queries => self.queries(run),
+            Phase::BloomFilter => self.bloom_filter(run),
+            Phase::Cost => self.cost(run),
+            Phase::Starting | Phase::Done => Ok(()),
+        }
+    }
+}
+
+/// The logs results of the bundle being written.
+fn results<'a>(run: &'a mut Run<'_>) -> &'a mut LogsResults {
+    match &mut run.writer.bundle.benchmark {
+        BenchmarkResults::Logs(logs) => logs,
+    }
+}
+
+impl LogsBenchmark {
+    fn params(&self) -> Params {
+        Params::new().with("rows", self.rows).with("step_ms", step_ms(self.rows))
+    }
+
+    /// Samples per query pass: the direct-I/O run and the warm runs.
+    fn samples_per_query(&self) -> u64 {
+        1 + u64::from(self.warm_runs)
+    }
+
+    fn ingest(&self, run: &mut Run<'_>) -> Result<()> {
+        let params = self.params();
+        run.target.use_fresh_database(DATABASE)?;
+        let schema = Fixture::load("logs/schema.sql")?;
+        let generator = Fixture::load("logs/generator.sql")?.render_one(&params)?;
+        run.progress.start(&format!("ingest {} rows: raw engine, then through the harness", self.rows), Some(2));
+        schema.apply(run.target, &params)?;
+        // Timed by the engine, as the harness's figure is, so the two compare like for like.
+        let raw = run.target.run(&generator, &Settings::new(), "TabSeparated").context("raw engine ingest failed")?;
+        let seconds = raw.counters.elapsed_us.map_or(raw.client_elapsed.as_secs_f64(), |us| us as f64 / 1e6);
+        let raw_engine = IngestTiming { seconds, rows_per_second: ratio(self.rows as f64, seconds) };
+        run.progress.advance(&format!("raw engine: {} rows/s", per_second(raw_engine.rows_per_second)));
+        results(run).ingest = Some(Ingest { rows: self.rows, raw_engine: Some(raw_engine), harness: None });
+        run.writer.save()?;
+
+        run.target.execute("DROP TABLE logs SYNC")?;
+        schema.apply(run.target, &params)?;
+        let tag = StatementTag::new(&run.run_id(), "logs", "ingest", 1);
+        let measured = measure(run.target, &generator, &tag, &Settings::new()).context("ingest failed")?;
+        let seconds = measured.stats.server_duration_us as f64 / 1e6;
+        let table = parts_summary(run.target, "logs")?;
+        let timing = IngestTiming { seconds, rows_per_second: ratio(table.rows as f64, seconds) };
+        run.progress.advance(&format!("harness: {} rows/s", per_second(timing.rows_per_second)));
+        let ingest = results(run).ingest.get_or_insert(Ingest { rows: self.rows, raw_engine: None, harness: None });
+        ingest.harness = Some(HarnessIngest {
+            timing,
+            rows: table.rows,
+            partitions: table.partitions,
+            active_parts: table.active_parts,
+            stats: measured.stats,
+        });
+        let summary = ingest_summary(ingest);
+        run.writer.save()?;
+        run.progress.finish(&summary);
+        Ok(())
+    }
+
+    fn storage(&self, run: &mut Run<'_>) -> Result<()> {
+        let params = self.params();
+        run.progress.start("storage by column: LZ4 as ingested, then the ZSTD(3) copy", Some(2));
+        let lz4 = storage_snapshot(run.target, "logs", "LZ4 (default)")?;
+        results(run).storage.push(lz4);
+        run.writer.save()?;
+        run.progress.advance("LZ4");
+        Fixture::load("logs/pause_merges.sql")?.apply(run.target, &params)?;
+        Fixture::load("logs/zstd_schema.sql")?.apply(run.target, &params)?;
+        let reinsert = Fixture::load("logs/zstd_insert.sql")?.render_one(&params)?;
+        let tag = StatementTag::new(&run.run_id(), "logs", "zstd", 1);
+        let reinsert = measure(run.target, &reinsert, &tag, &Settings::new()).context("the ZSTD(3) copy failed")?;
+        let zstd = storage_snapshot(run.target, "logs_zstd", "ZSTD(3)")?;
+        let logs = results(run);
+        logs.zstd_reinsert =
+            Some(Step { seconds: reinsert.stats.server_duration_us as f64 / 1e6, stats: Some(reinsert.stats) });
+        logs.storage.push(zstd);
+        run.writer.save()?;
+        // Nothing after this reads the copy; dropping it keeps a 100 M-row run within 20 GB.
+        run.target.execute("DROP TABLE logs_zstd SYNC")?;
+        Fixture::load("logs/resume_merges.sql")?.apply(run.target, &params)?;
+        run.progress.advance("ZSTD(3)");
+        let logs = results(run);
+        let summary = storage_summary(&logs.storage[0], &logs.storage[1]);
+        let notes: Vec<String> = logs
+            .storage
+            .iter()
+            .filter_map(|snapshot| {
+                snapshot.columns_note.as_ref().map(|note| format!("{} `{}`: {note}", snapshot.codec, snapshot.table))
+            })
+            .collect();
+        run.progress.finish(&summary);
+        for note in notes {
+            run.progress.warn(&note);
+        }
+        Ok(())
+    }
+
+    fn queries(&self, run: &mut Run<'_>) -> Result<()> {
+        run.progress
+            .start("Q1-Q5: caches dropped, one direct-I/O run, then warm runs", Some(5 * self.samples_per_query()));
+        for query in QUERIES {
+            let variant = if query == "q5" { QueryVariant::WithoutIndex } else { QueryVariant::Default };
+            self.query_runs(run, query, variant)?;
+        }
+        run.progress.finish(&queries_summary(&results(run).queries));
+        Ok(())
+    }
+
+    fn bloom_filter(&self, run: &mut Run<'_>) -> Result<()> {
+        run.progress.start("bloom filter on trace_id: add, materialize, Q5 again", Some(2 + self.samples_per_query()));
+        let bloom = Fixture::load("logs/bloom_filter.sql")?.render(&self.params())?;
+        let mut steps = Vec::new();
+        for (index, statement) in bloom.iter().enumerate() {
+            let started = Instant::now();
+            let tag = StatementTag::new(&run.run_id(), "logs", "bloom_filter", index as u32 + 1);
+            let measured =
+                measure(run.target, statement, &tag, &Settings::new()).context("the bloom filter statements failed")?;
+            // MATERIALIZE INDEX returns at once; the work is the mutation.
+            wait_for_mutations(run.target, MATERIALIZE_TIMEOUT)?;
+            steps.push(Step { seconds: started.elapsed().as_secs_f64(), stats: Some(measured.stats) });
+            run.progress.advance(&format!("{} done", one_line(statement)));
+        }
+        let index = skip_index_bytes(run.target, "logs", "trace_bf")
+            .context("the trace_bf index is missing after MATERIALIZE INDEX")?;
+        let mut steps = steps.into_iter();
+        let (add_index, materialize) = (steps.next().context("no ADD INDEX")?, steps.next().context("no MATERIALIZE")?);
+        let logs = results(run);
+        let table_compressed_bytes = logs.storage.first().map_or(0, StorageSnapshot::compressed_bytes);
+        logs.bloom_filter = Some(BloomFilter {
+            add_index,
+            materialize,
+            index_compressed_bytes: index.data_compressed_bytes,
+            index_uncompressed_bytes: index.data_uncompressed_bytes,
+            table_compressed_bytes,
+        });
+        run.writer.save()?;
+        self.query_runs(run, "q5", QueryVariant::BloomFilter)?;
+        run.writer.save()?;
+        run.progress.finish(&bloom_summary(results(run)));
+        Ok(())
+    }
+
+    fn cost(&self, run: &mut Run<'_>) -> Result<()> {
+        let logs = results(run);
+        let used_bytes = logs.storage.first().map_or(0, StorageSnapshot::compressed_bytes);
+        logs.cost = Some(CostModel::new(self.cost.clone(), used_bytes, self.rows));
+        run.writer.save()
+    }
+
+    /// Drops caches, runs `query` once with direct I/O and `warm_runs` times warm; each
+    /// sample goes to the bundle's journal as soon as it is measured.
+    fn query_runs(&self, run: &mut Run<'_>, query: &str, variant: QueryVariant) -> Result<()> {
+        let sql_file = format!("logs/queries/{query}.sql");
+        let sql = Fixture::load(&sql_file)?.render_one(&Params::new())?;
+        let scenario = match variant {
+            QueryVariant::BloomFilter => format!("{query}_bloom_filter"),
+            QueryVariant::Default | QueryVariant::WithoutIndex => query.to_string(),
+        };
+        run.writer.start_query(QueryRuns {
+            query: query.to_string(),
+            variant,
+            sql_file: sql_file.clone(),
+            answer: String::new(),
+            samples: Vec::new(),
+        })?;
+        drop_caches(run.target)?;
+        for attempt in 0..=self.warm_runs {
+            let (kind, settings) = if attempt == 0 {
+                (SampleKind::DirectIo, Settings::direct_io())
+            } else {
+                (SampleKind::Warm, Settings::new())
+            };
+            let tag = StatementTag::new(&run.run_id(), "logs", &scenario, attempt);
+            // An error names the query's file and line.
+            let measured = measure(run.target, &sql, &tag, &settings)?;
+            let answer = (attempt == 0).then(|| measured.body.chars().take(2000).collect());
+            run.progress.advance(&format!(
+                "{query} {} {}: {:.1} ms, {} rows read",
+                variant.label(),
+                if attempt == 0 { "direct I/O".to_string() } else { format!("warm {attempt}") },
+                measured.stats.server_duration_us as f64 / 1e3,
+                measured.stats.read_rows
+            ));
+            let breakdown = TimeBreakdown::from_stats(&measured.stats);
+            run.writer.record_sample(Sample { kind, attempt, settings, stats: measured.stats, breakdown }, answer)?;
+        }
+        Ok(())
+    }
+}
+
+fn storage_snapshot(target: &mut Target, table: &str, codec: &str) -> Result<StorageSnapshot> {
+    let parts = parts_summary(target, table)?;
+    let (columns, columns_note) = match column_sizes(target, table)? {
+        ColumnSizes::Known(columns) => (columns, None),
+        ColumnSizes::WideOnly { columns, note } => (columns, Some(note)),
+        ColumnSizes::Unknown { reason } => (Vec::new(), Some(reason)),
+    };
+    Ok(StorageSnapshot {
+        label: format!("as ingested, {} active parts", parts.active_parts),
+        table: table.to_string(),
+        codec: codec.to_string(),
+        active_parts: parts.active_parts,
+        partitions: parts.partitions,
+        compact_parts: parts.compact_parts,
+        table_bytes: TableBytes {
+            compressed_bytes: parts.data_compressed_bytes,
+            uncompressed_bytes: parts.data_uncompressed_bytes,
+        },
+        columns,
+        columns_note,
+    })
+}
+
+fn ingest_summary(ingest: &Ingest) -> String {
+    let raw = ingest.raw_engine.as_ref().and_then(|raw| raw.rows_per_second);
+    match &ingest.harness {
+        Some(harness) => format!(
+            "ingest: {} rows in {:.1} s ({} rows/s; raw engine {} rows/s), {} partitions, {} active parts",
+            harness.rows,
+            harness.timing.seconds,
+            per_second(harness.timing.rows_per_second),
+            per_second(raw),
+            harness.partitions,
+            harness.active_parts
+        ),
+        None => format!("ingest: raw engine {} rows/s", per_second(raw)),
+    }
+}
+
+fn storage_summary(lz4: &StorageSnapshot, zstd: &StorageSnapshot) -> String {
+    let saving = ratio(zstd.compressed_bytes() as f64, lz4.compressed_bytes() as f64).map_or(
+        "ZSTD(3) against LZ4 unknown".to_string(),
+        |share| match 100.0 * (1.0 - share) {
+            saving if saving >= 0.0 => format!("{saving:.0} % smaller"),
+            saving => format!("{:.0} % larger", -saving),
+        },
+    );
+    format!(
+        "storage: LZ4 {} ({}), ZSTD(3) {} ({}), {saving}",
+        human_bytes(lz4.compressed_bytes()),
+        times(lz4.compression_ratio()),
+        human_bytes(zstd.compressed_bytes()),
+        times(zstd.compression_ratio()),
+    )
+}
+
+fn queries_summary(queries: &[QueryRuns]) -> String {
+    let parts: Vec<String> = queries
+        .iter()
+        .map(|runs| {
+            format!(
+                "{} {} / {}",
+                runs.query,
+                milliseconds(runs.direct_io().map(|sample| sample.stats.server_duration_us as f64 / 1e3)),
+                milliseconds(runs.warm_min_ms())
+            )
+        })
+        .collect();
+    format!("queries (direct I/O / warm min): {}", parts.join(", "))
+}
+
+fn bloom_summary(logs: &LogsResults) -> String {
+    let find = |variant: QueryVariant| logs.queries.iter().find(|runs| runs.query == "q5" && runs.variant == variant);
+    let (Some(before), Some(after), Some(bloom)) =
+        (find(QueryVariant::WithoutIndex), find(QueryVariant::BloomFilter), &logs.bloom_filter)
+    else {
+        return "bloom filter: incomplete".to_string();
+    };
+    let rows = |runs: &QueryRuns| runs.samples.last().map_or(0, |sample| sample.stats.read_rows);
+    let warm = |runs: &QueryRuns| milliseconds(runs.warm_min_ms());
+    format!(
+        "bloom filter: q5 warm {} -> {}, {} -> {} rows read, index {} ({} of the table), materialize {:.1} s",
+        warm(before),
+        warm(after),
+        rows(before),
+        rows(after),
+        human_bytes(bloom.index_compressed_bytes),
+        bloom.index_share_of_table().map_or("unknown share".to_string(), |share| format!("{:.2} %", 100.0 * share)),
+        bloom.materialize.seconds
+    )
+}
+
+/// `10M`, `250K`, `1234` for run ids.
+pub fn short_count(rows: u64) -> String {
+    match rows {
+        rows if rows >= 1_000_000 && rows % 1_000_000 == 0 => format!("{}M", rows / 1_000_000),
+        rows if rows >= 1_000 && rows % 1_000 == 0 => format!("{}K", rows / 1_000),
+        rows => rows.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn row_counts_read_short_in_run_ids() {
+        assert_eq!(short_count(10_000_000), "10M");
+        assert_eq!(short_count(250_000), "250K");
+        assert_eq!(short_count(1234), "1234");
+    }
+}

@@ -1,0 +1,363 @@
+//! The logs benchmark's section of a report, and its charts, made from its results
+//! alone. The source's reported numbers stand beside ours, labelled as the source's:
+//! their hardware, their version, 100 M rows.
+
+use std::fmt::Write as _;
+
+use anyhow::Result;
+
+use super::results::LogsResults;
+use crate::report::charts::{self, Bars};
+use crate::results::{QueryRuns, QueryVariant, ratio};
+use crate::units::{exact, human_bytes, milliseconds, number, per_second, times};
+
+/// What the ClickHouse on EKS field benchmark (docs/sources.md) reported: one m5.xlarge (3.5 vCPU limit), gp3 100 GiB at
+/// 125 MiB/s, ClickHouse 24.8, 100 M rows. Not comparable in absolute terms to a run
+/// elsewhere; shown for the pattern.
+pub mod source {
+    pub const LABEL: &str = "source: m5.xlarge (3.5 vCPU), gp3 125 MiB/s, ClickHouse 24.8, 100 M rows";
+    pub const INGEST_SECONDS: f64 = 106.7;
+    pub const INGEST_ROWS_PER_SECOND: f64 = 936_800.0;
+    pub const PARTITIONS: u64 = 7;
+    pub const ACTIVE_PARTS: u64 = 36;
+    /// Column, LZ4 compressed, uncompressed, ratio, as the source printed them.
+    pub const LZ4_COLUMNS: [(&str, &str, &str, &str); 8] = [
+        ("message", "3.97 GiB", "8.75 GiB", "2.2x"),
+        ("trace_id", "3.08 GiB", "3.07 GiB", "1.0x"),
+        ("timestamp", "404.07 MiB", "762.94 MiB", "1.89x"),
+        ("duration_ms", "289.17 MiB", "381.47 MiB", "1.32x"),
+        ("level", "45.88 MiB", "95.72 MiB", "2.09x"),
+        ("container", "39.27 MiB", "95.72 MiB", "2.44x"),
+        ("pod", "9.32 MiB", "2.15 GiB", "236x"),
+        ("namespace", "488.63 KiB", "95.72 MiB", "201x"),
+    ];
+    pub const LZ4_TOTAL: &str = "15.37 GiB -> 7.82 GiB (1.97x)";
+    pub const ZSTD_TOTAL: &str = "15.37 GiB -> 4.16 GiB (3.7x), 47 % less than LZ4";
+    pub const ZSTD_REINSERT_SECONDS: f64 = 120.0;
+    /// Query, direct-I/O time, warm time (min of 3), read_rows.
+    pub const QUERIES: [(&str, &str, &str, &str); 5] = [
+        ("q1", "13 ms", "4 ms", "16,385"),
+        ("q2", "0.57 s", "0.36 s", "28,000,000"),
+        ("q3", "31.5 s", "2.63 s", "100,000,000"),
+        ("q4", "1.34 s", "1.03 s", "100,000,000"),
+        ("q5", "24.3 s", "1.13 s", "100,000,000"),
+    ];
+    pub const BLOOM: &str = "warm 1.13 s -> 0.036 s, 100 M -> 1.08 M rows read, 3.82 GiB -> 42.6 MiB read, \
+                             index 119.7 MiB (1.5 % of the table), materialize 20 s";
+    pub const COST: &str = "volume $9.12/month as provisioned (100 GiB); 100 M rows/day for 30 days is \
+                            ~235 GiB, ~$21.43/month of volume";
+}
+
+/// The section: dataset, ingest, storage, queries, bloom filter, cost; each part only
+/// when it was measured.
+pub fn markdown(logs: &LogsResults) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "- dataset: {} rows, timestamp step {} ms; {} warm runs per query\n- {}\n",
+        logs.dataset.rows,
+        logs.dataset.step_ms,
+        logs.dataset.warm_runs,
+        source::LABEL
+    );
+    ingest(&mut out, logs);
+    storage(&mut out, logs);
+    queries(&mut out, logs);
+    bloom_filter(&mut out, logs);
+    cost(&mut out, logs);
+    out
+}
+
+/// The charts the section shows: file name and SVG.
+pub fn charts(logs: &LogsResults) -> Result<Vec<(&'static str, String)>> {
+    Ok(vec![
+        ("storage.svg", storage_chart(logs)?),
+        ("queries.svg", queries_chart(logs)?),
+        ("breakdown.svg", breakdown_chart(logs)?),
+    ])
+}
+
+fn ingest(out: &mut String, logs: &LogsResults) {
+    let Some(ingest) = &logs.ingest else { return };
+    let raw = ingest.raw_engine.as_ref();
+    let harness = ingest.harness.as_ref();
+    let _ = writeln!(out, "## Ingest (server-side INSERT ... SELECT)\n");
+    let _ = writeln!(out, "| | this run | source |\n| --- | --- | --- |");
+    let _ = writeln!(
+        out,
+        "| seconds | {} | {} |",
+        harness.map_or("unknown".to_string(), |harness| number(harness.timing.seconds, 1)),
+        source::INGEST_SECONDS
+    );
+    let _ = writeln!(
+        out,
+        "| rows/s | {} | {:.0} |",
+        per_second(harness.and_then(|harness| harness.timing.rows_per_second)),
+        source::INGEST_ROWS_PER_SECOND
+    );
+    let _ = writeln!(
+        out,
+        "| partitions | {} | {} |",
+        harness.map_or("unknown".to_string(), |harness| harness.partitions.to_string()),
+        source::PARTITIONS
+    );
+    let _ = writeln!(
+        out,
+        "| active parts after ingest | {} | {} |",
+        harness.map_or("unknown".to_string(), |harness| harness.active_parts.to_string()),
+        source::ACTIVE_PARTS
+    );
+    let _ = writeln!(
+        out,
+        "\nHarness overhead on ingest: the same statement straight on the engine ran at {} rows/s; \
+         through the harness {} rows/s ({}). The statement straight on the engine runs first, and the \
+         first heavy statement of a process runs slower (docs/embedded-engine.md), so at small scales \
+         this ratio flatters the harness.\n",
+        per_second(raw.and_then(|raw| raw.rows_per_second)),
+        per_second(harness.and_then(|harness| harness.timing.rows_per_second)),
+        times(ingest.harness_over_raw())
+    );
+    if harness.is_none() {
+        let _ = writeln!(out, "The run stopped before the ingest through the harness finished.\n");
+    }
+}
+
+fn storage(out: &mut String, logs: &LogsResults) {
+    let Some(first) = logs.storage.first() else { return };
+    let _ = writeln!(out, "## Storage by column\n\n![storage](storage.svg)\n");
+    // Per-column rows only when the first table has them; what is missing is said below.
+    if !first.columns.is_empty() {
+        let _ = write!(out, "| column |");
+        for snapshot in &logs.storage {
+            let _ = write!(out, " {} compressed | ratio |", snapshot.codec);
+        }
+        let _ = writeln!(out, " uncompressed | source LZ4 (compressed / uncompressed / ratio) |");
+        let _ = writeln!(out, "|{}", " --- |".repeat(3 + 2 * logs.storage.len()));
+        for column in &first.columns {
+            let _ = write!(out, "| {} |", column.column);
+            for snapshot in &logs.storage {
+                match snapshot.columns.iter().find(|same| same.column == column.column) {
+                    Some(same) => {
+                        let column_ratio = ratio(same.uncompressed_bytes as f64, same.compressed_bytes as f64);
+                        let _ = write!(out, " {} | {} |", human_bytes(same.compressed_bytes), times(column_ratio));
+                    }
+                    None => {
+                        let _ = write!(out, " unknown | unknown |");
+                    }
+                }
+            }
+            let source_column = source::LZ4_COLUMNS
+                .iter()
+                .find(|(name, ..)| *name == column.column)
+                .map(|(_, compressed, uncompressed, ratio)| format!("{compressed} / {uncompressed} / {ratio}"))
+                .unwrap_or_default();
+            let _ = writeln!(out, " {} | {source_column} |", human_bytes(column.uncompressed_bytes));
+        }
+        out.push('\n');
+    }
+    for snapshot in &logs.storage {
+        let _ = writeln!(
+            out,
+            "- {} `{}`: {} -> {} ({}), {}",
+            snapshot.codec,
+            snapshot.table,
+            human_bytes(snapshot.uncompressed_bytes()),
+            human_bytes(snapshot.compressed_bytes()),
+            times(snapshot.compression_ratio()),
+            snapshot.label
+        );
+        if let Some(note) = &snapshot.columns_note {
+            let _ = writeln!(out, "- {} per column: {note}", snapshot.codec);
+        }
+    }
+    if let Some(reinsert) = &logs.zstd_reinsert {
+        let _ = writeln!(
+            out,
+            "- ZSTD(3) re-insert: {} s (source: {} s)",
+            number(reinsert.seconds, 1),
+            source::ZSTD_REINSERT_SECONDS
+        );
+    }
+    let _ = writeln!(out, "- source: LZ4 {}; ZSTD(3) {}", source::LZ4_TOTAL, source::ZSTD_TOTAL);
+    let _ = writeln!(
+        out,
+        "\nA storage figure depends on the engine version and on how many parts had been merged when it was taken (the part counts above).\n"
+    );
+}
+
+fn queries(out: &mut String, logs: &LogsResults) {
+    if logs.queries.is_empty() {
+        return;
+    }
+    let _ =
+        writeln!(out, "## Queries: caches dropped, one direct-I/O run, then warm runs\n\n![queries](queries.svg)\n");
+    let _ = writeln!(
+        out,
+        "| query | variant | runs | direct I/O | warm min | warm median | read_rows | read_bytes | direct-I/O read MiB/s | direct I/O bound | warm bound | harness overhead (median) | source direct / warm / read_rows |"
+    );
+    let _ = writeln!(out, "|{}", " --- |".repeat(13));
+    for runs in &logs.queries {
+        let direct = runs.direct_io();
+        let direct_ms = direct.map(|sample| sample.stats.server_duration_us as f64 / 1e3);
+        let throughput = direct.and_then(|sample| sample.breakdown.read_mib_per_s).map_or("-".to_string(), |rate| {
+            match logs.volume_limit_mib_per_s {
+                Some(limit) => format!("{} (volume limit {})", number(rate, 1), number(limit, 0)),
+                None => number(rate, 1),
+            }
+        });
+        let warm_bound = runs.warm_median_sample().map_or("-", |sample| sample.breakdown.bottleneck.label());
+        let source_query = source::QUERIES
+            .iter()
+            .find(|(name, ..)| *name == runs.query && runs.variant != QueryVariant::BloomFilter)
+            .map(|(_, direct, warm, rows)| format!("{direct} / {warm} / {rows}"))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            runs.query,
+            runs.variant.label(),
+            runs.samples.len(),
+            milliseconds(direct_ms),
+            milliseconds(runs.warm_min_ms()),
+            milliseconds(runs.warm_median_ms()),
+            direct.map_or("-".to_string(), |sample| sample.stats.read_rows.to_string()),
+            direct.map_or("-".to_string(), |sample| human_bytes(sample.stats.read_bytes)),
+            throughput,
+            direct.map_or("-", |sample| sample.breakdown.bottleneck.label()),
+            warm_bound,
+            milliseconds(runs.harness_overhead_ms()),
+            source_query
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\nTimes are server-side. Every sample is in `results.json`. \"Harness overhead\" is the client-observed time minus the server's, over the warm runs.\n\n## Where the time went\n\n![time breakdown](breakdown.svg)\n\nShares of thread time from ProfileEvents: CPU (user + system), read wait (`DiskReadElapsedMicroseconds`), the rest. The rest includes threads idling while they wait for work. A query is read-bound when its read wait is at least 1.5 times its CPU time, CPU-bound the other way round, and mixed in between.\n"
+    );
+}
+
+fn bloom_filter(out: &mut String, logs: &LogsResults) {
+    let Some(bloom) = &logs.bloom_filter else { return };
+    let find = |variant: QueryVariant| logs.queries.iter().find(|runs| runs.query == "q5" && runs.variant == variant);
+    let _ = writeln!(out, "## Bloom filter on trace_id (Q5)\n");
+    let _ = writeln!(out, "| | without index | bloom_filter(0.01) GRANULARITY 4 |\n| --- | --- | --- |");
+    let cell = |runs: Option<&QueryRuns>, value: &dyn Fn(&QueryRuns) -> String| runs.map_or("-".to_string(), value);
+    let (before, after) = (find(QueryVariant::WithoutIndex), find(QueryVariant::BloomFilter));
+    let warm = |runs: &QueryRuns| milliseconds(runs.warm_min_ms());
+    let rows =
+        |runs: &QueryRuns| runs.samples.last().map_or("-".to_string(), |sample| sample.stats.read_rows.to_string());
+    let bytes =
+        |runs: &QueryRuns| runs.samples.last().map_or("-".to_string(), |sample| human_bytes(sample.stats.read_bytes));
+    let _ = writeln!(out, "| warm (min) | {} | {} |", cell(before, &warm), cell(after, &warm));
+    let _ = writeln!(out, "| rows read | {} | {} |", cell(before, &rows), cell(after, &rows));
+    let _ = writeln!(out, "| bytes read | {} | {} |", cell(before, &bytes), cell(after, &bytes));
+    let _ = writeln!(
+        out,
+        "| index size | - | {} ({} of the table's compressed bytes) |",
+        human_bytes(bloom.index_compressed_bytes),
+        bloom.index_share_of_table().map_or("unknown share".to_string(), |share| format!("{:.2} %", 100.0 * share))
+    );
+    let _ = writeln!(out, "| materialize | - | {} s |", number(bloom.materialize.seconds, 1));
+    let _ = writeln!(out, "\nSource: {}\n", source::BLOOM);
+}
+
+fn cost(out: &mut String, logs: &LogsResults) {
+    let Some(cost) = &logs.cost else { return };
+    let inputs = &cost.inputs;
+    let _ = writeln!(out, "## Cost\n");
+    let _ = writeln!(
+        out,
+        "Inputs: node ${}/h, volume ${}/GB-month, {} GiB provisioned; retention {} rows/day for {} days.\n",
+        exact(inputs.node_usd_per_hour),
+        exact(inputs.volume_usd_per_gb_month),
+        exact(inputs.volume_gib),
+        inputs.rows_per_day,
+        inputs.retention_days
+    );
+    let _ = writeln!(out, "- node: ${}/month", number(cost.node_usd_per_month, 2));
+    let _ = writeln!(
+        out,
+        "- volume as provisioned (what is billed): ${}/month",
+        number(cost.provisioned_volume_usd_per_month, 2)
+    );
+    let _ = writeln!(
+        out,
+        "- bytes the table uses: {} (${}/month at the volume price; NOT the bill, which follows the provisioned size)",
+        human_bytes(cost.used_bytes),
+        number(cost.used_bytes_usd_per_month_not_billed, 2)
+    );
+    let _ = writeln!(
+        out,
+        "- retention at {} bytes/row: {} GiB, ${}/month of volume{}; merges, indexes, replicas and headroom come on top",
+        number(cost.bytes_per_row, 1),
+        number(cost.retention_gib, 1),
+        number(cost.retention_usd_per_month, 2),
+        if cost.retention_fits_volume { "" } else { ", more than the provisioned volume" }
+    );
+    if logs.dataset.rows < 1_000_000 {
+        let _ = writeln!(
+            out,
+            "- the bytes per row come from {} rows: small tables compress worse, so the projection overstates",
+            logs.dataset.rows
+        );
+    }
+    let _ = writeln!(out, "- source: {}\n", source::COST);
+}
+
+fn storage_chart(logs: &LogsResults) -> Result<String> {
+    let Some(first) = logs.storage.first() else { return Ok(charts::empty("no storage measured")) };
+    if first.columns.is_empty() {
+        return Ok(charts::empty("per-column sizes unknown (see the report)"));
+    }
+    let groups: Vec<Bars> = first
+        .columns
+        .iter()
+        .map(|column| Bars {
+            category: column.column.clone(),
+            values: logs
+                .storage
+                .iter()
+                .map(|snapshot| {
+                    snapshot
+                        .columns
+                        .iter()
+                        .find(|same| same.column == column.column)
+                        .map_or(f64::NAN, |same| same.compressed_bytes as f64 / 1048576.0)
+                })
+                .collect(),
+        })
+        .collect();
+    let codecs: Vec<&str> = logs.storage.iter().map(|snapshot| snapshot.codec.as_str()).collect();
+    charts::log_bars("Compressed bytes per column", "MiB", &codecs, &groups)
+}
+
+fn queries_chart(logs: &LogsResults) -> Result<String> {
+    let groups: Vec<Bars> = logs
+        .queries
+        .iter()
+        .map(|runs| Bars {
+            category: format!("{} {}", runs.query, runs.variant.label()),
+            values: vec![
+                runs.direct_io().map_or(f64::NAN, |sample| sample.stats.server_duration_us as f64 / 1e3),
+                runs.warm_min_ms().unwrap_or(f64::NAN),
+            ],
+        })
+        .collect();
+    charts::log_bars("Direct I/O vs warm (min), server-side", "ms", &["direct I/O", "warm min"], &groups)
+}
+
+/// Shares of thread time for each query's direct-I/O run and warm median run.
+fn breakdown_chart(logs: &LogsResults) -> Result<String> {
+    let mut rows = Vec::new();
+    for runs in &logs.queries {
+        let name = format!("{} {}", runs.query, runs.variant.label());
+        if let Some(sample) = runs.direct_io() {
+            let (cpu, read, other) = sample.breakdown.shares();
+            rows.push((format!("{name} direct I/O"), [cpu, read, other]));
+        }
+        if let Some(sample) = runs.warm_median_sample() {
+            let (cpu, read, other) = sample.breakdown.shares();
+            rows.push((format!("{name} warm"), [cpu, read, other]));
+        }
+    }
+    charts::shares("Share of thread time", ["CPU", "read wait", "other"], &rows)
+}

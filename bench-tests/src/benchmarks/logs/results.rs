@@ -1,0 +1,93 @@
+//! What the logs benchmark records: its part of a results bundle
+//! ([`crate::results::BenchmarkResults::Logs`]).
+
+use serde::{Deserialize, Serialize};
+
+use crate::cost::CostModel;
+use crate::measure::QueryStats;
+use crate::results::{QueryRuns, Step, StorageSnapshot, nan_if_null, ratio};
+
+/// Everything the logs benchmark measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LogsResults {
+    pub dataset: LogsDataset,
+    /// The volume's read limit, when the user gave it (MiB/s).
+    pub volume_limit_mib_per_s: Option<f64>,
+    pub ingest: Option<Ingest>,
+    /// LZ4 as ingested, then the ZSTD(3) copy.
+    pub storage: Vec<StorageSnapshot>,
+    pub zstd_reinsert: Option<Step>,
+    /// Q1-Q5, then Q5 again with the bloom filter.
+    pub queries: Vec<QueryRuns>,
+    pub bloom_filter: Option<BloomFilter>,
+    pub cost: Option<CostModel>,
+}
+
+/// How the dataset was generated and measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LogsDataset {
+    pub rows: u64,
+    /// Milliseconds between rows, so that any row count spans the source's ~6.94 days.
+    pub step_ms: u64,
+    /// Warm runs per query after the direct-I/O run.
+    pub warm_runs: u32,
+}
+
+/// The generator's `INSERT ... SELECT`, run twice: straight on the engine into a table
+/// dropped afterwards, then through the harness. Each is recorded as soon as it ran.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Ingest {
+    /// Rows the generator was asked for.
+    pub rows: u64,
+    /// Straight on the engine, without the harness's tagging and statistics reads.
+    pub raw_engine: Option<IngestTiming>,
+    /// Through the harness (`measure`): the figure the report compares with the source.
+    pub harness: Option<HarnessIngest>,
+}
+
+/// The engine's own duration of an ingest statement, and the rate it gives.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IngestTiming {
+    #[serde(deserialize_with = "nan_if_null")]
+    pub seconds: f64,
+    /// Unknown (`null`) when the engine reported no duration to divide by.
+    pub rows_per_second: Option<f64>,
+}
+
+/// The harness's ingest and the table it left.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HarnessIngest {
+    pub timing: IngestTiming,
+    /// Rows in the table afterwards.
+    pub rows: u64,
+    pub partitions: u64,
+    pub active_parts: u64,
+    pub stats: QueryStats,
+}
+
+impl Ingest {
+    /// Harness rows/s over raw-engine rows/s, when both are known.
+    pub fn harness_over_raw(&self) -> Option<f64> {
+        let harness = self.harness.as_ref()?.timing.rows_per_second?;
+        ratio(harness, self.raw_engine.as_ref()?.rows_per_second?)
+    }
+}
+
+/// The bloom filter skip index on `trace_id`: adding it, materializing it, its size.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BloomFilter {
+    pub add_index: Step,
+    /// The `MATERIALIZE INDEX` statement and the mutation it starts, waited for.
+    pub materialize: Step,
+    pub index_compressed_bytes: u64,
+    pub index_uncompressed_bytes: u64,
+    /// The table's compressed bytes when the index was measured.
+    pub table_compressed_bytes: u64,
+}
+
+impl BloomFilter {
+    /// The index's compressed bytes over the table's; unknown for an empty table.
+    pub fn index_share_of_table(&self) -> Option<f64> {
+        ratio(self.index_compressed_bytes as f64, self.table_compressed_bytes as f64)
+    }
+}

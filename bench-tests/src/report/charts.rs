@@ -1,0 +1,201 @@
+//! SVG charts for reports, drawn with plotters: horizontal bars on a log scale (sizes,
+//! times), and stacked shares (where a query's time went). A value that was not measured
+//! (NaN) draws no bar and is labelled `unknown`.
+
+use anyhow::{Result, anyhow};
+use plotters::coord::ranged1d::{IntoSegmentedCoord as _, SegmentValue};
+use plotters::prelude::*;
+
+use crate::units::compact;
+
+const WIDTH: u32 = 760;
+/// Pixels per bar, and per category label column.
+const ROW: u32 = 22;
+const LABELS: u32 = 230;
+const COLORS: [RGBColor; 3] = [RGBColor(0x4e, 0x79, 0xa7), RGBColor(0xf2, 0x8e, 0x2b), RGBColor(0x76, 0xb7, 0xb2)];
+
+/// One category's values, one per series (NaN: not measured).
+pub struct Bars {
+    pub category: String,
+    pub values: Vec<f64>,
+}
+
+/// Horizontal bars, one row per (category, series), on a log scale so that a 4 ms query
+/// and a 30 s one both show.
+pub fn log_bars(title: &str, unit: &str, series: &[&str], groups: &[Bars]) -> Result<String> {
+    let rows: Vec<(String, usize, f64)> = groups
+        .iter()
+        .flat_map(|group| {
+            series.iter().enumerate().map(move |(index, name)| {
+                let value = group.values.get(index).copied().unwrap_or(f64::NAN);
+                (format!("{} · {name}", group.category), index, value)
+            })
+        })
+        .collect();
+    if rows.is_empty() {
+        return Ok(empty("nothing measured"));
+    }
+    let measured: Vec<f64> = rows.iter().map(|row| row.2).filter(|value| value.is_finite() && *value > 0.0).collect();
+    let max = measured.iter().copied().fold(1e-3, f64::max);
+    let min = measured.iter().copied().fold(max, f64::min);
+    // A decade of room on the left, and room on the right for the labels.
+    let x_range = (min / 10.0)..(max * 10.0);
+    let height = 80 + ROW * rows.len() as u32;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
+        root.fill(&WHITE).map_err(chart_error)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(format!("{title} ({unit}, log scale)"), ("sans-serif", 16))
+            .margin(8)
+            .x_label_area_size(24)
+            .y_label_area_size(LABELS)
+            .build_cartesian_2d(x_range.clone().log_scale(), (0..rows.len()).into_segmented())
+            .map_err(chart_error)?;
+        // Plotters counts rows from the bottom; the first row reads at the top.
+        let names: Vec<String> = rows.iter().rev().map(|row| row.0.clone()).collect();
+        chart
+            .configure_mesh()
+            .disable_y_mesh()
+            .y_labels(rows.len())
+            .y_label_formatter(&|position| match position {
+                SegmentValue::CenterOf(index) => names.get(*index).cloned().unwrap_or_default(),
+                _ => String::new(),
+            })
+            .x_label_formatter(&|value| compact(*value))
+            .draw()
+            .map_err(chart_error)?;
+        for (index, (_, series_index, value)) in rows.iter().enumerate() {
+            let row = rows.len() - 1 - index;
+            let color = COLORS[series_index % COLORS.len()];
+            let label = if value.is_finite() { format!("{} {unit}", compact(*value)) } else { "unknown".to_string() };
+            let end = if value.is_finite() && *value > 0.0 { *value } else { x_range.start };
+            chart
+                .draw_series(std::iter::once(Rectangle::new(
+                    [(x_range.start, SegmentValue::Exact(row)), (end, SegmentValue::Exact(row + 1))],
+                    color.filled(),
+                )))
+                .map_err(chart_error)?;
+            chart
+                .draw_series(std::iter::once(Text::new(
+                    label,
+                    (end, SegmentValue::CenterOf(row)),
+                    ("sans-serif", 12).into_font(),
+                )))
+                .map_err(chart_error)?;
+        }
+        root.present().map_err(chart_error)?;
+    }
+    Ok(svg)
+}
+
+/// Stacked shares of a whole, one row each, e.g. CPU / read wait / other of a query's
+/// thread time. Shares are clamped to [0, 1] and drawn left to right.
+pub fn shares(title: &str, parts: [&str; 3], rows: &[(String, [f64; 3])]) -> Result<String> {
+    if rows.is_empty() {
+        return Ok(empty("nothing measured"));
+    }
+    let height = 80 + ROW * rows.len() as u32;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
+        root.fill(&WHITE).map_err(chart_error)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 16))
+            .margin(8)
+            .x_label_area_size(24)
+            .y_label_area_size(LABELS)
+            .build_cartesian_2d(0f64..1f64, (0..rows.len()).into_segmented())
+            .map_err(chart_error)?;
+        // Plotters counts rows from the bottom; the first row reads at the top.
+        let names: Vec<String> = rows.iter().rev().map(|row| row.0.clone()).collect();
+        chart
+            .configure_mesh()
+            .disable_y_mesh()
+            .y_labels(rows.len())
+            .y_label_formatter(&|position| match position {
+                SegmentValue::CenterOf(index) => names.get(*index).cloned().unwrap_or_default(),
+                _ => String::new(),
+            })
+            .x_label_formatter(&|share| format!("{:.0} %", share * 100.0))
+            .draw()
+            .map_err(chart_error)?;
+        for (part, name) in parts.iter().enumerate() {
+            let bars = rows.iter().enumerate().map(|(index, (_, values))| {
+                let row = rows.len() - 1 - index;
+                let start: f64 = values[..part].iter().copied().map(within_whole).sum::<f64>().min(1.0);
+                let end = (start + within_whole(values[part])).min(1.0);
+                Rectangle::new(
+                    [(start, SegmentValue::Exact(row)), (end, SegmentValue::Exact(row + 1))],
+                    COLORS[part].filled(),
+                )
+            });
+            chart
+                .draw_series(bars)
+                .map_err(chart_error)?
+                .label(*name)
+                .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], COLORS[part].filled()));
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .draw()
+            .map_err(chart_error)?;
+        root.present().map_err(chart_error)?;
+    }
+    Ok(svg)
+}
+
+/// A share as drawn: within [0, 1], and nothing for one that was not measured.
+fn within_whole(share: f64) -> f64 {
+    if share.is_finite() { share.clamp(0.0, 1.0) } else { 0.0 }
+}
+
+/// A chart that only says why there is nothing to draw.
+pub fn empty(text: &str) -> String {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, 40)).into_drawing_area();
+        // Drawing text on a fresh white area cannot fail in memory; an error leaves it blank.
+        let _ = root.fill(&WHITE);
+        let _ = root.draw(&Text::new(text.to_string(), (10, 12), ("sans-serif", 14).into_font()));
+        let _ = root.present();
+    }
+    svg
+}
+
+fn chart_error<E: std::error::Error>(error: E) -> anyhow::Error {
+    anyhow!("cannot draw a chart: {error}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bars_on_a_log_scale_keep_small_values_visible_and_unknowns_labelled() {
+        let groups = [
+            Bars { category: "q1".to_string(), values: vec![4.0, f64::NAN] },
+            Bars { category: "q3".to_string(), values: vec![2630.0, 35.0] },
+        ];
+        let svg = log_bars("Queries", "ms", &["direct I/O", "warm min"], &groups).unwrap();
+        assert!(svg.starts_with("<svg") && svg.contains("log scale"), "{svg}");
+        for label in ["4.0 ms", "2630 ms", "35.0 ms", "unknown", "q1 · direct I/O", "q3 · warm min"] {
+            assert!(svg.contains(label), "{label} missing");
+        }
+    }
+
+    #[test]
+    fn shares_are_drawn_within_the_chart_even_when_they_overflow() {
+        let svg = shares("Share", ["CPU", "read wait", "other"], &[("q1".to_string(), [1.2, 0.3, f64::NAN])]).unwrap();
+        assert!(svg.contains("CPU") && svg.contains("read wait"), "{svg}");
+    }
+
+    #[test]
+    fn text_is_escaped() {
+        let svg = empty("a<b&c");
+        assert!(svg.contains("a&lt;b&amp;c"), "{svg}");
+    }
+}
