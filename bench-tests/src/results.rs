@@ -333,7 +333,7 @@ impl BundleWriter {
     /// the first, incomplete `results.json`.
     pub fn create(root: &Path, mut bundle: RunBundle, existing: ExistingFolder) -> Result<BundleWriter> {
         check_run_id(&bundle.run_id)?;
-        fs::create_dir_all(root).with_context(|| format!("cannot create the results folder {}", root.display()))?;
+        prepare_results_folder(root)?;
         let base_id = bundle.run_id.clone();
         let mut attempt = 1;
         let dir = loop {
@@ -438,6 +438,15 @@ impl BundleWriter {
             _ => Ok(()),
         }
     }
+}
+
+/// Creates the folder runs go into, or checks that it is one: done before a run starts
+/// its engine, so that a bad `--results-dir` costs nothing.
+pub fn prepare_results_folder(root: &Path) -> Result<()> {
+    if root.exists() && !root.is_dir() {
+        bail!("the results folder {} is not a folder; give --results-dir a folder", root.display());
+    }
+    fs::create_dir_all(root).with_context(|| format!("cannot create the results folder {}", root.display()))
 }
 
 /// One line of the samples journal.

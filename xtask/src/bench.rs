@@ -13,7 +13,7 @@ use chbench::benchmarks::{self, Benchmark};
 use chbench::cost::CostInputs;
 use chbench::interrupt::Interrupted;
 use chbench::report::write_report;
-use chbench::results::{BundleWriter, ExistingFolder, check_run_id};
+use chbench::results::{BundleWriter, ExistingFolder, check_run_id, prepare_results_folder};
 use chbench::targets::{TargetKind, open_target_of_kind};
 
 use crate::flags::{Bench, BenchKind, LogsBench, RunFlags};
@@ -50,6 +50,7 @@ fn run(flags: &RunFlags, benchmark: &dyn Benchmark) -> Result<()> {
         check_run_id(run_id)?;
     }
     benchmark.check()?;
+    prepare_results_folder(&flags.results_dir)?;
     let mut target = open_target_of_kind(TargetKind::parse(&flags.target.target)?)?;
     let (run_id, existing) = match &flags.run_id {
         Some(run_id) => (run_id.clone(), ExistingFolder::Refuse),

@@ -229,6 +229,17 @@ fn prices_and_sizes_that_are_not_finite_or_negative_are_refused_before_anything_
 }
 
 #[test]
+fn a_results_folder_that_is_a_file_is_named_before_the_engine_starts() {
+    let folder = tempfile::tempdir().unwrap();
+    let file = folder.path().join("README.md");
+    std::fs::write(&file, "not a folder").unwrap();
+    let output = xtask(&["bench", "--target", "embedded", "--results-dir", file.to_str().unwrap()], &[]);
+    let line = error_line(&output);
+    assert!(line.contains(&format!("the results folder {} is not a folder", file.display())), "{line}");
+    assert!(!String::from_utf8_lossy(&output.stderr).contains("chbench: target"), "the engine started");
+}
+
+#[test]
 fn run_ids_that_could_name_a_path_elsewhere_are_refused() {
     let outside = tempfile::tempdir().unwrap();
     let results = outside.path().join("results");

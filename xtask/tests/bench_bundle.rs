@@ -61,7 +61,7 @@ fn a_finished_run_is_complete_round_trips_and_reports() {
         assert!(dir.join(file).is_file(), "{file} is missing from the bundle");
     }
     let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
-    assert!(report.contains("source: m5.xlarge") && !report.contains("Incomplete run"));
+    assert!(report.contains("the ClickHouse on EKS field benchmark") && !report.contains("Incomplete run"));
 }
 
 #[test]

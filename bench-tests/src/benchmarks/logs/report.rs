@@ -15,7 +15,8 @@ use crate::units::{exact, human_bytes, milliseconds, number, per_second, times};
 /// 125 MiB/s, ClickHouse 24.8, 100 M rows. Not comparable in absolute terms to a run
 /// elsewhere; shown for the pattern.
 pub mod source {
-    pub const LABEL: &str = "source: m5.xlarge (3.5 vCPU), gp3 125 MiB/s, ClickHouse 24.8, 100 M rows";
+    pub const LABEL: &str = "source (the ClickHouse on EKS field benchmark, docs/sources.md): m5.xlarge \
+                             (3.5 vCPU), gp3 125 MiB/s, ClickHouse 24.8, 100 M rows";
     pub const INGEST_SECONDS: f64 = 106.7;
     pub const INGEST_ROWS_PER_SECOND: f64 = 936_800.0;
     pub const PARTITIONS: u64 = 7;
