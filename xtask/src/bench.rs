@@ -12,7 +12,7 @@ use chbench::cost::CostInputs;
 use chbench::interrupt::Interrupted;
 use chbench::report::write_report;
 use chbench::results::{BundleWriter, ExistingFolder, check_run_id};
-use chbench::targets::{TargetKind, open_target_of_kind};
+use chbench::targets::open_target_of_kind;
 
 use crate::flags::Bench;
 use crate::progress::TerminalProgress;
@@ -37,7 +37,7 @@ impl Bench {
         };
         // Bad inputs end here, before the engine starts.
         benchmark.check()?;
-        let mut target = open_target_of_kind(TargetKind::parse(&self.target.target)?)?;
+        let mut target = open_target_of_kind(self.target.target)?;
         let (run_id, existing) = match &self.run_id {
             Some(run_id) => (run_id.clone(), ExistingFolder::Refuse),
             None => (
