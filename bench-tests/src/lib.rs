@@ -6,7 +6,8 @@
 //!   ClickHouse engine in-process, libchdb), `container` (`clickhouse/clickhouse-server`
 //!   started by testcontainers), `url` (a running server: `CHBENCH_URL`, `CHBENCH_USER`,
 //!   `CHBENCH_PASSWORD`) or `auto`, the default: `container` when a Docker daemon answers,
-//!   else `embedded`. [`target::open_target`] is the only place that reads it.
+//!   else `embedded`. In the library [`targets::TargetKind::from_env`] is the only code
+//!   that reads it; `xtask` reads it through clap, as `--target`'s default.
 //! - The embedded engine is fetched on first use ([`engine`]); `CHBENCH_LIBCHDB` points
 //!   at an existing `libchdb.so` instead.
 //! - Each scenario works in a database named after itself, dropped and recreated at its

@@ -6,7 +6,8 @@
 //! `log_comment` ([`StatementTag`]) and is timed on the client as well. On servers the
 //! record comes from the statement's `system.query_log` row; on the embedded engine,
 //! which has no query_log, from the result's storage counters and the `system.events`
-//! delta around the statement, less the cost of reading `system.events` itself.
+//! delta around the statement, less the cost of reading `system.events` itself. Which
+//! one is the target's declared [`StatsSource`], never its name.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -234,8 +235,13 @@ pub const CACHE_DROPS: [&str; 6] = [
     "SYSTEM DROP FILESYSTEM CACHE",
 ];
 
-/// Drops the engine's caches before a cold run.
+/// Drops the engine's caches before a cold run; a target that cannot
+/// ([`Capabilities::caches_droppable`](crate::targets::Capabilities::caches_droppable))
+/// is refused rather than measured warm.
 pub fn drop_caches(target: &mut Target) -> Result<()> {
+    if !target.capabilities().caches_droppable {
+        bail!("target {} cannot drop its caches, so it cannot run a cold (direct-I/O) run", target.info().kind);
+    }
     for statement in CACHE_DROPS {
         target.execute(statement).with_context(|| format!("cannot drop caches before a cold run ({statement})"))?;
     }

@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use chbench::targets::TargetKind;
 use clap::{Args, Parser, Subcommand};
 
 #[derive(Debug, Parser)]
@@ -27,9 +28,9 @@ pub enum Command {
 /// Which target to run on; the same names and variable as the tests.
 #[derive(Debug, Clone, Args)]
 pub struct TargetFlag {
-    /// auto, embedded, container or url (url reads CHBENCH_URL, CHBENCH_USER, CHBENCH_PASSWORD).
-    #[arg(long, env = "CHBENCH_TARGET", default_value = "auto")]
-    pub target: String,
+    /// The engine to run on.
+    #[arg(long, env = "CHBENCH_TARGET", value_enum, default_value_t = TargetKind::Auto)]
+    pub target: TargetKind,
 }
 
 #[derive(Debug, Args)]
@@ -144,6 +145,24 @@ mod tests {
         assert_eq!(parse_count("2k"), Ok(2000));
         assert!(parse_count("ten").unwrap_err().contains("not a row count"));
         assert!(parse_count("0").is_err());
+    }
+
+    #[test]
+    fn the_target_is_parsed_by_clap_into_its_kind() {
+        let target = |name: &str| {
+            Xtask::try_parse_from(["xtask", "measure", "--target", name, "q.sql"]).map(|flags| match flags.command {
+                Command::Measure(measure) => measure.target.target,
+                other => panic!("parsed as {other:?}"),
+            })
+        };
+        assert_eq!(target("embedded").unwrap(), TargetKind::Embedded);
+        assert_eq!(target("url").unwrap(), TargetKind::Url);
+        assert_eq!(target("auto").unwrap(), TargetKind::Auto);
+        for wrong in ["Embedded", "kubernetes", ""] {
+            let error = target(wrong).unwrap_err();
+            assert_eq!(error.kind(), clap::error::ErrorKind::InvalidValue, "{wrong}: {error}");
+            assert!(error.to_string().contains("[possible values: auto, embedded, container, url]"), "{error}");
+        }
     }
 
     #[test]

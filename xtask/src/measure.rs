@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 use chbench::fixtures::{Fixture, Params};
 use chbench::measure::{StatementTag, measure};
 use chbench::settings::Settings;
-use chbench::targets::{TargetKind, open_target_of_kind};
+use chbench::targets::open_target_of_kind;
 
 use crate::flags::Measure;
 
@@ -21,7 +21,7 @@ impl Measure {
             let statements = fixture.render(&Params::new())?;
             files.push((file, fixture.name(), statements));
         }
-        let mut target = open_target_of_kind(TargetKind::parse(&self.target.target)?)?;
+        let mut target = open_target_of_kind(self.target.target)?;
         for (file, name, mut statements) in files {
             let Some(last) = statements.pop() else { continue };
             for statement in &statements {

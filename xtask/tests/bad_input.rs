@@ -257,8 +257,18 @@ fn run_ids_that_could_name_a_path_elsewhere_are_refused() {
 
 #[test]
 fn an_unknown_target_lists_the_known_ones() {
-    let line = error_line(&xtask(&["bench", "--target", "kubernetes"], &[]));
-    assert!(line.contains("\"kubernetes\" is not a target; choose one of auto, embedded, container, url"), "{line}");
+    for (args, env) in
+        [(&["bench", "--target", "kubernetes"][..], &[][..]), (&["bench"][..], &[("CHBENCH_TARGET", "kubernetes")][..])]
+    {
+        let output = xtask(args, env);
+        // clap refuses it before anything runs, with its own usage-error code.
+        assert_eq!(output.status.code(), Some(2), "{:?}", output.status);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let errors: Vec<&str> = stderr.lines().filter(|line| line.starts_with("error:")).collect();
+        assert_eq!(errors.len(), 1, "expected one error line in:\n{stderr}");
+        assert!(errors[0].contains("'kubernetes'") && errors[0].contains("--target"), "{stderr}");
+        assert!(stderr.contains("[possible values: auto, embedded, container, url]"), "{stderr}");
+    }
 }
 
 #[test]

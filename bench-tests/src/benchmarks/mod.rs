@@ -88,7 +88,7 @@ pub fn run(
     progress: &dyn Progress,
 ) -> Result<()> {
     benchmark.check()?;
-    let mut machine = MachineWatch::start(target.engine_in_process());
+    let mut machine = MachineWatch::start(target.capabilities().engine_in_process);
     warn_about_processes(progress, &machine.info().other_chbench_processes);
     writer.bundle.machine = Some(machine.info().clone());
     let mut outcome = Ok(());

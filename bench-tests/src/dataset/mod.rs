@@ -5,13 +5,18 @@
 //! and the engine's identity, so changing a generator, a row count or the engine builds
 //! a new one; nothing else does.
 //!
-//! - Embedded engine: built once in `target/chbench/datasets/<name>-<key>/` (under a lock,
-//!   so concurrent test processes wait for one builder), then each process opens a
-//!   hard-linked copy of it ([`Storage::CopyOf`]) and may change its copy freely. A
-//!   build works in `<name>-<key>.building/`, renamed when complete and removed when it
-//!   fails; one left by a builder that died is removed at the next open.
-//! - Servers: built once into a database named `<name>_<key>`, marked complete by a
-//!   manifest table created last; processes share it and must not change it.
+//! How a dataset reaches a process is the target's capability
+//! ([`Capabilities::datasets`](crate::targets::Capabilities::datasets)), never its name:
+//!
+//! - [`DatasetProvision::HardLinkedCopy`] (the embedded engine): built once in
+//!   `target/chbench/datasets/<name>-<key>/` (under a lock, so concurrent test processes
+//!   wait for one builder), then each process opens a hard-linked copy of it
+//!   ([`Storage::CopyOf`]) and may change its copy freely. A build works in
+//!   `<name>-<key>.building/`, renamed when complete and removed when it fails; one left
+//!   by a builder that died is removed at the next open.
+//! - [`DatasetProvision::SharedDatabase`] (servers): built once into a database named
+//!   `<name>_<key>`, marked complete by a manifest table created last; processes share it
+//!   and must not change it.
 //!
 //! After every fixture the build waits for the database's mutations to finish, so a
 //! `MATERIALIZE INDEX` is complete before anything measures the index.
@@ -31,8 +36,9 @@ use sha2::{Digest, Sha256};
 use crate::fixtures::{Fixture, Params, Statement};
 use crate::parts::wait_for_mutations;
 use crate::sql::sql_string;
-use crate::targets::embedded::{EmbeddedTarget, Storage};
-use crate::targets::{Target, TargetKind, open_embedded, open_target_of_kind, resolve_kind};
+use crate::targets::{
+    DatasetProvision, Storage, Target, TargetKind, open_target_of_kind, open_target_on, resolve_kind,
+};
 
 /// How long a build may wait for one fixture's mutations.
 const MUTATION_TIMEOUT: Duration = Duration::from_secs(600);
@@ -106,15 +112,20 @@ impl Dataset {
         self.open_on(TargetKind::from_env()?)
     }
 
+    /// [`Dataset::open`] on a target of the given kind (`auto` asks Docker first).
     pub fn open_on(&self, kind: TargetKind) -> Result<(Target, DatasetManifest)> {
-        match resolve_kind(kind) {
-            TargetKind::Embedded => self.open_embedded(),
-            other => self.open_on_server(open_target_of_kind(other)?),
+        let kind = resolve_kind(kind);
+        match kind.spec().capabilities.datasets {
+            DatasetProvision::HardLinkedCopy => self.open_copy(kind),
+            DatasetProvision::SharedDatabase => self.open_on_server(open_target_of_kind(kind)?),
         }
     }
 
-    fn open_embedded(&self) -> Result<(Target, DatasetManifest)> {
-        let key = self.key(&format!("embedded {}", embedded_engine_version()?))?;
+    /// Opens a hard-linked copy of the dataset's folder on `kind`, building the folder
+    /// first if needed.
+    fn open_copy(&self, kind: TargetKind) -> Result<(Target, DatasetManifest)> {
+        // The folder is in the engine's own format: the kind and version are its identity.
+        let key = self.key(&format!("{kind} {}", engine_version(kind)?))?;
         let root = datasets_root();
         let folder = root.join(format!("{}-{key}", self.name));
         fs::create_dir_all(&root).with_context(|| format!("cannot create {}", root.display()))?;
@@ -130,11 +141,11 @@ impl Dataset {
                 // Another process may have built it while we waited.
                 match read_manifest(&folder) {
                     Some(manifest) => manifest,
-                    None => self.build_embedded(&folder, &key)?,
+                    None => self.build_folder(kind, &folder, &key)?,
                 }
             }
         };
-        let mut target = open_embedded(Storage::CopyOf(folder.clone()))
+        let mut target = open_target_on(kind, &Storage::CopyOf(folder.clone()))
             .with_context(|| format!("cannot open a copy of dataset {}", folder.display()))?;
         target.use_database(&self.database)?;
         Ok((target, manifest))
@@ -142,13 +153,13 @@ impl Dataset {
 
     /// Builds into `<folder>.building`, renamed to `folder` once complete. The caller
     /// holds the dataset's build lock.
-    fn build_embedded(&self, folder: &Path, key: &str) -> Result<DatasetManifest> {
+    fn build_folder(&self, kind: TargetKind, folder: &Path, key: &str) -> Result<DatasetManifest> {
         let building = BuildingFolder::create(folder.with_extension("building"))?;
         eprintln!("chbench: building dataset {} into {}", self.name, folder.display());
         // The engine closes the folder at the end of this block, before it is renamed or,
         // on an error, removed.
         let manifest = {
-            let mut target = open_embedded(Storage::Build(building.path.clone()))?;
+            let mut target = open_target_on(kind, &Storage::Build(building.path.clone()))?;
             self.build(&mut target, key)?
         };
         let text = serde_json::to_string_pretty(&manifest)?;
@@ -271,11 +282,14 @@ struct ManifestRow {
     manifest: String,
 }
 
-/// The embedded engine's version, asked of a short-lived scratch connection (the engine
-/// then accepts the dataset's folder, since no connection is left open).
-fn embedded_engine_version() -> Result<String> {
-    let mut engine = EmbeddedTarget::open(Storage::Scratch)?;
-    let (version, _) = engine.run("SELECT version()", &crate::settings::Settings::new(), "TabSeparatedRaw")?;
+/// The engine version of `kind`, asked of a short-lived connection on scratch storage
+/// (an in-process engine then accepts the dataset's folder, since no connection is left
+/// open). Opened without `Target`, which would print a target line for this probe.
+fn engine_version(kind: TargetKind) -> Result<String> {
+    let mut engine = (kind.spec().open)(&Storage::Scratch)?;
+    let (version, _) = engine
+        .run("SELECT version()", &crate::settings::Settings::new(), "TabSeparatedRaw")
+        .with_context(|| format!("cannot read the {kind} engine's version"))?;
     Ok(version.trim().to_string())
 }
 
@@ -316,7 +330,7 @@ mod tests {
         let live = root.path().join("live-02.building");
         folder_with_a_file(&abandoned);
         folder_with_a_file(&live);
-        // A builder's lock, as `open_embedded` takes it (another open file, so another
+        // A builder's lock, as `open_copy` takes it (another open file, so another
         // holder even within this process).
         let lock = File::create(root.path().join("live-02.lock")).unwrap();
         lock.lock().unwrap();

@@ -8,6 +8,9 @@
 //! Under nextest each test is a process, so a container started here is started per test.
 //! That is correct but slow; a run of many tests wants one server started outside the
 //! tests and handed to them with the `url` target (see ARCHITECTURE.md).
+//!
+//! It is a server target in every respect but one: this process started it, so it may
+//! restart it.
 
 use std::time::Duration;
 
@@ -18,6 +21,17 @@ use testcontainers_modules::testcontainers::runners::AsyncRunner;
 use testcontainers_modules::testcontainers::{ContainerAsync, ImageExt};
 
 use super::server::{ServerConfig, ServerTarget};
+use super::{Backend, Capabilities, ResultCounters, Storage};
+use crate::settings::Settings;
+
+/// A server this process started: the `url` target's capabilities, and restartable.
+pub const CAPABILITIES: Capabilities = Capabilities { restartable: true, ..super::server::CAPABILITIES };
+
+/// Starts the pinned image (the `container` kind's opener for `TargetKind::spec`). The
+/// server keeps its data inside the container: `storage` does not apply.
+pub fn open(_storage: &Storage) -> Result<Box<dyn Backend>> {
+    Ok(Box::new(ContainerTarget::start()?))
+}
 
 /// The source's manifest pins this release; so do we, never `latest`.
 pub const CLICKHOUSE_IMAGE: &str = "clickhouse/clickhouse-server";
@@ -101,12 +115,19 @@ impl ContainerTarget {
             .with_context(|| format!("{image} started but does not answer"))?;
         Ok(ContainerTarget { container: Some(container), runtime, server, image })
     }
+}
 
-    pub fn server(&mut self) -> &mut ServerTarget {
-        &mut self.server
+/// Everything goes to the server inside the container.
+impl Backend for ContainerTarget {
+    fn run(&mut self, sql: &str, settings: &Settings, format: &str) -> Result<(String, ResultCounters)> {
+        self.server.run(sql, settings, format)
     }
 
-    pub fn describe(&self) -> String {
+    fn use_database(&mut self, name: &str) -> Result<()> {
+        self.server.use_database(name)
+    }
+
+    fn endpoint(&self) -> String {
         format!("{} at {}", self.image, self.server.config().display_url())
     }
 }

@@ -8,6 +8,10 @@
 //! no longer run are removed at the next start. Set `CHBENCH_KEEP_DATA=1` to keep the
 //! folder for inspection.
 //! Datasets are built in a folder of their own ([`Storage::Build`]), kept.
+//!
+//! Statement settings are applied as `SET` and restored after the statement; session
+//! settings stay until restored, which is what lets the measurement window hold the
+//! statement alone.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -15,23 +19,34 @@ use std::sync::Mutex;
 
 use anyhow::{Context, Result, anyhow, bail};
 
-use super::ResultCounters;
 use super::chdb::{self, Connection};
+use super::{Backend, Capabilities, DatasetProvision, ResultCounters, StatsSource, Storage};
 use crate::settings::Settings;
+
+/// What the embedded engine can do.
+pub const CAPABILITIES: Capabilities = Capabilities {
+    // libchdb's C API has no query_log (docs/embedded-engine.md).
+    stats_source: StatsSource::ResultAndEventsDelta,
+    // One connection, one session: a `SET` stays until changed.
+    session_settings_persist: true,
+    // The engine opens one folder at a time, so each process gets its own copy.
+    datasets: DatasetProvision::HardLinkedCopy,
+    // `system.events` is per process: a delta around one statement holds whatever else
+    // ran meanwhile, so statements go one at a time.
+    concurrent_queries: false,
+    // The library is loaded once and never unloaded.
+    restartable: false,
+    caches_droppable: true,
+    engine_in_process: true,
+};
+
+/// Opens the embedded engine on `storage` (the kind's opener for `TargetKind::spec`).
+pub fn open(storage: &Storage) -> Result<Box<dyn Backend>> {
+    Ok(Box::new(EmbeddedTarget::open(storage)?))
+}
 
 /// How many embedded targets use this process's folder (it goes with the last).
 static OPEN_TARGETS: Mutex<usize> = Mutex::new(0);
-
-/// Which folder an embedded target works in.
-#[derive(Debug, Clone)]
-pub enum Storage {
-    /// This process's folder, empty when first opened.
-    Scratch,
-    /// This process's folder as a hard-linked copy of a prepared dataset folder.
-    CopyOf(PathBuf),
-    /// A folder of its own, kept after the target closes (building a dataset).
-    Build(PathBuf),
-}
 
 pub struct EmbeddedTarget {
     // Fields drop in declaration order: the connection closes before the storage
@@ -61,16 +76,16 @@ impl Drop for StorageGuard {
 impl EmbeddedTarget {
     /// Loads the engine (fetching it first if needed) and connects to `storage`, with
     /// the session defaults in force.
-    pub fn open(storage: Storage) -> Result<EmbeddedTarget> {
+    pub fn open(storage: &Storage) -> Result<EmbeddedTarget> {
         let library = chdb::ensure_loaded()?;
         let (folder, guard) = match storage {
             Storage::Build(folder) => {
-                fs::create_dir_all(&folder)
+                fs::create_dir_all(folder)
                     .with_context(|| format!("cannot create the dataset folder {}", folder.display()))?;
-                (folder, None)
+                (folder.clone(), None)
             }
             Storage::Scratch => claim_process_folder(None)?,
-            Storage::CopyOf(dataset) => claim_process_folder(Some(&dataset))?,
+            Storage::CopyOf(dataset) => claim_process_folder(Some(dataset))?,
         };
         // If the connection fails, dropping the guard gives the folder back.
         let connection = Connection::open(&folder)?;
@@ -88,14 +103,16 @@ impl EmbeddedTarget {
     pub fn library_path(&self) -> &Path {
         &self.library
     }
+}
 
-    pub fn use_database(&mut self, name: &str) -> Result<()> {
+impl Backend for EmbeddedTarget {
+    fn use_database(&mut self, name: &str) -> Result<()> {
         self.connection.query(&format!("USE {name}"), "TabSeparated")?;
         Ok(())
     }
 
     /// Puts `settings` in force for the following statements (`SET`).
-    pub fn apply_settings(&mut self, settings: &Settings) -> Result<()> {
+    fn apply_session_settings(&mut self, settings: &Settings) -> Result<()> {
         for statement in settings.set_statements() {
             self.connection.query(&statement, "TabSeparated").with_context(|| format!("cannot apply `{statement}`"))?;
         }
@@ -104,7 +121,7 @@ impl EmbeddedTarget {
 
     /// Puts the session's values of `settings` back in force (the engine default for
     /// settings the session does not set).
-    pub fn restore_settings(&mut self, settings: &Settings) -> Result<()> {
+    fn restore_session_settings(&mut self, settings: &Settings) -> Result<()> {
         for (name, _) in settings.iter() {
             let session_value = self.session.get(name).unwrap_or("DEFAULT");
             let restore = Settings::new().with(name, session_value).set_statements().concat();
@@ -115,10 +132,10 @@ impl EmbeddedTarget {
 
     /// Runs one statement with statement-level settings applied as `SET` before it and
     /// the session's values restored after it, whether it succeeded or not.
-    pub fn run(&mut self, sql: &str, settings: &Settings, format: &str) -> Result<(String, ResultCounters)> {
-        self.apply_settings(settings)?;
+    fn run(&mut self, sql: &str, settings: &Settings, format: &str) -> Result<(String, ResultCounters)> {
+        self.apply_session_settings(settings)?;
         let outcome = self.connection.query(sql, format);
-        self.restore_settings(settings)?;
+        self.restore_session_settings(settings)?;
         let output = outcome?;
         let counters = ResultCounters {
             read_rows: Some(output.storage_rows_read),
@@ -128,6 +145,10 @@ impl EmbeddedTarget {
             memory_usage: None,
         };
         Ok((output.body, counters))
+    }
+
+    fn endpoint(&self) -> String {
+        format!("libchdb at {}", self.library.display())
     }
 }
 

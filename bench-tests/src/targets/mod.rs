@@ -1,10 +1,12 @@
-//! Targets: the ClickHouse engines a scenario runs on, and the one place that chooses one.
+//! Targets: the ClickHouse engines a scenario runs on, what each can do, and the one
+//! place that names them.
 //!
-//! Every target offers the same few operations ([`Target::run`], [`Target::execute`],
-//! [`Target::query_text`]) and declares how its statements are measured
-//! ([`StatsSource`]); the measurement core branches on that capability, never on the
-//! target's name. [`open_target`] reads `CHBENCH_TARGET` and is the only code that maps
-//! a name to an implementation.
+//! Every target is a [`Backend`] (run a statement, change database, keep settings for a
+//! session) wrapped in a [`Target`], which offers the same few operations everywhere
+//! ([`Target::run`], [`Target::execute`], [`Target::query_text`]). What a scenario or the
+//! measurement core may depend on is declared per kind in [`Capabilities`] (how statements
+//! are measured, how datasets are provided, ...); callers branch on those, never on the
+//! target's name. [`TargetKind::spec`] is the only code that maps a kind to its file.
 //!
 //! The API is blocking: the embedded engine is a synchronous C library, and the server
 //! targets drive their async HTTP client on a private single-threaded runtime.
@@ -16,9 +18,11 @@ pub mod server;
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
+use clap::ValueEnum;
 use serde::{Deserialize, Serialize};
 
 use crate::settings::Settings;
@@ -27,9 +31,11 @@ use crate::sql::one_line;
 /// The environment variable that chooses the target.
 pub const TARGET_ENV: &str = "CHBENCH_TARGET";
 
-/// Which engine to run on, as named in `CHBENCH_TARGET`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// Which engine to run on, as named in `CHBENCH_TARGET` or `--target`. The names are
+/// the variants' in lowercase (clap's and serde's); the doc comments are `--help`'s.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
 #[serde(rename_all = "lowercase")]
+#[value(rename_all = "lowercase")]
 pub enum TargetKind {
     /// `container` when a Docker daemon answers, else `embedded`.
     Auto,
@@ -41,18 +47,42 @@ pub enum TargetKind {
     Url,
 }
 
+/// What the code needs to know about one kind of target: what it can do and how to open it.
+#[derive(Clone, Copy)]
+pub struct TargetSpec {
+    pub capabilities: Capabilities,
+    /// Connects to the engine with the session defaults in force. `storage` is where an
+    /// in-process engine keeps its data; a server keeps its own and ignores it.
+    pub open: fn(&Storage) -> Result<Box<dyn Backend>>,
+}
+
 impl TargetKind {
-    pub const NAMES: &'static str = "auto, embedded, container, url";
+    /// The one place kinds are named: each kind's capabilities and opener, declared in
+    /// its own file. A new target is a new file, a variant above and a line here.
+    pub fn spec(self) -> TargetSpec {
+        match self {
+            TargetKind::Embedded => TargetSpec { capabilities: embedded::CAPABILITIES, open: embedded::open },
+            TargetKind::Container => TargetSpec { capabilities: container::CAPABILITIES, open: container::open },
+            TargetKind::Url => TargetSpec { capabilities: server::CAPABILITIES, open: server::open },
+            // Not an engine: the spec of the kind it resolves to (asking Docker).
+            TargetKind::Auto => resolve_kind(self).spec(),
+        }
+    }
+
+    /// The known names, for messages: `auto, embedded, container, url`.
+    pub fn names() -> String {
+        TargetKind::value_variants().iter().map(TargetKind::to_string).collect::<Vec<_>>().join(", ")
+    }
 
     /// Parses a target name strictly: an unknown name is an error that lists the known ones.
     pub fn parse(name: &str) -> Result<TargetKind> {
         match name.trim() {
-            "" | "auto" => Ok(TargetKind::Auto),
-            "embedded" => Ok(TargetKind::Embedded),
-            "container" => Ok(TargetKind::Container),
-            "url" => Ok(TargetKind::Url),
-            "eks" => bail!("{TARGET_ENV}=eks is not available yet; choose one of {}", TargetKind::NAMES),
-            other => bail!("{TARGET_ENV}={other:?} is not a target; choose one of {}", TargetKind::NAMES),
+            "" => Ok(TargetKind::Auto),
+            "eks" => bail!("{TARGET_ENV}=eks is not available yet; choose one of {}", TargetKind::names()),
+            name => match <TargetKind as ValueEnum>::from_str(name, false) {
+                Ok(kind) => Ok(kind),
+                Err(_) => bail!("{TARGET_ENV}={name:?} is not a target; choose one of {}", TargetKind::names()),
+            },
         }
     }
 
@@ -77,14 +107,88 @@ impl TargetKind {
 
 impl fmt::Display for TargetKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let name = match self {
-            TargetKind::Auto => "auto",
-            TargetKind::Embedded => "embedded",
-            TargetKind::Container => "container",
-            TargetKind::Url => "url",
-        };
-        f.write_str(name)
+        // Every variant has a name: none is skipped with `#[value(skip)]`.
+        match self.to_possible_value() {
+            Some(value) => f.write_str(value.get_name()),
+            None => write!(f, "{self:?}"),
+        }
     }
+}
+
+/// What a kind of target can do, declared by its file rather than inferred from its name.
+/// Scenarios and the measurement core branch on these fields only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Capabilities {
+    /// How a measured statement's record is obtained. `measure` branches on it.
+    pub stats_source: StatsSource,
+    /// Whether settings put in force by `SET` stay for the following statements, so that
+    /// a measurement window can hold the statement alone (settings applied before it,
+    /// restored after). [`Target::with_session_settings`] refuses targets without it;
+    /// they take settings per statement instead.
+    pub session_settings_persist: bool,
+    /// How a prepared dataset reaches a process. `dataset` branches on it.
+    pub datasets: DatasetProvision,
+    /// Whether statements may run at the same time (from several processes or
+    /// connections) without spoiling each other's measurements. Nothing branches on it
+    /// yet; a scenario that runs queries concurrently must check it first.
+    pub concurrent_queries: bool,
+    /// Whether the harness may restart the engine (it owns it). Nothing branches on it
+    /// yet; a scenario that restarts the engine (a cold start, say) must check it first.
+    pub restartable: bool,
+    /// Whether the engine's caches can be dropped (`SYSTEM DROP ... CACHE`), which a cold
+    /// (direct-I/O) run needs. [`crate::measure::drop_caches`] refuses targets without it.
+    pub caches_droppable: bool,
+    /// Whether the engine does its work in this process, so that this process's CPU time
+    /// is the engine's rather than a server's elsewhere. The machine check branches on it.
+    pub engine_in_process: bool,
+}
+
+/// How a prepared dataset is provided to the processes that use it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DatasetProvision {
+    /// Built once in a folder of its own ([`Storage::Build`]); each process opens a
+    /// hard-linked copy ([`Storage::CopyOf`]) and may change it freely.
+    HardLinkedCopy,
+    /// Built once into a keyed database on the server, shared read-only by every process.
+    SharedDatabase,
+}
+
+/// Where an in-process engine keeps its data. Servers keep their own and ignore it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Storage {
+    /// This process's folder, empty when first opened.
+    Scratch,
+    /// This process's folder as a hard-linked copy of a prepared dataset folder.
+    CopyOf(PathBuf),
+    /// A folder of its own, kept after the target closes (building a dataset).
+    Build(PathBuf),
+}
+
+/// One connected engine: what every kind of target implements (in its own file).
+pub trait Backend {
+    /// Runs one statement with statement-level `settings` (in force for it alone),
+    /// returning its output in `format` and the counters the engine reported with it.
+    fn run(&mut self, sql: &str, settings: &Settings, format: &str) -> Result<(String, ResultCounters)>;
+
+    /// Makes an existing database the current one for the following statements.
+    fn use_database(&mut self, name: &str) -> Result<()>;
+
+    /// Puts `settings` in force for the following statements. Only for targets whose
+    /// [`Capabilities::session_settings_persist`] is true.
+    fn apply_session_settings(&mut self, _settings: &Settings) -> Result<()> {
+        bail!("this target does not keep settings between statements; pass them with each statement")
+    }
+
+    /// Puts the session's values of `settings` back in force after
+    /// [`Backend::apply_session_settings`].
+    fn restore_session_settings(&mut self, _settings: &Settings) -> Result<()> {
+        bail!("this target does not keep settings between statements; pass them with each statement")
+    }
+
+    /// Where the engine is, for output and results: a library path, an image, or a URL
+    /// without credentials.
+    fn endpoint(&self) -> String;
 }
 
 /// How a target's statements are measured: the measurement core's one branch point.
@@ -136,24 +240,21 @@ pub struct ResultCounters {
     pub memory_usage: Option<u64>,
 }
 
-enum Backend {
-    Embedded(embedded::EmbeddedTarget),
-    // Boxed: they hold an HTTP client and a runtime, far larger than the engine handle.
-    Server(Box<server::ServerTarget>),
-    Container(Box<container::ContainerTarget>),
-}
-
 /// A connected target, working in one database.
 pub struct Target {
-    backend: Backend,
+    backend: Box<dyn Backend>,
+    capabilities: Capabilities,
     info: TargetInfo,
     database: String,
 }
 
 impl Target {
-    fn from_backend(kind: TargetKind, backend: Backend, endpoint: String) -> Result<Target> {
+    /// Wraps an opened backend, checking that it is ClickHouse and reading its version.
+    fn from_backend(kind: TargetKind, capabilities: Capabilities, backend: Box<dyn Backend>) -> Result<Target> {
+        let endpoint = backend.endpoint();
         let mut target = Target {
             backend,
+            capabilities,
             info: TargetInfo { kind, engine_version: String::new(), endpoint },
             database: "default".to_string(),
         };
@@ -173,20 +274,19 @@ impl Target {
         &self.info
     }
 
-    pub fn stats_source(&self) -> StatsSource {
-        match self.backend {
-            Backend::Embedded(_) => StatsSource::ResultAndEventsDelta,
-            Backend::Server(_) | Backend::Container(_) => StatsSource::QueryLog,
-        }
+    /// What this target can do, as its kind declares.
+    pub fn capabilities(&self) -> &Capabilities {
+        &self.capabilities
     }
 
-    /// Whether the engine does its work in this process, so that this process's CPU
-    /// time is the engine's (the embedded engine) rather than a server's elsewhere.
+    /// [`Capabilities::stats_source`], the measurement core's branch point.
+    pub fn stats_source(&self) -> StatsSource {
+        self.capabilities.stats_source
+    }
+
+    /// [`Capabilities::engine_in_process`], the machine check's branch point.
     pub fn engine_in_process(&self) -> bool {
-        match self.backend {
-            Backend::Embedded(_) => true,
-            Backend::Server(_) | Backend::Container(_) => false,
-        }
+        self.capabilities.engine_in_process
     }
 
     /// The database unqualified table names refer to.
@@ -208,11 +308,7 @@ impl Target {
 
     /// Makes an existing database the current one.
     pub fn use_database(&mut self, name: &str) -> Result<()> {
-        match &mut self.backend {
-            Backend::Embedded(engine) => engine.use_database(name)?,
-            Backend::Server(server) => server.use_database(name),
-            Backend::Container(container) => container.server().use_database(name),
-        }
+        self.backend.use_database(name).with_context(|| format!("cannot use database {name}"))?;
         self.database = name.to_string();
         Ok(())
     }
@@ -223,12 +319,8 @@ impl Target {
     pub fn run(&mut self, sql: &str, settings: &Settings, format: &str) -> Result<Output> {
         crate::interrupt::check()?;
         let started = Instant::now();
-        let outcome = match &mut self.backend {
-            Backend::Embedded(engine) => engine.run(sql, settings, format),
-            Backend::Server(server) => server.run(sql, settings, format),
-            Backend::Container(container) => container.server().run(sql, settings, format),
-        };
-        let (body, counters) = outcome.with_context(|| format!("statement failed: {}", one_line(sql)))?;
+        let (body, counters) =
+            self.backend.run(sql, settings, format).with_context(|| format!("statement failed: {}", one_line(sql)))?;
         Ok(Output { body, client_elapsed: started.elapsed(), counters })
     }
 
@@ -281,23 +373,20 @@ impl Target {
     }
 
     /// Runs `measured` with `settings` in force for every statement it runs, then
-    /// restores the session. Only the embedded engine keeps settings between statements
-    /// (servers take them per request: pass them to [`Target::run`] instead).
+    /// restores the session. Only targets whose settings persist between statements
+    /// ([`Capabilities::session_settings_persist`]) can; the others take settings per
+    /// statement: pass them to [`Target::run`] instead.
     pub fn with_session_settings<T>(
         &mut self,
         settings: &Settings,
         measured: impl FnOnce(&mut Target) -> Result<T>,
     ) -> Result<T> {
-        match &mut self.backend {
-            Backend::Embedded(engine) => engine.apply_settings(settings)?,
-            Backend::Server(_) | Backend::Container(_) => {
-                bail!("session settings need the embedded engine; servers take settings per statement")
-            }
+        if !self.capabilities.session_settings_persist {
+            bail!("target {} does not keep settings between statements; pass them with each statement", self.info.kind);
         }
+        self.backend.apply_session_settings(settings)?;
         let outcome = measured(self);
-        if let Backend::Embedded(engine) = &mut self.backend {
-            engine.restore_settings(settings)?;
-        }
+        self.backend.restore_session_settings(settings)?;
         outcome
     }
 }
@@ -331,32 +420,19 @@ pub fn resolve_kind(kind: TargetKind) -> TargetKind {
     }
 }
 
-/// Opens a target of the given kind (`auto` asks Docker first) and prints which one it is.
+/// Opens a target of the given kind (`auto` asks Docker first) on this process's scratch
+/// storage and prints which one it is.
 pub fn open_target_of_kind(kind: TargetKind) -> Result<Target> {
-    let target = match resolve_kind(kind) {
-        TargetKind::Embedded => return open_embedded(embedded::Storage::Scratch),
-        TargetKind::Url => {
-            let config = server::ServerConfig::from_env()?;
-            let endpoint = config.display_url();
-            let server = server::ServerTarget::connect(config)?;
-            Target::from_backend(TargetKind::Url, Backend::Server(Box::new(server)), endpoint)?
-        }
-        TargetKind::Container => {
-            let container = container::ContainerTarget::start()?;
-            let endpoint = container.describe();
-            Target::from_backend(TargetKind::Container, Backend::Container(Box::new(container)), endpoint)?
-        }
-        TargetKind::Auto => unreachable!("resolve_kind never returns auto"),
-    };
-    eprintln!("chbench: {}", target.info());
-    Ok(target)
+    open_target_on(kind, &Storage::Scratch)
 }
 
-/// Opens the embedded engine on the given storage and prints which target it is.
-pub fn open_embedded(storage: embedded::Storage) -> Result<Target> {
-    let engine = embedded::EmbeddedTarget::open(storage)?;
-    let endpoint = format!("libchdb at {}", engine.library_path().display());
-    let target = Target::from_backend(TargetKind::Embedded, Backend::Embedded(engine), endpoint)?;
+/// Opens a target of the given kind (`auto` asks Docker first) with `storage` for an
+/// in-process engine's data, and prints which one it is.
+pub fn open_target_on(kind: TargetKind, storage: &Storage) -> Result<Target> {
+    let kind = resolve_kind(kind);
+    let spec = kind.spec();
+    let backend = (spec.open)(storage)?;
+    let target = Target::from_backend(kind, spec.capabilities, backend)?;
     eprintln!("chbench: {}", target.info());
     Ok(target)
 }
@@ -374,7 +450,53 @@ mod tests {
         assert_eq!(TargetKind::parse("auto").unwrap(), TargetKind::Auto);
         let error = TargetKind::parse("Embeded").unwrap_err().to_string();
         assert!(error.contains("\"Embeded\" is not a target"), "{error}");
-        assert!(error.contains("embedded, container, url"), "{error}");
+        assert!(error.contains("auto, embedded, container, url"), "{error}");
+        let error = TargetKind::parse("eks").unwrap_err().to_string();
+        assert!(error.contains("eks is not available yet"), "{error}");
+    }
+
+    #[test]
+    fn names_are_lowercase_in_messages_flags_and_results() {
+        for kind in TargetKind::value_variants() {
+            let name = kind.to_string();
+            assert_eq!(name, name.to_lowercase());
+            assert_eq!(TargetKind::parse(&name).unwrap(), *kind);
+            assert_eq!(serde_json::to_value(kind).unwrap(), serde_json::Value::String(name));
+        }
+    }
+
+    #[test]
+    fn each_kind_declares_the_capabilities_the_docs_describe() {
+        let embedded = TargetKind::Embedded.spec().capabilities;
+        assert_eq!(
+            embedded,
+            Capabilities {
+                stats_source: StatsSource::ResultAndEventsDelta,
+                session_settings_persist: true,
+                datasets: DatasetProvision::HardLinkedCopy,
+                // The events delta holds whatever else the process ran meanwhile.
+                concurrent_queries: false,
+                restartable: false,
+                caches_droppable: true,
+                engine_in_process: true,
+            }
+        );
+        let url = TargetKind::Url.spec().capabilities;
+        assert_eq!(
+            url,
+            Capabilities {
+                stats_source: StatsSource::QueryLog,
+                session_settings_persist: false,
+                datasets: DatasetProvision::SharedDatabase,
+                concurrent_queries: true,
+                // Someone else's server.
+                restartable: false,
+                caches_droppable: true,
+                engine_in_process: false,
+            }
+        );
+        // The container is a server this process started, so it may restart it.
+        assert_eq!(TargetKind::Container.spec().capabilities, Capabilities { restartable: true, ..url });
     }
 
     #[test]

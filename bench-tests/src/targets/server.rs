@@ -1,6 +1,8 @@
 //! Server targets: any ClickHouse server reached over HTTP with the `clickhouse` crate.
 //!
-//! Used directly by the `url` target and underneath the `container` target. Credentials
+//! The `url` target (its capabilities and opener are here), and the client underneath the
+//! `container` target. Statement settings travel with each request; nothing persists
+//! between statements but the session defaults and the database. Credentials
 //! come from `CHBENCH_USER` and `CHBENCH_PASSWORD` only, and travel in request headers,
 //! never in a URL: a URL with credentials in it is refused, so no string that the
 //! client library or this module formats (an error, an endpoint) can hold the password,
@@ -10,8 +12,28 @@ use std::fmt;
 
 use anyhow::{Context, Result, anyhow, bail};
 
-use super::ResultCounters;
+use super::{Backend, Capabilities, DatasetProvision, ResultCounters, StatsSource, Storage};
 use crate::settings::Settings;
+
+/// What a running server that someone else owns (the `url` target) can do.
+pub const CAPABILITIES: Capabilities = Capabilities {
+    stats_source: StatsSource::QueryLog,
+    // Each HTTP request is its own session here (no `session_id`).
+    session_settings_persist: false,
+    datasets: DatasetProvision::SharedDatabase,
+    // Each statement has its own query_log row, found by its log_comment.
+    concurrent_queries: true,
+    // Not ours to restart.
+    restartable: false,
+    caches_droppable: true,
+    engine_in_process: false,
+};
+
+/// Connects to the server given by `CHBENCH_URL` (the `url` kind's opener for
+/// `TargetKind::spec`). A server keeps its own data: `storage` does not apply.
+pub fn open(_storage: &Storage) -> Result<Box<dyn Backend>> {
+    Ok(Box::new(ServerTarget::connect(ServerConfig::from_env()?)?))
+}
 
 pub const URL_ENV: &str = "CHBENCH_URL";
 pub const USER_ENV: &str = "CHBENCH_USER";
@@ -107,12 +129,32 @@ impl ServerTarget {
         &self.config
     }
 
-    pub fn use_database(&mut self, name: &str) {
+    /// One line naming the server and what went wrong. The password cannot be in it:
+    /// it travels in a header, which the client library's errors do not print.
+    fn explain_error(&self, error: clickhouse::error::Error) -> anyhow::Error {
+        let url = self.config.display_url();
+        let text = error.to_string();
+        match error {
+            clickhouse::error::Error::Network(_) => {
+                anyhow!("cannot reach ClickHouse at {url}: {text}")
+            }
+            _ if is_authentication_failure(&text) => {
+                anyhow!("ClickHouse at {url} refused user {:?}: {}", self.config.user, first_line(&text))
+            }
+            _ => anyhow!("ClickHouse at {url}: {}", first_line(&text)),
+        }
+    }
+}
+
+impl Backend for ServerTarget {
+    fn use_database(&mut self, name: &str) -> Result<()> {
+        // Sent with every following request; the server checks it then.
         self.client = self.client.clone().with_database(name);
+        Ok(())
     }
 
     /// Runs one statement; statement-level settings travel as URL parameters.
-    pub fn run(&mut self, sql: &str, settings: &Settings, format: &str) -> Result<(String, ResultCounters)> {
+    fn run(&mut self, sql: &str, settings: &Settings, format: &str) -> Result<(String, ResultCounters)> {
         let mut query = self.client.query_raw(sql);
         for (name, value) in settings.iter() {
             query = query.with_setting(name, value);
@@ -135,20 +177,8 @@ impl ServerTarget {
         outcome.map_err(|error| self.explain_error(error))
     }
 
-    /// One line naming the server and what went wrong. The password cannot be in it:
-    /// it travels in a header, which the client library's errors do not print.
-    fn explain_error(&self, error: clickhouse::error::Error) -> anyhow::Error {
-        let url = self.config.display_url();
-        let text = error.to_string();
-        match error {
-            clickhouse::error::Error::Network(_) => {
-                anyhow!("cannot reach ClickHouse at {url}: {text}")
-            }
-            _ if is_authentication_failure(&text) => {
-                anyhow!("ClickHouse at {url} refused user {:?}: {}", self.config.user, first_line(&text))
-            }
-            _ => anyhow!("ClickHouse at {url}: {}", first_line(&text)),
-        }
+    fn endpoint(&self) -> String {
+        self.config.display_url()
     }
 }
 
