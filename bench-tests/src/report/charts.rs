@@ -52,16 +52,12 @@ pub fn log_bars(title: &str, unit: &str, series: &[&str], groups: &[Bars]) -> Re
             .y_label_area_size(LABELS)
             .build_cartesian_2d(x_range.clone().log_scale(), (0..rows.len()).into_segmented())
             .map_err(chart_error)?;
-        // Plotters counts rows from the bottom; the first row reads at the top.
-        let names: Vec<String> = rows.iter().rev().map(|row| row.0.clone()).collect();
+        let label = row_labels(rows.iter().map(|row| row.0.clone()));
         chart
             .configure_mesh()
             .disable_y_mesh()
             .y_labels(rows.len())
-            .y_label_formatter(&|position| match position {
-                SegmentValue::CenterOf(index) => names.get(*index).cloned().unwrap_or_default(),
-                _ => String::new(),
-            })
+            .y_label_formatter(&label)
             .x_label_formatter(&|value| compact(*value))
             .draw()
             .map_err(chart_error)?;
@@ -107,16 +103,12 @@ pub fn shares(title: &str, parts: [&str; 3], rows: &[(String, [f64; 3])]) -> Res
             .y_label_area_size(LABELS)
             .build_cartesian_2d(0f64..1f64, (0..rows.len()).into_segmented())
             .map_err(chart_error)?;
-        // Plotters counts rows from the bottom; the first row reads at the top.
-        let names: Vec<String> = rows.iter().rev().map(|row| row.0.clone()).collect();
+        let label = row_labels(rows.iter().map(|row| row.0.clone()));
         chart
             .configure_mesh()
             .disable_y_mesh()
             .y_labels(rows.len())
-            .y_label_formatter(&|position| match position {
-                SegmentValue::CenterOf(index) => names.get(*index).cloned().unwrap_or_default(),
-                _ => String::new(),
-            })
+            .y_label_formatter(&label)
             .x_label_formatter(&|share| format!("{:.0} %", share * 100.0))
             .draw()
             .map_err(chart_error)?;
@@ -146,6 +138,16 @@ pub fn shares(title: &str, parts: [&str; 3], rows: &[(String, [f64; 3])]) -> Res
         root.present().map_err(chart_error)?;
     }
     Ok(svg)
+}
+
+/// The label of each row on a segmented axis, first row at the top (plotters counts rows
+/// from the bottom).
+fn row_labels(names: impl DoubleEndedIterator<Item = String>) -> impl Fn(&SegmentValue<usize>) -> String {
+    let names: Vec<String> = names.rev().collect();
+    move |position| match position {
+        SegmentValue::CenterOf(index) => names.get(*index).cloned().unwrap_or_default(),
+        _ => String::new(),
+    }
 }
 
 /// A share as drawn: within [0, 1], and nothing for one that was not measured.
