@@ -79,6 +79,7 @@ impl Fixture {
     /// Runs every statement in order; an error names the file, the line and the statement.
     pub fn apply(&self, target: &mut Target, params: &Params) -> Result<()> {
         for statement in self.render(params)? {
+            crate::interrupt::check()?;
             target.execute(&statement).with_context(|| statement.location())?;
         }
         Ok(())
@@ -155,12 +156,14 @@ impl Params {
         let mut rest = text;
         let mut scanner = Scanner::default();
         while let Some(character) = rest.chars().next() {
-            if character == '{' && scanner.in_code() {
+            // Only `{identifier}` is a placeholder: ClickHouse's own braces (map literals
+            // `{'k': 1}`, query parameters `{name:Type}`) stay as written.
+            let placeholder = (character == '{' && scanner.in_code())
+                .then(|| rest.find('}').map(|close| (close, &rest[1..close])))
+                .flatten()
+                .filter(|(_, name)| is_identifier(name));
+            if let Some((close, name)) = placeholder {
                 let offset = text.len() - rest.len();
-                let Some(close) = rest.find('}') else {
-                    return Err((offset, "a `{` without `}`; parameters are written {name}".to_string()));
-                };
-                let name = &rest[1..close];
                 let Some(value) = self.0.get(name) else {
                     let known: Vec<&str> = self.0.keys().map(String::as_str).collect();
                     return Err((
@@ -184,9 +187,23 @@ impl Params {
     }
 }
 
+/// `rows`, `step_ms`: a letter or `_`, then letters, digits or `_`.
+fn is_identifier(name: &str) -> bool {
+    let mut characters = name.chars();
+    characters.next().is_some_and(|first| first.is_ascii_alphabetic() || first == '_')
+        && characters.all(|rest| rest.is_ascii_alphanumeric() || rest == '_')
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn clickhouse_braces_are_not_placeholders() {
+        let params = Params::new().with("rows", 10);
+        let text = "SELECT {'k': 1}, {x:UInt32}, '{' FROM numbers({rows}) WHERE { 1 }";
+        assert_eq!(params.fill(text).unwrap(), "SELECT {'k': 1}, {x:UInt32}, '{' FROM numbers(10) WHERE { 1 }");
+    }
 
     #[test]
     fn parameters_fill_code_but_not_strings() {

@@ -1,7 +1,9 @@
 //! Ctrl-C (or SIGTERM) as a request to stop. Once the command line turns it on, the first
-//! signal sets a process-wide flag that the next statement checks ([`check`], called by
-//! [`crate::targets::Target::run`]), so the process ends through its normal path with
-//! [`Interrupted`] as its error: the results bundle finished and its report rendered,
+//! signal sets a process-wide flag that work checks between statements ([`check`]: before
+//! each measurement, each fixture statement and each wait on mutations, and between
+//! phases), so the process ends through its normal path with [`Interrupted`] as its
+//! error. A measurement that started is finished and recorded first. Then the results
+//! bundle is finished and its report rendered,
 //! every connection closed, the engine's folder removed. A statement already running in
 //! the engine cannot be cancelled through its C API, so it finishes first. A second
 //! signal stops the process at once, as without this; a run's bundle on disk stays valid,
@@ -45,6 +47,11 @@ pub fn stop_at_the_next_statement_on_ctrl_c() -> Result<()> {
         })
         .context("cannot start the Ctrl-C handler's thread")?;
     Ok(())
+}
+
+/// What the first Ctrl-C does: asks the work in this process to stop at its next check.
+pub fn request_stop() {
+    REQUESTED.store(true, Ordering::SeqCst);
 }
 
 /// [`Interrupted`] once Ctrl-C or SIGTERM came.

@@ -90,6 +90,9 @@ pub fn measure<S: Sql + ?Sized>(
     tag: &StatementTag,
     settings: &Settings,
 ) -> Result<Measured> {
+    // Ctrl-C stops before a measurement, never inside one: the reads that complete it
+    // (events, query_log) run after the statement whatever happens.
+    crate::interrupt::check()?;
     let sql = statement.sql();
     let log_comment = tag.to_string();
     let settings = settings.merged(&Settings::new().with("log_comment", &log_comment));
@@ -130,7 +133,9 @@ fn measure_with_events_delta(
         read_rows: counters.read_rows.unwrap_or(0),
         read_bytes: counters.read_bytes.unwrap_or(0),
         result_rows: counters.result_rows.unwrap_or(0),
-        server_duration_us: counters.elapsed_us.unwrap_or(0),
+        server_duration_us: counters
+            .elapsed_us
+            .with_context(|| format!("the engine reported no duration for: {}", one_line(sql)))?,
         client_duration_us: micros(output.client_elapsed),
         memory_usage: counters.memory_usage,
         raw: serde_json::json!({

@@ -163,6 +163,7 @@ pub fn wait_for_mutations(target: &mut Target, timeout: Duration) -> Result<()> 
     }
     let started = Instant::now();
     loop {
+        crate::interrupt::check()?;
         let pending: Vec<Pending> = target.query_rows(
             "SELECT table, mutation_id, command, latest_fail_reason FROM system.mutations \
              WHERE database = currentDatabase() AND NOT is_done",

@@ -414,6 +414,7 @@ impl BundleWriter {
         // reader drops. The kernel has it once write returns; no fsync, since the
         // journal guards against the process stopping, not the machine.
         journal.write_all(line.as_bytes()).with_context(|| format!("cannot append to {}", path.display()))?;
+        // The query was started just above: the sample always has its place.
         record.fold_into(&mut self.bundle);
         Ok(())
     }
@@ -461,8 +462,10 @@ struct JournalRecord {
 impl JournalRecord {
     /// Adds the sample to its query unless the query has it already (`results.json`
     /// may have been saved after the sample was journaled).
-    fn fold_into(self, bundle: &mut RunBundle) {
-        let Some(runs) = bundle.benchmark.queries_mut().get_mut(self.query_index) else { return };
+    /// Adds the sample to its query; `false` when the bundle has no such query (the
+    /// journal does not belong to this `results.json`).
+    fn fold_into(self, bundle: &mut RunBundle) -> bool {
+        let Some(runs) = bundle.benchmark.queries_mut().get_mut(self.query_index) else { return false };
         if let Some(answer) = self.answer
             && runs.answer.is_empty()
         {
@@ -473,6 +476,7 @@ impl JournalRecord {
         if !known {
             runs.samples.push(self.sample);
         }
+        true
     }
 }
 
@@ -528,7 +532,15 @@ fn fold_journal(dir: &Path, bundle: &mut RunBundle) -> Result<()> {
     for (index, line) in complete.lines().enumerate() {
         let record: JournalRecord = serde_json::from_str(line)
             .with_context(|| format!("{}:{} is not a sample record", path.display(), index + 1))?;
-        record.fold_into(bundle);
+        let query_index = record.query_index;
+        if !record.fold_into(bundle) {
+            bail!(
+                "{}:{} is a sample of query {query_index}, which results.json does not have: the journal belongs \
+                 to another run",
+                path.display(),
+                index + 1
+            );
+        }
     }
     Ok(())
 }

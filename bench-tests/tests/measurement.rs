@@ -124,3 +124,16 @@ fn column_sizes_of_a_table_with_compact_parts_cover_the_wide_parts_and_say_so() 
     let error = column_bytes(&mut target, "mixed").unwrap_err().to_string();
     assert!(error.contains("no per-column sizes for the whole table"), "{error}");
 }
+
+#[test]
+fn ctrl_c_stops_before_a_measurement_never_inside_one() {
+    let mut target = with_numbers_table("measure_interrupted");
+    chbench::interrupt::request_stop();
+    let tag = StatementTag::new("test", "measure", "interrupted", 1);
+    let error = measure(&mut target, "SELECT count() FROM numbers", &tag, &Settings::new()).unwrap_err();
+    assert!(error.is::<chbench::interrupt::Interrupted>(), "{error:#}");
+    // The statements a started measurement still needs (the statement itself, the reads
+    // of system.events or query_log after it) are not refused.
+    assert_eq!(target.query_text("SELECT count() FROM numbers").unwrap(), "200000\n");
+    target.read_events().unwrap();
+}

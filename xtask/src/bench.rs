@@ -67,11 +67,13 @@ fn run(flags: &RunFlags, benchmark: &dyn Benchmark) -> Result<()> {
     let outcome = benchmarks::run(benchmark, &mut target, &mut writer, &TerminalProgress::new())
         .map_err(|error| if error.is::<Interrupted>() { Interrupted.into() } else { error });
     // Whatever happened, what was measured is saved and reported.
-    writer
+    let saved = writer
         .finish(outcome.as_ref().err().map(|error| format!("{error:#}")))
-        .with_context(|| format!("cannot save the results in {}", dir.display()))?;
-    let report = write_report(&dir);
+        .with_context(|| format!("cannot save the results in {}", dir.display()));
+    let report = saved.and_then(|()| write_report(&dir));
     if let Err(error) = outcome {
+        // The run's error stays the error (and sets the exit code); a failure to save or
+        // report is said beside it.
         let report = match report {
             Ok(report) => format!("its report is {}", report.display()),
             Err(report_error) => format!("its report could not be written ({report_error:#})"),

@@ -28,8 +28,9 @@ pub enum Command {
 /// Which target to run on; the same names and variable as the tests.
 #[derive(Debug, Clone, Args)]
 pub struct TargetFlag {
-    /// The engine to run on.
-    #[arg(long, env = "CHBENCH_TARGET", value_enum, default_value_t = TargetKind::Auto)]
+    /// The engine to run on: auto (container when Docker answers, else embedded),
+    /// embedded, container, or url (reads CHBENCH_URL, CHBENCH_USER, CHBENCH_PASSWORD).
+    #[arg(long, env = "CHBENCH_TARGET", value_parser = parse_target, default_value = "auto")]
     pub target: TargetKind,
 }
 
@@ -116,6 +117,11 @@ pub struct Measure {
     pub files: Vec<PathBuf>,
 }
 
+/// The same strict parse as `CHBENCH_TARGET` gets in the tests.
+fn parse_target(text: &str) -> Result<TargetKind, String> {
+    TargetKind::parse(text).map_err(|error| error.to_string())
+}
+
 /// `10M` is 10,000,000; plain numbers and `_` separators work too.
 pub fn parse_count(text: &str) -> Result<u64, String> {
     let cleaned = text.trim().replace('_', "");
@@ -158,10 +164,12 @@ mod tests {
         assert_eq!(target("embedded").unwrap(), TargetKind::Embedded);
         assert_eq!(target("url").unwrap(), TargetKind::Url);
         assert_eq!(target("auto").unwrap(), TargetKind::Auto);
-        for wrong in ["Embedded", "kubernetes", ""] {
+        // As CHBENCH_TARGET in the tests: empty means auto.
+        assert_eq!(target("").unwrap(), TargetKind::Auto);
+        for wrong in ["Embedded", "kubernetes", "eks"] {
             let error = target(wrong).unwrap_err();
-            assert_eq!(error.kind(), clap::error::ErrorKind::InvalidValue, "{wrong}: {error}");
-            assert!(error.to_string().contains("[possible values: auto, embedded, container, url]"), "{error}");
+            assert_eq!(error.kind(), clap::error::ErrorKind::ValueValidation, "{wrong}: {error}");
+            assert!(error.to_string().contains("choose one of auto, embedded, container, url"), "{error}");
         }
     }
 

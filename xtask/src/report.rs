@@ -12,6 +12,8 @@ impl Report {
         let as_path = std::path::Path::new(&self.run_id);
         let dir = if as_path.join(RESULTS_FILE).is_file() {
             as_path.to_path_buf()
+        } else if self.run_id.contains(std::path::MAIN_SEPARATOR) {
+            bail!("no results bundle at {} (a bundle's folder holds {RESULTS_FILE})", as_path.display());
         } else {
             check_run_id(&self.run_id)?;
             self.results_dir.join(&self.run_id)

@@ -32,6 +32,11 @@ pub trait Benchmark {
     fn run_label(&self) -> String;
     /// Runs one phase, recording what it measures in `run.writer.bundle`.
     fn run_phase(&self, phase: Phase, run: &mut Run<'_>) -> Result<()>;
+    /// Removes what the run made on the target, after the phases, whether they ran to the
+    /// end or not.
+    fn clean_up(&self, _run: &mut Run<'_>) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// What a phase works with.
@@ -93,11 +98,23 @@ pub fn run(
     writer.bundle.machine = Some(machine.info().clone());
     let mut outcome = Ok(());
     for &phase in benchmark.phases() {
+        if let Err(error) = crate::interrupt::check() {
+            outcome = Err(error);
+            break;
+        }
         warn_about_processes(progress, &machine.observe());
         writer.bundle.machine = Some(machine.info().clone());
         outcome = writer.phase(phase).and_then(|()| benchmark.run_phase(phase, &mut Run { target, writer, progress }));
         if outcome.is_err() {
             break;
+        }
+    }
+    if let Err(error) = benchmark.clean_up(&mut Run { target, writer, progress }) {
+        let error = error.context("cannot clean up after the run");
+        match outcome {
+            Ok(()) => outcome = Err(error),
+            // The run's own error is the one to report; this one is said too.
+            Err(_) => progress.warn(&format!("{error:#}")),
         }
     }
     let machine = machine.finish();

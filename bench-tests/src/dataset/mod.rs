@@ -176,6 +176,7 @@ impl Dataset {
         let statements = self.statements()?;
         for (_, statement) in &statements {
             let location = || format!("dataset {}: {}", self.name, statement.location());
+            crate::interrupt::check()?;
             target.execute(statement).with_context(location)?;
             wait_for_mutations(target, MUTATION_TIMEOUT).with_context(location)?;
         }

@@ -120,7 +120,7 @@ pub struct ChdbOutput {
     /// The result in the requested output format (empty for DDL and INSERT).
     pub body: String,
     /// Time the engine reports for the statement.
-    pub elapsed: Duration,
+    pub elapsed: Option<Duration>,
     /// Rows in the result.
     pub result_rows: u64,
     /// Rows and bytes read from storage.
@@ -210,7 +210,8 @@ unsafe fn read_result(api: &Api, result: *mut c_void) -> Result<ChdbOutput> {
         let elapsed_seconds = (api.result_elapsed)(result);
         Ok(ChdbOutput {
             body,
-            elapsed: Duration::from_secs_f64(elapsed_seconds.max(0.0)),
+            // A value the engine should never give (negative, NaN, huge) is unknown.
+            elapsed: Duration::try_from_secs_f64(elapsed_seconds).ok(),
             result_rows: (api.result_rows_read)(result),
             storage_rows_read: (api.result_storage_rows_read)(result),
             storage_bytes_read: (api.result_storage_bytes_read)(result),

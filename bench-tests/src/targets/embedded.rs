@@ -135,13 +135,15 @@ impl Backend for EmbeddedTarget {
     fn run(&mut self, sql: &str, settings: &Settings, format: &str) -> Result<(String, ResultCounters)> {
         self.apply_session_settings(settings)?;
         let outcome = self.connection.query(sql, format);
-        self.restore_session_settings(settings)?;
+        let restored = self.restore_session_settings(settings);
+        // The statement's own error first; a failed restore matters when it ran.
         let output = outcome?;
+        restored?;
         let counters = ResultCounters {
             read_rows: Some(output.storage_rows_read),
             read_bytes: Some(output.storage_bytes_read),
             result_rows: Some(output.result_rows),
-            elapsed_us: Some(u64::try_from(output.elapsed.as_micros()).unwrap_or(u64::MAX)),
+            elapsed_us: output.elapsed.map(|elapsed| u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX)),
             memory_usage: None,
         };
         Ok((output.body, counters))

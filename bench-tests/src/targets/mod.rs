@@ -78,10 +78,10 @@ impl TargetKind {
     pub fn parse(name: &str) -> Result<TargetKind> {
         match name.trim() {
             "" => Ok(TargetKind::Auto),
-            "eks" => bail!("{TARGET_ENV}=eks is not available yet; choose one of {}", TargetKind::names()),
+            "eks" => bail!("target eks is not available yet; choose one of {}", TargetKind::names()),
             name => match <TargetKind as ValueEnum>::from_str(name, false) {
                 Ok(kind) => Ok(kind),
-                Err(_) => bail!("{TARGET_ENV}={name:?} is not a target; choose one of {}", TargetKind::names()),
+                Err(_) => bail!("{name:?} is not a target; choose one of {}", TargetKind::names()),
             },
         }
     }
@@ -89,7 +89,7 @@ impl TargetKind {
     /// The kind named by `CHBENCH_TARGET` (unset means `auto`).
     pub fn from_env() -> Result<TargetKind> {
         match std::env::var(TARGET_ENV) {
-            Ok(name) => TargetKind::parse(&name),
+            Ok(name) => TargetKind::parse(&name).with_context(|| format!("{TARGET_ENV}={name:?}")),
             Err(std::env::VarError::NotPresent) => Ok(TargetKind::Auto),
             Err(std::env::VarError::NotUnicode(_)) => bail!("{TARGET_ENV} is not valid UTF-8"),
         }
@@ -317,7 +317,6 @@ impl Target {
     /// `format`. Session defaults (see [`Settings::session_defaults`]) stay in force
     /// unless `settings` overrides them, and are back in force afterwards.
     pub fn run(&mut self, sql: &str, settings: &Settings, format: &str) -> Result<Output> {
-        crate::interrupt::check()?;
         let started = Instant::now();
         let (body, counters) =
             self.backend.run(sql, settings, format).with_context(|| format!("statement failed: {}", one_line(sql)))?;
@@ -386,8 +385,11 @@ impl Target {
         }
         self.backend.apply_session_settings(settings)?;
         let outcome = measured(self);
-        self.backend.restore_session_settings(settings)?;
-        outcome
+        let restored = self.backend.restore_session_settings(settings);
+        // The measured work's own error first; a failed restore matters when it ran.
+        let value = outcome?;
+        restored?;
+        Ok(value)
     }
 }
 

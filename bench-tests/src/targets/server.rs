@@ -43,6 +43,8 @@ pub const PASSWORD_ENV: &str = "CHBENCH_PASSWORD";
 #[derive(Clone)]
 pub struct ServerConfig {
     pub url: String,
+    /// What output and results show of `url`.
+    display: String,
     pub user: String,
     pub password: String,
 }
@@ -63,11 +65,8 @@ impl ServerConfig {
     pub fn from_env() -> Result<ServerConfig> {
         let url = std::env::var(URL_ENV)
             .map_err(|_| anyhow!("the url target needs {URL_ENV} (e.g. http://127.0.0.1:8123)"))?;
-        ServerConfig::new(
-            &url,
-            &std::env::var(USER_ENV).unwrap_or_else(|_| "default".to_string()),
-            &std::env::var(PASSWORD_ENV).unwrap_or_default(),
-        )
+        let user = optional_env(USER_ENV)?.unwrap_or_else(|| "default".to_string());
+        ServerConfig::new(&url, &user, &optional_env(PASSWORD_ENV)?.unwrap_or_default())
     }
 
     /// Checks the URL: plain `http://` with a host and no credentials in it. Error
@@ -93,12 +92,18 @@ impl ServerConfig {
             bail!("{URL_ENV} has no host; give one like http://127.0.0.1:8123");
         }
         let url = parsed.as_str().trim_end_matches('/').to_string();
-        Ok(ServerConfig { url, user: user.to_string(), password: password.to_string() })
+        // Shown without its query and fragment: settings there (a quota key, say) may be
+        // secret too.
+        let mut shown = parsed;
+        shown.set_query(None);
+        shown.set_fragment(None);
+        let display = shown.as_str().trim_end_matches('/').to_string();
+        Ok(ServerConfig { url, display, user: user.to_string(), password: password.to_string() })
     }
 
-    /// The URL as it may appear in output and results (it holds no credentials).
+    /// The URL as it may appear in output and results: no credentials, query or fragment.
     pub fn display_url(&self) -> String {
-        self.url.clone()
+        self.display.clone()
     }
 }
 
@@ -182,6 +187,16 @@ impl Backend for ServerTarget {
     }
 }
 
+/// A variable that may be unset; set but not UTF-8 is an error (never a silent default,
+/// and the message does not show the value).
+fn optional_env(name: &str) -> Result<Option<String>> {
+    match std::env::var(name) {
+        Ok(value) => Ok(Some(value)),
+        Err(std::env::VarError::NotPresent) => Ok(None),
+        Err(std::env::VarError::NotUnicode(_)) => bail!("{name} is not valid UTF-8; set it to UTF-8 text"),
+    }
+}
+
 /// ClickHouse's ways of saying "wrong user or password" across versions:
 /// 516 AUTHENTICATION_FAILED (current), 194 REQUIRED_PASSWORD, 193 WRONG_PASSWORD (old).
 fn is_authentication_failure(text: &str) -> bool {
@@ -226,6 +241,9 @@ mod tests {
             ServerConfig::new("http://127.0.0.1:8123/", "u", "").unwrap().display_url(),
             "http://127.0.0.1:8123"
         );
+        let with_settings = ServerConfig::new("http://127.0.0.1:8123/?quota_key=s3cret#s3cret", "u", "").unwrap();
+        assert_eq!(with_settings.display_url(), "http://127.0.0.1:8123");
+        assert!(!format!("{with_settings:?}").contains("s3cret"));
     }
 
     #[test]

@@ -54,7 +54,6 @@ pub const SQL_FILES: [&str; 12] = [
 ];
 pub const QUERIES: [&str; 5] = ["q1", "q2", "q3", "q4", "q5"];
 const PHASES: [Phase; 5] = [Phase::Ingest, Phase::Storage, Phase::Queries, Phase::BloomFilter, Phase::Cost];
-const DATABASE: &str = "bench_logs";
 const MATERIALIZE_TIMEOUT: Duration = Duration::from_secs(3600);
 
 /// What to run.
@@ -103,6 +102,12 @@ impl Benchmark for LogsBenchmark {
         format!("logs-{}", short_count(self.rows))
     }
 
+    /// The run's database goes: on a shared server it would hold a copy of the dataset
+    /// for nothing (the measurements are in the bundle).
+    fn clean_up(&self, run: &mut Run<'_>) -> Result<()> {
+        run.target.execute(&format!("DROP DATABASE IF EXISTS {} SYNC", database(run)))
+    }
+
     fn run_phase(&self, phase: Phase, run: &mut Run<'_>) -> Result<()> {
         match phase {
             Phase::Ingest => self.ingest(run),
@@ -113,6 +118,11 @@ impl Benchmark for LogsBenchmark {
             Phase::Starting | Phase::Done => Ok(()),
         }
     }
+}
+
+/// The run's own database, so that two runs on one server never share one.
+fn database(run: &Run<'_>) -> String {
+    format!("chbench_{}", run.run_id().replace(['.', '-'], "_"))
 }
 
 /// The logs results of the bundle being written.
@@ -134,11 +144,12 @@ impl LogsBenchmark {
 
     fn ingest(&self, run: &mut Run<'_>) -> Result<()> {
         let params = self.params();
-        run.target.use_fresh_database(DATABASE)?;
+        run.target.use_fresh_database(&database(run))?;
         let schema = Fixture::load("logs/schema.sql")?;
         let generator = Fixture::load("logs/generator.sql")?.render_one(&params)?;
         run.progress.start(&format!("ingest {} rows: raw engine, then through the harness", self.rows), Some(2));
         schema.apply(run.target, &params)?;
+        crate::interrupt::check()?;
         // Timed by the engine, as the harness's figure is, so the two compare like for like.
         let raw = run.target.run(&generator, &Settings::new(), "TabSeparated").context("raw engine ingest failed")?;
         let seconds = raw.counters.elapsed_us.map_or(raw.client_elapsed.as_secs_f64(), |us| us as f64 / 1e6);
@@ -172,39 +183,45 @@ impl LogsBenchmark {
     fn storage(&self, run: &mut Run<'_>) -> Result<()> {
         let params = self.params();
         run.progress.start("storage by column: LZ4 as ingested, then the ZSTD(3) copy", Some(2));
-        let lz4 = storage_snapshot(run.target, "logs", "LZ4 (default)")?;
-        results(run).storage.push(lz4);
+        let lz4 = storage_snapshot(run.target, "logs", "LZ4 (default)", "as ingested")?;
+        results(run).storage.push(lz4.clone());
         run.writer.save()?;
         run.progress.advance("LZ4");
-        Fixture::load("logs/pause_merges.sql")?.apply(run.target, &params)?;
         Fixture::load("logs/zstd_schema.sql")?.apply(run.target, &params)?;
-        let reinsert = Fixture::load("logs/zstd_insert.sql")?.render_one(&params)?;
-        let tag = StatementTag::new(&run.run_id(), "logs", "zstd", 1);
-        let reinsert = measure(run.target, &reinsert, &tag, &Settings::new()).context("the ZSTD(3) copy failed")?;
-        let zstd = storage_snapshot(run.target, "logs_zstd", "ZSTD(3)")?;
-        let logs = results(run);
-        logs.zstd_reinsert =
-            Some(Step { seconds: reinsert.stats.server_duration_us as f64 / 1e6, stats: Some(reinsert.stats) });
-        logs.storage.push(zstd);
-        run.writer.save()?;
-        // Nothing after this reads the copy; dropping it keeps a 100 M-row run within 20 GB.
-        run.target.execute("DROP TABLE logs_zstd SYNC")?;
-        Fixture::load("logs/resume_merges.sql")?.apply(run.target, &params)?;
+        Fixture::load("logs/pause_merges.sql")?.apply(run.target, &params)?;
+        let copied = self.zstd_copy(run);
+        // Merges resume whatever happened to the copy.
+        let resumed = Fixture::load("logs/resume_merges.sql").and_then(|resume| resume.apply(run.target, &params));
+        let zstd = copied?;
+        resumed?;
         run.progress.advance("ZSTD(3)");
-        let logs = results(run);
-        let summary = storage_summary(&logs.storage[0], &logs.storage[1]);
-        let notes: Vec<String> = logs
-            .storage
+        let notes: Vec<String> = [&lz4, &zstd]
             .iter()
             .filter_map(|snapshot| {
                 snapshot.columns_note.as_ref().map(|note| format!("{} `{}`: {note}", snapshot.codec, snapshot.table))
             })
             .collect();
-        run.progress.finish(&summary);
+        run.progress.finish(&storage_summary(&lz4, &zstd));
         for note in notes {
             run.progress.warn(&note);
         }
         Ok(())
+    }
+
+    /// Writes the ZSTD(3) copy (merges paused), measures it, records it and drops it.
+    fn zstd_copy(&self, run: &mut Run<'_>) -> Result<StorageSnapshot> {
+        let reinsert = Fixture::load("logs/zstd_insert.sql")?.render_one(&self.params())?;
+        let tag = StatementTag::new(&run.run_id(), "logs", "zstd", 1);
+        let reinsert = measure(run.target, &reinsert, &tag, &Settings::new()).context("the ZSTD(3) copy failed")?;
+        let zstd = storage_snapshot(run.target, "logs_zstd", "ZSTD(3)", "as inserted, merges paused")?;
+        let logs = results(run);
+        logs.zstd_reinsert =
+            Some(Step { seconds: reinsert.stats.server_duration_us as f64 / 1e6, stats: Some(reinsert.stats) });
+        logs.storage.push(zstd.clone());
+        run.writer.save()?;
+        // Nothing after this reads the copy; dropping it keeps a 100 M-row run within 20 GB.
+        run.target.execute("DROP TABLE logs_zstd SYNC")?;
+        Ok(zstd)
     }
 
     fn queries(&self, run: &mut Run<'_>) -> Result<()> {
@@ -236,8 +253,9 @@ impl LogsBenchmark {
             .context("the trace_bf index is missing after MATERIALIZE INDEX")?;
         let mut steps = steps.into_iter();
         let (add_index, materialize) = (steps.next().context("no ADD INDEX")?, steps.next().context("no MATERIALIZE")?);
+        // The table as it is now, merges having run since the storage phase.
+        let table_compressed_bytes = parts_summary(run.target, "logs")?.data_compressed_bytes;
         let logs = results(run);
-        let table_compressed_bytes = logs.storage.first().map_or(0, StorageSnapshot::compressed_bytes);
         logs.bloom_filter = Some(BloomFilter {
             add_index,
             materialize,
@@ -254,7 +272,8 @@ impl LogsBenchmark {
 
     fn cost(&self, run: &mut Run<'_>) -> Result<()> {
         let logs = results(run);
-        let used_bytes = logs.storage.first().map_or(0, StorageSnapshot::compressed_bytes);
+        let used_bytes =
+            logs.storage.first().map(StorageSnapshot::compressed_bytes).context("no storage was measured")?;
         logs.cost = Some(CostModel::new(self.cost.clone(), used_bytes, self.rows));
         run.writer.save()
     }
@@ -300,7 +319,7 @@ impl LogsBenchmark {
     }
 }
 
-fn storage_snapshot(target: &mut Target, table: &str, codec: &str) -> Result<StorageSnapshot> {
+fn storage_snapshot(target: &mut Target, table: &str, codec: &str, when: &str) -> Result<StorageSnapshot> {
     let parts = parts_summary(target, table)?;
     let (columns, columns_note) = match column_sizes(target, table)? {
         ColumnSizes::Known(columns) => (columns, None),
@@ -308,7 +327,7 @@ fn storage_snapshot(target: &mut Target, table: &str, codec: &str) -> Result<Sto
         ColumnSizes::Unknown { reason } => (Vec::new(), Some(reason)),
     };
     Ok(StorageSnapshot {
-        label: format!("as ingested, {} active parts", parts.active_parts),
+        label: format!("{when}, {} active parts", parts.active_parts),
         table: table.to_string(),
         codec: codec.to_string(),
         active_parts: parts.active_parts,

@@ -174,8 +174,8 @@ fn storage(out: &mut String, logs: &LogsResults) {
     if let Some(reinsert) = &logs.zstd_reinsert {
         let _ = writeln!(
             out,
-            "- ZSTD(3) re-insert: {} s (source: {} s)",
-            number(reinsert.seconds, 1),
+            "- ZSTD(3) re-insert: {} (source: {} s)",
+            milliseconds(Some(reinsert.seconds * 1000.0)),
             source::ZSTD_REINSERT_SECONDS
         );
     }
@@ -257,7 +257,7 @@ fn bloom_filter(out: &mut String, logs: &LogsResults) {
         human_bytes(bloom.index_compressed_bytes),
         bloom.index_share_of_table().map_or("unknown share".to_string(), |share| format!("{:.2} %", 100.0 * share))
     );
-    let _ = writeln!(out, "| materialize | - | {} s |", number(bloom.materialize.seconds, 1));
+    let _ = writeln!(out, "| materialize | - | {} |", milliseconds(Some(bloom.materialize.seconds * 1000.0)));
     let _ = writeln!(out, "\nSource: {}\n", source::BLOOM);
 }
 
