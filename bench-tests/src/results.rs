@@ -376,11 +376,8 @@ impl BundleWriter {
 
     /// Rewrites `results.json` atomically.
     pub fn save(&self) -> Result<()> {
-        let path = self.dir.join(RESULTS_FILE);
-        let temporary = self.dir.join(format!("{RESULTS_FILE}.tmp"));
         let text = serde_json::to_string_pretty(&self.bundle).context("cannot serialise the results")?;
-        fs::write(&temporary, text).with_context(|| format!("cannot write {}", temporary.display()))?;
-        fs::rename(&temporary, &path).with_context(|| format!("cannot write {}", path.display()))
+        write_atomically(&self.dir.join(RESULTS_FILE), &text)
     }
 
     /// Starts the runs of one query: saved at once, so that its samples have a place
@@ -439,6 +436,18 @@ impl BundleWriter {
             _ => Ok(()),
         }
     }
+}
+
+/// Writes a file whole or not at all: into a temporary file of its own in the same
+/// folder, then renamed into place, so that a reader (or a kill) never sees half of it and
+/// two writers at once do not trip over one temporary name.
+pub fn write_atomically(path: &Path, text: &str) -> Result<()> {
+    let folder = path.parent().unwrap_or(Path::new("."));
+    let mut temporary =
+        tempfile::NamedTempFile::new_in(folder).with_context(|| format!("cannot write into {}", folder.display()))?;
+    temporary.write_all(text.as_bytes()).with_context(|| format!("cannot write {}", path.display()))?;
+    temporary.persist(path).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(())
 }
 
 /// Creates the folder runs go into, or checks that it is one: done before a run starts

@@ -40,7 +40,7 @@ pub struct Setup {}
 /// `cargo xtask bench [KIND] [FLAGS]`: a kind's flags follow its name; without a kind,
 /// the flags are the logs benchmark's.
 #[derive(Debug, Args)]
-#[command(args_conflicts_with_subcommands = true, flatten_help = true)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct Bench {
     #[command(subcommand)]
     pub kind: Option<BenchKind>,

@@ -6,34 +6,27 @@
 pub mod charts;
 
 use std::fmt::Write as _;
-use std::fs;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use crate::benchmarks::logs;
-use crate::results::{BenchmarkResults, RunBundle, RunStatus, load_bundle};
+use crate::results::{BenchmarkResults, RunBundle, RunStatus, load_bundle, write_atomically};
 use crate::units::{human_bytes, number};
 
 /// Renders `report.md` and the charts into the bundle folder; returns the report path.
-/// Each file is written whole and then renamed into place.
+/// Each file is written whole, then renamed into place.
 pub fn write_report(bundle_dir: &Path) -> Result<PathBuf> {
     let bundle = load_bundle(bundle_dir)?;
     let (section, charts) = match &bundle.benchmark {
         BenchmarkResults::Logs(results) => (logs::report::markdown(results), logs::report::charts(results)?),
     };
     for (name, svg) in &charts {
-        write_whole(&bundle_dir.join(name), svg)?;
+        write_atomically(&bundle_dir.join(name), svg)?;
     }
     let path = bundle_dir.join("report.md");
-    write_whole(&path, &(header(&bundle) + &section))?;
+    write_atomically(&path, &(header(&bundle) + &section))?;
     Ok(path)
-}
-
-fn write_whole(path: &Path, text: &str) -> Result<()> {
-    let temporary = path.with_extension("tmp");
-    fs::write(&temporary, text).with_context(|| format!("cannot write {}", temporary.display()))?;
-    fs::rename(&temporary, path).with_context(|| format!("cannot write {}", path.display()))
 }
 
 /// The envelope's part: title, whether the run is complete, target, settings, machine.
