@@ -68,6 +68,11 @@ impl QueryStats {
         self.profile_events.get(name).copied().unwrap_or(0)
     }
 
+    /// The engine's duration in milliseconds, as reports show it.
+    pub fn server_ms(&self) -> f64 {
+        self.server_duration_us as f64 / 1e3
+    }
+
     /// The record without its raw source, for printing.
     pub fn without_raw(&self) -> QueryStats {
         QueryStats { raw: serde_json::Value::Null, ..self.clone() }

@@ -94,8 +94,10 @@ pub fn column_sizes(target: &mut Target, table: &str) -> Result<ColumnSizes> {
             reason: format!("all {} active parts of {table} are compact: {COMPACT}", parts.active_parts),
         });
     }
-    let share = crate::results::ratio(parts.compact_compressed_bytes as f64, parts.data_compressed_bytes as f64)
-        .map_or("an unknown share".to_string(), |share| format!("{:.2} %", 100.0 * share));
+    let share = crate::units::percent(
+        crate::results::ratio(parts.compact_compressed_bytes as f64, parts.data_compressed_bytes as f64),
+        "an unknown share",
+    );
     Ok(ColumnSizes::WideOnly {
         columns: query_column_bytes(target, table)?,
         note: format!(

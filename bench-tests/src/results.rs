@@ -272,8 +272,7 @@ impl QueryRuns {
 
     /// Server-side durations of the warm runs, in milliseconds, sorted.
     pub fn warm_ms(&self) -> Vec<f64> {
-        let mut warm: Vec<f64> =
-            self.warm_samples().map(|sample| sample.stats.server_duration_us as f64 / 1e3).collect();
+        let mut warm: Vec<f64> = self.warm_samples().map(|sample| sample.stats.server_ms()).collect();
         warm.sort_by(f64::total_cmp);
         warm
     }

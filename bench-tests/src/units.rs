@@ -53,6 +53,11 @@ pub fn per_second(rate: Option<f64>) -> String {
     number(rate.unwrap_or(f64::NAN), 0)
 }
 
+/// A share as `1.44 %`, or `unknown` (said as the caller's words) when it is not known.
+pub fn percent(share: Option<f64>, unknown: &str) -> String {
+    share.filter(|share| share.is_finite()).map_or(unknown.to_string(), |share| format!("{:.2} %", 100.0 * share))
+}
+
 /// A ratio as `2.00x`.
 pub fn times(value: Option<f64>) -> String {
     value.filter(|value| value.is_finite()).map_or("unknown".to_string(), |value| format!("{value:.2}x"))
@@ -88,6 +93,8 @@ mod tests {
         assert_eq!(milliseconds(Some(2630.0)), "2.63 s");
         assert_eq!(per_second(Some(f64::INFINITY)), "unknown");
         assert_eq!(times(Some(1.971)), "1.97x");
+        assert_eq!(percent(Some(0.01437), "unknown share"), "1.44 %");
+        assert_eq!(percent(None, "unknown share"), "unknown share");
         assert_eq!(number(f64::NEG_INFINITY, 1), "unknown");
         assert_eq!(number(1e300, 2), "1.00e300");
         assert_eq!(exact(1e-300), "1e-300");

@@ -34,7 +34,7 @@ use crate::results::{
 use crate::settings::Settings;
 use crate::sql::one_line;
 use crate::targets::Target;
-use crate::units::{human_bytes, milliseconds, per_second, times};
+use crate::units::{human_bytes, milliseconds, per_second, percent, times};
 
 /// The fixture files the benchmark runs, relative to `fixtures/`; all are copied into
 /// the bundle.
@@ -309,7 +309,7 @@ impl LogsBenchmark {
                 "{query} {} {}: {:.1} ms, {} rows read",
                 variant.label(),
                 if attempt == 0 { "direct I/O".to_string() } else { format!("warm {attempt}") },
-                measured.stats.server_duration_us as f64 / 1e3,
+                measured.stats.server_ms(),
                 measured.stats.read_rows
             ));
             let breakdown = TimeBreakdown::from_stats(&measured.stats);
@@ -382,7 +382,7 @@ fn queries_summary(queries: &[QueryRuns]) -> String {
             format!(
                 "{} {} / {}",
                 runs.query,
-                milliseconds(runs.direct_io().map(|sample| sample.stats.server_duration_us as f64 / 1e3)),
+                milliseconds(runs.direct_io().map(|sample| sample.stats.server_ms())),
                 milliseconds(runs.warm_min_ms())
             )
         })
@@ -406,7 +406,7 @@ fn bloom_summary(logs: &LogsResults) -> String {
         rows(before),
         rows(after),
         human_bytes(bloom.index_compressed_bytes),
-        bloom.index_share_of_table().map_or("unknown share".to_string(), |share| format!("{:.2} %", 100.0 * share)),
+        percent(bloom.index_share_of_table(), "unknown share"),
         bloom.materialize.seconds
     )
 }

@@ -9,7 +9,7 @@ use anyhow::Result;
 use super::results::LogsResults;
 use crate::report::charts::{self, Bars};
 use crate::results::{QueryRuns, QueryVariant, ratio};
-use crate::units::{exact, human_bytes, milliseconds, number, per_second, times};
+use crate::units::{exact, human_bytes, milliseconds, number, per_second, percent, times};
 
 /// What the ClickHouse on EKS field benchmark (docs/sources.md) reported: one m5.xlarge (3.5 vCPU limit), gp3 100 GiB at
 /// 125 MiB/s, ClickHouse 24.8, 100 M rows. Not comparable in absolute terms to a run
@@ -199,7 +199,7 @@ fn queries(out: &mut String, logs: &LogsResults) {
     let _ = writeln!(out, "|{}", " --- |".repeat(13));
     for runs in &logs.queries {
         let direct = runs.direct_io();
-        let direct_ms = direct.map(|sample| sample.stats.server_duration_us as f64 / 1e3);
+        let direct_ms = direct.map(|sample| sample.stats.server_ms());
         let throughput = direct.and_then(|sample| sample.breakdown.read_mib_per_s).map_or("-".to_string(), |rate| {
             match logs.volume_limit_mib_per_s {
                 Some(limit) => format!("{} (volume limit {})", number(rate, 1), number(limit, 0)),
@@ -255,7 +255,7 @@ fn bloom_filter(out: &mut String, logs: &LogsResults) {
         out,
         "| index size | - | {} ({} of the table's compressed bytes) |",
         human_bytes(bloom.index_compressed_bytes),
-        bloom.index_share_of_table().map_or("unknown share".to_string(), |share| format!("{:.2} %", 100.0 * share))
+        percent(bloom.index_share_of_table(), "unknown share")
     );
     let _ = writeln!(out, "| materialize | - | {} |", milliseconds(Some(bloom.materialize.seconds * 1000.0)));
     let _ = writeln!(out, "\nSource: {}\n", source::BLOOM);
@@ -338,7 +338,7 @@ fn queries_chart(logs: &LogsResults) -> Result<String> {
         .map(|runs| Bars {
             category: format!("{} {}", runs.query, runs.variant.label()),
             values: vec![
-                runs.direct_io().map_or(f64::NAN, |sample| sample.stats.server_duration_us as f64 / 1e3),
+                runs.direct_io().map_or(f64::NAN, |sample| sample.stats.server_ms()),
                 runs.warm_min_ms().unwrap_or(f64::NAN),
             ],
         })
