@@ -87,7 +87,7 @@ impl Fixture {
 }
 
 /// A path as errors show it: relative to the workspace when it is inside it.
-fn shown(path: &Path) -> String {
+pub fn shown(path: &Path) -> String {
     let root = crate::engine::workspace_root();
     path.strip_prefix(&root).unwrap_or(path).display().to_string()
 }

@@ -29,6 +29,7 @@ pub mod interrupt;
 pub mod invariant;
 pub mod machine;
 pub mod measure;
+pub mod packs;
 pub mod parts;
 pub mod report;
 pub mod results;

@@ -97,9 +97,9 @@ impl Dataset {
         let mut hasher = Sha256::new();
         hasher.update(engine_identity.as_bytes());
         hasher.update(self.database.as_bytes());
-        for (file, statement) in self.statements()? {
-            hasher.update(b"\0");
-            hasher.update(file.as_bytes());
+        // The statements, not the files they come from: the same SQL in another folder
+        // (a pack copied elsewhere) is the same dataset.
+        for (_, statement) in self.statements()? {
             hasher.update(b"\0");
             hasher.update(statement.sql.as_bytes());
         }
@@ -169,8 +169,10 @@ impl Dataset {
         Ok(manifest)
     }
 
-    /// Runs every fixture in the dataset's database, waiting for mutations after each.
-    fn build(&self, target: &mut Target, key: &str) -> Result<DatasetManifest> {
+    /// Runs every fixture in a fresh database named after the dataset's, waiting for
+    /// mutations after each: what [`Dataset::open`] does once per key. Called directly,
+    /// it builds again whatever is cached (a determinism check does).
+    pub fn build(&self, target: &mut Target, key: &str) -> Result<DatasetManifest> {
         let started = Instant::now();
         target.use_fresh_database(&self.database)?;
         let statements = self.statements()?;

@@ -1,0 +1,864 @@
+//! Scenario packs: claims about a schema written as files, no Rust.
+//!
+//! A pack is a folder under `fixtures/` holding a `claims.toml`:
+//!
+//! ```text
+//! fixtures/<pack>/
+//!   designs/<design>.sql   one file per design of the table (its CREATE TABLE)
+//!   broken/<design>.sql    designs that must violate a named claim (optional)
+//!   generator.sql          fills the table with {rows} rows, the same on every design
+//!   queries/<query>.sql    one SELECT each
+//!   claims.toml            per query: designs, scales (row counts) and claims
+//! ```
+//!
+//! [`Pack::load`] reads and checks everything (the claims file, the files it names, the
+//! placeholders of every SQL file) before any engine starts, so a mistake is one line
+//! naming its file and line. [`Pack::cases`] lists one case per (query, design, scale);
+//! [`Pack::run_case`] builds or reuses the case's dataset, measures the query there and
+//! checks its claims, measuring other designs or scales a claim compares with.
+//!
+//! The vocabulary is in [`claims`] and, for users, `docs/packs.md`.
+
+pub mod claims;
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use serde::Serialize;
+
+use crate::dataset::Dataset;
+use crate::explain::{IndexStage, TableRead, explain_indexes};
+use crate::fixtures::{Fixture, Params, Statement, fixtures_root, shown};
+use crate::invariant::{Check, claim};
+use crate::measure::{StatementTag, measure};
+use crate::parts::{ColumnSizes, PartsSummary, column_sizes, parts_summary};
+use crate::settings::Settings;
+use crate::targets::TargetKind;
+use claims::{Claim, Rule, Stage};
+
+/// The file that makes a folder a pack.
+pub const CLAIMS_FILE: &str = "claims.toml";
+
+/// A pack, loaded and checked.
+#[derive(Debug, Clone)]
+pub struct Pack {
+    /// The folder's name (letters, digits, `_`): the prefix of its tests and snapshots.
+    pub name: String,
+    pub folder: PathBuf,
+    /// `designs/*.sql`, in the order the claims file lists them (else by name).
+    pub designs: Vec<SqlFile>,
+    /// `broken/*.sql`.
+    pub broken: Vec<SqlFile>,
+    pub queries: Vec<Query>,
+}
+
+/// A named SQL file of a pack: a design's schema (`designs/by_day.sql` is design
+/// `by_day`) or a query.
+#[derive(Debug, Clone)]
+pub struct SqlFile {
+    pub name: String,
+    pub path: PathBuf,
+}
+
+/// One query of a pack, with where it runs and what it claims.
+#[derive(Debug, Clone)]
+pub struct Query {
+    pub name: String,
+    pub file: PathBuf,
+    pub designs: Vec<String>,
+    /// Ascending.
+    pub scales: Vec<u64>,
+    pub claims: Vec<Claim>,
+    /// Broken designs and the claim each must violate.
+    pub broken: Vec<(String, String)>,
+}
+
+/// One test: a query on a design at a scale.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Case {
+    pub query: String,
+    pub design: String,
+    pub rows: u64,
+    /// On a broken design: the claim that must be violated.
+    pub must_violate: Option<String>,
+}
+
+impl Case {
+    /// `<pack>::<query>::<design>::rows_<N>`, with `broken::` before a broken design:
+    /// nextest filters select by any part (`-E 'test(/::by_day::/)'`).
+    pub fn test_name(&self, pack: &str) -> String {
+        let broken = if self.must_violate.is_some() { "broken::" } else { "" };
+        format!("{pack}::{}::{broken}{}::rows_{}", self.query, self.design, self.rows)
+    }
+
+    /// `<pack>_<query>_<design>_<N>`: the snapshot of a good design's structure.
+    pub fn snapshot_name(&self, pack: &str) -> String {
+        format!("{pack}_{}_{}_{}", self.query, self.design, self.rows)
+    }
+}
+
+/// Every pack under `fixtures/`: each folder with a `claims.toml`, by name. A pack that
+/// fails its checks is returned as its error, so the others still run.
+pub fn discover() -> Result<Vec<(String, Result<Pack>)>> {
+    discover_in(&fixtures_root())
+}
+
+/// Every pack in `root` (see [`discover`]).
+pub fn discover_in(root: &Path) -> Result<Vec<(String, Result<Pack>)>> {
+    let mut packs = Vec::new();
+    let entries = fs::read_dir(root).with_context(|| format!("cannot list {}", root.display()))?;
+    for entry in entries {
+        let folder = entry.with_context(|| format!("cannot list {}", root.display()))?.path();
+        if folder.join(CLAIMS_FILE).is_file() {
+            let name = folder.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
+            packs.push((name, Pack::load(&folder)));
+        }
+    }
+    packs.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(packs)
+}
+
+impl Pack {
+    /// `fixtures/<name>/`.
+    pub fn named(name: &str) -> Result<Pack> {
+        let folder = fixtures_root().join(name);
+        if !folder.join(CLAIMS_FILE).is_file() {
+            let known: Vec<String> = discover()?.into_iter().map(|(name, _)| name).collect();
+            bail!(
+                "no pack {name}: {} has no {CLAIMS_FILE} (packs here: {})",
+                shown(&folder),
+                if known.is_empty() { "none".to_string() } else { known.join(", ") }
+            );
+        }
+        Pack::load(&folder)
+    }
+
+    /// Reads and checks a pack folder; nothing runs. Every error is one line naming the
+    /// file (and line) at fault.
+    pub fn load(folder: &Path) -> Result<Pack> {
+        let name = folder.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
+        check_name(&name, &format!("the pack folder {}", shown(folder)))?;
+        let claims_path = folder.join(CLAIMS_FILE);
+        let claims_file = shown(&claims_path);
+        let text = fs::read_to_string(&claims_path).with_context(|| format!("cannot read {claims_file}"))?;
+        let parsed = claims::parse(&claims_file, &text)?;
+        let line = |span: std::ops::Range<usize>| claims::line_of(&text, span.start);
+        let at = |span: std::ops::Range<usize>| format!("{claims_file}:{}", line(span));
+
+        let designs_found = sql_files(&folder.join("designs"))?;
+        let broken = sql_files(&folder.join("broken"))?;
+        let queries_found = sql_files(&folder.join("queries"))?;
+        if designs_found.is_empty() {
+            bail!("{} holds no design: put each CREATE TABLE in designs/<design>.sql", shown(folder));
+        }
+        let generator = folder.join("generator.sql");
+        if !generator.is_file() {
+            bail!("{} has no generator.sql (the statements that fill the table with {{rows}} rows)", shown(folder));
+        }
+        for design in designs_found.iter().chain(&broken) {
+            check_name(&design.name, &shown(&design.path))?;
+        }
+        for query in &queries_found {
+            check_name(&query.name, &shown(&query.path))?;
+        }
+
+        let designs = match &parsed.designs {
+            None => designs_found.clone(),
+            Some(listed) => {
+                let mut designs = Vec::new();
+                for design in listed {
+                    let found = designs_found.iter().find(|found| found.name == *design.get_ref());
+                    let found = found.with_context(|| {
+                        format!(
+                            "{}: design {} has no file designs/{}.sql",
+                            at(design.span()),
+                            design.get_ref(),
+                            design.get_ref()
+                        )
+                    })?;
+                    designs.push(found.clone());
+                }
+                designs
+            }
+        };
+        let design_names: Vec<String> = designs.iter().map(|design| design.name.clone()).collect();
+        let pack_scales = check_scales(parsed.scales.get_ref(), &at(parsed.scales.span()))?;
+
+        let mut queries = Vec::new();
+        for query_file in &queries_found {
+            let section = parsed.queries.iter().find(|(name, _)| *name.get_ref() == query_file.name);
+            let Some((_, section)) = section else {
+                queries.push(Query {
+                    name: query_file.name.clone(),
+                    file: query_file.path.clone(),
+                    designs: design_names.clone(),
+                    scales: pack_scales.clone(),
+                    claims: Vec::new(),
+                    broken: Vec::new(),
+                });
+                continue;
+            };
+            let query_designs = match &section.designs {
+                None => design_names.clone(),
+                Some(listed) => {
+                    for design in listed {
+                        known_design(&design_names, design.get_ref(), || at(design.span()))?;
+                    }
+                    listed.iter().map(|design| design.get_ref().clone()).collect()
+                }
+            };
+            let scales = match &section.scales {
+                None => pack_scales.clone(),
+                Some(scales) => check_scales(scales.get_ref(), &at(scales.span()))?,
+            };
+            let claims = claims::flatten(section, &line).map_err(|error| anyhow::anyhow!("{claims_file}:{error}"))?;
+            for claim in &claims {
+                let location = || format!("{claims_file}:{}", claim.line);
+                if let Some(design) = &claim.only_on {
+                    known_design(&query_designs, design, location)?;
+                }
+                for design in claim.rule.other_designs() {
+                    known_design(&design_names, design, location)?;
+                }
+                match claim.rule {
+                    Rule::ReadRowsGrowthAtMost(_) if scales.len() < 2 => {
+                        bail!("{}: {} compares scales, and the query runs at one", location(), claim.name)
+                    }
+                    Rule::SameAnswerOnEveryDesign if query_designs.len() < 2 => {
+                        bail!("{}: {} compares designs, and the query runs on one", location(), claim.name)
+                    }
+                    _ => {}
+                }
+            }
+            let mut broken_designs = Vec::new();
+            for (design, violated) in &section.broken {
+                if !broken.iter().any(|found| found.name == *design.get_ref()) {
+                    bail!(
+                        "{}: broken design {} has no file broken/{}.sql",
+                        at(design.span()),
+                        design.get_ref(),
+                        design.get_ref()
+                    );
+                }
+                if !claims.iter().any(|claim| claim.name == *violated.get_ref() && claim.only_on.is_none()) {
+                    let names: Vec<&str> =
+                        claims.iter().filter(|c| c.only_on.is_none()).map(|c| c.name.as_str()).collect();
+                    bail!(
+                        "{}: {} is not a claim of query {} (its claims: {})",
+                        at(violated.span()),
+                        violated.get_ref(),
+                        query_file.name,
+                        if names.is_empty() { "none".to_string() } else { names.join(", ") }
+                    );
+                }
+                broken_designs.push((design.get_ref().clone(), violated.get_ref().clone()));
+            }
+            queries.push(Query {
+                name: query_file.name.clone(),
+                file: query_file.path.clone(),
+                designs: query_designs,
+                scales,
+                claims,
+                broken: broken_designs,
+            });
+        }
+        for name in parsed.queries.keys() {
+            if !queries_found.iter().any(|query| query.name == *name.get_ref()) {
+                bail!("{}: query {} has no file queries/{}.sql", at(name.span()), name.get_ref(), name.get_ref());
+            }
+        }
+
+        let pack = Pack { name, folder: folder.to_path_buf(), designs, broken, queries };
+        // Every SQL file renders with the one parameter a pack gives ({rows}), and each
+        // query is one statement: checked here, before any dataset is built.
+        let params = Params::new().with("rows", 1);
+        for design in pack.designs.iter().chain(&pack.broken) {
+            Fixture::read(&design.path)?.render(&params)?;
+        }
+        Fixture::read(&generator)?.render(&params)?;
+        for query in &pack.queries {
+            Fixture::read(&query.file)?.render_one(&params)?;
+        }
+        Ok(pack)
+    }
+
+    pub fn query(&self, name: &str) -> Result<&Query> {
+        self.queries.iter().find(|query| query.name == name).with_context(|| {
+            let names: Vec<&str> = self.queries.iter().map(|query| query.name.as_str()).collect();
+            format!("pack {} has no query {name} (its queries: {})", self.name, names.join(", "))
+        })
+    }
+
+    /// A design or broken design by name.
+    pub fn design(&self, name: &str) -> Result<&SqlFile> {
+        self.designs.iter().chain(&self.broken).find(|design| design.name == name).with_context(|| {
+            let names: Vec<&str> = self.designs.iter().chain(&self.broken).map(|design| design.name.as_str()).collect();
+            format!("pack {} has no design {name} (its designs: {})", self.name, names.join(", "))
+        })
+    }
+
+    /// One case per (query, design, scale), then each broken design at the query's
+    /// largest scale.
+    pub fn cases(&self) -> Vec<Case> {
+        let mut cases = Vec::new();
+        for query in &self.queries {
+            for design in &query.designs {
+                for &rows in &query.scales {
+                    cases.push(Case { query: query.name.clone(), design: design.clone(), rows, must_violate: None });
+                }
+            }
+            let largest = query.scales.last().copied().unwrap_or(1);
+            for (design, violated) in &query.broken {
+                let must_violate = Some(violated.clone());
+                cases.push(Case { query: query.name.clone(), design: design.clone(), rows: largest, must_violate });
+            }
+        }
+        cases
+    }
+
+    /// The dataset of a design at a scale: the schema, then the generator, in a
+    /// database named after the pack; built once and shared (see [`Dataset`]).
+    pub fn dataset(&self, design: &str, rows: u64) -> Result<Dataset> {
+        let design = self.design(design)?;
+        let files = [fixture_path(&design.path), fixture_path(&self.folder.join("generator.sql"))];
+        let files: Vec<&str> = files.iter().map(String::as_str).collect();
+        Ok(Dataset::new(
+            &format!("{}_{}_{rows}", self.name, design.name),
+            &self.name,
+            &files,
+            Params::new().with("rows", rows),
+        ))
+    }
+
+    /// A query's statement at a scale.
+    pub fn statement(&self, query: &str, rows: u64) -> Result<Statement> {
+        Fixture::read(&self.query(query)?.file)?.render_one(&Params::new().with("rows", rows))
+    }
+
+    /// Measures `query` on `design` at `rows` (building the dataset if needed) and reads
+    /// what claims are checked against. `without_skip_indexes` measures it a second
+    /// time with skip indexes off.
+    pub fn observe(
+        &self,
+        kind: TargetKind,
+        query: &str,
+        design: &str,
+        rows: u64,
+        without_skip_indexes: bool,
+    ) -> Result<Observation> {
+        let statement = self.statement(query, rows)?;
+        let (mut target, manifest) = self
+            .dataset(design, rows)?
+            .open_on(kind)
+            .with_context(|| format!("cannot open pack {}'s dataset {design} at {rows} rows", self.name))?;
+        let tag = StatementTag::new("pack", &format!("{}.{design}.{rows}", self.name), query, 1);
+        let measured = measure(&mut target, &statement, &tag, &Settings::new())?;
+        let pruning = explain_indexes(&mut target, &statement)?;
+        let table = pruning.first().map(|read| read.table.rsplit('.').next().unwrap_or(&read.table).to_string());
+        let (parts, columns) = match &table {
+            Some(table) => (Some(parts_summary(&mut target, table)?), Some(column_sizes(&mut target, table)?)),
+            None => (None, None),
+        };
+        let read_rows_without_skip_indexes = if without_skip_indexes {
+            let tag = StatementTag::new("pack", &format!("{}.{design}.{rows}", self.name), query, 2);
+            let settings = Settings::new().with("use_skip_indexes", 0);
+            Some(measure(&mut target, &statement, &tag, &settings)?.stats.read_rows)
+        } else {
+            None
+        };
+        Ok(Observation {
+            engine_version: manifest.engine_version,
+            design: design.to_string(),
+            rows_in_table: rows,
+            answer: sorted_lines(&measured.body),
+            read_rows: measured.stats.read_rows,
+            granules_read: measured.stats.event("SelectedMarks"),
+            pruning,
+            table,
+            parts,
+            columns,
+            read_rows_without_skip_indexes,
+            stats: measured.stats.without_raw(),
+        })
+    }
+
+    /// Runs one case: observes it, then whatever its claims compare with (other designs
+    /// at the same scale, the same design at the smallest scale), one dataset open at a
+    /// time, and checks every claim that applies to it.
+    pub fn run_case(&self, kind: TargetKind, case: &Case) -> Result<CaseOutcome> {
+        let query = self.query(&case.query)?;
+        let claims: Vec<&Claim> = query
+            .claims
+            .iter()
+            .filter(|claim| claim.only_on.as_ref().is_none_or(|design| *design == case.design))
+            .collect();
+        let needs_without = claims.iter().any(|claim| matches!(claim.rule, Rule::RowsDroppedShareAtLeast { .. }));
+        let observed = self.observe(kind, &case.query, &case.design, case.rows, needs_without)?;
+        let smallest = query.scales.first().copied().unwrap_or(case.rows);
+        let at_largest = query.scales.last() == Some(&case.rows) && smallest < case.rows;
+
+        let mut others: BTreeMap<(String, u64), Observation> = BTreeMap::new();
+        for claim in &claims {
+            let mut wanted: Vec<(String, u64)> = Vec::new();
+            match &claim.rule {
+                Rule::SameAnswerOnEveryDesign => {
+                    wanted.extend(query.designs.iter().filter(|d| **d != case.design).map(|d| (d.clone(), case.rows)))
+                }
+                Rule::ReadRowsGrowthAtMost(_) if at_largest => wanted.push((case.design.clone(), smallest)),
+                rule => wanted.extend(rule.other_designs().into_iter().map(|d| (d.to_string(), case.rows))),
+            }
+            for (design, rows) in wanted {
+                if (design == case.design && rows == case.rows) || others.contains_key(&(design.clone(), rows)) {
+                    continue;
+                }
+                let other = self.observe(kind, &case.query, &design, rows, false)?;
+                others.insert((design, rows), other);
+            }
+        }
+        let other = |design: &str, rows: u64| -> &Observation {
+            if design == case.design && rows == case.rows { &observed } else { &others[&(design.to_string(), rows)] }
+        };
+        let mut checks = Vec::new();
+        for claim in claims {
+            let check = match &claim.rule {
+                Rule::SameAnswerOnEveryDesign => {
+                    let mut check = Ok(());
+                    for design in query.designs.iter().filter(|design| **design != case.design) {
+                        check = check.and(same_answer(&claim.name, &observed, other(design, case.rows)));
+                    }
+                    Some(check)
+                }
+                Rule::ReadRowsGrowthAtMost(factor) => {
+                    at_largest.then(|| read_rows_growth(&claim.name, *factor, other(&case.design, smallest), &observed))
+                }
+                rule => {
+                    let compared = rule.other_designs().first().map(|design| other(design, case.rows));
+                    Some(check_one(&claim.name, rule, &observed, compared))
+                }
+            };
+            checks.push(ClaimCheck { claim: claim.clone(), check });
+        }
+        Ok(CaseOutcome { observation: observed, checks })
+    }
+}
+
+impl Pack {
+    /// Builds each design's dataset twice, from scratch, at the pack's smallest scale,
+    /// and compares every query's answers: a generator (or a schema's DEFAULT) that
+    /// draws random values gives each build, and so each design, different data. The
+    /// error names the design, the query and both answers.
+    pub fn check_determinism(&self, kind: TargetKind) -> Result<Vec<String>> {
+        let rows = self.queries.iter().filter_map(|query| query.scales.first()).min().copied().unwrap_or(1);
+        let mut target = crate::targets::open_target_of_kind(kind)?;
+        let mut report = Vec::new();
+        for design in &self.designs {
+            let dataset = self.dataset(&design.name, rows)?;
+            let mut builds: Vec<Vec<String>> = Vec::new();
+            for attempt in 1..=2 {
+                dataset
+                    .build(&mut target, "determinism")
+                    .with_context(|| format!("build {attempt} of design {} at {rows} rows", design.name))?;
+                let mut answers = Vec::new();
+                for query in &self.queries {
+                    let statement = self.statement(&query.name, rows)?;
+                    let answer = target.query_text(&statement).with_context(|| statement.location())?;
+                    answers.push(sorted_lines(&answer));
+                }
+                builds.push(answers);
+            }
+            for (query, (first, second)) in self.queries.iter().zip(builds[0].iter().zip(&builds[1])) {
+                if first != second {
+                    bail!(
+                        "the generator is not deterministic: two builds of design {} at {rows} rows answer query \
+                         {} differently ({} then {}); derive every value from `number` (cityHash64(number), \
+                         number % k) instead of rand() or now(), see docs/packs.md",
+                        design.name,
+                        query.name,
+                        crate::sql::one_line(first),
+                        crate::sql::one_line(second)
+                    );
+                }
+            }
+            report.push(format!(
+                "design {}: two builds at {rows} rows, the same answers to {} queries",
+                design.name,
+                self.queries.len()
+            ));
+        }
+        Ok(report)
+    }
+}
+
+/// What one case measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct Observation {
+    pub engine_version: String,
+    pub design: String,
+    pub rows_in_table: u64,
+    /// The answer's lines, sorted: a query without ORDER BY may return them in any order.
+    pub answer: String,
+    pub read_rows: u64,
+    /// Granules (marks) the read selected (the `SelectedMarks` event).
+    pub granules_read: u64,
+    pub pruning: Vec<TableRead>,
+    /// The table of the plan's first MergeTree read: what `table` and `columns` claims
+    /// are about.
+    pub table: Option<String>,
+    pub parts: Option<PartsSummary>,
+    #[serde(skip)]
+    pub columns: Option<ColumnSizes>,
+    pub read_rows_without_skip_indexes: Option<u64>,
+    pub stats: crate::measure::QueryStats,
+}
+
+/// What a snapshot keeps of an observation: structure only (counts, never a time or a
+/// compressed size, which moves between builds).
+#[derive(Debug, Clone, Serialize)]
+pub struct Structure {
+    pub engine_version: String,
+    pub rows_in_table: u64,
+    pub answer: String,
+    pub read_rows: u64,
+    pub granules_read: u64,
+    pub active_parts: Option<u64>,
+    pub pruning: Vec<TableRead>,
+}
+
+impl Observation {
+    pub fn structure(&self) -> Structure {
+        Structure {
+            engine_version: self.engine_version.clone(),
+            rows_in_table: self.rows_in_table,
+            answer: self.answer.clone(),
+            read_rows: self.read_rows,
+            granules_read: self.granules_read,
+            active_parts: self.parts.as_ref().map(|parts| parts.active_parts),
+            pruning: self.pruning.clone(),
+        }
+    }
+}
+
+/// A claim and its outcome on a case (`None`: it does not apply at this scale).
+#[derive(Debug, Clone)]
+pub struct ClaimCheck {
+    pub claim: Claim,
+    pub check: Option<Check>,
+}
+
+#[derive(Debug, Clone)]
+pub struct CaseOutcome {
+    pub observation: Observation,
+    pub checks: Vec<ClaimCheck>,
+}
+
+impl CaseOutcome {
+    /// `Ok` with a line per claim when the case holds what it must: every claim on a
+    /// design, the named violation on a broken design. Else the reason, one line each.
+    pub fn verdict(&self, case: &Case, claims_file: &str) -> Result<Vec<String>, String> {
+        let mut report = Vec::new();
+        let mut failures = Vec::new();
+        for ClaimCheck { claim, check } in &self.checks {
+            let location = format!("{claims_file}:{}", claim.line);
+            match check {
+                None => report.push(format!("{location}: {} does not apply at this scale", claim.name)),
+                Some(Ok(())) => report.push(format!("{location}: {} holds", claim.name)),
+                Some(Err(violation)) if case.must_violate.as_deref() == Some(claim.name.as_str()) => {
+                    report.push(format!("{location}: {violation} (as this broken design must)"))
+                }
+                Some(Err(violation)) if case.must_violate.is_some() => {
+                    report.push(format!("{location}: {violation} (also broken here)"))
+                }
+                Some(Err(violation)) => failures.push(format!("{location}: {violation}")),
+            }
+        }
+        if let Some(must) = &case.must_violate {
+            let violated =
+                self.checks.iter().any(|check| check.claim.name == *must && matches!(check.check, Some(Err(_))));
+            if !violated {
+                failures.push(format!(
+                    "broken design {} was expected to violate {must}, but the claim held: the pack no longer \
+                     guards against this design",
+                    case.design
+                ));
+            }
+        }
+        if failures.is_empty() { Ok(report) } else { Err(failures.join("\n")) }
+    }
+}
+
+fn check_one(name: &str, rule: &Rule, observed: &Observation, compared: Option<&Observation>) -> Check {
+    match rule {
+        Rule::ReadRowsAtMost(bound) => claim(
+            name,
+            observed.read_rows <= *bound,
+            format!("{} rows read", observed.read_rows),
+            format!("at most {bound}"),
+        ),
+        Rule::GranulesReadAtMost(bound) => claim(
+            name,
+            observed.granules_read <= *bound,
+            format!("{} granules read ({} rows)", observed.granules_read, observed.read_rows),
+            format!("at most {bound}"),
+        ),
+        Rule::PartsSelected { stage, skip_index, exactly, bound } => {
+            let expected = bound_text(*exactly, *bound, "parts");
+            match find_stage(observed, *stage, skip_index.as_deref()) {
+                Err(missing) => claim(name, false, missing, expected),
+                Ok(found) => claim(
+                    name,
+                    within(found.selected_parts, *exactly, *bound),
+                    format!("{} of {} parts selected", found.selected_parts, found.initial_parts),
+                    expected,
+                ),
+            }
+        }
+        Rule::GranulesSelected { stage, skip_index, exactly, bound } => {
+            let expected = bound_text(*exactly, *bound, "granules");
+            match find_stage(observed, *stage, skip_index.as_deref()) {
+                Err(missing) => claim(name, false, missing, expected),
+                Ok(found) => claim(
+                    name,
+                    within(found.selected_granules, *exactly, *bound),
+                    format!("{} of {} granules selected", found.selected_granules, found.initial_granules),
+                    expected,
+                ),
+            }
+        }
+        Rule::GranulesDroppedShareAtLeast { stage, skip_index, share } => {
+            let expected = format!("at least {share} of the granules dropped");
+            match find_stage(observed, *stage, skip_index.as_deref()) {
+                Err(missing) => claim(name, false, missing, expected),
+                Ok(found) if found.initial_granules == 0 => {
+                    claim(name, false, "unknown (the stage was given no granules)", expected)
+                }
+                Ok(found) => {
+                    let dropped = 1.0 - found.selected_granules as f64 / found.initial_granules as f64;
+                    claim(
+                        name,
+                        dropped >= *share,
+                        format!(
+                            "{dropped:.4} dropped ({} of {} granules kept)",
+                            found.selected_granules, found.initial_granules
+                        ),
+                        expected,
+                    )
+                }
+            }
+        }
+        Rule::RowsDroppedShareAtLeast { skip_index, share } => {
+            let expected = format!("at least {share} of the rows dropped by the skip index");
+            if let Err(missing) = find_stage(observed, Stage::Skip, skip_index.as_deref()) {
+                return claim(name, false, missing, expected);
+            }
+            match observed.read_rows_without_skip_indexes {
+                Some(without) if without > 0 => {
+                    let dropped = 1.0 - observed.read_rows as f64 / without as f64;
+                    claim(
+                        name,
+                        dropped >= *share,
+                        format!(
+                            "{dropped:.4} dropped ({} rows read, {without} without skip indexes)",
+                            observed.read_rows
+                        ),
+                        expected,
+                    )
+                }
+                _ => claim(name, false, "unknown (the query read no rows without skip indexes)", expected),
+            }
+        }
+        Rule::CompressedBytesBelow { column, design } => {
+            let expected = format!("fewer compressed bytes than on design {design}");
+            let Some(compared) = compared else { return claim(name, false, "unknown (nothing to compare)", expected) };
+            match (compressed_bytes(observed, column.as_deref()), compressed_bytes(compared, column.as_deref())) {
+                (Ok(here), Ok(there)) => {
+                    claim(name, here < there, format!("{here} bytes here, {there} on {design}"), expected)
+                }
+                (Err(reason), _) | (_, Err(reason)) => claim(name, false, format!("unknown ({reason})"), expected),
+            }
+        }
+        Rule::CompressionRatioAtLeast { column, ratio } => {
+            let expected = format!("a compression ratio of at least {ratio}");
+            match compression_ratio(observed, column.as_deref()) {
+                Ok(measured) => claim(name, measured >= *ratio, format!("{measured:.3}"), expected),
+                Err(reason) => claim(name, false, format!("unknown ({reason})"), expected),
+            }
+        }
+        Rule::ActivePartsAtMost(bound) => match &observed.parts {
+            Some(parts) => claim(
+                name,
+                parts.active_parts <= *bound,
+                format!("{} active parts", parts.active_parts),
+                format!("at most {bound}"),
+            ),
+            None => claim(name, false, "unknown (the query reads no MergeTree table)", format!("at most {bound}")),
+        },
+        Rule::ActivePartsAtMostShareOf { design, share } => {
+            let expected = format!("at most {share} of design {design}'s active parts");
+            match (&observed.parts, compared.and_then(|compared| compared.parts.as_ref())) {
+                (Some(here), Some(there)) => claim(
+                    name,
+                    here.active_parts as f64 <= share * there.active_parts as f64,
+                    format!("{} active parts here, {} on {design}", here.active_parts, there.active_parts),
+                    expected,
+                ),
+                _ => claim(name, false, "unknown (the query reads no MergeTree table)", expected),
+            }
+        }
+        Rule::ReadRowsGrowthAtMost(_) | Rule::SameAnswerOnEveryDesign => unreachable!("checked by run_case"),
+    }
+}
+
+fn same_answer(name: &str, observed: &Observation, other: &Observation) -> Check {
+    claim(
+        name,
+        observed.answer == other.answer,
+        format!(
+            "{} on {}, {} on {}",
+            crate::sql::one_line(&observed.answer),
+            observed.design,
+            crate::sql::one_line(&other.answer),
+            other.design
+        ),
+        "the same answer on every design",
+    )
+}
+
+fn read_rows_growth(name: &str, factor: f64, smallest: &Observation, largest: &Observation) -> Check {
+    claim(
+        name,
+        largest.read_rows as f64 <= factor * smallest.read_rows as f64,
+        format!(
+            "{} rows read at {} rows, {} at {}",
+            largest.read_rows, largest.rows_in_table, smallest.read_rows, smallest.rows_in_table
+        ),
+        format!("at most {factor} times as many at the largest scale as at the smallest"),
+    )
+}
+
+fn within(measured: u64, exactly: bool, bound: u64) -> bool {
+    if exactly { measured == bound } else { measured <= bound }
+}
+
+fn bound_text(exactly: bool, bound: u64, what: &str) -> String {
+    if exactly { format!("exactly {bound} {what} selected") } else { format!("at most {bound} {what} selected") }
+}
+
+/// The stage of the first MergeTree read, or what was there instead.
+fn find_stage<'a>(observed: &'a Observation, stage: Stage, skip_index: Option<&str>) -> Result<&'a IndexStage, String> {
+    let Some(read) = observed.pruning.first() else {
+        return Err("no MergeTree read in the plan".to_string());
+    };
+    let found = read.stages.iter().find(|found| {
+        found.kind == stage.engine_name() && skip_index.is_none_or(|name| found.name.as_deref() == Some(name))
+    });
+    found.ok_or_else(|| {
+        let present: Vec<String> = read
+            .stages
+            .iter()
+            .map(|found| match &found.name {
+                Some(name) => format!("{} {name}", found.kind),
+                None => found.kind.clone(),
+            })
+            .collect();
+        let wanted = match skip_index {
+            Some(name) => format!("Skip {name}"),
+            None => stage.engine_name().to_string(),
+        };
+        format!("no {wanted} stage in the read of {} (stages: {})", read.table, present.join(", "))
+    })
+}
+
+fn compressed_bytes(observed: &Observation, column: Option<&str>) -> Result<u64, String> {
+    match column {
+        None => observed.parts.as_ref().map(|parts| parts.data_compressed_bytes).ok_or_else(no_table),
+        Some(column) => column_of(observed, column).map(|bytes| bytes.compressed_bytes),
+    }
+}
+
+fn compression_ratio(observed: &Observation, column: Option<&str>) -> Result<f64, String> {
+    let (uncompressed, compressed) = match column {
+        None => {
+            let parts = observed.parts.as_ref().ok_or_else(no_table)?;
+            (parts.data_uncompressed_bytes, parts.data_compressed_bytes)
+        }
+        Some(column) => {
+            let bytes = column_of(observed, column)?;
+            (bytes.uncompressed_bytes, bytes.compressed_bytes)
+        }
+    };
+    if compressed == 0 {
+        return Err("no compressed bytes".to_string());
+    }
+    Ok(uncompressed as f64 / compressed as f64)
+}
+
+fn column_of(observed: &Observation, column: &str) -> Result<crate::parts::ColumnBytes, String> {
+    let columns = match observed.columns.as_ref().ok_or_else(no_table)? {
+        ColumnSizes::Known(columns) => columns,
+        ColumnSizes::WideOnly { note, .. } | ColumnSizes::Unknown { reason: note } => return Err(note.clone()),
+    };
+    columns
+        .iter()
+        .find(|bytes| bytes.column == column)
+        .cloned()
+        .ok_or_else(|| format!("table {} has no column {column}", observed.table.as_deref().unwrap_or("?")))
+}
+
+fn no_table() -> String {
+    "the query reads no MergeTree table".to_string()
+}
+
+fn sorted_lines(body: &str) -> String {
+    let mut lines: Vec<&str> = body.lines().collect();
+    lines.sort_unstable();
+    lines.join("\n")
+}
+
+/// A name used in test names, dataset names and snapshot files.
+fn check_name(name: &str, what: &str) -> Result<()> {
+    let valid = name.chars().next().is_some_and(|first| first.is_ascii_lowercase())
+        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    if !valid {
+        bail!("{what}: name {name:?} must be lowercase letters, digits and _, starting with a letter");
+    }
+    Ok(())
+}
+
+fn known_design(designs: &[String], design: &str, location: impl Fn() -> String) -> Result<()> {
+    if !designs.iter().any(|known| known == design) {
+        bail!("{}: design {design} is not one of this query's designs ({})", location(), designs.join(", "));
+    }
+    Ok(())
+}
+
+fn check_scales(scales: &[u64], location: &str) -> Result<Vec<u64>> {
+    if scales.is_empty() || scales.contains(&0) {
+        bail!("{location}: scales must list row counts of at least 1, e.g. scales = [1_000_000]");
+    }
+    let mut sorted = scales.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    Ok(sorted)
+}
+
+/// The `*.sql` files of a folder by name (none when the folder is missing).
+fn sql_files(folder: &Path) -> Result<Vec<SqlFile>> {
+    let Ok(entries) = fs::read_dir(folder) else { return Ok(Vec::new()) };
+    let mut files = Vec::new();
+    for entry in entries {
+        let path = entry.with_context(|| format!("cannot list {}", shown(folder)))?.path();
+        if path.extension().is_some_and(|extension| extension == "sql") {
+            let name = path.file_stem().map(|stem| stem.to_string_lossy().into_owned()).unwrap_or_default();
+            files.push(SqlFile { name, path });
+        }
+    }
+    files.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(files)
+}
+
+/// A path as a dataset names its fixture: relative to `fixtures/` when inside it.
+fn fixture_path(path: &Path) -> String {
+    path.strip_prefix(fixtures_root()).unwrap_or(path).display().to_string()
+}

@@ -1,0 +1,141 @@
+//! A scenario pack is checked before anything runs: each mistake below is refused by
+//! `Pack::load`, which reads files only, with one line naming the file and line.
+
+use std::fs;
+
+use chbench::packs::Pack;
+
+const SCHEMA: &str = "CREATE TABLE t (k UInt64) ENGINE = MergeTree ORDER BY k;\n";
+const GENERATOR: &str = "-- {rows} rows\nINSERT INTO t\nSELECT number\nFROM numbers({rows});\n";
+const QUERY: &str = "SELECT count() FROM t WHERE k < 10\n";
+const CLAIMS: &str = "scales = [1000]\n\n[queries.q]\ngranules_read_at_most = 1\n";
+
+/// A valid pack `demo` in a temporary folder, with `changes` (path, contents) written
+/// over it; an empty contents removes the file.
+fn pack_with(changes: &[(&str, &str)]) -> (tempfile::TempDir, std::path::PathBuf) {
+    let root = tempfile::tempdir().unwrap();
+    let folder = root.path().join("demo");
+    let files = [
+        ("designs/plain.sql", SCHEMA),
+        ("broken/unsorted.sql", SCHEMA),
+        ("generator.sql", GENERATOR),
+        ("queries/q.sql", QUERY),
+        ("claims.toml", CLAIMS),
+    ];
+    for (path, text) in files.iter().chain(changes) {
+        let path = folder.join(path);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        if text.is_empty() && changes.iter().any(|(changed, _)| folder.join(changed) == path) {
+            let _ = fs::remove_file(&path);
+        } else {
+            fs::write(&path, text).unwrap();
+        }
+    }
+    (root, folder)
+}
+
+fn refusal(changes: &[(&str, &str)]) -> String {
+    let (_root, folder) = pack_with(changes);
+    let error = Pack::load(&folder).expect_err("the pack should be refused");
+    let message = format!("{error:#}");
+    assert!(!message.contains('\n'), "one line, got: {message}");
+    // Errors name files as they are on disk; shorten the temporary folder for asserts.
+    message
+        .replace(&format!("{}/", folder.display()), "")
+        .replace(&format!("{}/", folder.parent().unwrap().display()), "")
+}
+
+#[test]
+fn the_valid_pack_loads_with_one_case_per_query_design_and_scale() {
+    let (_root, folder) = pack_with(&[]);
+    let pack = Pack::load(&folder).unwrap();
+    let names: Vec<String> = pack.cases().iter().map(|case| case.test_name(&pack.name)).collect();
+    assert_eq!(names, ["demo::q::plain::rows_1000"]);
+}
+
+#[test]
+fn an_unknown_claim() {
+    let message = refusal(&[("claims.toml", "scales = [1000]\n[queries.q]\ngranules_red_at_most = 1\n")]);
+    assert!(message.starts_with("claims.toml:3: unknown field `granules_red_at_most`, expected one of"), "{message}");
+    assert!(message.ends_with("(the claims vocabulary is in docs/packs.md)"), "{message}");
+}
+
+#[test]
+fn an_unknown_index_stage() {
+    let message = refusal(&[("claims.toml", "scales = [1000]\n[queries.q]\nindex.primary.parts_selected = 1\n")]);
+    assert!(message.starts_with("claims.toml:3: unknown field `primary`"), "{message}");
+}
+
+#[test]
+fn a_claims_file_that_does_not_parse() {
+    let message = refusal(&[("claims.toml", "scales = [1000]\n\n[queries.q\n")]);
+    assert!(message.starts_with("claims.toml:3: "), "{message}");
+}
+
+#[test]
+fn an_empty_claims_file() {
+    let message = refusal(&[("claims.toml", "\n")]);
+    assert!(message.starts_with("claims.toml:1: missing field `scales`"), "{message}");
+}
+
+#[test]
+fn a_query_without_its_file() {
+    let message = refusal(&[("claims.toml", "scales = [1000]\n[queries.q]\n[queries.q9]\nread_rows_at_most = 1\n")]);
+    assert_eq!(message, "claims.toml:3: query q9 has no file queries/q9.sql");
+}
+
+#[test]
+fn a_design_without_its_schema_file() {
+    let message = refusal(&[("claims.toml", "scales = [1000]\ndesigns = [\"plain\", \"by_dya\"]\n")]);
+    assert_eq!(message, "claims.toml:2: design by_dya has no file designs/by_dya.sql");
+    let message = refusal(&[("claims.toml", "scales = [1000]\n[queries.q]\ndesigns = [\"nope\"]\n")]);
+    assert_eq!(message, "claims.toml:3: design nope is not one of this query's designs (plain)");
+}
+
+#[test]
+fn a_broken_design_without_its_file_or_naming_no_claim_of_the_query() {
+    let message = refusal(&[("claims.toml", &format!("{CLAIMS}broken.nope = \"granules_read_at_most\"\n"))]);
+    assert_eq!(message, "claims.toml:5: broken design nope has no file broken/nope.sql");
+    let message = refusal(&[("claims.toml", &format!("{CLAIMS}broken.unsorted = \"read_rows_at_most\"\n"))]);
+    assert_eq!(
+        message,
+        "claims.toml:5: read_rows_at_most is not a claim of query q (its claims: granules_read_at_most)"
+    );
+}
+
+#[test]
+fn a_placeholder_without_a_value() {
+    let message = refusal(&[("generator.sql", "INSERT INTO t\nSELECT number\nFROM numbers({row});\n")]);
+    assert!(message.starts_with("generator.sql:3: parameter {row} has no value"), "{message}");
+    let message = refusal(&[("queries/q.sql", "SELECT count()\nFROM t WHERE k < {limit}\n")]);
+    assert!(message.contains("queries/q.sql:2: parameter {limit} has no value (known here: rows)"), "{message}");
+}
+
+#[test]
+fn a_missing_generator_or_design_folder_or_an_empty_sql_file() {
+    assert!(
+        refusal(&[("generator.sql", "")])
+            .ends_with("has no generator.sql (the statements that fill the table with {rows} rows)")
+    );
+    let message = refusal(&[("designs/plain.sql", ""), ("designs/empty.sql", "-- nothing yet\n")]);
+    assert!(
+        message.ends_with("designs/empty.sql has no statement; a fixture holds SQL statements separated by `;`"),
+        "{message}"
+    );
+    let message = refusal(&[("queries/q.sql", "SELECT 1;\nSELECT 2\n")]);
+    assert!(message.contains("queries/q.sql should hold one statement, it has 2"), "{message}");
+}
+
+#[test]
+fn claims_that_compare_need_something_to_compare() {
+    let message = refusal(&[("claims.toml", "scales = [1000]\n[queries.q]\nread_rows_growth_at_most = 2\n")]);
+    assert_eq!(message, "claims.toml:3: read_rows_growth_at_most compares scales, and the query runs at one");
+    let message = refusal(&[("claims.toml", "scales = [0]\n")]);
+    assert_eq!(message, "claims.toml:1: scales must list row counts of at least 1, e.g. scales = [1_000_000]");
+}
+
+#[test]
+fn names_that_cannot_name_a_test_or_a_dataset() {
+    let message = refusal(&[("designs/By-Day.sql", SCHEMA)]);
+    assert!(message.contains("name \"By-Day\" must be lowercase letters, digits and _"), "{message}");
+}
