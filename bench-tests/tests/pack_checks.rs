@@ -139,3 +139,96 @@ fn names_that_cannot_name_a_test_or_a_dataset() {
     let message = refusal(&[("designs/By-Day.sql", SCHEMA)]);
     assert!(message.contains("name \"By-Day\" must be lowercase letters, digits and _"), "{message}");
 }
+
+/// The keys serde knows at one level of the claims file: the list its error for an
+/// unknown key gives ("expected one of `a`, `b`").
+fn keys_known_at(text_with_unknown_key: &str) -> Vec<String> {
+    let error = chbench::packs::claims::parse("claims.toml", text_with_unknown_key).unwrap_err().to_string();
+    let listed = error.split("expected one of").nth(1).unwrap_or_else(|| panic!("no key list in: {error}"));
+    listed.split('`').skip(1).step_by(2).map(str::to_string).collect()
+}
+
+#[test]
+fn every_key_of_the_claims_vocabulary_is_documented() {
+    let docs = fs::read_to_string(chbench::engine::workspace_root().join("docs/packs.md")).unwrap();
+    let levels = [
+        "scales = [1]\nunknown = 1\n",
+        "scales = [1]\n[queries.q]\nunknown = 1\n",
+        "scales = [1]\n[queries.q]\nindex.unknown = 1\n",
+        "scales = [1]\n[queries.q]\nindex.skip.unknown = 1\n",
+        "scales = [1]\n[queries.q]\ntable.unknown = 1\n",
+    ];
+    let mut undocumented = Vec::new();
+    for level in levels {
+        for key in keys_known_at(level) {
+            // Every key is written in the docs as code: `key`, `key = ...`, `index.<stage>.key ...`.
+            let documented = docs.contains(&format!("`{key}"))
+                || docs.contains(&format!(".{key}"))
+                || docs.contains(&format!("`{key}`"));
+            if !documented {
+                undocumented.push(key);
+            }
+        }
+    }
+    assert!(undocumented.is_empty(), "keys of claims.toml missing from docs/packs.md: {undocumented:?}");
+}
+
+#[test]
+fn the_claims_example_in_the_docs_parses() {
+    let docs = fs::read_to_string(chbench::engine::workspace_root().join("docs/packs.md")).unwrap();
+    let example = docs.split("```toml\n").nth(1).and_then(|rest| rest.split("```").next()).unwrap();
+    let file = chbench::packs::claims::parse("docs/packs.md", example).unwrap();
+    assert_eq!(file.queries.len(), 1);
+}
+
+/// The README's "Add your own schema" shows a complete pack, file by file: it must be
+/// `fixtures/tenants/` exactly (which `cargo nextest run` runs as the `tenants::` tests),
+/// load on its own from a fresh folder, and take at most 25 lines beyond its schemas.
+#[test]
+fn the_readme_example_pack_is_fixtures_tenants_and_complete() {
+    let root = chbench::engine::workspace_root();
+    let readme = fs::read_to_string(root.join("README.md")).unwrap();
+    let mut shown: Vec<(String, String)> = Vec::new();
+    let lines: Vec<&str> = readme.lines().collect();
+    for (index, line) in lines.iter().enumerate() {
+        let Some(path) = line.strip_prefix("`fixtures/tenants/").and_then(|rest| rest.strip_suffix('`')) else {
+            continue;
+        };
+        assert!(lines[index + 1].starts_with("```"), "README: no code block after {line}");
+        let body: Vec<&str> = lines[index + 2..].iter().take_while(|body| !body.starts_with("```")).copied().collect();
+        shown.push((path.to_string(), format!("{}\n", body.join("\n"))));
+    }
+    let folder = root.join("fixtures/tenants");
+    let mut on_disk: Vec<String> = Vec::new();
+    for sub in ["", "designs/", "broken/", "queries/"] {
+        for entry in fs::read_dir(folder.join(sub)).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_file() {
+                on_disk.push(format!("{sub}{}", path.file_name().unwrap().to_string_lossy()));
+            }
+        }
+    }
+    on_disk.sort();
+    let mut shown_paths: Vec<String> = shown.iter().map(|(path, _)| path.clone()).collect();
+    shown_paths.sort();
+    assert_eq!(shown_paths, on_disk, "the README must show every file of fixtures/tenants/");
+    for (path, text) in &shown {
+        assert_eq!(text, &fs::read_to_string(folder.join(path)).unwrap(), "README's {path} differs from the file");
+    }
+    let beyond_schemas: usize = shown
+        .iter()
+        .filter(|(path, _)| !path.starts_with("designs/") && !path.starts_with("broken/"))
+        .map(|(_, text)| text.lines().count())
+        .sum();
+    assert!(beyond_schemas <= 25, "the README's pack takes {beyond_schemas} lines beyond its schemas");
+
+    // Followed literally in a new folder, the files make a pack on their own.
+    let copy = tempfile::tempdir().unwrap();
+    for (path, text) in &shown {
+        let target = copy.path().join("tenants").join(path);
+        fs::create_dir_all(target.parent().unwrap()).unwrap();
+        fs::write(target, text).unwrap();
+    }
+    let pack = Pack::load(&copy.path().join("tenants")).unwrap();
+    assert_eq!(pack.cases().len(), 5, "2 designs x 2 scales, and the broken design");
+}

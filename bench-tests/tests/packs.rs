@@ -1,5 +1,5 @@
 //! Every scenario pack under `fixtures/` (a folder with a `claims.toml`) as tests, one per
-//! (pack, query, design, scale): `tenants::one_tenant_one_day::by_day::rows_1000000`.
+//! (pack, query, design, scale): `tenants::one_tenant_one_hour::by_day::rows_1000000`.
 //! A broken design's case is named `<pack>::<query>::broken::<design>::rows_<N>`, and
 //! each pack has `<pack>::generator_is_deterministic`. A pack that fails its checks is
 //! one failing test, `<pack>::claims_file`, with the one line that says why.

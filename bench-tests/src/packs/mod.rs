@@ -38,6 +38,10 @@ use crate::settings::Settings;
 use crate::targets::TargetKind;
 use claims::{Claim, Rule, Stage};
 
+/// The most rows the determinism check builds: random values show at any scale, and it
+/// builds every design twice.
+pub const DETERMINISM_ROWS: u64 = 100_000;
+
 /// The file that makes a folder a pack.
 pub const CLAIMS_FILE: &str = "claims.toml";
 
@@ -445,12 +449,13 @@ impl Pack {
 }
 
 impl Pack {
-    /// Builds each design's dataset twice, from scratch, at the pack's smallest scale,
-    /// and compares every query's answers: a generator (or a schema's DEFAULT) that
-    /// draws random values gives each build, and so each design, different data. The
-    /// error names the design, the query and both answers.
+    /// Builds each design's dataset twice, from scratch, at the pack's smallest scale (at
+    /// most [`DETERMINISM_ROWS`]), and compares every query's answers: a generator (or a
+    /// schema's DEFAULT) that draws random values gives each build, and so each design,
+    /// different data. The error names the design, the query and both answers.
     pub fn check_determinism(&self, kind: TargetKind) -> Result<Vec<String>> {
-        let rows = self.queries.iter().filter_map(|query| query.scales.first()).min().copied().unwrap_or(1);
+        let smallest = self.queries.iter().filter_map(|query| query.scales.first()).min().copied();
+        let rows = smallest.unwrap_or(1).min(DETERMINISM_ROWS);
         let mut target = crate::targets::open_target_of_kind(kind)?;
         let mut report = Vec::new();
         for design in &self.designs {
