@@ -93,3 +93,31 @@ fn the_embedded_engine_has_no_query_log_so_measurement_uses_the_events_delta() {
     assert_eq!(exists.unwrap(), "0\n");
     assert_eq!(target.stats_source(), chbench::targets::StatsSource::ResultAndEventsDelta);
 }
+
+/// Merges leave the parts they replaced on disk for minutes; a dataset build removes
+/// them, so a copy of the dataset carries (and loads, and removes) active parts only.
+/// The tenants pack's generator ends with OPTIMIZE FINAL, which replaces every part.
+#[test]
+fn a_built_dataset_holds_active_parts_only() {
+    let pack = chbench::packs::Pack::named("tenants").unwrap();
+    let (mut target, manifest) =
+        pack.dataset("by_tenant_day", 1_000_000).unwrap().open_on(TargetKind::Embedded).unwrap();
+    let active: u64 = target
+        .query_text("SELECT count() FROM system.parts WHERE active AND database = currentDatabase()")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let folder = chbench::dataset::datasets_root().join(format!("{}-{}", manifest.name, manifest.key));
+    let part_folders = walk(&folder).filter(|path| path.ends_with("checksums.txt")).count() as u64;
+    assert_eq!(active, 140, "20 tenants x 7 days");
+    assert_eq!(part_folders, active, "{} holds {part_folders} parts", folder.display());
+}
+
+/// Every file under `folder`, not following links (`data/<db>/<table>` links to `store/`).
+fn walk(folder: &std::path::Path) -> Box<dyn Iterator<Item = std::path::PathBuf>> {
+    let entries = std::fs::read_dir(folder).unwrap().map(|entry| entry.unwrap().path());
+    Box::new(entries.flat_map(|path| {
+        if path.symlink_metadata().unwrap().is_dir() { walk(&path) } else { Box::new(std::iter::once(path)) }
+    }))
+}
