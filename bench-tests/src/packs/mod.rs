@@ -457,9 +457,12 @@ impl Pack {
         let smallest = self.queries.iter().filter_map(|query| query.scales.first()).min().copied();
         let rows = smallest.unwrap_or(1).min(DETERMINISM_ROWS);
         let mut target = crate::targets::open_target_of_kind(kind)?;
+        // A database of this process's own: on a shared server, another run's check of
+        // the same pack must not drop it mid-build. Dropped at the end, on success.
+        let database = format!("{}_determinism_{}", self.name, std::process::id());
         let mut report = Vec::new();
         for design in &self.designs {
-            let dataset = self.dataset(&design.name, rows)?;
+            let dataset = Dataset { database: database.clone(), ..self.dataset(&design.name, rows)? };
             let mut builds: Vec<Vec<String>> = Vec::new();
             for attempt in 1..=2 {
                 dataset
@@ -492,6 +495,7 @@ impl Pack {
                 self.queries.len()
             ));
         }
+        target.execute(&format!("DROP DATABASE IF EXISTS {database}"))?;
         Ok(report)
     }
 }
