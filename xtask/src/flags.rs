@@ -21,9 +21,40 @@ pub enum Command {
     Bench(Box<Bench>),
     /// Render a results bundle's report (Markdown and SVG charts) again.
     Report(Report),
-    /// Run the statements of SQL files on the chosen target and measure the last one of each.
+    /// Measure one statement and print its statistics record as JSON: the last statement
+    /// of each SQL file, or a scenario pack's query on the pack's dataset.
+    #[command(
+        override_usage = "cargo xtask measure [--target TARGET] FILE.sql...\n       \
+                          cargo xtask measure [--target TARGET] PACK QUERY [--design D] [--rows N]",
+        after_long_help = MEASURE_FORMS
+    )]
     Measure(Measure),
 }
+
+/// The two forms of `measure`, spelt out under `measure --help`.
+const MEASURE_FORMS: &str = "\
+The first argument decides the form: an existing file, or a name ending in .sql, means SQL
+files; anything else is the name of a scenario pack (a folder under fixtures/ with a
+claims.toml).
+
+  cargo xtask measure FILE.sql...
+      Runs each file's statements: every statement but the last is set-up, the last is
+      measured. Prints one JSON document per file: {\"file\", \"answer\", \"stats\"}. A file
+      takes no parameters: a {name} left in it is an error.
+
+  cargo xtask measure PACK QUERY [--design D] [--rows N]
+      Builds the pack's dataset (designs/D.sql, or broken/D.sql, filled with N rows by
+      generator.sql), or reuses it when it was built before, then measures
+      queries/QUERY.sql there. Prints one JSON document: {\"pack\", \"query\", \"design\",
+      \"rows\", \"answer\" (its lines sorted), \"table\", \"active_parts\", \"stats\",
+      \"index_stages\"}, where index_stages is the query's EXPLAIN indexes = 1: the parts
+      and granules each index stage started with and kept. Every name is checked before
+      the engine starts. Progress goes to stderr.
+
+Examples:
+  cargo xtask measure setup_and_query.sql
+  cargo xtask measure primary_key one_device_one_hour --rows 1M
+  cargo xtask measure tenants one_tenant_one_day --design time_first";
 
 /// Which target to run on; the same names and variable as the tests.
 #[derive(Debug, Clone, Args)]
@@ -112,9 +143,20 @@ pub struct Report {
 pub struct Measure {
     #[command(flatten)]
     pub target: TargetFlag,
-    /// SQL files; every statement but the last runs as set-up, the last is measured.
-    #[arg(required = true)]
-    pub files: Vec<PathBuf>,
+    /// SQL files (the first one must exist or end in .sql; every statement but the last
+    /// is set-up, the last is measured), or a pack's name and one of its queries.
+    #[arg(required = true, value_name = "FILE.sql | PACK QUERY")]
+    pub args: Vec<PathBuf>,
+    /// Pack form only: the design to measure on, from designs/ or broken/ [default: the
+    /// query's first design].
+    #[arg(long, value_name = "D")]
+    pub design: Option<String>,
+    /// Pack form only: rows in the table (K, M and G suffixes work: 250K) [default: the
+    /// query's smallest scale].
+    // Parsed by `run`, not by clap: a bad count is then one `error:` line and exit code 1,
+    // like every other mistake in a pack command line.
+    #[arg(long, value_name = "N")]
+    pub rows: Option<String>,
 }
 
 /// The same strict parse as `CHBENCH_TARGET` gets in the tests.

@@ -332,3 +332,97 @@ fn a_missing_npm_says_what_to_do() {
     assert!(line.contains("`npm` is required to fetch the embedded engine"), "{line}");
     assert!(line.contains("CHBENCH_LIBCHDB"), "{line}");
 }
+
+/// Runs `measure` on the embedded target with an engine file that does not exist, and
+/// returns its error line: a mistake that shows instead of the engine's error was found
+/// before the engine was touched.
+fn measure_without_an_engine(args: &[&str]) -> String {
+    let mut command_line = vec!["measure", "--target", "embedded"];
+    command_line.extend(args);
+    let output = xtask(&command_line, &[("CHBENCH_LIBCHDB", "/nonexistent/libchdb.so")]);
+    let line = error_line(&output);
+    assert!(!line.contains("CHBENCH_LIBCHDB"), "the engine was reached: {line}");
+    assert!(!String::from_utf8_lossy(&output.stderr).contains("chbench: target"), "the engine started");
+    assert!(output.stdout.is_empty(), "{}", String::from_utf8_lossy(&output.stdout));
+    line
+}
+
+#[test]
+fn an_unknown_pack_lists_the_packs_before_the_engine_starts() {
+    let line = measure_without_an_engine(&["no_such_pack", "one_tenant_one_day"]);
+    assert!(line.starts_with("error: no_such_pack is neither a pack nor an SQL file (packs here: "), "{line}");
+    assert!(line.contains("primary_key") && line.contains("tenants"), "{line}");
+    assert!(line.contains("an SQL file must exist or end in .sql"), "{line}");
+    // A path never reaches a pack outside fixtures/, even one that exists.
+    let line = measure_without_an_engine(&["../fixtures/tenants", "one_tenant_one_day"]);
+    assert!(line.starts_with("error: ../fixtures/tenants is neither a pack nor an SQL file"), "{line}");
+}
+
+#[test]
+fn an_unknown_query_lists_the_queries_before_the_engine_starts() {
+    let line = measure_without_an_engine(&["tenants", "no_such_query"]);
+    assert_eq!(line, "error: pack tenants has no query no_such_query (its queries: one_tenant_one_day)");
+}
+
+#[test]
+fn an_unknown_design_lists_the_designs_before_the_engine_starts() {
+    let line = measure_without_an_engine(&["tenants", "one_tenant_one_day", "--design", "by_month"]);
+    assert_eq!(line, "error: pack tenants has no design by_month (its designs: by_day, by_tenant_day, time_first)");
+}
+
+#[test]
+fn a_row_count_that_is_zero_or_not_a_count_is_refused_before_the_engine_starts() {
+    let line = measure_without_an_engine(&["primary_key", "one_device_one_hour", "--rows", "0"]);
+    assert_eq!(line, "error: --rows 0: the row count must be positive");
+    let line = measure_without_an_engine(&["primary_key", "one_device_one_hour", "--rows", "ten"]);
+    assert!(line.starts_with("error: --rows ten: \"ten\" is not a row count"), "{line}");
+}
+
+#[test]
+fn a_pack_without_a_query_or_with_extra_arguments_is_refused_before_the_engine_starts() {
+    let line = measure_without_an_engine(&["tenants"]);
+    assert_eq!(
+        line,
+        "error: measure tenants needs a query: cargo xtask measure tenants QUERY (its queries: one_tenant_one_day)"
+    );
+    let line = measure_without_an_engine(&["tenants", "one_tenant_one_day", "by_day"]);
+    assert!(
+        line.starts_with("error: measure takes a pack and one query (PACK QUERY), or SQL files, and got 3 arguments"),
+        "{line}"
+    );
+    assert!(
+        line.contains("tenants was read as a pack since no such file exists and it does not end in .sql"),
+        "{line}"
+    );
+}
+
+#[test]
+fn pack_flags_on_sql_files_are_refused_before_the_engine_starts() {
+    let line = measure_without_an_engine(&["setup.sql", "--design", "by_day", "--rows", "1M"]);
+    assert_eq!(
+        line,
+        "error: --design and --rows: for a pack's query only (cargo xtask measure PACK QUERY), and setup.sql is an SQL file"
+    );
+}
+
+/// The other side of the tests above: a good pack command line passes every check (a
+/// broken design and a row count with a suffix included) and gets as far as the engine.
+#[test]
+fn a_good_pack_command_line_gets_as_far_as_the_engine() {
+    let output = xtask(
+        &[
+            "measure",
+            "--target",
+            "embedded",
+            "tenants",
+            "one_tenant_one_day",
+            "--design",
+            "time_first",
+            "--rows",
+            "250K",
+        ],
+        &[("CHBENCH_LIBCHDB", "/nonexistent/libchdb.so")],
+    );
+    let line = error_line(&output);
+    assert!(line.contains("CHBENCH_LIBCHDB=/nonexistent/libchdb.so is not a file"), "{line}");
+}
