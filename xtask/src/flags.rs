@@ -54,7 +54,7 @@ claims.toml).
 Examples:
   cargo xtask measure setup_and_query.sql
   cargo xtask measure primary_key one_device_one_hour --rows 1M
-  cargo xtask measure tenants one_tenant_one_day --design time_first";
+  cargo xtask measure tenants one_tenant_one_hour --design time_first";
 
 /// Which target to run on; the same names and variable as the tests.
 #[derive(Debug, Clone, Args)]

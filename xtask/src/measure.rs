@@ -192,7 +192,7 @@ mod tests {
         let without_extension = folder.path().join("query");
         std::fs::write(&without_extension, "SELECT 1").unwrap();
         assert!(names_files(&[without_extension]));
-        assert!(!names_files(&paths(&["tenants", "one_tenant_one_day"])));
+        assert!(!names_files(&paths(&["tenants", "one_tenant_one_hour"])));
         // A folder is not a file, even the pack's own.
         assert!(!names_files(&[fixtures_root().join("tenants")]));
     }
@@ -202,14 +202,14 @@ mod tests {
         let case = PackCase::check(&paths(&["primary_key", "one_device_one_hour"]), None, None).unwrap();
         assert_eq!((case.pack.name.as_str(), case.query.as_str()), ("primary_key", "one_device_one_hour"));
         assert_eq!((case.design.as_str(), case.rows), ("readings", 250_000));
-        let case = PackCase::check(&paths(&["tenants", "one_tenant_one_day"]), Some("time_first"), Some("2M")).unwrap();
+        let case = PackCase::check(&paths(&["tenants", "one_tenant_one_hour"]), Some("time_first"), Some("2M")).unwrap();
         assert_eq!((case.design.as_str(), case.rows), ("time_first", 2_000_000));
     }
 
     #[test]
     fn a_path_is_not_a_pack_name() {
         for name in ["../fixtures/tenants", "fixtures/tenants", ".", ".."] {
-            let error = PackCase::check(&paths(&[name, "one_tenant_one_day"]), None, None).unwrap_err();
+            let error = PackCase::check(&paths(&[name, "one_tenant_one_hour"]), None, None).unwrap_err();
             let line = format!("{error:#}");
             assert!(line.starts_with(&format!("{name} is neither a pack nor an SQL file")), "{line}");
             assert!(line.contains("primary_key") && line.contains("tenants"), "{line}");

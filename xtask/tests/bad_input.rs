@@ -349,24 +349,24 @@ fn measure_without_an_engine(args: &[&str]) -> String {
 
 #[test]
 fn an_unknown_pack_lists_the_packs_before_the_engine_starts() {
-    let line = measure_without_an_engine(&["no_such_pack", "one_tenant_one_day"]);
+    let line = measure_without_an_engine(&["no_such_pack", "one_tenant_one_hour"]);
     assert!(line.starts_with("error: no_such_pack is neither a pack nor an SQL file (packs here: "), "{line}");
     assert!(line.contains("primary_key") && line.contains("tenants"), "{line}");
     assert!(line.contains("an SQL file must exist or end in .sql"), "{line}");
     // A path never reaches a pack outside fixtures/, even one that exists.
-    let line = measure_without_an_engine(&["../fixtures/tenants", "one_tenant_one_day"]);
+    let line = measure_without_an_engine(&["../fixtures/tenants", "one_tenant_one_hour"]);
     assert!(line.starts_with("error: ../fixtures/tenants is neither a pack nor an SQL file"), "{line}");
 }
 
 #[test]
 fn an_unknown_query_lists_the_queries_before_the_engine_starts() {
     let line = measure_without_an_engine(&["tenants", "no_such_query"]);
-    assert_eq!(line, "error: pack tenants has no query no_such_query (its queries: one_tenant_one_day)");
+    assert_eq!(line, "error: pack tenants has no query no_such_query (its queries: one_tenant_one_hour)");
 }
 
 #[test]
 fn an_unknown_design_lists_the_designs_before_the_engine_starts() {
-    let line = measure_without_an_engine(&["tenants", "one_tenant_one_day", "--design", "by_month"]);
+    let line = measure_without_an_engine(&["tenants", "one_tenant_one_hour", "--design", "by_month"]);
     assert_eq!(line, "error: pack tenants has no design by_month (its designs: by_day, by_tenant_day, time_first)");
 }
 
@@ -383,9 +383,9 @@ fn a_pack_without_a_query_or_with_extra_arguments_is_refused_before_the_engine_s
     let line = measure_without_an_engine(&["tenants"]);
     assert_eq!(
         line,
-        "error: measure tenants needs a query: cargo xtask measure tenants QUERY (its queries: one_tenant_one_day)"
+        "error: measure tenants needs a query: cargo xtask measure tenants QUERY (its queries: one_tenant_one_hour)"
     );
-    let line = measure_without_an_engine(&["tenants", "one_tenant_one_day", "by_day"]);
+    let line = measure_without_an_engine(&["tenants", "one_tenant_one_hour", "by_day"]);
     assert!(
         line.starts_with("error: measure takes a pack and one query (PACK QUERY), or SQL files, and got 3 arguments"),
         "{line}"
@@ -415,7 +415,7 @@ fn a_good_pack_command_line_gets_as_far_as_the_engine() {
             "--target",
             "embedded",
             "tenants",
-            "one_tenant_one_day",
+            "one_tenant_one_hour",
             "--design",
             "time_first",
             "--rows",
