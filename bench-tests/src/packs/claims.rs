@@ -21,6 +21,11 @@ pub struct ClaimsFile {
     /// The designs queries run on unless they say otherwise (default: every file in
     /// `designs/`, in name order).
     pub designs: Option<Vec<Spanned<String>>>,
+    /// The files that fill a design's table, run in order after its schema (default:
+    /// `["generator.sql"]`), paths inside the pack folder. More than one when the pack
+    /// shares its generator with something that must run it alone (`cargo xtask bench`
+    /// times `fixtures/logs/generator.sql` without the `OPTIMIZE` that settles the pack).
+    pub generator: Option<Spanned<Vec<Spanned<String>>>>,
     #[serde(default)]
     pub queries: BTreeMap<Spanned<String>, QuerySection>,
 }
@@ -32,6 +37,10 @@ pub struct ClaimsFile {
 pub struct QuerySection {
     pub designs: Option<Vec<Spanned<String>>>,
     pub scales: Option<Spanned<Vec<u64>>>,
+    /// The answer differs from run to run (a sampling aggregate such as `quantiles`, whose
+    /// reservoir depends on how threads split the rows): snapshots record no answer and
+    /// the determinism check does not compare it. Not a claim.
+    pub answer_varies: Option<Spanned<bool>>,
     /// A broken design (a file in `broken/`) and the claim it must violate.
     #[serde(default)]
     pub broken: BTreeMap<Spanned<String>, Spanned<String>>,
@@ -219,11 +228,13 @@ pub fn flatten(section: &QuerySection, line: &dyn Fn(Range<usize>) -> usize) -> 
         let on_section = on.get_ref();
         if on_section.designs.is_some()
             || on_section.scales.is_some()
+            || on_section.answer_varies.is_some()
             || !on_section.broken.is_empty()
             || !on_section.on.is_empty()
         {
             bail!(
-                "line {}: on.{} may hold claims only (designs, scales, broken and on belong to the query)",
+                "line {}: on.{} may hold claims only (designs, scales, answer_varies, broken and on belong to the \
+                 query)",
                 line(on.span()),
                 design.get_ref()
             );
