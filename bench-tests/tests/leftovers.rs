@@ -6,15 +6,15 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
-use chbench::dataset::logs::{Design, logs_dataset};
+use chbench::dataset::logs::{SOURCE_DESIGN, pack};
 use chbench::dataset::{Dataset, datasets_root};
 use chbench::fixtures::Params;
 use chbench::targets::TargetKind;
 use chbench::targets::embedded::storage_dir_of_process;
 
-/// The dataset the children open: the one the `logs` pack opens, so built once for both.
+/// The dataset the children open: the `logs` pack's, so built once for both.
 fn small_dataset() -> Dataset {
-    logs_dataset(1_000_000, Design::Source)
+    pack().and_then(|pack| pack.dataset(SOURCE_DESIGN, 1_000_000)).expect("the logs pack's source dataset")
 }
 
 /// The name of the dataset whose build fails.

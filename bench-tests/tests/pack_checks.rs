@@ -232,3 +232,45 @@ fn the_readme_example_pack_is_fixtures_tenants_and_complete() {
     let pack = Pack::load(&copy.path().join("tenants")).unwrap();
     assert_eq!(pack.cases().len(), 5, "2 designs x 2 scales, and the broken design");
 }
+
+#[test]
+fn a_generator_of_several_files_runs_them_in_order_after_the_schema() {
+    let claims = "scales = [1000]\ngenerator = [\"generator.sql\", \"settle.sql\"]\n";
+    let (_root, folder) = pack_with(&[("claims.toml", claims), ("settle.sql", "OPTIMIZE TABLE t FINAL;\n")]);
+    let pack = Pack::load(&folder).unwrap();
+    let dataset = pack.dataset("plain", 1000).unwrap();
+    let files: Vec<String> = ["designs/plain.sql", "generator.sql", "settle.sql"]
+        .iter()
+        .map(|file| folder.join(file).display().to_string())
+        .collect();
+    assert_eq!(dataset.fixtures, files);
+    // Every listed file is checked as generator.sql is.
+    let message = refusal(&[("claims.toml", claims), ("settle.sql", "OPTIMIZE TABLE {table} FINAL;\n")]);
+    assert!(message.starts_with("settle.sql:1: parameter {table} has no value"), "{message}");
+}
+
+#[test]
+fn a_generator_file_that_does_not_exist() {
+    let claims = "scales = [1000]\ngenerator = [\n  \"generator.sql\",\n  \"settle.sql\",\n]\n";
+    assert_eq!(refusal(&[("claims.toml", claims)]), "claims.toml:4: generator file settle.sql does not exist");
+    // Listed, generator.sql is one file among others: the default is not looked for.
+    let message = refusal(&[("claims.toml", "scales = [1000]\ngenerator = [\"fill.sql\"]\n"), ("generator.sql", "")]);
+    assert_eq!(message, "claims.toml:2: generator file fill.sql does not exist");
+    let message = refusal(&[("claims.toml", "scales = [1000]\ngenerator = [\"../generator.sql\"]\n")]);
+    assert_eq!(message, "claims.toml:2: generator file ../generator.sql must be a path inside the pack folder");
+    let message = refusal(&[("claims.toml", "scales = [1000]\ngenerator = []\n")]);
+    assert!(message.starts_with("claims.toml:2: generator lists no file"), "{message}");
+}
+
+#[test]
+fn a_query_whose_answer_varies_is_not_compared_by_answer() {
+    let claims = "scales = [1000]\n[queries.q]\nanswer_varies = true\ngranules_read_at_most = 1\n";
+    let (_root, folder) = pack_with(&[("claims.toml", claims)]);
+    assert!(Pack::load(&folder).unwrap().query("q").unwrap().answer_varies);
+    let claims = "scales = [1000]\n[queries.q]\nanswer_varies = true\nsame_answer_on_every_design = true\n";
+    let message = refusal(&[("claims.toml", claims), ("designs/other.sql", SCHEMA)]);
+    assert_eq!(message, "claims.toml:4: same_answer_on_every_design compares answers, and this query's answer varies");
+    let claims = "scales = [1000]\n[queries.q]\non.plain.answer_varies = true\n";
+    let message = refusal(&[("claims.toml", claims)]);
+    assert!(message.starts_with("claims.toml:") && message.contains("on.plain may hold claims only"), "{message}");
+}

@@ -202,7 +202,8 @@ mod tests {
         let case = PackCase::check(&paths(&["primary_key", "one_device_one_hour"]), None, None).unwrap();
         assert_eq!((case.pack.name.as_str(), case.query.as_str()), ("primary_key", "one_device_one_hour"));
         assert_eq!((case.design.as_str(), case.rows), ("readings", 250_000));
-        let case = PackCase::check(&paths(&["tenants", "one_tenant_one_hour"]), Some("time_first"), Some("2M")).unwrap();
+        let case =
+            PackCase::check(&paths(&["tenants", "one_tenant_one_hour"]), Some("time_first"), Some("2M")).unwrap();
         assert_eq!((case.design.as_str(), case.rows), ("time_first", 2_000_000));
     }
 

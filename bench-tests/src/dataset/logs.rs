@@ -1,106 +1,118 @@
-//! The `logs` dataset (`fixtures/logs/`): the source's synthetic Kubernetes logs, and
-//! the deliberately broken designs the scenarios must catch.
+//! The `logs` datasets (`fixtures/logs/`): the source's synthetic Kubernetes logs.
+//!
+//! `fixtures/logs/` is a scenario pack: its designs (the source's and the deliberately
+//! broken ones) and datasets are the pack's ([`pack`]), and the Rust scenarios that the
+//! claims vocabulary cannot state open those same datasets through [`Pack::dataset`], so
+//! each is built once for both. The one dataset of its own here is the source's ZSTD(3)
+//! comparison ([`codecs_dataset`]), two tables in one database.
 //!
 //! The source generates 100 M rows 6 ms apart, a ~6.94-day span in 7 daily partitions.
-//! Scaled down, the step grows so that the span stays: `step_ms = 600,000,000 / rows`.
+//! Scaled down, the step grows so that the span stays: `step_ms = 600,000,000 / rows`,
+//! computed by `generator.sql` itself from `{rows}` (a pack gives no other parameter).
 //! Then every window keeps its share of the rows (Q1's hour ≈ 0.0006 N, Q2's two days
 //! 2 / 6.94 N) while pruned reads stay a couple of granules.
 
-use super::Dataset;
-use crate::fixtures::Params;
+use anyhow::Result;
 
+use super::Dataset;
+use crate::packs::Pack;
+
+/// The pack's folder under `fixtures/`, and the database its datasets fill.
+pub const PACK: &str = "logs";
+/// The pack's design that is the source's table (`designs/source.sql`).
+pub const SOURCE_DESIGN: &str = "source";
+/// The pack's design without the bloom filter (`broken/no_bloom_filter.sql`): the
+/// source's table as `schema.sql` writes it, cheaper to build where the index plays no part.
+pub const NO_BLOOM_FILTER_DESIGN: &str = "no_bloom_filter";
 /// The source's span: 100,000,000 rows x 6 ms.
 pub const SPAN_MS: u64 = 600_000_000;
 /// The source's row count.
 pub const SOURCE_ROWS: u64 = 100_000_000;
 /// Rows per granule (the schema keeps MergeTree's default).
 pub const INDEX_GRANULARITY: u64 = 8192;
-/// The bloom filter's GRANULARITY: granules per index block.
-pub const BLOOM_GRANULARITY: u64 = 4;
-/// The bloom filter's configured false-positive rate.
-pub const BLOOM_FALSE_POSITIVE_RATE: f64 = 0.01;
+/// What builds the ZSTD(3) copy of the source's table, after the table is settled.
+const ZSTD_COPY: [&str; 3] = ["logs/zstd_schema.sql", "logs/zstd_insert.sql", "logs/settle_zstd.sql"];
 
-/// The timestamp step that keeps the source's span at `rows` rows (at least 1 ms).
+/// The timestamp step that keeps the source's span at `rows` rows (at least 1 ms): what
+/// `generator.sql` computes, recorded in `cargo xtask bench` results.
 pub fn step_ms(rows: u64) -> u64 {
     (SPAN_MS / rows.max(1)).max(1)
 }
 
-/// Which design of the table to build.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Design {
-    /// The source's schema, with the ZSTD(3) copy and the bloom filter.
-    Source,
-    /// `ORDER BY (timestamp, namespace)`: time first.
-    OrderByTimestampFirst,
-    /// No `PARTITION BY`.
-    NoPartitionBy,
-    /// The source's schema without the bloom filter.
-    NoBloomFilter,
-    /// The source's `logs` table alone (no ZSTD copy, no bloom filter): cheaper to build
-    /// at larger scales for claims about the table itself.
-    TableOnly,
+/// The `logs` pack, loaded and checked.
+pub fn pack() -> Result<Pack> {
+    Pack::named(PACK)
 }
 
-impl Design {
-    pub fn name(self) -> &'static str {
-        match self {
-            Design::Source => "source",
-            Design::OrderByTimestampFirst => "order_by_timestamp_first",
-            Design::NoPartitionBy => "no_partition_by",
-            Design::NoBloomFilter => "no_bloom_filter",
-            Design::TableOnly => "table_only",
-        }
-    }
-
-    fn fixtures(self) -> Vec<&'static str> {
-        let schema = match self {
-            Design::Source | Design::NoBloomFilter | Design::TableOnly => "logs/schema.sql",
-            Design::OrderByTimestampFirst => "logs/broken/order_by_timestamp_first.sql",
-            Design::NoPartitionBy => "logs/broken/no_partition_by.sql",
-        };
-        let mut fixtures = vec![schema, "logs/generator.sql", "logs/settle.sql"];
-        if self == Design::Source {
-            fixtures.extend(["logs/zstd_schema.sql", "logs/zstd_insert.sql", "logs/settle_zstd.sql"]);
-        }
-        if !matches!(self, Design::NoBloomFilter | Design::TableOnly) {
-            fixtures.push("logs/bloom_filter.sql");
-        }
-        fixtures
-    }
-}
-
-/// The `logs` dataset at `rows` rows in the given design; tables live in database `logs`.
-pub fn logs_dataset(rows: u64, design: Design) -> Dataset {
-    let params = Params::new().with("rows", rows).with("step_ms", step_ms(rows));
-    Dataset::new(&format!("logs_{}_{rows}", design.name()), "logs", &design.fixtures(), params)
+/// The source's comparison of codecs: the pack's source design at `rows` rows, then the
+/// same rows re-inserted into a copy with `CODEC(ZSTD(3))` on every column
+/// (`logs_zstd`), both settled. Not a pack design: the source compares two tables of one
+/// database, filled from one another, and no query reads the copy.
+pub fn codecs_dataset(rows: u64) -> Result<Dataset> {
+    let mut dataset = pack()?.dataset(SOURCE_DESIGN, rows)?;
+    dataset.name = format!("{PACK}_codecs_{rows}");
+    dataset.fixtures.extend(ZSTD_COPY.iter().map(|fixture| fixture.to_string()));
+    Ok(dataset)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fixtures::{Fixture, Params};
+
+    /// The statements of a fixture without comments, whitespace collapsed.
+    fn code(relative: &str) -> Vec<String> {
+        let statements = Fixture::load(relative).unwrap().render(&Params::new().with("rows", 1)).unwrap();
+        statements
+            .iter()
+            .map(|statement| {
+                let lines = statement.sql.lines().filter(|line| !line.trim_start().starts_with("--"));
+                lines.flat_map(str::split_whitespace).collect::<Vec<_>>().join(" ")
+            })
+            .collect()
+    }
 
     #[test]
     fn the_step_keeps_the_source_span() {
         assert_eq!(step_ms(SOURCE_ROWS), 6);
         assert_eq!(step_ms(1_000_000), 600);
         assert_eq!(step_ms(4_000_000), 150);
+        assert_eq!(step_ms(SPAN_MS * 2), 1);
+        // The generator computes the step itself: the same formula, the same span.
+        let generator = code("logs/generator.sql").join(" ");
+        assert!(generator.contains(&format!("greatest(1, intDiv({SPAN_MS}, 1)) AS step_ms")), "{generator}");
+        assert!(generator.contains("toIntervalMillisecond(number * step_ms)"), "{generator}");
+    }
+
+    /// `cargo xtask bench` runs the source's order (schema.sql, then bloom_filter.sql);
+    /// the pack declares the same table in one file per design. They must not drift.
+    #[test]
+    fn the_pack_designs_are_the_bench_schema_with_and_without_its_index() {
+        let schema = code("logs/schema.sql");
+        let index = code("logs/bloom_filter.sql")[0].replace("ALTER TABLE logs ADD ", "");
+        assert!(index.starts_with("INDEX trace_bf trace_id TYPE bloom_filter"), "{index}");
+        let source = code("logs/designs/source.sql");
+        assert_eq!(source[0].replace(&format!(", {index}"), ""), schema[0]);
+        assert!(source[0].contains(&index), "{}", source[0]);
+        assert_eq!(code("logs/broken/no_bloom_filter.sql"), schema);
     }
 
     #[test]
-    fn every_design_renders_its_fixtures() {
-        let designs = [
-            Design::Source,
-            Design::OrderByTimestampFirst,
-            Design::NoPartitionBy,
-            Design::NoBloomFilter,
-            Design::TableOnly,
-        ];
-        for design in designs {
-            let statements = logs_dataset(1_000_000, design).statements().unwrap();
-            assert!(statements.iter().any(|(_, sql)| sql.contains("FROM numbers_mt(1000000)")));
-            assert!(statements.iter().any(|(_, sql)| sql.contains("toIntervalMillisecond(number * 600)")));
-            let has_bloom = statements.iter().any(|(_, sql)| sql.contains("bloom_filter(0.01)"));
-            assert_eq!(has_bloom, !matches!(design, Design::NoBloomFilter | Design::TableOnly), "{design:?}");
-        }
+    fn the_codecs_dataset_is_the_source_design_then_its_zstd_copy() {
+        let dataset = codecs_dataset(1_000_000).unwrap();
+        assert_eq!(dataset.name, "logs_codecs_1000000");
+        assert_eq!(
+            dataset.fixtures,
+            [
+                "logs/designs/source.sql",
+                "logs/generator.sql",
+                "logs/settle.sql",
+                "logs/zstd_schema.sql",
+                "logs/zstd_insert.sql",
+                "logs/settle_zstd.sql"
+            ]
+        );
+        let statements = dataset.statements().unwrap();
+        assert!(statements.iter().any(|(_, sql)| sql.contains("FROM numbers_mt(1000000)")));
     }
 }

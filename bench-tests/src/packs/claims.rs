@@ -21,6 +21,11 @@ pub struct ClaimsFile {
     /// The designs queries run on unless they say otherwise (default: every file in
     /// `designs/`, in name order).
     pub designs: Option<Vec<Spanned<String>>>,
+    /// The files that fill a design's table, run in order after its schema (default:
+    /// `["generator.sql"]`), paths inside the pack folder. More than one when the pack
+    /// shares its generator with something that must run it alone (`cargo xtask bench`
+    /// times `fixtures/logs/generator.sql` without the `OPTIMIZE` that settles the pack).
+    pub generator: Option<Spanned<Vec<Spanned<String>>>>,
     #[serde(default)]
     pub queries: BTreeMap<Spanned<String>, QuerySection>,
 }
@@ -32,6 +37,10 @@ pub struct ClaimsFile {
 pub struct QuerySection {
     pub designs: Option<Vec<Spanned<String>>>,
     pub scales: Option<Spanned<Vec<u64>>>,
+    /// The answer differs from run to run (a sampling aggregate such as `quantiles`, whose
+    /// reservoir depends on how threads split the rows): snapshots record no answer and
+    /// the determinism check does not compare it. Not a claim.
+    pub answer_varies: Option<Spanned<bool>>,
     /// A broken design (a file in `broken/`) and the claim it must violate.
     #[serde(default)]
     pub broken: BTreeMap<Spanned<String>, Spanned<String>>,
@@ -211,7 +220,8 @@ pub fn line_of(text: &str, offset: usize) -> usize {
 }
 
 /// The claims of one query section, flattened; `line` maps spans to lines. Rejects
-/// values out of range (a share above 1, a ratio that is not positive) at their line.
+/// values out of range (a share above 1, a ratio that is not positive): the error starts
+/// with the line (`4: ...`), for the caller to put the file before it.
 pub fn flatten(section: &QuerySection, line: &dyn Fn(Range<usize>) -> usize) -> Result<Vec<Claim>> {
     let mut claims = Vec::new();
     collect(section, None, line, &mut claims)?;
@@ -219,11 +229,13 @@ pub fn flatten(section: &QuerySection, line: &dyn Fn(Range<usize>) -> usize) -> 
         let on_section = on.get_ref();
         if on_section.designs.is_some()
             || on_section.scales.is_some()
+            || on_section.answer_varies.is_some()
             || !on_section.broken.is_empty()
             || !on_section.on.is_empty()
         {
             bail!(
-                "line {}: on.{} may hold claims only (designs, scales, broken and on belong to the query)",
+                "line {}: on.{} may hold claims only (designs, scales, answer_varies, broken and on belong to the \
+                 query)",
                 line(on.span()),
                 design.get_ref()
             );
@@ -253,7 +265,7 @@ fn collect(
     if let Some(factor) = &section.read_rows_growth_at_most {
         let value = *factor.get_ref();
         if !(value.is_finite() && value >= 1.0) {
-            bail!("line {}: read_rows_growth_at_most must be a number of at least 1, not {value}", line(factor.span()));
+            bail!("{}: read_rows_growth_at_most must be a number of at least 1, not {value}", line(factor.span()));
         }
         push("read_rows_growth_at_most".into(), factor.span(), Rule::ReadRowsGrowthAtMost(value));
     }
@@ -276,7 +288,7 @@ fn collect(
             if let Some(name) = &stage_section.name
                 && stage != Stage::Skip
             {
-                bail!("line {}: {prefix}.name: only a skip index has a name", line(name.span()));
+                bail!("{}: {prefix}.name: only a skip index has a name", line(name.span()));
             }
             let counts = [
                 ("parts_selected", &stage_section.parts_selected, true, true),
@@ -303,7 +315,7 @@ fn collect(
             if let Some(share) = &stage_section.rows_dropped_share_at_least {
                 let name = format!("{prefix}.rows_dropped_share_at_least");
                 if stage != Stage::Skip {
-                    bail!("line {}: {name}: rows dropped are measured for skip indexes only", line(share.span()));
+                    bail!("{}: {name}: rows dropped are measured for skip indexes only", line(share.span()));
                 }
                 let value = share_value(share, &name, line)?;
                 push(
@@ -329,7 +341,7 @@ fn collect(
         if let Some(ratio) = &storage_section.compression_ratio_at_least {
             let value = *ratio.get_ref();
             if !(value.is_finite() && value > 0.0) {
-                bail!("line {}: {prefix}.compression_ratio_at_least must be a positive number", line(ratio.span()));
+                bail!("{}: {prefix}.compression_ratio_at_least must be a positive number", line(ratio.span()));
             }
             let rule = Rule::CompressionRatioAtLeast { column: column.clone(), ratio: value };
             push(format!("{prefix}.compression_ratio_at_least"), ratio.span(), rule);
@@ -344,7 +356,7 @@ fn collect(
         if column.is_some()
             && let Some((key, Some(span))) = table_only.iter().find(|(_, span)| span.is_some())
         {
-            bail!("line {}: {prefix}.{key}: parts belong to the table, not to a column", line(span.clone()));
+            bail!("{}: {prefix}.{key}: parts belong to the table, not to a column", line(span.clone()));
         }
         if let Some(bound) = &storage_section.active_parts_at_most {
             push(format!("{prefix}.active_parts_at_most"), bound.span(), Rule::ActivePartsAtMost(*bound.get_ref()));
@@ -352,7 +364,7 @@ fn collect(
         if let Some(of) = &storage_section.active_parts_at_most_share_of {
             let ShareOf { design, share } = of.get_ref().clone();
             if !(0.0..=1.0).contains(&share) {
-                bail!("line {}: {prefix}.active_parts_at_most_share_of: share must be within 0 and 1", line(of.span()));
+                bail!("{}: {prefix}.active_parts_at_most_share_of: share must be within 0 and 1", line(of.span()));
             }
             push(
                 format!("{prefix}.active_parts_at_most_share_of"),
@@ -367,7 +379,7 @@ fn collect(
 fn share_value(share: &Spanned<f64>, name: &str, line: &dyn Fn(Range<usize>) -> usize) -> Result<f64> {
     let value = *share.get_ref();
     if !(0.0..=1.0).contains(&value) {
-        bail!("line {}: {name} must be a share within 0 and 1, not {value}", line(share.span()));
+        bail!("{}: {name} must be a share within 0 and 1, not {value}", line(share.span()));
     }
     Ok(value)
 }
@@ -424,10 +436,10 @@ mod tests {
         let error = claims_of("scales = [1]\n[queries.q]\n\nindex.skip.granules_dropped_share_at_least = 1.5\n");
         assert_eq!(
             error.unwrap_err().to_string(),
-            "line 4: index.skip.granules_dropped_share_at_least must be a share within 0 and 1, not 1.5"
+            "4: index.skip.granules_dropped_share_at_least must be a share within 0 and 1, not 1.5"
         );
         let error = claims_of("scales = [1]\n[queries.q]\nindex.primary_key.rows_dropped_share_at_least = 0.5\n");
-        assert!(error.unwrap_err().to_string().starts_with("line 3: index.primary_key.rows_dropped_share_at_least"));
+        assert!(error.unwrap_err().to_string().starts_with("3: index.primary_key.rows_dropped_share_at_least"));
         let error = parse("c.toml", "scales = [1]\n[queries.q]\nread_rows_at_most = -1\n").unwrap_err();
         assert!(error.to_string().starts_with("c.toml:3: invalid value: integer `-1`"), "{error}");
     }

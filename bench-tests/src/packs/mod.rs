@@ -7,6 +7,7 @@
 //!   designs/<design>.sql   one file per design of the table (its CREATE TABLE)
 //!   broken/<design>.sql    designs that must violate a named claim (optional)
 //!   generator.sql          fills the table with {rows} rows, the same on every design
+//!                          (or the files the claims file lists as `generator = [...]`)
 //!   queries/<query>.sql    one SELECT each
 //!   claims.toml            per query: designs, scales (row counts) and claims
 //! ```
@@ -45,6 +46,9 @@ pub const DETERMINISM_ROWS: u64 = 100_000;
 /// The file that makes a folder a pack.
 pub const CLAIMS_FILE: &str = "claims.toml";
 
+/// What a case records as the answer of a query whose claims say `answer_varies = true`.
+pub const VARYING_ANSWER: &str = "(not recorded: answer_varies = true in claims.toml)";
+
 /// A pack, loaded and checked.
 #[derive(Debug, Clone)]
 pub struct Pack {
@@ -55,6 +59,8 @@ pub struct Pack {
     pub designs: Vec<SqlFile>,
     /// `broken/*.sql`.
     pub broken: Vec<SqlFile>,
+    /// The files that fill a design's table, in the order they run after its schema.
+    pub generator: Vec<PathBuf>,
     pub queries: Vec<Query>,
 }
 
@@ -77,6 +83,8 @@ pub struct Query {
     pub claims: Vec<Claim>,
     /// Broken designs and the claim each must violate.
     pub broken: Vec<(String, String)>,
+    /// `answer_varies = true`: the answer is not compared between builds, nor snapshotted.
+    pub answer_varies: bool,
 }
 
 /// One test: a query on a design at a scale.
@@ -157,10 +165,7 @@ impl Pack {
         if designs_found.is_empty() {
             bail!("{} holds no design: put each CREATE TABLE in designs/<design>.sql", shown(folder));
         }
-        let generator = folder.join("generator.sql");
-        if !generator.is_file() {
-            bail!("{} has no generator.sql (the statements that fill the table with {{rows}} rows)", shown(folder));
-        }
+        let generator = generator_files(folder, parsed.generator.as_ref(), &at)?;
         for design in designs_found.iter().chain(&broken) {
             check_name(&design.name, &shown(&design.path))?;
         }
@@ -201,6 +206,7 @@ impl Pack {
                     scales: pack_scales.clone(),
                     claims: Vec::new(),
                     broken: Vec::new(),
+                    answer_varies: false,
                 });
                 continue;
             };
@@ -218,6 +224,7 @@ impl Pack {
                 Some(scales) => check_scales(scales.get_ref(), &at(scales.span()))?,
             };
             let claims = claims::flatten(section, &line).map_err(|error| anyhow::anyhow!("{claims_file}:{error}"))?;
+            let answer_varies = section.answer_varies.as_ref().is_some_and(|varies| *varies.get_ref());
             for claim in &claims {
                 let location = || format!("{claims_file}:{}", claim.line);
                 if let Some(design) = &claim.only_on {
@@ -232,6 +239,9 @@ impl Pack {
                     }
                     Rule::SameAnswerOnEveryDesign if query_designs.len() < 2 => {
                         bail!("{}: {} compares designs, and the query runs on one", location(), claim.name)
+                    }
+                    Rule::SameAnswerOnEveryDesign if answer_varies => {
+                        bail!("{}: {} compares answers, and this query's answer varies", location(), claim.name)
                     }
                     _ => {}
                 }
@@ -266,6 +276,7 @@ impl Pack {
                 scales,
                 claims,
                 broken: broken_designs,
+                answer_varies,
             });
         }
         for name in parsed.queries.keys() {
@@ -274,14 +285,16 @@ impl Pack {
             }
         }
 
-        let pack = Pack { name, folder: folder.to_path_buf(), designs, broken, queries };
+        let pack = Pack { name, folder: folder.to_path_buf(), designs, broken, generator, queries };
         // Every SQL file renders with the one parameter a pack gives ({rows}), and each
         // query is one statement: checked here, before any dataset is built.
         let params = Params::new().with("rows", 1);
         for design in pack.designs.iter().chain(&pack.broken) {
             Fixture::read(&design.path)?.render(&params)?;
         }
-        Fixture::read(&generator)?.render(&params)?;
+        for file in &pack.generator {
+            Fixture::read(file)?.render(&params)?;
+        }
         for query in &pack.queries {
             Fixture::read(&query.file)?.render_one(&params)?;
         }
@@ -322,11 +335,12 @@ impl Pack {
         cases
     }
 
-    /// The dataset of a design at a scale: the schema, then the generator, in a
+    /// The dataset of a design at a scale: the schema, then the generator's files, in a
     /// database named after the pack; built once and shared (see [`Dataset`]).
     pub fn dataset(&self, design: &str, rows: u64) -> Result<Dataset> {
         let design = self.design(design)?;
-        let files = [fixture_path(&design.path), fixture_path(&self.folder.join("generator.sql"))];
+        let files: Vec<String> =
+            std::iter::once(&design.path).chain(&self.generator).map(|path| fixture_path(path)).collect();
         let files: Vec<&str> = files.iter().map(String::as_str).collect();
         Ok(Dataset::new(
             &format!("{}_{}_{rows}", self.name, design.name),
@@ -399,7 +413,12 @@ impl Pack {
             .filter(|claim| claim.only_on.as_ref().is_none_or(|design| *design == case.design))
             .collect();
         let needs_without = claims.iter().any(|claim| matches!(claim.rule, Rule::RowsDroppedShareAtLeast { .. }));
-        let observed = self.observe(kind, &case.query, &case.design, case.rows, needs_without)?;
+        let mut observed = self.observe(kind, &case.query, &case.design, case.rows, needs_without)?;
+        if query.answer_varies {
+            // No claim reads it (same_answer_on_every_design is refused on load), and a
+            // snapshot of it would fail at random.
+            observed.answer = VARYING_ANSWER.to_string();
+        }
         let smallest = query.scales.first().copied().unwrap_or(case.rows);
         let at_largest = query.scales.last() == Some(&case.rows) && smallest < case.rows;
 
@@ -450,9 +469,10 @@ impl Pack {
 
 impl Pack {
     /// Builds each design's dataset twice, from scratch, at the pack's smallest scale (at
-    /// most [`DETERMINISM_ROWS`]), and compares every query's answers: a generator (or a
-    /// schema's DEFAULT) that draws random values gives each build, and so each design,
-    /// different data. The error names the design, the query and both answers.
+    /// most [`DETERMINISM_ROWS`]), and compares every query's answers (except where the
+    /// answer varies): a generator (or a schema's DEFAULT) that draws random values gives
+    /// each build, and so each design, different data. The error names the design, the
+    /// query and both answers.
     pub fn check_determinism(&self, kind: TargetKind) -> Result<Vec<String>> {
         let smallest = self.queries.iter().filter_map(|query| query.scales.first()).min().copied();
         let rows = smallest.unwrap_or(1).min(DETERMINISM_ROWS);
@@ -460,6 +480,7 @@ impl Pack {
         // A database of this process's own: on a shared server, another run's check of
         // the same pack must not drop it mid-build. Dropped at the end, on success.
         let database = format!("{}_determinism_{}", self.name, std::process::id());
+        let compared: Vec<&Query> = self.queries.iter().filter(|query| !query.answer_varies).collect();
         let mut report = Vec::new();
         for design in &self.designs {
             let dataset = Dataset { database: database.clone(), ..self.dataset(&design.name, rows)? };
@@ -469,14 +490,14 @@ impl Pack {
                     .build(&mut target, "determinism")
                     .with_context(|| format!("build {attempt} of design {} at {rows} rows", design.name))?;
                 let mut answers = Vec::new();
-                for query in &self.queries {
+                for query in &compared {
                     let statement = self.statement(&query.name, rows)?;
                     let answer = target.query_text(&statement).with_context(|| statement.location())?;
                     answers.push(sorted_lines(&answer));
                 }
                 builds.push(answers);
             }
-            for (query, (first, second)) in self.queries.iter().zip(builds[0].iter().zip(&builds[1])) {
+            for (query, (first, second)) in compared.iter().zip(builds[0].iter().zip(&builds[1])) {
                 if first != second {
                     bail!(
                         "the generator is not deterministic: two builds of design {} at {rows} rows answer query \
@@ -489,10 +510,12 @@ impl Pack {
                     );
                 }
             }
+            let skipped = self.queries.len() - compared.len();
             report.push(format!(
-                "design {}: two builds at {rows} rows, the same answers to {} queries",
+                "design {}: two builds at {rows} rows, the same answers to {} queries{}",
                 design.name,
-                self.queries.len()
+                compared.len(),
+                if skipped > 0 { format!(" ({skipped} whose answer varies not compared)") } else { String::new() }
             ));
         }
         target.execute(&format!("DROP DATABASE IF EXISTS {database}"))?;
@@ -507,6 +530,7 @@ pub struct Observation {
     pub design: String,
     pub rows_in_table: u64,
     /// The answer's lines, sorted: a query without ORDER BY may return them in any order.
+    /// In a case of a query whose answer varies, [`VARYING_ANSWER`].
     pub answer: String,
     pub read_rows: u64,
     /// Granules (marks) the read selected (the `SelectedMarks` event).
@@ -823,6 +847,54 @@ fn sorted_lines(body: &str) -> String {
     let mut lines: Vec<&str> = body.lines().collect();
     lines.sort_unstable();
     lines.join("\n")
+}
+
+/// The files a pack's `generator` key lists (each inside the pack folder and present), or
+/// by default its `generator.sql`; `at` turns a span of the claims file into `file:line`.
+fn generator_files(
+    folder: &Path,
+    listed: Option<&toml::Spanned<Vec<toml::Spanned<String>>>>,
+    at: &dyn Fn(std::ops::Range<usize>) -> String,
+) -> Result<Vec<PathBuf>> {
+    let files = match listed {
+        None => {
+            let generator = folder.join("generator.sql");
+            if !generator.is_file() {
+                bail!("{} has no generator.sql (the statements that fill the table with {{rows}} rows)", shown(folder));
+            }
+            vec![generator]
+        }
+        Some(listed) => {
+            if listed.get_ref().is_empty() {
+                bail!(
+                    "{}: generator lists no file; list the files that fill the table with {{rows}} rows, \
+                     e.g. generator = [\"generator.sql\"]",
+                    at(listed.span())
+                );
+            }
+            let mut files = Vec::new();
+            for file in listed.get_ref() {
+                let relative = Path::new(file.get_ref());
+                // A pack is its folder: copied elsewhere, it must still find its files.
+                let inside =
+                    relative.components().all(|component| matches!(component, std::path::Component::Normal(_)));
+                if !inside {
+                    bail!(
+                        "{}: generator file {} must be a path inside the pack folder",
+                        at(file.span()),
+                        file.get_ref()
+                    );
+                }
+                let path = folder.join(relative);
+                if !path.is_file() {
+                    bail!("{}: generator file {} does not exist", at(file.span()), file.get_ref());
+                }
+                files.push(path);
+            }
+            files
+        }
+    };
+    Ok(files)
 }
 
 /// A name used in test names, dataset names and snapshot files.
