@@ -187,7 +187,7 @@ impl Params {
     }
 }
 
-/// `rows`, `step_ms`: a letter or `_`, then letters, digits or `_`.
+/// `rows`, `row_count`: a letter or `_`, then letters, digits or `_`.
 fn is_identifier(name: &str) -> bool {
     let mut characters = name.chars();
     characters.next().is_some_and(|first| first.is_ascii_alphabetic() || first == '_')

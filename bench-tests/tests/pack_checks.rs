@@ -89,7 +89,7 @@ fn a_design_without_its_schema_file() {
     let message = refusal(&[("claims.toml", "scales = [1000]\ndesigns = [\"plain\", \"by_dya\"]\n")]);
     assert_eq!(message, "claims.toml:2: design by_dya has no file designs/by_dya.sql");
     let message = refusal(&[("claims.toml", "scales = [1000]\n[queries.q]\ndesigns = [\"nope\"]\n")]);
-    assert_eq!(message, "claims.toml:3: design nope is not one of this query's designs (plain)");
+    assert_eq!(message, "claims.toml:3: design nope is not one of the pack's designs (plain)");
 }
 
 #[test]
@@ -272,5 +272,39 @@ fn a_query_whose_answer_varies_is_not_compared_by_answer() {
     assert_eq!(message, "claims.toml:4: same_answer_on_every_design compares answers, and this query's answer varies");
     let claims = "scales = [1000]\n[queries.q]\non.plain.answer_varies = true\n";
     let message = refusal(&[("claims.toml", claims)]);
-    assert!(message.starts_with("claims.toml:") && message.contains("on.plain may hold claims only"), "{message}");
+    assert!(message.starts_with("claims.toml:3: on.plain may hold claims only"), "{message}");
+}
+
+#[test]
+fn a_design_in_both_folders_or_listed_twice() {
+    let message = refusal(&[("broken/plain.sql", SCHEMA)]);
+    assert!(
+        message.ends_with("design plain is in both designs/ and broken/; give the broken one another name"),
+        "{message}"
+    );
+    let message = refusal(&[("claims.toml", "scales = [1000]\ndesigns = [\"plain\",\n  \"plain\"]\n")]);
+    assert_eq!(message, "claims.toml:3: design plain is listed twice");
+}
+
+#[test]
+fn a_pack_without_queries() {
+    let message = refusal(&[("queries/q.sql", ""), ("claims.toml", "scales = [1000]\n")]);
+    assert!(message.ends_with("holds no query: put each SELECT in queries/<query>.sql"), "{message}");
+}
+
+#[test]
+fn a_query_that_writes() {
+    let message = refusal(&[("queries/q.sql", "-- tidy up first\nALTER TABLE t DELETE WHERE k = 1\n")]);
+    assert_eq!(
+        message,
+        "queries/q.sql:2: a pack's query is one SELECT (or WITH ... SELECT); put set-up in the design or the generator"
+    );
+    let (_root, folder) = pack_with(&[("queries/q.sql", "WITH 10 AS n\nSELECT count() FROM t WHERE k < n\n")]);
+    Pack::load(&folder).unwrap();
+}
+
+#[test]
+fn a_claim_on_one_design_that_names_cases_is_refused_at_its_line() {
+    let message = refusal(&[("claims.toml", "scales = [1000]\n[queries.q]\non.plain.scales = [5]\n")]);
+    assert!(message.starts_with("claims.toml:3: on.plain may hold claims only"), "{message}");
 }

@@ -62,7 +62,7 @@ fn a_failing_claim_names_its_line_and_what_was_measured() {
         failures,
         "claims.toml:4: invariant read_rows_at_most violated: measured 256 rows read, expected at most 1"
     );
-    assert_eq!(outcome.observation.granules_read, 1);
+    assert_eq!(outcome.observation.granules_read, Some(1));
 }
 
 #[test]

@@ -43,8 +43,8 @@ claims.toml).
       takes no parameters: a {name} left in it is an error.
 
   cargo xtask measure PACK QUERY [--design D] [--rows N]
-      Builds the pack's dataset (designs/D.sql, or broken/D.sql, filled with N rows by
-      generator.sql), or reuses it when it was built before, then measures
+      Builds the pack's dataset (designs/D.sql, or broken/D.sql, filled with N rows by the
+      pack's generator), or reuses it when it was built before, then measures
       queries/QUERY.sql there. Prints one JSON document: {\"pack\", \"query\", \"design\",
       \"rows\", \"answer\" (its lines sorted), \"table\", \"active_parts\", \"stats\",
       \"index_stages\"}, where index_stages is the query's EXPLAIN indexes = 1: the parts

@@ -73,7 +73,7 @@ impl Measure {
             PackCase::check(&self.args, self.design.as_deref(), self.rows.as_deref())?;
         // No skip-index-free second run: that is for a claim that compares the two, and
         // here nothing is claimed.
-        let observation = pack.observe(self.target.target, &query, &design, rows, false)?;
+        let observation = pack.observe(self.target.target, &query, &design, rows, None)?;
         // One JSON document on stdout, as the file form prints, so that it pipes into jq.
         let record = serde_json::json!({
             "pack": pack.name,

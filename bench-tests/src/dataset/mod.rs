@@ -1,7 +1,7 @@
 //! Prepared datasets: built once per (statements, engine) and reused by every process.
 //!
 //! A [`Dataset`] is a list of fixture files run in order in one database, with their
-//! parameters (row count, timestamp step, ...). Its key hashes the rendered statements
+//! parameters (the row count, say). Its key hashes the rendered statements
 //! and the engine's identity, so changing a generator, a row count or the engine builds
 //! a new one; nothing else does.
 //!
@@ -14,9 +14,10 @@
 //!   ([`Storage::CopyOf`]) and may change its copy freely. A build works in
 //!   `<name>-<key>.building/`, renamed when complete and removed when it fails; one left
 //!   by a builder that died is removed at the next open.
-//! - [`DatasetProvision::SharedDatabase`] (servers): built once into a database named
-//!   `<name>_<key>`, marked complete by a manifest table created last; processes share it
-//!   and must not change it.
+//! - [`DatasetProvision::SharedDatabase`] (servers): built once into a database of the
+//!   builder's own, with a manifest table created last, then renamed to `<name>_<key>`
+//!   (two builders never write into one database; the first rename wins). Processes share
+//!   it and must not change it.
 //!
 //! After every fixture the build waits for the database's mutations to finish, so a
 //! `MATERIALIZE INDEX` is complete before anything measures the index.
@@ -205,28 +206,62 @@ impl Dataset {
 
     /// On a server the dataset lives in `<name>_<key>`, complete once its manifest table
     /// exists. The fixtures' own database is not used there: two keys must not collide.
+    /// A build works in a database of its own and is renamed into place when complete, so
+    /// two processes that build the same dataset at once never write into one database:
+    /// the first rename wins, and the other process drops its copy and uses the winner's.
     fn open_on_server(&self, mut target: Target) -> Result<(Target, DatasetManifest)> {
         let identity = format!("server {}", target.info().engine_version);
         let key = self.key(&identity)?;
         let database = format!("{}_{key}", self.name);
-        let built = target.query_text(&format!(
-            "SELECT count() FROM system.tables WHERE database = '{database}' AND name = '{MANIFEST_TABLE}'"
-        ))?;
-        if built.trim() == "1" {
-            let rows: Vec<ManifestRow> =
-                target.query_rows(&format!("SELECT manifest FROM {database}.{MANIFEST_TABLE}"))?;
-            let row = rows.first().with_context(|| format!("{database}.{MANIFEST_TABLE} is empty"))?;
-            let manifest = serde_json::from_str(&row.manifest).context("unreadable dataset manifest on the server")?;
+        if let Some(manifest) = server_manifest(&mut target, &database)? {
             target.use_database(&database)?;
             return Ok((target, manifest));
         }
-        let server_dataset = Dataset { database: database.clone(), ..self.clone() };
-        let manifest = server_dataset.build(&mut target, &key)?;
-        let text = sql_string(&serde_json::to_string(&manifest)?);
-        target.execute(&format!("CREATE TABLE {MANIFEST_TABLE} (manifest String) ENGINE = TinyLog"))?;
-        target.execute(&format!("INSERT INTO {MANIFEST_TABLE} VALUES ({text})"))?;
-        Ok((target, manifest))
+        let building = format!("{database}_building_{}", uuid::Uuid::new_v4().simple());
+        let server_dataset = Dataset { database: building.clone(), ..self.clone() };
+        let built = server_dataset.build(&mut target, &key).and_then(|mut manifest| {
+            manifest.database = database.clone();
+            let text = sql_string(&serde_json::to_string(&manifest)?);
+            target.execute(&format!("CREATE TABLE {MANIFEST_TABLE} (manifest String) ENGINE = TinyLog"))?;
+            target.execute(&format!("INSERT INTO {MANIFEST_TABLE} VALUES ({text})"))?;
+            target.execute(&format!("RENAME DATABASE {building} TO {database}"))?;
+            Ok(manifest)
+        });
+        match built {
+            Ok(manifest) => {
+                target.use_database(&database)?;
+                Ok((target, manifest))
+            }
+            Err(error) => {
+                // Best effort: the error below says what failed, and a copy left behind is
+                // only disk on the server, never read (its name has no key of a dataset).
+                let _ = target.execute(&format!("DROP DATABASE IF EXISTS {building}"));
+                match server_manifest(&mut target, &database)? {
+                    // Another process completed the same dataset first.
+                    Some(manifest) => {
+                        target.use_database(&database)?;
+                        Ok((target, manifest))
+                    }
+                    None => Err(error.context(format!("cannot build dataset {} on the server", self.name))),
+                }
+            }
+        }
     }
+}
+
+/// The manifest of a complete dataset in `database` on a server, if there is one.
+fn server_manifest(target: &mut Target, database: &str) -> Result<Option<DatasetManifest>> {
+    let built = target.query_text(&format!(
+        "SELECT count() FROM system.tables WHERE database = {} AND name = '{MANIFEST_TABLE}'",
+        sql_string(database)
+    ))?;
+    if built.trim() != "1" {
+        return Ok(None);
+    }
+    let rows: Vec<ManifestRow> = target.query_rows(&format!("SELECT manifest FROM {database}.{MANIFEST_TABLE}"))?;
+    let row = rows.first().with_context(|| format!("{database}.{MANIFEST_TABLE} is empty"))?;
+    let manifest = serde_json::from_str(&row.manifest).context("unreadable dataset manifest on the server")?;
+    Ok(Some(manifest))
 }
 
 /// `target/chbench/datasets/`: the built datasets, their build locks, and the folders of

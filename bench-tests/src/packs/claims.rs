@@ -234,7 +234,7 @@ pub fn flatten(section: &QuerySection, line: &dyn Fn(Range<usize>) -> usize) -> 
             || !on_section.on.is_empty()
         {
             bail!(
-                "line {}: on.{} may hold claims only (designs, scales, answer_varies, broken and on belong to the \
+                "{}: on.{} may hold claims only (designs, scales, answer_varies, broken and on belong to the \
                  query)",
                 line(on.span()),
                 design.get_ref()

@@ -32,12 +32,13 @@ use serde::Serialize;
 use crate::dataset::Dataset;
 use crate::explain::{IndexStage, TableRead, explain_indexes};
 use crate::fixtures::{Fixture, Params, Statement, fixtures_root, shown};
-use crate::invariant::{Check, claim};
+use crate::invariant::{Check, Violation, claim};
 use crate::measure::{StatementTag, measure};
 use crate::parts::{ColumnSizes, PartsSummary, column_sizes, parts_summary};
 use crate::settings::Settings;
 use crate::targets::TargetKind;
 use claims::{Claim, Rule, Stage};
+use toml::Spanned;
 
 /// The most rows the determinism check builds: random values show at any scale, and it
 /// builds every design twice.
@@ -165,6 +166,18 @@ impl Pack {
         if designs_found.is_empty() {
             bail!("{} holds no design: put each CREATE TABLE in designs/<design>.sql", shown(folder));
         }
+        if queries_found.is_empty() {
+            bail!("{} holds no query: put each SELECT in queries/<query>.sql", shown(folder));
+        }
+        // A case names its design alone: one name in both folders would run the good
+        // schema where the broken one was meant.
+        if let Some(both) = broken.iter().find(|design| designs_found.iter().any(|found| found.name == design.name)) {
+            bail!(
+                "{}: design {} is in both designs/ and broken/; give the broken one another name",
+                shown(folder),
+                both.name
+            );
+        }
         let generator = generator_files(folder, parsed.generator.as_ref(), &at)?;
         for design in designs_found.iter().chain(&broken) {
             check_name(&design.name, &shown(&design.path))?;
@@ -176,6 +189,7 @@ impl Pack {
         let designs = match &parsed.designs {
             None => designs_found.clone(),
             Some(listed) => {
+                no_repeated_design(listed, &at)?;
                 let mut designs = Vec::new();
                 for design in listed {
                     let found = designs_found.iter().find(|found| found.name == *design.get_ref());
@@ -213,8 +227,9 @@ impl Pack {
             let query_designs = match &section.designs {
                 None => design_names.clone(),
                 Some(listed) => {
+                    no_repeated_design(listed, &at)?;
                     for design in listed {
-                        known_design(&design_names, design.get_ref(), || at(design.span()))?;
+                        known_design(&design_names, "the pack's designs", design.get_ref(), || at(design.span()))?;
                     }
                     listed.iter().map(|design| design.get_ref().clone()).collect()
                 }
@@ -228,10 +243,10 @@ impl Pack {
             for claim in &claims {
                 let location = || format!("{claims_file}:{}", claim.line);
                 if let Some(design) = &claim.only_on {
-                    known_design(&query_designs, design, location)?;
+                    known_design(&query_designs, "this query's designs", design, location)?;
                 }
                 for design in claim.rule.other_designs() {
-                    known_design(&design_names, design, location)?;
+                    known_design(&design_names, "the pack's designs", design, location)?;
                 }
                 match claim.rule {
                     Rule::ReadRowsGrowthAtMost(_) if scales.len() < 2 => {
@@ -296,7 +311,15 @@ impl Pack {
             Fixture::read(file)?.render(&params)?;
         }
         for query in &pack.queries {
-            Fixture::read(&query.file)?.render_one(&params)?;
+            let statement = Fixture::read(&query.file)?.render_one(&params)?;
+            // Queries only read: on a server the dataset is shared, and a query that wrote
+            // to it would change every later case's data.
+            if !reads_only(&statement) {
+                bail!(
+                    "{}: a pack's query is one SELECT (or WITH ... SELECT); put set-up in the design or the generator",
+                    statement.location()
+                );
+            }
         }
         Ok(pack)
     }
@@ -356,48 +379,67 @@ impl Pack {
     }
 
     /// Measures `query` on `design` at `rows` (building the dataset if needed) and reads
-    /// what claims are checked against. `without_skip_indexes` measures it a second
-    /// time with skip indexes off.
+    /// what claims are checked against. `without_skip_index` measures it a second time
+    /// with that skip index ignored (`Some(None)`: every skip index off).
     pub fn observe(
         &self,
         kind: TargetKind,
         query: &str,
         design: &str,
         rows: u64,
-        without_skip_indexes: bool,
+        without_skip_index: Option<Option<&str>>,
+    ) -> Result<Observation> {
+        self.observe_unnamed(kind, query, design, rows, without_skip_index)
+            .with_context(|| format!("pack {}: query {query} on design {design} at {rows} rows", self.name))
+    }
+
+    fn observe_unnamed(
+        &self,
+        kind: TargetKind,
+        query: &str,
+        design: &str,
+        rows: u64,
+        without_skip_index: Option<Option<&str>>,
     ) -> Result<Observation> {
         let statement = self.statement(query, rows)?;
-        let (mut target, manifest) = self
-            .dataset(design, rows)?
-            .open_on(kind)
-            .with_context(|| format!("cannot open pack {}'s dataset {design} at {rows} rows", self.name))?;
-        let tag = StatementTag::new("pack", &format!("{}.{design}.{rows}", self.name), query, 1);
-        let measured = measure(&mut target, &statement, &tag, &Settings::new())?;
+        let (mut target, manifest) = self.dataset(design, rows)?.open_on(kind).context("cannot open the dataset")?;
+        // The process in the tag, so that on a shared server a lookup by tag finds this
+        // run's statement, not another's.
+        let run = format!("pack-{}", std::process::id());
+        let scenario = format!("{}.{design}.{rows}", self.name);
+        let measured =
+            measure(&mut target, &statement, &StatementTag::new(&run, &scenario, query, 1), &Settings::new())?;
         let pruning = explain_indexes(&mut target, &statement)?;
-        let table = pruning.first().map(|read| read.table.rsplit('.').next().unwrap_or(&read.table).to_string());
+        let table = pruning.first().map(|read| unqualified(&read.table).to_string());
         let (parts, columns) = match &table {
             Some(table) => (Some(parts_summary(&mut target, table)?), Some(column_sizes(&mut target, table)?)),
             None => (None, None),
         };
-        let read_rows_without_skip_indexes = if without_skip_indexes {
-            let tag = StatementTag::new("pack", &format!("{}.{design}.{rows}", self.name), query, 2);
-            let settings = Settings::new().with("use_skip_indexes", 0);
-            Some(measure(&mut target, &statement, &tag, &settings)?.stats.read_rows)
-        } else {
-            None
+        let read_rows_without_skip_index = match without_skip_index {
+            None => None,
+            Some(skip_index) => {
+                let settings = match skip_index {
+                    Some(name) => Settings::new().with("ignore_data_skipping_indices", name),
+                    None => Settings::new().with("use_skip_indexes", 0),
+                };
+                let tag = StatementTag::new(&run, &scenario, query, 2);
+                Some(measure(&mut target, &statement, &tag, &settings)?.stats.read_rows)
+            }
         };
+        // No ProfileEvents at all is a source that keeps none, not a read of 0 granules.
+        let granules_read = (!measured.stats.profile_events.is_empty()).then(|| measured.stats.event("SelectedMarks"));
         Ok(Observation {
             engine_version: manifest.engine_version,
             design: design.to_string(),
-            rows_in_table: rows,
+            rows,
             answer: sorted_lines(&measured.body),
             read_rows: measured.stats.read_rows,
-            granules_read: measured.stats.event("SelectedMarks"),
+            granules_read,
             pruning,
             table,
             parts,
             columns,
-            read_rows_without_skip_indexes,
+            read_rows_without_skip_index,
             stats: measured.stats.without_raw(),
         })
     }
@@ -412,58 +454,100 @@ impl Pack {
             .iter()
             .filter(|claim| claim.only_on.as_ref().is_none_or(|design| *design == case.design))
             .collect();
-        let needs_without = claims.iter().any(|claim| matches!(claim.rule, Rule::RowsDroppedShareAtLeast { .. }));
-        let mut observed = self.observe(kind, &case.query, &case.design, case.rows, needs_without)?;
+        let without_skip_index = claims.iter().find_map(|claim| match &claim.rule {
+            Rule::RowsDroppedShareAtLeast { skip_index, .. } => Some(skip_index.as_deref()),
+            _ => None,
+        });
+        let mut observed = self.observe(kind, &case.query, &case.design, case.rows, without_skip_index)?;
         if query.answer_varies {
             // No claim reads it (same_answer_on_every_design is refused on load), and a
             // snapshot of it would fail at random.
             observed.answer = VARYING_ANSWER.to_string();
         }
-        let smallest = query.scales.first().copied().unwrap_or(case.rows);
-        let at_largest = query.scales.last() == Some(&case.rows) && smallest < case.rows;
-
+        let comparing = Comparing { case, query, observed: &observed };
         let mut others: BTreeMap<(String, u64), Observation> = BTreeMap::new();
         for claim in &claims {
-            let mut wanted: Vec<(String, u64)> = Vec::new();
-            match &claim.rule {
-                Rule::SameAnswerOnEveryDesign => {
-                    wanted.extend(query.designs.iter().filter(|d| **d != case.design).map(|d| (d.clone(), case.rows)))
+            for (design, rows) in comparing.compared_with(&claim.rule) {
+                if !others.contains_key(&(design.clone(), rows)) {
+                    let other = self.observe(kind, &case.query, &design, rows, None)?;
+                    others.insert((design, rows), other);
                 }
-                Rule::ReadRowsGrowthAtMost(_) if at_largest => wanted.push((case.design.clone(), smallest)),
-                rule => wanted.extend(rule.other_designs().into_iter().map(|d| (d.to_string(), case.rows))),
-            }
-            for (design, rows) in wanted {
-                if (design == case.design && rows == case.rows) || others.contains_key(&(design.clone(), rows)) {
-                    continue;
-                }
-                let other = self.observe(kind, &case.query, &design, rows, false)?;
-                others.insert((design, rows), other);
             }
         }
-        let other = |design: &str, rows: u64| -> &Observation {
-            if design == case.design && rows == case.rows { &observed } else { &others[&(design.to_string(), rows)] }
-        };
-        let mut checks = Vec::new();
-        for claim in claims {
-            let check = match &claim.rule {
-                Rule::SameAnswerOnEveryDesign => {
-                    let mut check = Ok(());
-                    for design in query.designs.iter().filter(|design| **design != case.design) {
-                        check = check.and(same_answer(&claim.name, &observed, other(design, case.rows)));
-                    }
-                    Some(check)
-                }
-                Rule::ReadRowsGrowthAtMost(factor) => {
-                    at_largest.then(|| read_rows_growth(&claim.name, *factor, other(&case.design, smallest), &observed))
-                }
-                rule => {
-                    let compared = rule.other_designs().first().map(|design| other(design, case.rows));
-                    Some(check_one(&claim.name, rule, &observed, compared))
-                }
-            };
-            checks.push(ClaimCheck { claim: claim.clone(), check });
-        }
+        let checks = claims
+            .into_iter()
+            .map(|claim| ClaimCheck { claim: claim.clone(), check: comparing.check(claim, &others) })
+            .collect();
         Ok(CaseOutcome { observation: observed, checks })
+    }
+}
+
+/// A case's own observation, and what it takes to compare it with others.
+struct Comparing<'a> {
+    case: &'a Case,
+    query: &'a Query,
+    observed: &'a Observation,
+}
+
+impl Comparing<'_> {
+    /// The smallest scale, when this case is at the largest of several (where growth
+    /// claims are checked).
+    fn smallest_if_largest(&self) -> Option<u64> {
+        let smallest = *self.query.scales.first()?;
+        (self.query.scales.last() == Some(&self.case.rows) && smallest < self.case.rows).then_some(smallest)
+    }
+
+    /// The (design, rows) a rule compares this case with, this case left out.
+    fn compared_with(&self, rule: &Rule) -> Vec<(String, u64)> {
+        let rows = self.case.rows;
+        let wanted: Vec<(String, u64)> = match rule {
+            Rule::SameAnswerOnEveryDesign => self.query.designs.iter().map(|design| (design.clone(), rows)).collect(),
+            Rule::ReadRowsGrowthAtMost(_) => {
+                self.smallest_if_largest().map(|smallest| (self.case.design.clone(), smallest)).into_iter().collect()
+            }
+            rule => rule.other_designs().into_iter().map(|design| (design.to_string(), rows)).collect(),
+        };
+        wanted
+            .into_iter()
+            .filter(|(design, other_rows)| !(*design == self.case.design && *other_rows == rows))
+            .collect()
+    }
+
+    /// The claim's outcome (`None`: it does not apply at this case's scale).
+    fn check(&self, claim: &Claim, others: &BTreeMap<(String, u64), Observation>) -> Option<Check> {
+        let observed = self.observed;
+        let find = |design: &str, rows: u64| -> Result<&Observation, Violation> {
+            if design == self.case.design && rows == self.case.rows {
+                return Ok(observed);
+            }
+            others.get(&(design.to_string(), rows)).ok_or_else(|| Violation {
+                invariant: claim.name.clone(),
+                measured: format!("unknown (design {design} at {rows} rows was not measured)"),
+                expected: "a measurement to compare with".to_string(),
+            })
+        };
+        match &claim.rule {
+            Rule::SameAnswerOnEveryDesign => {
+                let mut check = Ok(());
+                for (design, rows) in self.compared_with(&claim.rule) {
+                    check = check.and_then(|()| same_answer(&claim.name, observed, find(&design, rows)?));
+                }
+                Some(check)
+            }
+            Rule::ReadRowsGrowthAtMost(factor) => self
+                .smallest_if_largest()
+                .map(|smallest| read_rows_growth(&claim.name, *factor, find(&self.case.design, smallest)?, observed)),
+            rule => {
+                let compared = match rule.other_designs().first() {
+                    Some(design) => match find(design, self.case.rows) {
+                        Ok(compared) => Some(compared),
+                        Err(violation) => return Some(Err(violation)),
+                    },
+                    None => None,
+                };
+                Some(check_one(&claim.name, rule, observed, compared))
+            }
+        }
     }
 }
 
@@ -476,37 +560,43 @@ impl Pack {
     pub fn check_determinism(&self, kind: TargetKind) -> Result<Vec<String>> {
         let smallest = self.queries.iter().filter_map(|query| query.scales.first()).min().copied();
         let rows = smallest.unwrap_or(1).min(DETERMINISM_ROWS);
-        let mut target = crate::targets::open_target_of_kind(kind)?;
-        // A database of this process's own: on a shared server, another run's check of
-        // the same pack must not drop it mid-build. Dropped at the end, on success.
-        let database = format!("{}_determinism_{}", self.name, std::process::id());
-        let compared: Vec<&Query> = self.queries.iter().filter(|query| !query.answer_varies).collect();
+        let target = crate::targets::open_target_of_kind(kind)?;
+        // A database of its own: on a shared server, another run's check of the same pack
+        // must not drop it mid-build. Dropped when the check ends, whatever the outcome.
+        let database = format!("{}_determinism_{}", self.name, uuid::Uuid::new_v4().simple());
+        let mut scratch = ScratchDatabase { target, database: database.clone() };
         let mut report = Vec::new();
         for design in &self.designs {
+            // The queries that run on this design and give the same answer each time.
+            let compared: Vec<&Query> = self
+                .queries
+                .iter()
+                .filter(|query| !query.answer_varies && query.designs.contains(&design.name))
+                .collect();
             let dataset = Dataset { database: database.clone(), ..self.dataset(&design.name, rows)? };
             let mut builds: Vec<Vec<String>> = Vec::new();
             for attempt in 1..=2 {
-                dataset
-                    .build(&mut target, "determinism")
-                    .with_context(|| format!("build {attempt} of design {} at {rows} rows", design.name))?;
+                let built = format!("build {attempt} of design {} at {rows} rows", design.name);
+                dataset.build(&mut scratch.target, "determinism").with_context(|| built.clone())?;
                 let mut answers = Vec::new();
                 for query in &compared {
                     let statement = self.statement(&query.name, rows)?;
-                    let answer = target.query_text(&statement).with_context(|| statement.location())?;
+                    let answer = scratch
+                        .target
+                        .query_text(&statement)
+                        .with_context(|| format!("{}: on {built}", statement.location()))?;
                     answers.push(sorted_lines(&answer));
                 }
                 builds.push(answers);
             }
             for (query, (first, second)) in compared.iter().zip(builds[0].iter().zip(&builds[1])) {
-                if first != second {
+                if let Some(difference) = first_difference(first, second) {
                     bail!(
                         "the generator is not deterministic: two builds of design {} at {rows} rows answer query \
-                         {} differently ({} then {}); derive every value from `number` (cityHash64(number), \
+                         {} differently ({difference}); derive every value from `number` (cityHash64(number), \
                          number % k) instead of rand() or now(), see docs/packs.md",
                         design.name,
                         query.name,
-                        crate::sql::one_line(first),
-                        crate::sql::one_line(second)
                     );
                 }
             }
@@ -515,11 +605,29 @@ impl Pack {
                 "design {}: two builds at {rows} rows, the same answers to {} queries{}",
                 design.name,
                 compared.len(),
-                if skipped > 0 { format!(" ({skipped} whose answer varies not compared)") } else { String::new() }
+                if skipped > 0 {
+                    format!(" ({skipped} not compared: not on this design, or answer varies)")
+                } else {
+                    String::new()
+                }
             ));
         }
-        target.execute(&format!("DROP DATABASE IF EXISTS {database}"))?;
         Ok(report)
+    }
+}
+
+/// The determinism check's database, dropped when the check ends (on a server it would
+/// otherwise stay; the embedded engine's scratch folder goes with the process anyway).
+struct ScratchDatabase {
+    target: crate::targets::Target,
+    database: String,
+}
+
+impl Drop for ScratchDatabase {
+    fn drop(&mut self) {
+        if let Err(error) = self.target.execute(&format!("DROP DATABASE IF EXISTS {}", self.database)) {
+            eprintln!("chbench: cannot drop the determinism check's database {}: {error:#}", self.database);
+        }
     }
 }
 
@@ -528,13 +636,15 @@ impl Pack {
 pub struct Observation {
     pub engine_version: String,
     pub design: String,
-    pub rows_in_table: u64,
+    /// The scale: `{rows}` given to the generator.
+    pub rows: u64,
     /// The answer's lines, sorted: a query without ORDER BY may return them in any order.
     /// In a case of a query whose answer varies, [`VARYING_ANSWER`].
     pub answer: String,
     pub read_rows: u64,
-    /// Granules (marks) the read selected (the `SelectedMarks` event).
-    pub granules_read: u64,
+    /// Granules (marks) the read selected (the `SelectedMarks` event); `None` where the
+    /// statistics record has no ProfileEvents.
+    pub granules_read: Option<u64>,
     pub pruning: Vec<TableRead>,
     /// The table of the plan's first MergeTree read: what `table` and `columns` claims
     /// are about.
@@ -542,7 +652,8 @@ pub struct Observation {
     pub parts: Option<PartsSummary>,
     #[serde(skip)]
     pub columns: Option<ColumnSizes>,
-    pub read_rows_without_skip_indexes: Option<u64>,
+    /// With the claimed skip index ignored (or every one, when the claim names none).
+    pub read_rows_without_skip_index: Option<u64>,
     pub stats: crate::measure::QueryStats,
 }
 
@@ -551,10 +662,12 @@ pub struct Observation {
 #[derive(Debug, Clone, Serialize)]
 pub struct Structure {
     pub engine_version: String,
-    pub rows_in_table: u64,
+    /// Rows the table holds (`system.parts`), not the scale asked for: a generator that
+    /// writes another count shows here.
+    pub rows_in_table: Option<u64>,
     pub answer: String,
     pub read_rows: u64,
-    pub granules_read: u64,
+    pub granules_read: Option<u64>,
     pub active_parts: Option<u64>,
     pub pruning: Vec<TableRead>,
 }
@@ -563,12 +676,18 @@ impl Observation {
     pub fn structure(&self) -> Structure {
         Structure {
             engine_version: self.engine_version.clone(),
-            rows_in_table: self.rows_in_table,
+            rows_in_table: self.parts.as_ref().map(|parts| parts.rows),
             answer: self.answer.clone(),
             read_rows: self.read_rows,
             granules_read: self.granules_read,
             active_parts: self.parts.as_ref().map(|parts| parts.active_parts),
-            pruning: self.pruning.clone(),
+            // Without the database: on a server it is named after the dataset's key, which
+            // changes with the engine version.
+            pruning: self
+                .pruning
+                .iter()
+                .map(|read| TableRead { table: unqualified(&read.table).to_string(), ..read.clone() })
+                .collect(),
         }
     }
 }
@@ -629,12 +748,17 @@ fn check_one(name: &str, rule: &Rule, observed: &Observation, compared: Option<&
             format!("{} rows read", observed.read_rows),
             format!("at most {bound}"),
         ),
-        Rule::GranulesReadAtMost(bound) => claim(
-            name,
-            observed.granules_read <= *bound,
-            format!("{} granules read ({} rows)", observed.granules_read, observed.read_rows),
-            format!("at most {bound}"),
-        ),
+        Rule::GranulesReadAtMost(bound) => match observed.granules_read {
+            Some(granules) => claim(
+                name,
+                granules <= *bound,
+                format!("{granules} granules read ({} rows)", observed.read_rows),
+                format!("at most {bound}"),
+            ),
+            None => {
+                claim(name, false, "unknown (the statistics record has no ProfileEvents)", format!("at most {bound}"))
+            }
+        },
         Rule::PartsSelected { stage, skip_index, exactly, bound } => {
             let expected = bound_text(*exactly, *bound, "parts");
             match find_stage(observed, *stage, skip_index.as_deref()) {
@@ -670,7 +794,7 @@ fn check_one(name: &str, rule: &Rule, observed: &Observation, compared: Option<&
                     let dropped = 1.0 - found.selected_granules as f64 / found.initial_granules as f64;
                     claim(
                         name,
-                        dropped >= *share,
+                        no_less(dropped, *share),
                         format!(
                             "{dropped:.4} dropped ({} of {} granules kept)",
                             found.selected_granules, found.initial_granules
@@ -681,24 +805,28 @@ fn check_one(name: &str, rule: &Rule, observed: &Observation, compared: Option<&
             }
         }
         Rule::RowsDroppedShareAtLeast { skip_index, share } => {
-            let expected = format!("at least {share} of the rows dropped by the skip index");
+            let index = match skip_index {
+                Some(name) => format!("skip index {name}"),
+                None => "skip indexes".to_string(),
+            };
+            let expected = format!("at least {share} of the rows dropped by the {index}");
             if let Err(missing) = find_stage(observed, Stage::Skip, skip_index.as_deref()) {
                 return claim(name, false, missing, expected);
             }
-            match observed.read_rows_without_skip_indexes {
+            match observed.read_rows_without_skip_index {
                 Some(without) if without > 0 => {
                     let dropped = 1.0 - observed.read_rows as f64 / without as f64;
                     claim(
                         name,
-                        dropped >= *share,
+                        no_less(dropped, *share),
                         format!(
-                            "{dropped:.4} dropped ({} rows read, {without} without skip indexes)",
+                            "{dropped:.4} dropped ({} rows read, {without} without the {index})",
                             observed.read_rows
                         ),
                         expected,
                     )
                 }
-                _ => claim(name, false, "unknown (the query read no rows without skip indexes)", expected),
+                _ => claim(name, false, format!("unknown (the query read no rows without the {index})"), expected),
             }
         }
         Rule::CompressedBytesBelow { column, design } => {
@@ -714,7 +842,7 @@ fn check_one(name: &str, rule: &Rule, observed: &Observation, compared: Option<&
         Rule::CompressionRatioAtLeast { column, ratio } => {
             let expected = format!("a compression ratio of at least {ratio}");
             match compression_ratio(observed, column.as_deref()) {
-                Ok(measured) => claim(name, measured >= *ratio, format!("{measured:.3}"), expected),
+                Ok(measured) => claim(name, no_less(measured, *ratio), format!("{measured:.3}"), expected),
                 Err(reason) => claim(name, false, format!("unknown ({reason})"), expected),
             }
         }
@@ -732,39 +860,72 @@ fn check_one(name: &str, rule: &Rule, observed: &Observation, compared: Option<&
             match (&observed.parts, compared.and_then(|compared| compared.parts.as_ref())) {
                 (Some(here), Some(there)) => claim(
                     name,
-                    here.active_parts as f64 <= share * there.active_parts as f64,
+                    no_more(here.active_parts as f64, share * there.active_parts as f64),
                     format!("{} active parts here, {} on {design}", here.active_parts, there.active_parts),
                     expected,
                 ),
                 _ => claim(name, false, "unknown (the query reads no MergeTree table)", expected),
             }
         }
-        Rule::ReadRowsGrowthAtMost(_) | Rule::SameAnswerOnEveryDesign => unreachable!("checked by run_case"),
+        // Compared with other measurements, by `Comparing::check`.
+        Rule::ReadRowsGrowthAtMost(_) | Rule::SameAnswerOnEveryDesign => {
+            claim(name, false, "unknown (this claim compares measurements)", "a comparison")
+        }
     }
 }
 
 fn same_answer(name: &str, observed: &Observation, other: &Observation) -> Check {
-    claim(
-        name,
-        observed.answer == other.answer,
-        format!(
-            "{} on {}, {} on {}",
-            crate::sql::one_line(&observed.answer),
-            observed.design,
-            crate::sql::one_line(&other.answer),
-            other.design
+    match first_difference(&observed.answer, &other.answer) {
+        None => Ok(()),
+        Some(difference) => claim(
+            name,
+            false,
+            format!("designs {} and {} differ: {difference}", observed.design, other.design),
+            "the same answer on every design",
         ),
-        "the same answer on every design",
-    )
+    }
 }
+
+/// Where two answers (their sorted lines) first differ, or `None` when they do not.
+fn first_difference(first: &str, second: &str) -> Option<String> {
+    if first == second {
+        return None;
+    }
+    let (first, second): (Vec<&str>, Vec<&str>) = (first.lines().collect(), second.lines().collect());
+    let index = first.iter().zip(&second).position(|(a, b)| a != b).unwrap_or(first.len().min(second.len()));
+    let line = |lines: &[&str]| match lines.get(index) {
+        Some(line) => format!("{:?}", crate::sql::one_line(line)),
+        None => "nothing".to_string(),
+    };
+    Some(format!(
+        "line {} of the sorted answer is {} then {} ({} and {} lines)",
+        index + 1,
+        line(&first),
+        line(&second),
+        first.len(),
+        second.len()
+    ))
+}
+
+/// Bounds on shares and ratios, with room for floating-point rounding: 4 of 5 granules
+/// kept computes as 0.19999999999999996 dropped, which a claim of 0.2 must accept.
+fn no_less(measured: f64, bound: f64) -> bool {
+    measured >= bound - ROUNDING * bound.abs().max(1.0)
+}
+
+fn no_more(measured: f64, bound: f64) -> bool {
+    measured <= bound + ROUNDING * bound.abs().max(1.0)
+}
+
+const ROUNDING: f64 = 1e-9;
 
 fn read_rows_growth(name: &str, factor: f64, smallest: &Observation, largest: &Observation) -> Check {
     claim(
         name,
-        largest.read_rows as f64 <= factor * smallest.read_rows as f64,
+        no_more(largest.read_rows as f64, factor * smallest.read_rows as f64),
         format!(
             "{} rows read at {} rows, {} at {}",
-            largest.read_rows, largest.rows_in_table, smallest.read_rows, smallest.rows_in_table
+            largest.read_rows, largest.rows, smallest.read_rows, smallest.rows
         ),
         format!("at most {factor} times as many at the largest scale as at the smallest"),
     )
@@ -843,6 +1004,11 @@ fn no_table() -> String {
     "the query reads no MergeTree table".to_string()
 }
 
+/// `tenants.events` → `events`.
+fn unqualified(table: &str) -> &str {
+    table.rsplit('.').next().unwrap_or(table)
+}
+
 fn sorted_lines(body: &str) -> String {
     let mut lines: Vec<&str> = body.lines().collect();
     lines.sort_unstable();
@@ -907,9 +1073,20 @@ fn check_name(name: &str, what: &str) -> Result<()> {
     Ok(())
 }
 
-fn known_design(designs: &[String], design: &str, location: impl Fn() -> String) -> Result<()> {
+/// `list` says which designs `designs` are ("this query's designs").
+fn known_design(designs: &[String], list: &str, design: &str, location: impl Fn() -> String) -> Result<()> {
     if !designs.iter().any(|known| known == design) {
-        bail!("{}: design {design} is not one of this query's designs ({})", location(), designs.join(", "));
+        bail!("{}: design {design} is not one of {list} ({})", location(), designs.join(", "));
+    }
+    Ok(())
+}
+
+/// Each design once: a design listed twice would make two tests of one name.
+fn no_repeated_design(listed: &[Spanned<String>], at: &dyn Fn(std::ops::Range<usize>) -> String) -> Result<()> {
+    for (index, design) in listed.iter().enumerate() {
+        if listed[..index].iter().any(|earlier| earlier.get_ref() == design.get_ref()) {
+            bail!("{}: design {} is listed twice", at(design.span()), design.get_ref());
+        }
     }
     Ok(())
 }
@@ -924,9 +1101,21 @@ fn check_scales(scales: &[u64], location: &str) -> Result<Vec<u64>> {
     Ok(sorted)
 }
 
+/// Whether a statement is a query: its first word, after comments, is SELECT or WITH.
+fn reads_only(statement: &Statement) -> bool {
+    let code: String =
+        statement.sql.lines().map(|line| line.split("--").next().unwrap_or("")).collect::<Vec<_>>().join(" ");
+    let first = code.split_whitespace().next().unwrap_or("").trim_start_matches('(').to_ascii_uppercase();
+    first == "SELECT" || first == "WITH"
+}
+
 /// The `*.sql` files of a folder by name (none when the folder is missing).
 fn sql_files(folder: &Path) -> Result<Vec<SqlFile>> {
-    let Ok(entries) = fs::read_dir(folder) else { return Ok(Vec::new()) };
+    let entries = match fs::read_dir(folder) {
+        Ok(entries) => entries,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(error) => return Err(error).with_context(|| format!("cannot list {}", shown(folder))),
+    };
     let mut files = Vec::new();
     for entry in entries {
         let path = entry.with_context(|| format!("cannot list {}", shown(folder)))?.path();
@@ -942,4 +1131,42 @@ fn sql_files(folder: &Path) -> Result<Vec<SqlFile>> {
 /// A path as a dataset names its fixture: relative to `fixtures/` when inside it.
 fn fixture_path(path: &Path) -> String {
     path.strip_prefix(fixtures_root()).unwrap_or(path).display().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shares_and_ratios_on_the_bound_hold_despite_rounding() {
+        // 4 of 5 granules kept: 1 - 4/5 computes as 0.19999999999999996.
+        assert!(no_less(1.0 - 4.0 / 5.0, 0.2));
+        assert!(!no_less(0.199, 0.2));
+        // 29 parts against 100 with a share of 0.29: 0.29 * 100 computes as 28.999999999999996.
+        assert!(no_more(29.0, 0.29 * 100.0));
+        assert!(!no_more(30.0, 0.29 * 100.0));
+    }
+
+    #[test]
+    fn a_difference_of_answers_names_the_first_line_that_differs() {
+        assert_eq!(first_difference("a\nb", "a\nb"), None);
+        assert_eq!(
+            first_difference("a\tb\nc", "a\tb\nd").unwrap(),
+            "line 2 of the sorted answer is \"c\" then \"d\" (2 and 2 lines)"
+        );
+        assert_eq!(
+            first_difference("a", "a\nb").unwrap(),
+            "line 2 of the sorted answer is nothing then \"b\" (1 and 2 lines)"
+        );
+    }
+
+    #[test]
+    fn only_selects_are_queries() {
+        let statement = |sql: &str| Statement { sql: sql.to_string(), file: "q.sql".into(), line: 1 };
+        assert!(reads_only(&statement("-- one hour\nSELECT 1")));
+        assert!(reads_only(&statement("with 1 AS x SELECT x")));
+        assert!(reads_only(&statement("(SELECT 1) UNION ALL (SELECT 2)")));
+        assert!(!reads_only(&statement("INSERT INTO t SELECT 1")));
+        assert!(!reads_only(&statement("OPTIMIZE TABLE t FINAL")));
+    }
 }
