@@ -21,11 +21,10 @@ use libtest_mimic::{Arguments, Failed, Trial};
 
 fn main() {
     let mut arguments = Arguments::from_args();
-    // The embedded engine is one per process: under plain `cargo test` the cases run one
-    // after the other (nextest gives each its own process anyway).
-    if arguments.test_threads.is_none() {
-        arguments.test_threads = Some(1);
-    }
+    // The embedded engine opens one dataset at a time per process: under plain `cargo
+    // test` the cases run one after the other, whatever --test-threads says (nextest
+    // gives each its own process anyway).
+    arguments.test_threads = Some(1);
     let trials = trials().unwrap_or_else(|error| {
         let message = format!("{error:#}");
         vec![Trial::test("packs::discover", move || Err(message.into()))]
