@@ -64,6 +64,9 @@ impl Fixture {
 
     /// The single statement of a query file.
     pub fn render_one(&self, params: &Params) -> Result<Statement> {
+        if split_statements_at_lines(&self.text).is_empty() {
+            bail!("{} holds no statement; put one query in it", shown(&self.path));
+        }
         let mut statements = self.render(params)?;
         if statements.len() != 1 {
             bail!(
@@ -166,11 +169,14 @@ impl Params {
                 let offset = text.len() - rest.len();
                 let Some(value) = self.0.get(name) else {
                     let known: Vec<&str> = self.0.keys().map(String::as_str).collect();
+                    // A typo of a known name is the likeliest cause: say which.
+                    let close = known.iter().find(|known| strsim::damerau_levenshtein(known, name) <= 2);
+                    let suggestion = close.map(|known| format!("; did you mean {{{known}}}?")).unwrap_or_default();
                     return Err((
                         offset,
                         format!(
-                            "parameter {{{name}}} has no value (known here: {}); write the value in the file, \
-                             or give it one from Rust with `Params::with(\"{name}\", ...)`",
+                            "parameter {{{name}}} has no value (known here: {}{suggestion}); write the value in the \
+                             file, or give it one from Rust with `Params::with(\"{name}\", ...)`",
                             if known.is_empty() { "none".to_string() } else { known.join(", ") }
                         ),
                     ));
@@ -215,7 +221,7 @@ mod tests {
     fn an_unfilled_parameter_is_an_error_naming_it_and_its_offset() {
         let (offset, error) = Params::new().with("rows", 1).fill("SELECT {rowz}").unwrap_err();
         assert_eq!(offset, 7);
-        assert!(error.contains("{rowz} has no value (known here: rows)"), "{error}");
+        assert!(error.contains("{rowz} has no value (known here: rows; did you mean {rows}?)"), "{error}");
         assert!(error.contains("Params::with(\"rowz\""), "{error}");
     }
 

@@ -106,7 +106,10 @@ fn a_broken_design_without_its_file_or_naming_no_claim_of_the_query() {
 #[test]
 fn a_placeholder_without_a_value() {
     let message = refusal(&[("generator.sql", "INSERT INTO t\nSELECT number\nFROM numbers({row});\n")]);
-    assert!(message.starts_with("generator.sql:3: parameter {row} has no value"), "{message}");
+    assert!(
+        message.starts_with("generator.sql:3: parameter {row} has no value (known here: rows; did you mean {rows}?)"),
+        "{message}"
+    );
     let message = refusal(&[("queries/q.sql", "SELECT count()\nFROM t WHERE k < {limit}\n")]);
     assert!(message.contains("queries/q.sql:2: parameter {limit} has no value (known here: rows)"), "{message}");
 }
@@ -307,4 +310,21 @@ fn a_query_that_writes() {
 fn a_claim_on_one_design_that_names_cases_is_refused_at_its_line() {
     let message = refusal(&[("claims.toml", "scales = [1000]\n[queries.q]\non.plain.scales = [5]\n")]);
     assert!(message.starts_with("claims.toml:3: on.plain may hold claims only"), "{message}");
+}
+
+#[test]
+fn a_claim_above_every_query_section_says_where_claims_go() {
+    let message = refusal(&[("claims.toml", "scales = [1000]\ngranules_read_at_most = 2\n")]);
+    assert!(message.starts_with("claims.toml:2: unknown field `granules_read_at_most`"), "{message}");
+    assert!(message.ends_with("(claims go in a [queries.<query>] section; the claims vocabulary is in docs/packs.md)"));
+}
+
+#[test]
+fn an_empty_query_file_or_an_empty_design_list() {
+    let message = refusal(&[("queries/q.sql", "-- to do\n")]);
+    assert!(message.ends_with("queries/q.sql holds no statement; put one query in it"), "{message}");
+    let message = refusal(&[("claims.toml", "scales = [1000]\ndesigns = []\n")]);
+    assert_eq!(message, "claims.toml:2: designs lists no design; leave it out to run on every design");
+    let message = refusal(&[("claims.toml", "scales = [1000]\n[queries.q]\ndesigns = []\n")]);
+    assert_eq!(message, "claims.toml:3: designs lists no design; leave it out to run on every design");
 }

@@ -62,17 +62,23 @@ fn run_case(pack: &Pack, case: &Case) -> Result<(), Failed> {
     let kind = TargetKind::from_env().map_err(failed)?;
     let outcome = pack.run_case(kind, case).map_err(failed)?;
     let verdict = outcome.verdict(case, &shown(&pack.folder.join(CLAIMS_FILE)));
+    let structure = outcome.observation.structure();
     match &verdict {
         Ok(lines) => lines.iter().for_each(|line| eprintln!("{line}")),
-        Err(failures) => eprintln!("{failures}"),
+        Err(failures) => {
+            // The failed claims first, and no snapshot: a new snapshot's failure would
+            // hide them, and one accepted now would record a case that does not hold.
+            let measured = serde_json::to_string_pretty(&structure).unwrap_or_default();
+            eprintln!("measured:\n{measured}");
+            return Err(failures.clone().into());
+        }
     }
     // A broken design's numbers are not evidence worth keeping: only its violation is.
     if case.must_violate.is_none() {
         let statement = pack.statement(&case.query, case.rows).map_err(failed)?;
-        let structure = outcome.observation.structure();
         common::assert_structure(&case.snapshot_name(&pack.name), &structure.engine_version, &statement, &structure);
     }
-    verdict.map(|_| ()).map_err(Failed::from)
+    Ok(())
 }
 
 fn failed(error: anyhow::Error) -> Failed {

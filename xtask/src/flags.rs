@@ -152,7 +152,7 @@ pub struct Measure {
     #[arg(long, value_name = "D")]
     pub design: Option<String>,
     /// Pack form only: rows in the table (K, M and G suffixes work: 250K) [default: the
-    /// query's smallest scale].
+    /// query's smallest scale; for a broken design its largest, where its test runs].
     // Parsed by `run`, not by clap: a bad count is then one `error:` line and exit code 1,
     // like every other mistake in a pack command line.
     #[arg(long, value_name = "N")]

@@ -144,10 +144,13 @@ impl PackCase {
                 format!("query {} of pack {} lists no design; name one with --design", query.name, pack.name)
             })?,
         };
+        // A broken design's test runs at the largest scale, a design's at each from the
+        // smallest: the default is where a test ran.
+        let broken = pack.broken.iter().any(|broken| broken.name == design);
         let rows = match rows {
             Some(text) => parse_count(text).map_err(|reason| anyhow!("--rows {text}: {reason}"))?,
             // The claims file checks that every query has at least one scale.
-            None => query.scales.first().copied().with_context(|| {
+            None => if broken { query.scales.last() } else { query.scales.first() }.copied().with_context(|| {
                 format!("query {} of pack {} lists no scale; give one with --rows", query.name, pack.name)
             })?,
         };
@@ -205,6 +208,9 @@ mod tests {
         let case =
             PackCase::check(&paths(&["tenants", "one_tenant_one_hour"]), Some("time_first"), Some("2M")).unwrap();
         assert_eq!((case.design.as_str(), case.rows), ("time_first", 2_000_000));
+        // A broken design: at the largest scale, where its test runs.
+        let case = PackCase::check(&paths(&["tenants", "one_tenant_one_hour"]), Some("time_first"), None).unwrap();
+        assert_eq!(case.rows, 4_000_000);
     }
 
     #[test]

@@ -20,7 +20,7 @@ pub struct ClaimsFile {
     pub scales: Spanned<Vec<u64>>,
     /// The designs queries run on unless they say otherwise (default: every file in
     /// `designs/`, in name order).
-    pub designs: Option<Vec<Spanned<String>>>,
+    pub designs: Option<Spanned<Vec<Spanned<String>>>>,
     /// The files that fill a design's table, run in order after its schema (default:
     /// `["generator.sql"]`), paths inside the pack folder. More than one when the pack
     /// shares its generator with something that must run it alone (`cargo xtask bench`
@@ -35,7 +35,7 @@ pub struct ClaimsFile {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct QuerySection {
-    pub designs: Option<Vec<Spanned<String>>>,
+    pub designs: Option<Spanned<Vec<Spanned<String>>>>,
     pub scales: Option<Spanned<Vec<u64>>>,
     /// The answer differs from run to run (a sampling aggregate such as `quantiles`, whose
     /// reservoir depends on how threads split the rows): snapshots record no answer and
@@ -211,7 +211,14 @@ pub fn parse(file: &str, text: &str) -> Result<ClaimsFile> {
 
 /// What to do about the commonest mistakes.
 fn hint(message: &str) -> &'static str {
-    if message.contains("unknown field") { " (the claims vocabulary is in docs/packs.md)" } else { "" }
+    if message.contains("unknown field") && message.contains("`queries`") {
+        // At the top of the file: a claim written before any [queries.<query>] header.
+        " (claims go in a [queries.<query>] section; the claims vocabulary is in docs/packs.md)"
+    } else if message.contains("unknown field") {
+        " (the claims vocabulary is in docs/packs.md)"
+    } else {
+        ""
+    }
 }
 
 /// 1-based line of a byte offset.

@@ -189,7 +189,7 @@ impl Pack {
         let designs = match &parsed.designs {
             None => designs_found.clone(),
             Some(listed) => {
-                no_repeated_design(listed, &at)?;
+                let listed = checked_design_list(listed, &at)?;
                 let mut designs = Vec::new();
                 for design in listed {
                     let found = designs_found.iter().find(|found| found.name == *design.get_ref());
@@ -227,7 +227,7 @@ impl Pack {
             let query_designs = match &section.designs {
                 None => design_names.clone(),
                 Some(listed) => {
-                    no_repeated_design(listed, &at)?;
+                    let listed = checked_design_list(listed, &at)?;
                     for design in listed {
                         known_design(&design_names, "the pack's designs", design.get_ref(), || at(design.span()))?;
                     }
@@ -537,6 +537,8 @@ impl Comparing<'_> {
             Rule::ReadRowsGrowthAtMost(factor) => self
                 .smallest_if_largest()
                 .map(|smallest| read_rows_growth(&claim.name, *factor, find(&self.case.design, smallest)?, observed)),
+            // Bytes or parts against the design the case runs on: no comparison to make.
+            rule if rule.other_designs().contains(&self.case.design.as_str()) => None,
             rule => {
                 let compared = match rule.other_designs().first() {
                     Some(design) => match find(design, self.case.rows) {
@@ -574,7 +576,7 @@ impl Pack {
                 .filter(|query| !query.answer_varies && query.designs.contains(&design.name))
                 .collect();
             let dataset = Dataset { database: database.clone(), ..self.dataset(&design.name, rows)? };
-            let mut builds: Vec<Vec<String>> = Vec::new();
+            let mut builds: Vec<Vec<(String, String)>> = Vec::new();
             for attempt in 1..=2 {
                 let built = format!("build {attempt} of design {} at {rows} rows", design.name);
                 dataset.build(&mut scratch.target, "determinism").with_context(|| built.clone())?;
@@ -585,18 +587,20 @@ impl Pack {
                         .target
                         .query_text(&statement)
                         .with_context(|| format!("{}: on {built}", statement.location()))?;
-                    answers.push(sorted_lines(&answer));
+                    answers.push((format!("answer query {}", query.name), sorted_lines(&answer)));
                 }
+                // Every table's contents too: a random value in a column no query reads
+                // still makes designs compare different data (sizes, say).
+                answers.extend(table_checksums(&mut scratch.target).with_context(|| built.clone())?);
                 builds.push(answers);
             }
-            for (query, (first, second)) in compared.iter().zip(builds[0].iter().zip(&builds[1])) {
+            for ((what, first), (_, second)) in builds[0].iter().zip(&builds[1]) {
                 if let Some(difference) = first_difference(first, second) {
                     bail!(
-                        "the generator is not deterministic: two builds of design {} at {rows} rows answer query \
-                         {} differently ({difference}); derive every value from `number` (cityHash64(number), \
+                        "the generator is not deterministic: two builds of design {} at {rows} rows {what} \
+                         differently ({difference}); derive every value from `number` (cityHash64(number), \
                          number % k) instead of rand() or now(), see docs/packs.md",
                         design.name,
-                        query.name,
                     );
                 }
             }
@@ -614,6 +618,27 @@ impl Pack {
         }
         Ok(report)
     }
+}
+
+/// `hold table <t> as` and its row count and a checksum of every row, for each MergeTree
+/// table of the current database.
+fn table_checksums(target: &mut crate::targets::Target) -> Result<Vec<(String, String)>> {
+    #[derive(serde::Deserialize)]
+    struct TableName {
+        name: String,
+    }
+    let tables: Vec<TableName> = target.query_rows(
+        "SELECT name FROM system.tables WHERE database = currentDatabase() AND engine LIKE '%MergeTree' ORDER BY name",
+    )?;
+    let mut checksums = Vec::new();
+    for TableName { name } in tables {
+        // A sum of row hashes: the same rows give the same sum whatever their order.
+        let checksum = target
+            .query_text(&format!("SELECT count(), sum(cityHash64(*)) FROM {name}"))
+            .with_context(|| format!("cannot checksum table {name}"))?;
+        checksums.push((format!("hold table {name} as"), checksum.trim().replace('\t', " rows, checksum ")));
+    }
+    Ok(checksums)
 }
 
 /// The determinism check's database, dropped when the check ends (on a server it would
@@ -714,7 +739,10 @@ impl CaseOutcome {
         for ClaimCheck { claim, check } in &self.checks {
             let location = format!("{claims_file}:{}", claim.line);
             match check {
-                None => report.push(format!("{location}: {} does not apply at this scale", claim.name)),
+                None => report.push(format!(
+                    "{location}: {} does not apply here (checked at the largest scale, or on the other designs)",
+                    claim.name
+                )),
                 Some(Ok(())) => report.push(format!("{location}: {} holds", claim.name)),
                 Some(Err(violation)) if case.must_violate.as_deref() == Some(claim.name.as_str()) => {
                     report.push(format!("{location}: {violation} (as this broken design must)"))
@@ -726,15 +754,24 @@ impl CaseOutcome {
             }
         }
         if let Some(must) = &case.must_violate {
-            let violated =
-                self.checks.iter().any(|check| check.claim.name == *must && matches!(check.check, Some(Err(_))));
-            if !violated {
+            let named = self.checks.iter().find(|check| check.claim.name == *must);
+            if !named.is_some_and(|check| matches!(check.check, Some(Err(_)))) {
+                let location = named.map(|check| format!("{claims_file}:{}: ", check.claim.line)).unwrap_or_default();
+                let observed = &self.observation;
+                let granules = observed.granules_read.map_or("unknown".to_string(), |granules| granules.to_string());
                 failures.push(format!(
-                    "broken design {} was expected to violate {must}, but the claim held: the pack no longer \
-                     guards against this design",
-                    case.design
+                    "{location}broken design {} at {} rows was expected to violate {must}, but the claim held ({} rows \
+                     and {granules} granules read): this claim does not catch the design at this scale",
+                    case.design, case.rows, observed.read_rows
                 ));
             }
+        }
+        if self.observation.answer.is_empty() {
+            report.push(
+                "note: the query returned no rows here, so claims about what it reads hold easily; check its filter \
+                 against the generator's data"
+                    .to_string(),
+            );
         }
         if failures.is_empty() { Ok(report) } else { Err(failures.join("\n")) }
     }
@@ -1081,14 +1118,22 @@ fn known_design(designs: &[String], list: &str, design: &str, location: impl Fn(
     Ok(())
 }
 
-/// Each design once: a design listed twice would make two tests of one name.
-fn no_repeated_design(listed: &[Spanned<String>], at: &dyn Fn(std::ops::Range<usize>) -> String) -> Result<()> {
-    for (index, design) in listed.iter().enumerate() {
-        if listed[..index].iter().any(|earlier| earlier.get_ref() == design.get_ref()) {
+/// A `designs` list with at least one design, each once: an empty list would run no
+/// case (and check no claim), a design listed twice would make two tests of one name.
+fn checked_design_list<'a>(
+    listed: &'a Spanned<Vec<Spanned<String>>>,
+    at: &dyn Fn(std::ops::Range<usize>) -> String,
+) -> Result<&'a [Spanned<String>]> {
+    let designs = listed.get_ref();
+    if designs.is_empty() {
+        bail!("{}: designs lists no design; leave it out to run on every design", at(listed.span()));
+    }
+    for (index, design) in designs.iter().enumerate() {
+        if designs[..index].iter().any(|earlier| earlier.get_ref() == design.get_ref()) {
             bail!("{}: design {} is listed twice", at(design.span()), design.get_ref());
         }
     }
-    Ok(())
+    Ok(designs)
 }
 
 fn check_scales(scales: &[u64], location: &str) -> Result<Vec<u64>> {
