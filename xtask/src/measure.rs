@@ -16,7 +16,7 @@ use std::path::{Component, Path, PathBuf};
 use anyhow::{Context, Result, anyhow, bail};
 use chbench::fixtures::{Fixture, Params, fixtures_root};
 use chbench::measure::{StatementTag, measure};
-use chbench::packs::{CLAIMS_FILE, Pack, discover};
+use chbench::packs::{AlsoMeasure, CLAIMS_FILE, Pack, discover};
 use chbench::settings::Settings;
 use chbench::targets::open_target_of_kind;
 
@@ -73,7 +73,7 @@ impl Measure {
             PackCase::check(&self.args, self.design.as_deref(), self.rows.as_deref())?;
         // No skip-index-free second run: that is for a claim that compares the two, and
         // here nothing is claimed.
-        let observation = pack.observe(self.target.target, &query, &design, rows, None)?;
+        let observation = pack.observe(self.target.target, &query, &design, rows, AlsoMeasure::Nothing)?;
         // One JSON document on stdout, as the file form prints, so that it pipes into jq.
         let record = serde_json::json!({
             "pack": pack.name,

@@ -379,17 +379,17 @@ impl Pack {
     }
 
     /// Measures `query` on `design` at `rows` (building the dataset if needed) and reads
-    /// what claims are checked against. `without_skip_index` measures it a second time
-    /// with that skip index ignored (`Some(None)`: every skip index off).
+    /// what claims are checked against; `also` says whether to measure it a second time
+    /// without a skip index.
     pub fn observe(
         &self,
         kind: TargetKind,
         query: &str,
         design: &str,
         rows: u64,
-        without_skip_index: Option<Option<&str>>,
+        also: AlsoMeasure,
     ) -> Result<Observation> {
-        self.observe_unnamed(kind, query, design, rows, without_skip_index)
+        self.observe_unnamed(kind, query, design, rows, also)
             .with_context(|| format!("pack {}: query {query} on design {design} at {rows} rows", self.name))
     }
 
@@ -399,7 +399,7 @@ impl Pack {
         query: &str,
         design: &str,
         rows: u64,
-        without_skip_index: Option<Option<&str>>,
+        also: AlsoMeasure,
     ) -> Result<Observation> {
         let statement = self.statement(query, rows)?;
         let (mut target, manifest) = self.dataset(design, rows)?.open_on(kind).context("cannot open the dataset")?;
@@ -415,9 +415,9 @@ impl Pack {
             Some(table) => (Some(parts_summary(&mut target, table)?), Some(column_sizes(&mut target, table)?)),
             None => (None, None),
         };
-        let read_rows_without_skip_index = match without_skip_index {
-            None => None,
-            Some(skip_index) => {
+        let read_rows_without_skip_index = match also {
+            AlsoMeasure::Nothing => None,
+            AlsoMeasure::WithoutSkipIndex(skip_index) => {
                 let settings = match skip_index {
                     Some(name) => Settings::new().with("ignore_data_skipping_indices", name),
                     None => Settings::new().with("use_skip_indexes", 0),
@@ -454,11 +454,16 @@ impl Pack {
             .iter()
             .filter(|claim| claim.only_on.as_ref().is_none_or(|design| *design == case.design))
             .collect();
-        let without_skip_index = claims.iter().find_map(|claim| match &claim.rule {
-            Rule::RowsDroppedShareAtLeast { skip_index, .. } => Some(skip_index.as_deref()),
-            _ => None,
-        });
-        let mut observed = self.observe(kind, &case.query, &case.design, case.rows, without_skip_index)?;
+        let also = claims
+            .iter()
+            .find_map(|claim| match &claim.rule {
+                Rule::RowsDroppedShareAtLeast { skip_index, .. } => {
+                    Some(AlsoMeasure::WithoutSkipIndex(skip_index.as_deref()))
+                }
+                _ => None,
+            })
+            .unwrap_or(AlsoMeasure::Nothing);
+        let mut observed = self.observe(kind, &case.query, &case.design, case.rows, also)?;
         if query.answer_varies {
             // No claim reads it (same_answer_on_every_design is refused on load), and a
             // snapshot of it would fail at random.
@@ -469,7 +474,7 @@ impl Pack {
         for claim in &claims {
             for (design, rows) in comparing.compared_with(&claim.rule) {
                 if !others.contains_key(&(design.clone(), rows)) {
-                    let other = self.observe(kind, &case.query, &design, rows, None)?;
+                    let other = self.observe(kind, &case.query, &design, rows, AlsoMeasure::Nothing)?;
                     others.insert((design, rows), other);
                 }
             }
@@ -654,6 +659,15 @@ impl Drop for ScratchDatabase {
             eprintln!("chbench: cannot drop the determinism check's database {}: {error:#}", self.database);
         }
     }
+}
+
+/// What [`Pack::observe`] measures besides the query as written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AlsoMeasure<'a> {
+    Nothing,
+    /// The query again with this skip index ignored (`ignore_data_skipping_indices`), or
+    /// with every skip index off when `None`: what a skip index drops.
+    WithoutSkipIndex(Option<&'a str>),
 }
 
 /// What one case measured.
