@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, anyhow, bail};
 
-use crate::sql::{Scanner, Sql, split_statements_at_lines};
+use crate::sql::{Scanner, Sql, is_identifier, split_statements_at_lines};
 use crate::targets::Target;
 
 /// The `fixtures/` folder of this workspace.
@@ -191,13 +191,6 @@ impl Params {
         }
         Ok(filled)
     }
-}
-
-/// `rows`, `row_count`: a letter or `_`, then letters, digits or `_`.
-fn is_identifier(name: &str) -> bool {
-    let mut characters = name.chars();
-    characters.next().is_some_and(|first| first.is_ascii_alphabetic() || first == '_')
-        && characters.all(|rest| rest.is_ascii_alphanumeric() || rest == '_')
 }
 
 #[cfg(test)]

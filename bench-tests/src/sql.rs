@@ -159,6 +159,14 @@ pub fn one_line(sql: &str) -> String {
     }
 }
 
+/// A name usable unquoted in SQL and as a `{placeholder}`: a letter or `_`, then
+/// letters, digits or `_` (`rows`, `tenants_by_day_1000000`).
+pub fn is_identifier(name: &str) -> bool {
+    let mut characters = name.chars();
+    characters.next().is_some_and(|first| first.is_ascii_alphabetic() || first == '_')
+        && characters.all(|rest| rest.is_ascii_alphanumeric() || rest == '_')
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1116,8 +1116,11 @@ fn generator_files(
 
 /// A name used in test names, dataset names and snapshot files.
 fn check_name(name: &str, what: &str) -> Result<()> {
-    let valid = name.chars().next().is_some_and(|first| first.is_ascii_lowercase())
-        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    // Lowercase too: a name is a file on disk and a test name, and case would tell two
+    // apart on one file system and not on another.
+    let valid = crate::sql::is_identifier(name)
+        && name.starts_with(|first: char| first.is_ascii_lowercase())
+        && !name.chars().any(|c| c.is_ascii_uppercase());
     if !valid {
         bail!("{what}: name {name:?} must be lowercase letters, digits and _, starting with a letter");
     }

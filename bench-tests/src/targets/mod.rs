@@ -298,8 +298,8 @@ impl Target {
     /// in a database named after itself, left behind for inspection and recreated
     /// (dropped first) on the next run.
     pub fn use_fresh_database(&mut self, name: &str) -> Result<()> {
-        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-            bail!("{name:?} is not a usable database name (letters, digits and _ only)");
+        if !crate::sql::is_identifier(name) {
+            bail!("{name:?} is not a usable database name (a letter or _, then letters, digits and _)");
         }
         self.execute(&format!("DROP DATABASE IF EXISTS {name} SYNC"))?;
         self.execute(&format!("CREATE DATABASE {name}"))?;
