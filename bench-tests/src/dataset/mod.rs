@@ -143,7 +143,11 @@ impl Dataset {
                 // Another process may have built it while we waited.
                 match read_manifest(&folder) {
                     Some(manifest) => manifest,
-                    None => self.build_folder(kind, &folder, &key)?,
+                    None => {
+                        let manifest = self.build_folder(kind, &folder, &key)?;
+                        remove_superseded_builds(&root, &self.name, &key);
+                        manifest
+                    }
                 }
             }
         };
@@ -337,6 +341,29 @@ fn replaced_part_folders(target: &mut Target) -> Result<Vec<PathBuf>> {
     Ok(rows.into_iter().map(|row| PathBuf::from(row.path)).collect())
 }
 
+/// Removes the other builds of the dataset named `name` (`<name>-<key>` with another
+/// key): the SQL, the scale's files or the engine changed since, and each edit of a pack
+/// would otherwise leave a copy of its data behind. A build whose lock is held (being
+/// built, or waited for) is left alone; one that is needed again is rebuilt.
+fn remove_superseded_builds(root: &Path, name: &str, key: &str) {
+    let Ok(entries) = fs::read_dir(root) else { return };
+    for entry in entries.flatten() {
+        let folder = entry.path();
+        let Some(file_name) = folder.file_name().and_then(|file_name| file_name.to_str()) else { continue };
+        let Some(other_key) = file_name.strip_prefix(name).and_then(|rest| rest.strip_prefix('-')) else { continue };
+        let is_key = other_key.len() == key.len() && other_key.chars().all(|c| c.is_ascii_hexdigit());
+        if !is_key || other_key == key || !folder.is_dir() {
+            continue;
+        }
+        let lock_path = folder.with_extension("lock");
+        let Ok(lock) = File::options().create(true).truncate(false).write(true).open(&lock_path) else { continue };
+        if lock.try_lock().is_ok() {
+            let _ = fs::remove_dir_all(&folder);
+            let _ = fs::remove_file(&lock_path);
+        }
+    }
+}
+
 #[derive(Debug, Deserialize)]
 struct ManifestRow {
     manifest: String,
@@ -389,6 +416,32 @@ mod tests {
         folder_with_a_file(&completed);
         building.complete(&root.path().join("completed-02")).unwrap();
         assert!(root.path().join("completed-02/part").is_file() && !completed.exists());
+    }
+
+    #[test]
+    fn a_new_build_removes_the_builds_it_supersedes_and_no_other() {
+        let root = tempfile::tempdir().unwrap();
+        let key = "00000000000000aa";
+        for folder in
+            ["t_by_day_1000-00000000000000aa", "t_by_day_1000-00000000000000bb", "t_by_day_10000-00000000000000cc"]
+        {
+            folder_with_a_file(&root.path().join(folder));
+        }
+        // A build of another key in progress: its lock is held.
+        folder_with_a_file(&root.path().join("t_by_day_1000-00000000000000dd"));
+        let lock = File::create(root.path().join("t_by_day_1000-00000000000000dd.lock")).unwrap();
+        lock.lock().unwrap();
+        remove_superseded_builds(root.path(), "t_by_day_1000", key);
+        let mut left: Vec<String> = fs::read_dir(root.path())
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| !name.ends_with(".lock"))
+            .collect();
+        left.sort();
+        assert_eq!(
+            left,
+            ["t_by_day_1000-00000000000000aa", "t_by_day_1000-00000000000000dd", "t_by_day_10000-00000000000000cc"]
+        );
     }
 
     #[test]
