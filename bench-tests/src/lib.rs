@@ -20,6 +20,8 @@
 
 pub mod benchmarks;
 pub mod breakdown;
+#[cfg(feature = "eks")]
+pub mod cluster;
 pub mod cost;
 pub mod dataset;
 pub mod engine;

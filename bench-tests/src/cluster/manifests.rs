@@ -1,0 +1,381 @@
+//! The manifests of a deployment: `manifests/<variant>/*.yaml` with `${name}` values
+//! filled from flags, split into documents that know their file and line, parsed into
+//! the Kubernetes API types and checked: every object labelled, image tags pinned,
+//! requests and limits set, a readiness probe, nothing that exposes ClickHouse.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, anyhow, bail};
+use k8s_openapi::api::core::v1::{Namespace, PersistentVolumeClaim, Pod, Service};
+use k8s_openapi::api::storage::v1::StorageClass;
+use serde::de::DeserializeOwned;
+
+use crate::fixtures::shown;
+use crate::sql::is_identifier;
+
+/// The label every object carries; `status` and `down` select on it.
+pub const PART_OF: (&str, &str) = ("app.kubernetes.io/part-of", "chbench");
+
+/// The pinned server image (the source's manifest, reviewed release 26.3 LTS).
+pub const DEFAULT_IMAGE: &str = "clickhouse/clickhouse-server:26.3.33.24";
+
+/// Where ClickHouse runs and keeps its data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[value(rename_all = "kebab-case")]
+pub enum Variant {
+    /// EKS, data on a gp3 EBS volume (the source's setup).
+    EksGp3,
+    /// EKS, data on the node's local instance-store NVMe.
+    EksNvme,
+    /// A local or CI cluster (kind), data on its default storage class.
+    Kind,
+}
+
+impl Variant {
+    /// The variant's folder under `manifests/`.
+    pub fn folder(self) -> &'static str {
+        match self {
+            Variant::EksGp3 => "eks-gp3",
+            Variant::EksNvme => "eks-nvme",
+            Variant::Kind => "kind",
+        }
+    }
+}
+
+impl fmt::Display for Variant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.folder())
+    }
+}
+
+/// The values a variant's manifests take, from flags.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Values {
+    pub namespace: String,
+    pub image: String,
+    /// `node.kubernetes.io/instance-type` of the benchmark node (EKS variants).
+    pub node_type: String,
+    /// The data volume (gp3, or the NVMe emptyDir's size limit).
+    pub volume_gib: u32,
+    /// gp3 only: provisioned IOPS and throughput.
+    pub iops: u32,
+    pub throughput_mibps: u32,
+}
+
+impl Values {
+    /// The source's values for a variant: m5.xlarge and gp3 at its baseline (3000 IOPS,
+    /// 125 MiB/s, 100 GiB); m6id.xlarge for local NVMe; a small volume on kind.
+    pub fn defaults(variant: Variant) -> Values {
+        let (node_type, volume_gib) = match variant {
+            Variant::EksGp3 => ("m5.xlarge", 100),
+            Variant::EksNvme => ("m6id.xlarge", 100),
+            Variant::Kind => ("", 10),
+        };
+        Values {
+            namespace: "chbench".to_string(),
+            image: DEFAULT_IMAGE.to_string(),
+            node_type: node_type.to_string(),
+            volume_gib,
+            iops: 3000,
+            throughput_mibps: 125,
+        }
+    }
+
+    fn by_name(&self) -> BTreeMap<&'static str, String> {
+        BTreeMap::from([
+            ("namespace", self.namespace.clone()),
+            ("image", self.image.clone()),
+            ("node_type", self.node_type.clone()),
+            ("volume_gib", self.volume_gib.to_string()),
+            ("iops", self.iops.to_string()),
+            ("throughput_mibps", self.throughput_mibps.to_string()),
+        ])
+    }
+}
+
+/// One YAML document of a rendered manifest file.
+#[derive(Debug, Clone)]
+pub struct Document {
+    pub file: String,
+    /// 1-based line of the document's first line in its file.
+    pub line: usize,
+    pub yaml: String,
+}
+
+impl Document {
+    pub fn location(&self) -> String {
+        format!("{}:{}", self.file, self.line)
+    }
+}
+
+/// A parsed object of a variant, in the types the Kubernetes API uses.
+#[derive(Debug, Clone)]
+pub enum Object {
+    Namespace(Namespace),
+    StorageClass(StorageClass),
+    PersistentVolumeClaim(Box<PersistentVolumeClaim>),
+    Pod(Box<Pod>),
+    Service(Box<Service>),
+}
+
+impl Object {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Object::Namespace(_) => "Namespace",
+            Object::StorageClass(_) => "StorageClass",
+            Object::PersistentVolumeClaim(_) => "PersistentVolumeClaim",
+            Object::Pod(_) => "Pod",
+            Object::Service(_) => "Service",
+        }
+    }
+
+    fn labels(&self) -> Option<&BTreeMap<String, String>> {
+        match self {
+            Object::Namespace(object) => object.metadata.labels.as_ref(),
+            Object::StorageClass(object) => object.metadata.labels.as_ref(),
+            Object::PersistentVolumeClaim(object) => object.metadata.labels.as_ref(),
+            Object::Pod(object) => object.metadata.labels.as_ref(),
+            Object::Service(object) => object.metadata.labels.as_ref(),
+        }
+    }
+}
+
+/// `manifests/` of this workspace.
+pub fn manifests_root() -> PathBuf {
+    crate::engine::workspace_root().join("manifests")
+}
+
+/// The variant's files, rendered with `values` and split into documents. A `${name}`
+/// without a value, or a value that is not one (an image without a pinned tag, an empty
+/// node type on EKS), is an error naming the file and line.
+pub fn render(variant: Variant, values: &Values) -> Result<Vec<Document>> {
+    check_values(variant, values)?;
+    let folder = manifests_root().join(variant.folder());
+    let mut files: Vec<PathBuf> = fs::read_dir(&folder)
+        .with_context(|| format!("cannot list {}", shown(&folder)))?
+        .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+        .filter(|path| path.extension().is_some_and(|extension| extension == "yaml"))
+        .collect();
+    files.sort();
+    if files.is_empty() {
+        bail!("{} holds no .yaml file", shown(&folder));
+    }
+    let by_name = values.by_name();
+    let mut documents = Vec::new();
+    for path in files {
+        let text = fs::read_to_string(&path).with_context(|| format!("cannot read {}", shown(&path)))?;
+        documents.extend(split_documents(&shown(&path), &fill(&path, &text, &by_name)?));
+    }
+    Ok(documents)
+}
+
+/// Replaces each `${name}`; the error for one without a value names its line.
+fn fill(path: &Path, text: &str, values: &BTreeMap<&'static str, String>) -> Result<String> {
+    let mut filled = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        filled.push_str(&rest[..start]);
+        let line = text[..text.len() - rest.len() + start].matches('\n').count() + 1;
+        let after = &rest[start + 2..];
+        let name = after.find('}').map(|end| &after[..end]).filter(|name| is_identifier(name));
+        let Some(name) = name else {
+            bail!("{}:{line}: `${{` opens no ${{name}} value", shown(path));
+        };
+        let value = values.get(name).ok_or_else(|| {
+            let known: Vec<&str> = values.keys().copied().collect();
+            anyhow!("{}:{line}: ${{{name}}} has no value (the flags give: {})", shown(path), known.join(", "))
+        })?;
+        filled.push_str(value);
+        rest = &after[name.len() + 1..];
+    }
+    filled.push_str(rest);
+    Ok(filled)
+}
+
+/// Documents separated by `---` lines, comment-only documents left out.
+fn split_documents(file: &str, text: &str) -> Vec<Document> {
+    let mut documents = Vec::new();
+    let mut current = String::new();
+    let mut first_line = 1;
+    for (index, line) in text.lines().enumerate() {
+        if line.trim_end() == "---" {
+            push_document(file, first_line, &mut current, &mut documents);
+            first_line = index + 2;
+        } else {
+            current.push_str(line);
+            current.push('\n');
+        }
+    }
+    push_document(file, first_line, &mut current, &mut documents);
+    documents
+}
+
+fn push_document(file: &str, line: usize, yaml: &mut String, documents: &mut Vec<Document>) {
+    let has_content = yaml.lines().any(|line| !line.trim().is_empty() && !line.trim_start().starts_with('#'));
+    if has_content {
+        documents.push(Document { file: file.to_string(), line, yaml: std::mem::take(yaml) });
+    }
+    yaml.clear();
+}
+
+/// The documents as API objects; a kind this deployment does not use is an error.
+pub fn parse(documents: &[Document]) -> Result<Vec<Object>> {
+    documents
+        .iter()
+        .map(|document| {
+            let header: serde_json::Value = serde_saphyr::from_str(&document.yaml)
+                .map_err(|error| anyhow!("{}: not YAML: {error}", document.location()))?;
+            let kind = header.get("kind").and_then(|kind| kind.as_str()).unwrap_or_default().to_string();
+            let object = match kind.as_str() {
+                "Namespace" => Object::Namespace(typed(document, &kind)?),
+                "StorageClass" => Object::StorageClass(typed(document, &kind)?),
+                "PersistentVolumeClaim" => Object::PersistentVolumeClaim(Box::new(typed(document, &kind)?)),
+                "Pod" => Object::Pod(Box::new(typed(document, &kind)?)),
+                "Service" => Object::Service(Box::new(typed(document, &kind)?)),
+                other => bail!(
+                    "{}: kind {other:?} is not one a deployment uses (Namespace, StorageClass, \
+                     PersistentVolumeClaim, Pod)",
+                    document.location()
+                ),
+            };
+            Ok(object)
+        })
+        .collect()
+}
+
+fn typed<T: DeserializeOwned>(document: &Document, kind: &str) -> Result<T> {
+    serde_saphyr::from_str(&document.yaml)
+        .map_err(|error| anyhow!("{}: not a valid {kind}: {error}", document.location()))
+}
+
+/// What every deployment must be; the error names the object and what to change.
+pub fn check(objects: &[Object]) -> Result<()> {
+    for object in objects {
+        let labelled = object.labels().and_then(|labels| labels.get(PART_OF.0)).is_some_and(|value| value == PART_OF.1);
+        if !labelled {
+            bail!("a {} lacks the label {}: {}, which status and down select on", object.kind(), PART_OF.0, PART_OF.1);
+        }
+        match object {
+            Object::Service(service) => {
+                let service_type = service.spec.as_ref().and_then(|spec| spec.type_.clone()).unwrap_or_default();
+                if matches!(service_type.as_str(), "LoadBalancer" | "NodePort") {
+                    bail!(
+                        "a Service of type {service_type} would expose ClickHouse beyond the cluster; reach it through a port-forward"
+                    );
+                }
+            }
+            Object::Pod(pod) => check_pod(pod)?,
+            _ => {}
+        }
+    }
+    if !objects.iter().any(|object| matches!(object, Object::Pod(_))) {
+        bail!("the manifests define no Pod to run ClickHouse in");
+    }
+    Ok(())
+}
+
+fn check_pod(pod: &Pod) -> Result<()> {
+    let name = pod.metadata.name.clone().unwrap_or_default();
+    let spec = pod.spec.as_ref().with_context(|| format!("pod {name} has no spec"))?;
+    for container in &spec.containers {
+        let image = container.image.clone().unwrap_or_default();
+        check_image(&image).with_context(|| format!("pod {name}, container {}", container.name))?;
+        let resources = container.resources.as_ref();
+        let has = |part: Option<&BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>>| {
+            part.is_some_and(|quantities| quantities.contains_key("cpu") && quantities.contains_key("memory"))
+        };
+        if !has(resources.and_then(|resources| resources.requests.as_ref()))
+            || !has(resources.and_then(|resources| resources.limits.as_ref()))
+        {
+            bail!(
+                "pod {name}, container {}: set cpu and memory requests and limits (a benchmark measures a known share of a node)",
+                container.name
+            );
+        }
+        if container.readiness_probe.is_none() {
+            bail!("pod {name}, container {}: add a readiness probe (up waits on it)", container.name);
+        }
+        for port in container.ports.iter().flatten() {
+            if port.host_port.is_some() {
+                bail!("pod {name}, container {}: a hostPort would expose ClickHouse on the node", container.name);
+            }
+        }
+    }
+    if spec.host_network == Some(true) {
+        bail!("pod {name}: hostNetwork would expose ClickHouse on the node's network");
+    }
+    Ok(())
+}
+
+/// An image must name a tag or digest, and not `latest`: two runs of one manifest must
+/// run the same server.
+pub fn check_image(image: &str) -> Result<()> {
+    let last = image.rsplit('/').next().unwrap_or(image);
+    let pinned = last.contains('@') || last.split_once(':').is_some_and(|(_, tag)| !tag.is_empty() && tag != "latest");
+    if !pinned {
+        bail!(
+            "image {image:?} is not pinned: give a version tag (clickhouse/clickhouse-server:26.3.33.24) or a digest, not latest"
+        );
+    }
+    Ok(())
+}
+
+fn check_values(variant: Variant, values: &Values) -> Result<()> {
+    check_image(&values.image)?;
+    if !values.namespace.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        || values.namespace.is_empty()
+        || values.namespace.len() > 63
+    {
+        bail!("namespace {:?}: lowercase letters, digits and -, at most 63 (a Kubernetes name)", values.namespace);
+    }
+    if variant != Variant::Kind && values.node_type.trim().is_empty() {
+        bail!("{variant} needs a node type (--node-type m5.xlarge)");
+    }
+    if values.volume_gib == 0 {
+        bail!("the volume must hold at least 1 GiB");
+    }
+    // gp3's bounds (AWS EBS volume types): 3000 to 16000 IOPS, 125 to 1000 MiB/s.
+    if variant == Variant::EksGp3
+        && (!(3000..=16000).contains(&values.iops) || !(125..=1000).contains(&values.throughput_mibps))
+    {
+        bail!(
+            "gp3 takes 3000 to 16000 IOPS and 125 to 1000 MiB/s, not {} and {}",
+            values.iops,
+            values.throughput_mibps
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn documents_know_their_line_and_comments_alone_are_no_document() {
+        let documents = split_documents("f.yaml", "# header\n---\nkind: A\n---\n# note\nkind: B\n");
+        let located: Vec<String> = documents.iter().map(Document::location).collect();
+        assert_eq!(located, ["f.yaml:3", "f.yaml:5"]);
+    }
+
+    #[test]
+    fn a_value_without_a_flag_is_named_at_its_line() {
+        let values = Values::defaults(Variant::Kind).by_name();
+        let error = fill(Path::new("/m/x.yaml"), "a: 1\nb: ${nod_type}\n", &values).unwrap_err().to_string();
+        assert!(error.starts_with("/m/x.yaml:2: ${nod_type} has no value (the flags give: image, iops,"), "{error}");
+        assert_eq!(fill(Path::new("x"), "v: \"${iops}\"", &values).unwrap(), "v: \"3000\"");
+    }
+
+    #[test]
+    fn images_must_be_pinned() {
+        for image in ["clickhouse/clickhouse-server:26.3.33.24", "registry:5000/ch@sha256:abc"] {
+            check_image(image).unwrap();
+        }
+        for image in ["clickhouse/clickhouse-server", "clickhouse/clickhouse-server:latest", "registry:5000/ch", ""] {
+            assert!(check_image(image).is_err(), "{image} should be refused");
+        }
+    }
+}

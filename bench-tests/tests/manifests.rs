@@ -1,0 +1,121 @@
+//! The deployment manifests (`manifests/`), rendered for every variant and parsed into
+//! the Kubernetes API types: what a cluster would be given, checked without one.
+//! Built with the `eks` feature (`cargo nextest run --features chbench/eks`).
+
+use chbench::cluster::manifests::{
+    DEFAULT_IMAGE, Object, PART_OF, Values, Variant, check, manifests_root, parse, render,
+};
+use clap::ValueEnum;
+
+fn objects(variant: Variant, values: &Values) -> Vec<Object> {
+    let documents = render(variant, values).unwrap_or_else(|error| panic!("{variant}: {error:#}"));
+    parse(&documents).unwrap_or_else(|error| panic!("{variant}: {error:#}"))
+}
+
+#[test]
+fn every_variant_renders_parses_and_passes_the_checks() {
+    for &variant in Variant::value_variants() {
+        let objects = objects(variant, &Values::defaults(variant));
+        check(&objects).unwrap_or_else(|error| panic!("{variant}: {error:#}"));
+        let kinds: Vec<&str> = objects.iter().map(Object::kind).collect();
+        let expected: &[&str] = match variant {
+            Variant::EksGp3 => &["Namespace", "StorageClass", "PersistentVolumeClaim", "Pod"],
+            Variant::EksNvme => &["Namespace", "Pod"],
+            Variant::Kind => &["Namespace", "PersistentVolumeClaim", "Pod"],
+        };
+        assert_eq!(kinds, expected, "{variant}");
+    }
+}
+
+/// The source's resources: gp3 at 3000 IOPS and 125 MiB/s, encrypted, bound when the
+/// pod is scheduled, deleted with its claim; a 100 Gi claim; the pod on an m5.xlarge,
+/// 2.5/3.5 vCPU and 9/12 Gi, not disrupted by Karpenter, with a readiness probe.
+#[test]
+fn eks_gp3_is_the_sources_setup_and_its_flags_change_it() {
+    let objects = objects(Variant::EksGp3, &Values::defaults(Variant::EksGp3));
+    let Some(Object::StorageClass(class)) = objects.iter().find(|object| object.kind() == "StorageClass") else {
+        panic!("no StorageClass")
+    };
+    let parameters = class.parameters.clone().unwrap();
+    assert_eq!(parameters["type"], "gp3");
+    assert_eq!((parameters["iops"].as_str(), parameters["throughput"].as_str()), ("3000", "125"));
+    assert_eq!(parameters["encrypted"], "true");
+    assert_eq!(class.volume_binding_mode.as_deref(), Some("WaitForFirstConsumer"));
+    assert_eq!(class.reclaim_policy.as_deref(), Some("Delete"));
+    let Some(Object::PersistentVolumeClaim(claim)) = objects.iter().find(|o| o.kind() == "PersistentVolumeClaim")
+    else {
+        panic!("no claim")
+    };
+    let requests = claim.spec.as_ref().unwrap().resources.as_ref().unwrap().requests.clone().unwrap();
+    assert_eq!(requests["storage"].0, "100Gi");
+    let Some(Object::Pod(pod)) = objects.iter().find(|object| object.kind() == "Pod") else { panic!("no Pod") };
+    let annotations = pod.metadata.annotations.clone().unwrap();
+    assert_eq!(annotations["karpenter.sh/do-not-disrupt"], "true");
+    let spec = pod.spec.as_ref().unwrap();
+    assert_eq!(spec.node_selector.as_ref().unwrap()["node.kubernetes.io/instance-type"], "m5.xlarge");
+    let container = &spec.containers[0];
+    assert_eq!(container.image.as_deref(), Some(DEFAULT_IMAGE));
+    let resources = container.resources.as_ref().unwrap();
+    assert_eq!(resources.requests.as_ref().unwrap()["cpu"].0, "2500m");
+    assert_eq!(resources.limits.as_ref().unwrap()["memory"].0, "12Gi");
+    assert!(container.readiness_probe.is_some());
+    // The password comes from the Secret `up` generates, never from the files.
+    let password = container.env.iter().flatten().find(|env| env.name == "CLICKHOUSE_PASSWORD").unwrap();
+    assert!(password.value.is_none() && password.value_from.is_some());
+
+    let values = Values {
+        node_type: "c7g.xlarge".into(),
+        volume_gib: 500,
+        iops: 6000,
+        throughput_mibps: 250,
+        image: "clickhouse/clickhouse-server:26.8.2.1".into(),
+        ..Values::defaults(Variant::EksGp3)
+    };
+    let rendered: String = render(Variant::EksGp3, &values).unwrap().iter().map(|d| d.yaml.clone()).collect();
+    for expected in ["c7g.xlarge", "storage: 500Gi", "iops: \"6000\"", "throughput: \"250\"", "server:26.8.2.1"] {
+        assert!(rendered.contains(expected), "{expected} missing from the rendered manifests");
+    }
+}
+
+#[test]
+fn unpinned_images_and_impossible_volumes_are_refused_before_rendering() {
+    let refused = |values: Values| format!("{:#}", render(Variant::EksGp3, &values).unwrap_err());
+    let defaults = Values::defaults(Variant::EksGp3);
+    let message = refused(Values { image: "clickhouse/clickhouse-server:latest".into(), ..defaults.clone() });
+    assert!(message.starts_with("image \"clickhouse/clickhouse-server:latest\" is not pinned"), "{message}");
+    let message = refused(Values { image: "clickhouse/clickhouse-server".into(), ..defaults.clone() });
+    assert!(message.contains("is not pinned"), "{message}");
+    let message = refused(Values { iops: 100, ..defaults.clone() });
+    assert_eq!(message, "gp3 takes 3000 to 16000 IOPS and 125 to 1000 MiB/s, not 100 and 125");
+    let message = refused(Values { node_type: " ".into(), ..defaults.clone() });
+    assert_eq!(message, "eks-gp3 needs a node type (--node-type m5.xlarge)");
+    let message = refused(Values { namespace: "Bench_DB".into(), ..defaults });
+    assert!(message.starts_with("namespace \"Bench_DB\""), "{message}");
+}
+
+/// No file under manifests/ pins `latest`, exposes a port beyond the cluster, or leaves
+/// an object unlabelled; the Karpenter example is checked as text (its kinds are custom
+/// resources, not in the API types).
+#[test]
+fn no_manifest_exposes_clickhouse_or_floats_a_tag() {
+    for entry in walk(&manifests_root()) {
+        let text = std::fs::read_to_string(&entry).unwrap();
+        for forbidden in ["LoadBalancer", "NodePort", "hostNetwork", "hostPort", ":latest"] {
+            assert!(!text.contains(forbidden), "{} contains {forbidden}", entry.display());
+        }
+        if entry.extension().is_some_and(|extension| extension == "yaml") {
+            let objects = text.matches("\nkind: ").count() + usize::from(text.starts_with("kind: "));
+            let labelled = text.matches(&format!("{}: {}", PART_OF.0, PART_OF.1)).count();
+            assert!(labelled >= objects, "{}: {objects} objects, {labelled} labelled", entry.display());
+        }
+    }
+}
+
+fn walk(folder: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(folder).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() { files.extend(walk(&path)) } else { files.push(path) }
+    }
+    files
+}
