@@ -64,7 +64,7 @@ fn eks_gp3_is_the_sources_setup_and_its_flags_change_it() {
     assert!(password.value.is_none() && password.value_from.is_some());
 
     let values = Values {
-        node_type: "c7g.xlarge".into(),
+        node_type: "c7g.2xlarge".into(),
         volume_gib: 500,
         iops: 6000,
         throughput_mibps: 250,
@@ -72,7 +72,7 @@ fn eks_gp3_is_the_sources_setup_and_its_flags_change_it() {
         ..Values::defaults(Variant::EksGp3)
     };
     let rendered: String = render(Variant::EksGp3, &values).unwrap().iter().map(|d| d.yaml.clone()).collect();
-    for expected in ["c7g.xlarge", "storage: 500Gi", "iops: \"6000\"", "throughput: \"250\"", "server:26.8.2.1"] {
+    for expected in ["c7g.2xlarge", "storage: 500Gi", "iops: \"6000\"", "throughput: \"250\"", "server:26.8.2.1"] {
         assert!(rendered.contains(expected), "{expected} missing from the rendered manifests");
     }
 }

@@ -10,10 +10,11 @@ use std::fmt::Debug;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
+use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{Event, Namespace, PersistentVolumeClaim, Pod, Secret, Service};
 use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::{Api, ListParams, LogParams, Patch, PatchParams};
+use kube::api::{Api, ListParams, LogParams, Patch, PatchParams, PostParams};
 use kube::{Client, Resource};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -28,9 +29,23 @@ pub const PASSWORD_SECRET: &str = "clickhouse-password";
 const LOG_LINES: i64 = 40;
 
 /// Applies each object in order (namespace first, as the manifests list them), owning
-/// its fields (a second `up` changes what the flags changed, and nothing else).
-pub async fn apply(client: &Client, objects: &[Object]) -> Result<()> {
+/// its fields, with the password Secret right after the namespace (before the pod that
+/// reads it); returns the password. With the same flags a second `up` changes nothing;
+/// what Kubernetes does not let change in place (a StorageClass's parameters, a pod's
+/// resources or node) is refused by the API server, and needs `down` first.
+pub async fn apply(client: &Client, objects: &[Object]) -> Result<String> {
+    let mut password = None;
     for object in objects {
+        if password.is_none() && !matches!(object, Object::Namespace(_)) {
+            let namespace = objects
+                .iter()
+                .find_map(|object| match object {
+                    Object::Namespace(namespace) => namespace.metadata.name.clone(),
+                    _ => None,
+                })
+                .context("the manifests define no Namespace")?;
+            password = Some(ensure_password(client, &namespace).await?);
+        }
         match object {
             Object::Namespace(namespace) => apply_one(Api::<Namespace>::all(client.clone()), namespace).await,
             Object::StorageClass(class) => apply_one(Api::<StorageClass>::all(client.clone()), class).await,
@@ -50,7 +65,7 @@ pub async fn apply(client: &Client, objects: &[Object]) -> Result<()> {
             }
         }?;
     }
-    Ok(())
+    password.context("the manifests define nothing but a Namespace")
 }
 
 async fn apply_one<K>(api: Api<K>, object: &K) -> Result<()>
@@ -70,8 +85,31 @@ fn namespace_of<K: Resource<DynamicType = ()>>(object: &K) -> Result<&str> {
     object.meta().namespace.as_deref().with_context(|| format!("{} {name} names no namespace", K::kind(&())))
 }
 
-/// The Secret with ClickHouse's password: 122 random bits (a UUID v4), made here, never written
-/// anywhere but the cluster. The caller keeps the password in memory for the client.
+/// ClickHouse's password, from the namespace's Secret, made if missing: 122 random bits
+/// (a UUID v4), never written anywhere but the cluster; the caller keeps it in memory for
+/// the client. An existing Secret is kept, since the running pod read it when it started.
+pub async fn ensure_password(client: &Client, namespace: &str) -> Result<String> {
+    let secrets = Api::<Secret>::namespaced(client.clone(), namespace);
+    let existing = secrets
+        .get_opt(PASSWORD_SECRET)
+        .await
+        .with_context(|| format!("cannot read secret {namespace}/{PASSWORD_SECRET}"))?;
+    if let Some(secret) = existing {
+        let password = secret.data.as_ref().and_then(|data| data.get("password")).map(|bytes| bytes.0.clone());
+        let password = password
+            .with_context(|| format!("secret {namespace}/{PASSWORD_SECRET} has no password: delete it, or run down"))?;
+        return String::from_utf8(password)
+            .with_context(|| format!("secret {namespace}/{PASSWORD_SECRET} is not text"));
+    }
+    let (secret, password) = password_secret(namespace);
+    secrets
+        .create(&PostParams { field_manager: Some(FIELD_MANAGER.to_string()), ..PostParams::default() }, &secret)
+        .await
+        .with_context(|| format!("cannot create secret {namespace}/{PASSWORD_SECRET}"))?;
+    Ok(password)
+}
+
+/// A new password Secret (labelled as every object is) and its password.
 pub fn password_secret(namespace: &str) -> (Secret, String) {
     let password = uuid::Uuid::new_v4().simple().to_string();
     let secret = Secret {
@@ -81,15 +119,10 @@ pub fn password_secret(namespace: &str) -> (Secret, String) {
             labels: Some(BTreeMap::from([(PART_OF.0.to_string(), PART_OF.1.to_string())])),
             ..ObjectMeta::default()
         },
-        string_data: Some(BTreeMap::from([("password".to_string(), password.clone())])),
+        data: Some(BTreeMap::from([("password".to_string(), ByteString(password.clone().into_bytes()))])),
         ..Secret::default()
     };
     (secret, password)
-}
-
-/// Applies the password Secret.
-pub async fn apply_secret(client: &Client, secret: &Secret) -> Result<()> {
-    apply_one(Api::<Secret>::namespaced(client.clone(), namespace_of(secret)?), secret).await
 }
 
 /// Waits until the pod is Ready, asking every `poll`; `progress` hears the pod's phase
@@ -118,7 +151,19 @@ pub async fn wait_for_ready(
         if ready {
             return Ok(());
         }
-        let phase = status.phase.unwrap_or_else(|| "Unknown".to_string());
+        let phase = status.phase.clone().unwrap_or_else(|| "Unknown".to_string());
+        // A container that cannot start will not start by waiting: say why now.
+        let stuck = status.container_statuses.iter().flatten().find_map(|container| {
+            let waiting = container.state.as_ref()?.waiting.as_ref()?;
+            let reason = waiting.reason.as_deref()?;
+            FATAL_WAITING.contains(&reason).then(|| {
+                format!("container {} is {reason}: {}", container.name, waiting.message.as_deref().unwrap_or("").trim())
+            })
+        });
+        if let Some(stuck) = stuck {
+            let why = why_not_ready(client, namespace, pod).await;
+            bail!("pod {namespace}/{pod} cannot start: {stuck}{why}");
+        }
         if phase != last_phase {
             progress(&format!("pod {namespace}/{pod}: {phase}"));
             last_phase = phase.clone();
@@ -131,18 +176,24 @@ pub async fn wait_for_ready(
     }
 }
 
-/// The pod's events and last log lines, as text after a failed wait; what cannot be read
-/// says why, since the wait's error matters more.
+/// Waiting reasons no amount of waiting cures.
+const FATAL_WAITING: [&str; 5] =
+    ["ImagePullBackOff", "ErrImagePull", "InvalidImageName", "CreateContainerConfigError", "CrashLoopBackOff"];
+
+/// The namespace's events (the pod's, and its volume claim's: a volume that cannot be
+/// provisioned says so there) and the pod's last log lines, as text after a failed wait;
+/// what cannot be read says why, since the wait's error matters more.
 async fn why_not_ready(client: &Client, namespace: &str, pod: &str) -> String {
     let events = Api::<Event>::namespaced(client.clone(), namespace);
-    let listed = events.list(&ListParams::default().fields(&format!("involvedObject.name={pod}"))).await;
+    let listed = events.list(&ListParams::default()).await;
     let events = match listed {
         Ok(list) => list
             .items
             .iter()
             .map(|event| {
                 format!(
-                    "{} {}: {}",
+                    "{} {} {}: {}",
+                    event.involved_object.kind.as_deref().unwrap_or("?"),
                     event.type_.as_deref().unwrap_or("?"),
                     event.reason.as_deref().unwrap_or("?"),
                     event.message.as_deref().unwrap_or("").trim()
@@ -150,13 +201,18 @@ async fn why_not_ready(client: &Client, namespace: &str, pod: &str) -> String {
             })
             .collect::<Vec<_>>()
             .join("\n  "),
-        Err(error) => format!("(cannot list its events: {error})"),
+        Err(error) => format!("(cannot list them: {error})"),
     };
+    let events = if events.is_empty() { "(none)".to_string() } else { events };
     let pods = Api::<Pod>::namespaced(client.clone(), namespace);
-    let logs = match pods.logs(pod, &LogParams { tail_lines: Some(LOG_LINES), ..LogParams::default() }).await {
+    let params =
+        LogParams { tail_lines: Some(LOG_LINES), container: Some("clickhouse".to_string()), ..LogParams::default() };
+    let logs = match pods.logs(pod, &params).await {
         Ok(logs) if logs.trim().is_empty() => "(none)".to_string(),
         Ok(logs) => logs.trim_end().replace('\n', "\n  "),
-        Err(error) => format!("(cannot read its log: {error})"),
+        // A pod not yet on a node has no log: the events say why.
+        Err(kube::Error::Api(status)) => format!("(none: {})", status.message),
+        Err(error) => format!("(cannot read it: {error})"),
     };
     format!("\nevents:\n  {events}\nlast {LOG_LINES} log lines:\n  {logs}")
 }

@@ -157,11 +157,11 @@ pub fn render(variant: Variant, values: &Values) -> Result<Vec<Document>> {
     let mut files: Vec<PathBuf> = fs::read_dir(&folder)
         .with_context(|| format!("cannot list {}", shown(&folder)))?
         .filter_map(|entry| entry.ok().map(|entry| entry.path()))
-        .filter(|path| path.extension().is_some_and(|extension| extension == "yaml"))
+        .filter(|path| path.extension().is_some_and(|extension| extension == "yaml" || extension == "yml"))
         .collect();
     files.sort();
     if files.is_empty() {
-        bail!("{} holds no .yaml file", shown(&folder));
+        bail!("{} holds no .yaml or .yml file", shown(&folder));
     }
     let by_name = values.by_name();
     let mut documents = Vec::new();
@@ -201,7 +201,10 @@ fn split_documents(file: &str, text: &str) -> Vec<Document> {
     let mut current = String::new();
     let mut first_line = 1;
     for (index, line) in text.lines().enumerate() {
-        if line.trim_end() == "---" {
+        // `---`, alone or followed by a comment.
+        let separator =
+            line.strip_prefix("---").is_some_and(|rest| rest.trim().is_empty() || rest.trim_start().starts_with('#'));
+        if separator {
             push_document(file, first_line, &mut current, &mut documents);
             first_line = index + 2;
         } else {
@@ -237,7 +240,7 @@ pub fn parse(documents: &[Document]) -> Result<Vec<Object>> {
                 "Service" => Object::Service(Box::new(typed(document, &kind)?)),
                 other => bail!(
                     "{}: kind {other:?} is not one a deployment uses (Namespace, StorageClass, \
-                     PersistentVolumeClaim, Pod)",
+                     PersistentVolumeClaim, Pod, Service)",
                     document.location()
                 ),
             };
@@ -246,9 +249,41 @@ pub fn parse(documents: &[Document]) -> Result<Vec<Object>> {
         .collect()
 }
 
-fn typed<T: DeserializeOwned>(document: &Document, kind: &str) -> Result<T> {
-    serde_saphyr::from_str(&document.yaml)
-        .map_err(|error| anyhow!("{}: not a valid {kind}: {error}", document.location()))
+fn typed<T: DeserializeOwned + serde::Serialize>(document: &Document, kind: &str) -> Result<T> {
+    // The API types ignore fields they do not know, and what is applied is the typed
+    // object: a misspelt field (`tolerationz`) would vanish without a word, so every key
+    // of the document must survive the round trip.
+    let object: T = serde_saphyr::from_str(&document.yaml)
+        .map_err(|error| anyhow!("{}: not a valid {kind}: {error}", document.location()))?;
+    let written: serde_json::Value = serde_saphyr::from_str(&document.yaml)
+        .map_err(|error| anyhow!("{}: not YAML: {error}", document.location()))?;
+    let kept = serde_json::to_value(&object)
+        .with_context(|| format!("{}: cannot serialise the {kind}", document.location()))?;
+    if let Some(path) = lost_key(&written, &kept, String::new()) {
+        bail!("{}: {kind} has no field {path}; check its spelling against the Kubernetes API", document.location());
+    }
+    Ok(object)
+}
+
+/// The first key path of `written` that `kept` does not have (null values aside).
+fn lost_key(written: &serde_json::Value, kept: &serde_json::Value, path: String) -> Option<String> {
+    use serde_json::Value;
+    match (written, kept) {
+        (Value::Object(fields), Value::Object(kept_fields)) => fields.iter().find_map(|(key, value)| {
+            let at = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
+            match kept_fields.get(key) {
+                None if !value.is_null() => Some(at),
+                None => None,
+                Some(kept_value) => lost_key(value, kept_value, at),
+            }
+        }),
+        (Value::Array(items), Value::Array(kept_items)) => items
+            .iter()
+            .zip(kept_items)
+            .enumerate()
+            .find_map(|(index, (item, kept_item))| lost_key(item, kept_item, format!("{path}[{index}]"))),
+        _ => None,
+    }
 }
 
 /// What every deployment must be; the error names the object and what to change.
@@ -313,11 +348,20 @@ fn check_pod(pod: &Pod) -> Result<()> {
 /// An image must name a tag or digest, and not `latest`: two runs of one manifest must
 /// run the same server.
 pub fn check_image(image: &str) -> Result<()> {
+    if image.chars().any(char::is_whitespace) {
+        bail!("image {image:?} has whitespace in it");
+    }
     let last = image.rsplit('/').next().unwrap_or(image);
-    let pinned = last.contains('@') || last.split_once(':').is_some_and(|(_, tag)| !tag.is_empty() && tag != "latest");
+    let pinned = match last.split_once('@') {
+        Some((_, digest)) => digest
+            .strip_prefix("sha256:")
+            .is_some_and(|hex| hex.len() == 64 && hex.chars().all(|c| c.is_ascii_hexdigit())),
+        None => last.split_once(':').is_some_and(|(_, tag)| !tag.is_empty() && tag != "latest"),
+    };
     if !pinned {
         bail!(
-            "image {image:?} is not pinned: give a version tag (clickhouse/clickhouse-server:26.3.33.24) or a digest, not latest"
+            "image {image:?} is not pinned: give a version tag (clickhouse/clickhouse-server:26.3.33.24) or a digest \
+             (@sha256:...), not latest"
         );
     }
     Ok(())
@@ -325,27 +369,56 @@ pub fn check_image(image: &str) -> Result<()> {
 
 fn check_values(variant: Variant, values: &Values) -> Result<()> {
     check_image(&values.image)?;
-    if !values.namespace.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-        || values.namespace.is_empty()
-        || values.namespace.len() > 63
-    {
-        bail!("namespace {:?}: lowercase letters, digits and -, at most 63 (a Kubernetes name)", values.namespace);
+    let namespace = &values.namespace;
+    let alphanumeric = |c: Option<char>| c.is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+    let label = namespace.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && alphanumeric(namespace.chars().next())
+        && alphanumeric(namespace.chars().last())
+        && namespace.len() <= 63;
+    if !label {
+        bail!(
+            "namespace {namespace:?}: lowercase letters, digits and -, starting and ending with a letter or digit, \
+             at most 63 (a Kubernetes name)"
+        );
     }
     if variant != Variant::Kind && values.node_type.trim().is_empty() {
         bail!("{variant} needs a node type (--node-type m5.xlarge)");
     }
+    if !values.node_type.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '.' || c == '-') {
+        bail!("node type {:?} is not an instance type (m5.xlarge, c7g.2xlarge)", values.node_type);
+    }
+    // Instance store comes with the `d` families (m6id, c6gd) and the i families (i4i).
+    let family = values.node_type.split('.').next().unwrap_or("");
+    if variant == Variant::EksNvme && !(family.ends_with('d') || family.starts_with('i')) {
+        bail!(
+            "{} has no local NVMe: eks-nvme needs an instance-store type (m6id.xlarge, i4i.xlarge)",
+            values.node_type
+        );
+    }
     if values.volume_gib == 0 {
         bail!("the volume must hold at least 1 GiB");
     }
-    // gp3's bounds (AWS EBS volume types): 3000 to 16000 IOPS, 125 to 1000 MiB/s.
-    if variant == Variant::EksGp3
-        && (!(3000..=16000).contains(&values.iops) || !(125..=1000).contains(&values.throughput_mibps))
-    {
-        bail!(
-            "gp3 takes 3000 to 16000 IOPS and 125 to 1000 MiB/s, not {} and {}",
-            values.iops,
-            values.throughput_mibps
-        );
+    if variant == Variant::EksGp3 {
+        // gp3's bounds (AWS EBS volume types): 3000 to 16000 IOPS, 125 to 1000 MiB/s;
+        // beyond its baseline, 500 IOPS per GiB and 0.25 MiB/s per IOPS. A volume past
+        // them fails to provision, which shows only as an event on its claim.
+        if !(3000..=16000).contains(&values.iops) || !(125..=1000).contains(&values.throughput_mibps) {
+            bail!(
+                "gp3 takes 3000 to 16000 IOPS and 125 to 1000 MiB/s, not {} and {}",
+                values.iops,
+                values.throughput_mibps
+            );
+        }
+        if values.iops > 3000 && values.iops > 500 * values.volume_gib {
+            bail!("gp3 allows 500 IOPS per GiB: {} IOPS need at least {} GiB", values.iops, values.iops.div_ceil(500));
+        }
+        if values.throughput_mibps > 125 && values.throughput_mibps * 4 > values.iops {
+            bail!(
+                "gp3 allows 0.25 MiB/s per IOPS: {} MiB/s need at least {} IOPS",
+                values.throughput_mibps,
+                values.throughput_mibps * 4
+            );
+        }
     }
     Ok(())
 }
@@ -356,9 +429,44 @@ mod tests {
 
     #[test]
     fn documents_know_their_line_and_comments_alone_are_no_document() {
-        let documents = split_documents("f.yaml", "# header\n---\nkind: A\n---\n# note\nkind: B\n");
+        let documents = split_documents("f.yaml", "# header\n---\nkind: A\n--- # next\n# note\nkind: B\n");
         let located: Vec<String> = documents.iter().map(Document::location).collect();
         assert_eq!(located, ["f.yaml:3", "f.yaml:5"]);
+    }
+
+    #[test]
+    fn a_misspelt_field_is_named_not_dropped() {
+        let document = Document {
+            file: "p.yaml".into(),
+            line: 4,
+            yaml: "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  tolerationz: []\n  containers: []\n".into(),
+        };
+        let error = parse(&[document]).unwrap_err().to_string();
+        assert_eq!(error, "p.yaml:4: Pod has no field spec.tolerationz; check its spelling against the Kubernetes API");
+    }
+
+    #[test]
+    fn flags_that_no_cluster_would_take_are_refused() {
+        let refused = |variant: Variant, change: fn(&mut Values)| {
+            let mut values = Values::defaults(variant);
+            change(&mut values);
+            check_values(variant, &values).unwrap_err().to_string()
+        };
+        assert!(refused(Variant::Kind, |v| v.namespace = "-a".into()).starts_with("namespace \"-a\""));
+        assert!(
+            refused(Variant::EksGp3, |v| v.node_type = "m5.xlarge\nkind: Service".into())
+                .contains("is not an instance type")
+        );
+        assert!(
+            refused(Variant::EksNvme, |v| v.node_type = "m5.xlarge".into()).starts_with("m5.xlarge has no local NVMe")
+        );
+        let message = refused(Variant::EksGp3, |v| {
+            v.iops = 16000;
+            v.volume_gib = 10;
+        });
+        assert_eq!(message, "gp3 allows 500 IOPS per GiB: 16000 IOPS need at least 32 GiB");
+        let message = refused(Variant::EksGp3, |v| v.throughput_mibps = 1000);
+        assert_eq!(message, "gp3 allows 0.25 MiB/s per IOPS: 1000 MiB/s need at least 4000 IOPS");
     }
 
     #[test]
@@ -371,10 +479,12 @@ mod tests {
 
     #[test]
     fn images_must_be_pinned() {
-        for image in ["clickhouse/clickhouse-server:26.3.33.24", "registry:5000/ch@sha256:abc"] {
+        let digest = format!("registry:5000/ch@sha256:{}", "ab".repeat(32));
+        for image in ["clickhouse/clickhouse-server:26.3.33.24", digest.as_str()] {
             check_image(image).unwrap();
         }
-        for image in ["clickhouse/clickhouse-server", "clickhouse/clickhouse-server:latest", "registry:5000/ch", ""] {
+        let refused = ["clickhouse/clickhouse-server", "clickhouse/clickhouse-server:latest", "registry:5000/ch", ""];
+        for image in refused.into_iter().chain(["ch@", "ch@sha256:", "ch@sha256:abc", "ch:1 x"]) {
             assert!(check_image(image).is_err(), "{image} should be refused");
         }
     }
