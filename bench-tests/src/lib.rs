@@ -20,7 +20,6 @@
 
 pub mod benchmarks;
 pub mod breakdown;
-#[cfg(feature = "eks")]
 pub mod cluster;
 pub mod cost;
 pub mod dataset;

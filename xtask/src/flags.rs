@@ -29,6 +29,54 @@ pub enum Command {
         after_long_help = MEASURE_FORMS
     )]
     Measure(Measure),
+    /// A ClickHouse deployment on Kubernetes (EKS, or kind): up.
+    Eks(Eks),
+}
+
+/// `cargo xtask eks <command>`. Built with the `eks` feature, which the first `eks`
+/// command compiles (a laptop that never runs one never does).
+#[derive(Debug, Args)]
+pub struct Eks {
+    #[command(subcommand)]
+    pub command: EksCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum EksCommand {
+    /// Render and check the variant's manifests, apply them (server-side, with a password
+    /// Secret made once) to the cluster your kubeconfig names, and wait for the pod.
+    Up(EksUp),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct EksUp {
+    /// Where ClickHouse runs: eks-gp3 (the source's setup), eks-nvme (local NVMe) or kind.
+    #[arg(long, value_enum, default_value = "eks-gp3")]
+    pub variant: chbench::cluster::Variant,
+    /// The namespace every object goes in (and `down` removes).
+    #[arg(long, default_value = "chbench")]
+    pub namespace: String,
+    /// The benchmark node's instance type [default: m5.xlarge; m6id.xlarge for eks-nvme].
+    #[arg(long)]
+    pub node_type: Option<String>,
+    /// The server image, pinned by tag or digest.
+    #[arg(long, default_value = "clickhouse/clickhouse-server:26.3.33.24")]
+    pub image: String,
+    /// The data volume in GiB [default: 100; 10 on kind].
+    #[arg(long)]
+    pub volume_gib: Option<u32>,
+    /// gp3 IOPS.
+    #[arg(long, default_value_t = 3000)]
+    pub iops: u32,
+    /// gp3 throughput in MiB/s.
+    #[arg(long, default_value_t = 125)]
+    pub throughput_mibps: u32,
+    /// How long to wait for the pod to be Ready, in seconds.
+    #[arg(long, default_value_t = 600)]
+    pub timeout_seconds: u64,
+    /// Render and check the manifests and print them; send nothing to a cluster.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 /// The two forms of `measure`, spelt out under `measure --help`.

@@ -2,6 +2,7 @@
 //! file with a `run`; the whole command line is declared in `flags.rs`.
 
 mod bench;
+mod eks;
 mod flags;
 mod measure;
 mod progress;
@@ -20,6 +21,7 @@ fn main() -> ExitCode {
         flags::Command::Bench(bench) => bench.run(),
         flags::Command::Measure(measure) => measure.run(),
         flags::Command::Report(report) => report.run(),
+        flags::Command::Eks(eks) => eks.run(),
     });
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

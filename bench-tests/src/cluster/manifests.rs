@@ -4,7 +4,6 @@
 //! requests and limits set, a readiness probe, nothing that exposes ClickHouse.
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -13,88 +12,14 @@ use k8s_openapi::api::core::v1::{Namespace, PersistentVolumeClaim, Pod, Service}
 use k8s_openapi::api::storage::v1::StorageClass;
 use serde::de::DeserializeOwned;
 
+pub use super::{Values, Variant};
 use crate::fixtures::shown;
 use crate::sql::is_identifier;
 
 /// The label every object carries; `status` and `down` select on it.
 pub const PART_OF: (&str, &str) = ("app.kubernetes.io/part-of", "chbench");
 
-/// The pinned server image (the source's manifest, reviewed release 26.3 LTS).
-pub const DEFAULT_IMAGE: &str = "clickhouse/clickhouse-server:26.3.33.24";
-
-/// Where ClickHouse runs and keeps its data.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-#[value(rename_all = "kebab-case")]
-pub enum Variant {
-    /// EKS, data on a gp3 EBS volume (the source's setup).
-    EksGp3,
-    /// EKS, data on the node's local instance-store NVMe.
-    EksNvme,
-    /// A local or CI cluster (kind), data on its default storage class.
-    Kind,
-}
-
-impl Variant {
-    /// The variant's folder under `manifests/`.
-    pub fn folder(self) -> &'static str {
-        match self {
-            Variant::EksGp3 => "eks-gp3",
-            Variant::EksNvme => "eks-nvme",
-            Variant::Kind => "kind",
-        }
-    }
-}
-
-impl fmt::Display for Variant {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.folder())
-    }
-}
-
-/// The values a variant's manifests take, from flags.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Values {
-    pub namespace: String,
-    pub image: String,
-    /// `node.kubernetes.io/instance-type` of the benchmark node (EKS variants).
-    pub node_type: String,
-    /// The data volume (gp3, or the NVMe emptyDir's size limit).
-    pub volume_gib: u32,
-    /// gp3 only: provisioned IOPS and throughput.
-    pub iops: u32,
-    pub throughput_mibps: u32,
-}
-
-impl Values {
-    /// The source's values for a variant: m5.xlarge and gp3 at its baseline (3000 IOPS,
-    /// 125 MiB/s, 100 GiB); m6id.xlarge for local NVMe; a small volume on kind.
-    pub fn defaults(variant: Variant) -> Values {
-        let (node_type, volume_gib) = match variant {
-            Variant::EksGp3 => ("m5.xlarge", 100),
-            Variant::EksNvme => ("m6id.xlarge", 100),
-            Variant::Kind => ("", 10),
-        };
-        Values {
-            namespace: "chbench".to_string(),
-            image: DEFAULT_IMAGE.to_string(),
-            node_type: node_type.to_string(),
-            volume_gib,
-            iops: 3000,
-            throughput_mibps: 125,
-        }
-    }
-
-    fn by_name(&self) -> BTreeMap<&'static str, String> {
-        BTreeMap::from([
-            ("namespace", self.namespace.clone()),
-            ("image", self.image.clone()),
-            ("node_type", self.node_type.clone()),
-            ("volume_gib", self.volume_gib.to_string()),
-            ("iops", self.iops.to_string()),
-            ("throughput_mibps", self.throughput_mibps.to_string()),
-        ])
-    }
-}
+pub use super::DEFAULT_IMAGE;
 
 /// One YAML document of a rendered manifest file.
 #[derive(Debug, Clone)]

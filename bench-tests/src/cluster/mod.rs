@@ -2,8 +2,159 @@
 //! `manifests/`, rendered from flags and checked before anything is applied
 //! ([`manifests`]), then applied and waited for ([`deploy`]).
 //!
-//! Built with the `eks` cargo feature only (it brings the Kubernetes API types), so that
-//! a laptop that never touches a cluster does not compile them.
+//! The variants and their values are always built (the command line names them); the
+//! rest only with the `eks` cargo feature (it brings the Kubernetes client and API
+//! types), so that a laptop that never touches a cluster does not compile them.
 
+#[cfg(feature = "eks")]
 pub mod deploy;
+#[cfg(feature = "eks")]
 pub mod manifests;
+
+use std::fmt;
+
+/// The pinned server image (the source's manifest, reviewed release 26.3 LTS).
+pub const DEFAULT_IMAGE: &str = "clickhouse/clickhouse-server:26.3.33.24";
+
+/// Where ClickHouse runs and keeps its data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[value(rename_all = "kebab-case")]
+pub enum Variant {
+    /// EKS, data on a gp3 EBS volume (the source's setup).
+    EksGp3,
+    /// EKS, data on the node's local instance-store NVMe.
+    EksNvme,
+    /// A local or CI cluster (kind), data on its default storage class.
+    Kind,
+}
+
+impl Variant {
+    /// The variant's folder under `manifests/`.
+    pub fn folder(self) -> &'static str {
+        match self {
+            Variant::EksGp3 => "eks-gp3",
+            Variant::EksNvme => "eks-nvme",
+            Variant::Kind => "kind",
+        }
+    }
+}
+
+impl fmt::Display for Variant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.folder())
+    }
+}
+
+/// The values a variant's manifests take, from flags.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Values {
+    pub namespace: String,
+    pub image: String,
+    /// `node.kubernetes.io/instance-type` of the benchmark node (EKS variants).
+    pub node_type: String,
+    /// The data volume (gp3, or the NVMe emptyDir's size limit).
+    pub volume_gib: u32,
+    /// gp3 only: provisioned IOPS and throughput.
+    pub iops: u32,
+    pub throughput_mibps: u32,
+}
+
+impl Values {
+    /// The source's values for a variant: m5.xlarge and gp3 at its baseline (3000 IOPS,
+    /// 125 MiB/s, 100 GiB); m6id.xlarge for local NVMe; a small volume on kind.
+    pub fn defaults(variant: Variant) -> Values {
+        let (node_type, volume_gib) = match variant {
+            Variant::EksGp3 => ("m5.xlarge", 100),
+            Variant::EksNvme => ("m6id.xlarge", 100),
+            Variant::Kind => ("", 10),
+        };
+        Values {
+            namespace: "chbench".to_string(),
+            image: DEFAULT_IMAGE.to_string(),
+            node_type: node_type.to_string(),
+            volume_gib,
+            iops: 3000,
+            throughput_mibps: 125,
+        }
+    }
+
+    /// The `${name}` values of the manifests.
+    #[cfg(feature = "eks")]
+    pub(crate) fn by_name(&self) -> std::collections::BTreeMap<&'static str, String> {
+        std::collections::BTreeMap::from([
+            ("namespace", self.namespace.clone()),
+            ("image", self.image.clone()),
+            ("node_type", self.node_type.clone()),
+            ("volume_gib", self.volume_gib.to_string()),
+            ("iops", self.iops.to_string()),
+            ("throughput_mibps", self.throughput_mibps.to_string()),
+        ])
+    }
+}
+
+#[cfg(feature = "eks")]
+pub use up::{UpOutcome, up};
+
+#[cfg(feature = "eks")]
+mod up {
+    use std::time::Duration;
+
+    use anyhow::{Context, Result};
+
+    use super::deploy;
+    use super::manifests::{self, Document, Values, Variant};
+
+    /// How `up` ended.
+    #[derive(Debug)]
+    pub enum UpOutcome {
+        /// `--dry-run`: the checked documents, nothing sent.
+        Planned(Vec<Document>),
+        /// The pod is Ready.
+        Ready { namespace: String },
+    }
+
+    /// `cargo xtask eks up`: renders and checks the variant's manifests, then (unless
+    /// `dry_run`) applies them to the cluster the kubeconfig names and waits for the pod to
+    /// be Ready, telling `progress` what it does. The password stays in the cluster's Secret.
+    pub fn up(
+        variant: Variant,
+        values: &Values,
+        timeout: Duration,
+        dry_run: bool,
+        mut progress: impl FnMut(&str),
+    ) -> Result<UpOutcome> {
+        let documents = manifests::render(variant, values)?;
+        let objects = manifests::parse(&documents)?;
+        manifests::check(&objects)?;
+        if dry_run {
+            return Ok(UpOutcome::Planned(documents));
+        }
+        // The target API is blocking: the Kubernetes client runs on a runtime of its own.
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .context("cannot start the Kubernetes client's runtime")?;
+        runtime.block_on(async {
+            let client = kube::Client::try_default().await.context(
+                "cannot reach a cluster: kube reads KUBECONFIG or ~/.kube/config (for EKS: aws eks update-kubeconfig)",
+            )?;
+            progress(&format!(
+                "applying {} objects ({variant}) with field manager {}",
+                objects.len(),
+                deploy::FIELD_MANAGER
+            ));
+            deploy::apply(&client, &objects).await?;
+            progress("waiting for the pod to be Ready");
+            deploy::wait_for_ready(
+                &client,
+                &values.namespace,
+                "clickhouse",
+                timeout,
+                Duration::from_secs(2),
+                &mut progress,
+            )
+            .await?;
+            Ok(UpOutcome::Ready { namespace: values.namespace.clone() })
+        })
+    }
+}
