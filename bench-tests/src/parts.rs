@@ -86,6 +86,11 @@ const COMPACT: &str = "compact parts keep all columns in one file (ClickHouse wr
 /// Bytes per column, summed over the wide parts (see the module docs).
 pub fn column_sizes(target: &mut Target, table: &str) -> Result<ColumnSizes> {
     let parts = parts_summary(target, table)?;
+    column_sizes_of(target, table, &parts)
+}
+
+/// [`column_sizes`], for a caller that has already read the table's [`parts_summary`].
+pub fn column_sizes_of(target: &mut Target, table: &str, parts: &PartsSummary) -> Result<ColumnSizes> {
     if parts.compact_parts == 0 {
         return Ok(ColumnSizes::Known(query_column_bytes(target, table)?));
     }

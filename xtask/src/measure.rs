@@ -16,7 +16,7 @@ use std::path::{Component, Path, PathBuf};
 use anyhow::{Context, Result, anyhow, bail};
 use chbench::fixtures::{Fixture, Params, fixtures_root};
 use chbench::measure::{StatementTag, measure};
-use chbench::packs::{AlsoMeasure, CLAIMS_FILE, Pack, discover};
+use chbench::packs::{AlsoMeasure, CLAIMS_FILE, Pack, known_packs};
 use chbench::settings::Settings;
 use chbench::targets::open_target_of_kind;
 
@@ -166,13 +166,12 @@ fn load_pack(name: &Path) -> Result<Pack> {
     match name.to_str() {
         Some(text) if plain && fixtures_root().join(text).join(CLAIMS_FILE).is_file() => Pack::named(text),
         _ => {
-            let packs: Vec<String> = discover()?.into_iter().map(|(name, _)| name).collect();
             // The name was read as a pack because it is no file: say how a file is told
             // apart too, for whoever meant one.
             bail!(
                 "{} is neither a pack nor an SQL file (packs here: {}; an SQL file must exist or end in .sql)",
                 name.display(),
-                if packs.is_empty() { "none".to_string() } else { packs.join(", ") }
+                known_packs()?
             )
         }
     }

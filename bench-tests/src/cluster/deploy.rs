@@ -2,8 +2,8 @@
 //! checked manifests and of the password Secret, then a wait on the pod's Ready
 //! condition that, when it times out, says why (the pod's events and its last log lines).
 //!
-//! Async, on kube's client; the caller owns the runtime (the target API is blocking, as
-//! the server targets' is, each with a runtime of its own).
+//! The steps are async, on kube's client; [`up`], what `cargo xtask eks up` runs, is
+//! blocking and drives them on a runtime of its own, as the server targets do.
 
 use std::collections::BTreeMap;
 use std::fmt::Debug;
@@ -19,10 +19,12 @@ use kube::{Client, Resource};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::manifests::{Object, PART_OF};
+use super::manifests::{self, Document, Object, PART_OF, Values, Variant};
 
 /// The field manager of every server-side apply: what `kubectl` shows as the owner.
 pub const FIELD_MANAGER: &str = "chbench";
+/// The pod, and its container, as the manifests name them.
+pub const CLICKHOUSE: &str = "clickhouse";
 /// The Secret holding ClickHouse's password (the manifests read it by this name).
 pub const PASSWORD_SECRET: &str = "clickhouse-password";
 /// Log lines of the pod shown when a wait fails.
@@ -206,7 +208,7 @@ async fn why_not_ready(client: &Client, namespace: &str, pod: &str) -> String {
     let events = if events.is_empty() { "(none)".to_string() } else { events };
     let pods = Api::<Pod>::namespaced(client.clone(), namespace);
     let params =
-        LogParams { tail_lines: Some(LOG_LINES), container: Some("clickhouse".to_string()), ..LogParams::default() };
+        LogParams { tail_lines: Some(LOG_LINES), container: Some(CLICKHOUSE.to_string()), ..LogParams::default() };
     let logs = match pods.logs(pod, &params).await {
         Ok(logs) if logs.trim().is_empty() => "(none)".to_string(),
         Ok(logs) => logs.trim_end().replace('\n', "\n  "),
@@ -215,4 +217,46 @@ async fn why_not_ready(client: &Client, namespace: &str, pod: &str) -> String {
         Err(error) => format!("(cannot read it: {error})"),
     };
     format!("\nevents:\n  {events}\nlast {LOG_LINES} log lines:\n  {logs}")
+}
+
+/// How `up` ended.
+#[derive(Debug)]
+pub enum UpOutcome {
+    /// `--dry-run`: the checked documents, nothing sent.
+    Planned(Vec<Document>),
+    /// The pod is Ready.
+    Ready { namespace: String },
+}
+
+/// `cargo xtask eks up`: renders and checks the variant's manifests, then (unless
+/// `dry_run`) applies them to the cluster the kubeconfig names and waits for the pod to
+/// be Ready, telling `progress` what it does. The password stays in the cluster's Secret.
+pub fn up(
+    variant: Variant,
+    values: &Values,
+    timeout: Duration,
+    dry_run: bool,
+    mut progress: impl FnMut(&str),
+) -> Result<UpOutcome> {
+    let documents = manifests::render(variant, values)?;
+    let objects = manifests::parse(&documents)?;
+    manifests::check(&objects)?;
+    if dry_run {
+        return Ok(UpOutcome::Planned(documents));
+    }
+    // The target API is blocking: the Kubernetes client runs on a runtime of its own.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the Kubernetes client's runtime")?;
+    runtime.block_on(async {
+        let client = kube::Client::try_default().await.context(
+            "cannot reach a cluster: kube reads KUBECONFIG or ~/.kube/config (for EKS: aws eks update-kubeconfig)",
+        )?;
+        progress(&format!("applying {} objects ({variant}) with field manager {}", objects.len(), FIELD_MANAGER));
+        apply(&client, &objects).await?;
+        progress("waiting for the pod to be Ready");
+        wait_for_ready(&client, &values.namespace, CLICKHOUSE, timeout, Duration::from_secs(2), &mut progress).await?;
+        Ok(UpOutcome::Ready { namespace: values.namespace.clone() })
+    })
 }

@@ -34,7 +34,7 @@ use crate::explain::{IndexStage, TableRead, explain_indexes};
 use crate::fixtures::{Fixture, Params, Statement, fixtures_root, shown};
 use crate::invariant::{Check, Violation, claim};
 use crate::measure::{StatementTag, measure};
-use crate::parts::{ColumnSizes, PartsSummary, column_sizes, parts_summary};
+use crate::parts::{ColumnSizes, PartsSummary, column_sizes_of, parts_summary};
 use crate::settings::Settings;
 use crate::targets::TargetKind;
 use claims::{Claim, Rule, Stage};
@@ -112,25 +112,32 @@ impl Case {
     }
 }
 
-/// Every pack under `fixtures/`: each folder with a `claims.toml`, by name. A pack that
-/// fails its checks is returned as its error, so the others still run.
+/// Every pack under `fixtures/`, loaded: each folder with a `claims.toml`, by name. A pack
+/// that fails its checks is returned as its error, so the others still run.
 pub fn discover() -> Result<Vec<(String, Result<Pack>)>> {
-    discover_in(&fixtures_root())
+    let root = fixtures_root();
+    Ok(pack_names()?.into_iter().map(|name| (name.clone(), Pack::load(&root.join(&name)))).collect())
 }
 
-/// Every pack in `root` (see [`discover`]).
-pub fn discover_in(root: &Path) -> Result<Vec<(String, Result<Pack>)>> {
-    let mut packs = Vec::new();
-    let entries = fs::read_dir(root).with_context(|| format!("cannot list {}", root.display()))?;
-    for entry in entries {
-        let folder = entry.with_context(|| format!("cannot list {}", root.display()))?.path();
+/// The names of the packs under `fixtures/` (folders with a `claims.toml`), sorted;
+/// nothing is loaded.
+pub fn pack_names() -> Result<Vec<String>> {
+    let root = fixtures_root();
+    let mut names = Vec::new();
+    for entry in fs::read_dir(&root).with_context(|| format!("cannot list {}", shown(&root)))? {
+        let folder = entry.with_context(|| format!("cannot list {}", shown(&root)))?.path();
         if folder.join(CLAIMS_FILE).is_file() {
-            let name = folder.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
-            packs.push((name, Pack::load(&folder)));
+            names.push(folder.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default());
         }
     }
-    packs.sort_by(|a, b| a.0.cmp(&b.0));
-    Ok(packs)
+    names.sort();
+    Ok(names)
+}
+
+/// The pack names for an error message: `logs, tenants`, or `none`.
+pub fn known_packs() -> Result<String> {
+    let names = pack_names()?;
+    Ok(if names.is_empty() { "none".to_string() } else { names.join(", ") })
 }
 
 impl Pack {
@@ -138,12 +145,7 @@ impl Pack {
     pub fn named(name: &str) -> Result<Pack> {
         let folder = fixtures_root().join(name);
         if !folder.join(CLAIMS_FILE).is_file() {
-            let known: Vec<String> = discover()?.into_iter().map(|(name, _)| name).collect();
-            bail!(
-                "no pack {name}: {} has no {CLAIMS_FILE} (packs here: {})",
-                shown(&folder),
-                if known.is_empty() { "none".to_string() } else { known.join(", ") }
-            );
+            bail!("no pack {name}: {} has no {CLAIMS_FILE} (packs here: {})", shown(&folder), known_packs()?);
         }
         Pack::load(&folder)
     }
@@ -412,7 +414,11 @@ impl Pack {
         let pruning = explain_indexes(&mut target, &statement)?;
         let table = pruning.first().map(|read| unqualified(&read.table).to_string());
         let (parts, columns) = match &table {
-            Some(table) => (Some(parts_summary(&mut target, table)?), Some(column_sizes(&mut target, table)?)),
+            Some(table) => {
+                let parts = parts_summary(&mut target, table)?;
+                let columns = column_sizes_of(&mut target, table, &parts)?;
+                (Some(parts), Some(columns))
+            }
             None => (None, None),
         };
         let read_rows_without_skip_index = match also {

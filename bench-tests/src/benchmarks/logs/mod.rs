@@ -27,7 +27,7 @@ use crate::cost::{CostInputs, CostModel};
 use crate::dataset::logs::step_ms;
 use crate::fixtures::{Fixture, Params};
 use crate::measure::{StatementTag, drop_caches, measure};
-use crate::parts::{ColumnSizes, column_sizes, parts_summary, skip_index_bytes, wait_for_mutations};
+use crate::parts::{ColumnSizes, column_sizes_of, parts_summary, skip_index_bytes, wait_for_mutations};
 use crate::results::{
     BenchmarkResults, Phase, QueryRuns, QueryVariant, Sample, SampleKind, Step, StorageSnapshot, TableBytes, ratio,
 };
@@ -323,7 +323,7 @@ impl LogsBenchmark {
 
 fn storage_snapshot(target: &mut Target, table: &str, codec: &str, when: &str) -> Result<StorageSnapshot> {
     let parts = parts_summary(target, table)?;
-    let (columns, columns_note) = match column_sizes(target, table)? {
+    let (columns, columns_note) = match column_sizes_of(target, table, &parts)? {
         ColumnSizes::Known(columns) => (columns, None),
         ColumnSizes::WideOnly { columns, note } => (columns, Some(note)),
         ColumnSizes::Unknown { reason } => (Vec::new(), Some(reason)),
