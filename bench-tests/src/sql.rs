@@ -159,6 +159,23 @@ pub fn one_line(sql: &str) -> String {
     }
 }
 
+/// The first word of a statement's code, upper-cased (`SELECT`, `WITH`, `INSERT`), past
+/// comments and opening parentheses; empty when there is none.
+pub fn first_keyword(sql: &str) -> String {
+    let mut scanner = Scanner::default();
+    let mut rest = sql;
+    while let Some(character) = rest.chars().next() {
+        let opens_comment = rest.starts_with("--") || rest.starts_with("/*");
+        if scanner.in_code() && !opens_comment && character.is_alphabetic() {
+            let word: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+            return word.to_ascii_uppercase();
+        }
+        scanner.step(rest);
+        rest = &rest[character.len_utf8()..];
+    }
+    String::new()
+}
+
 /// A name usable unquoted in SQL and as a `{placeholder}`: a letter or `_`, then
 /// letters, digits or `_` (`rows`, `tenants_by_day_1000000`).
 pub fn is_identifier(name: &str) -> bool {

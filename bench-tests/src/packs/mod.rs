@@ -1171,10 +1171,7 @@ fn check_scales(scales: &[u64], location: &str) -> Result<Vec<u64>> {
 
 /// Whether a statement is a query: its first word, after comments, is SELECT or WITH.
 fn reads_only(statement: &Statement) -> bool {
-    let code: String =
-        statement.sql.lines().map(|line| line.split("--").next().unwrap_or("")).collect::<Vec<_>>().join(" ");
-    let first = code.split_whitespace().next().unwrap_or("").trim_start_matches('(').to_ascii_uppercase();
-    first == "SELECT" || first == "WITH"
+    matches!(crate::sql::first_keyword(&statement.sql).as_str(), "SELECT" | "WITH")
 }
 
 /// The `*.sql` files of a folder by name (none when the folder is missing).
@@ -1234,6 +1231,7 @@ mod tests {
         assert!(reads_only(&statement("-- one hour\nSELECT 1")));
         assert!(reads_only(&statement("with 1 AS x SELECT x")));
         assert!(reads_only(&statement("(SELECT 1) UNION ALL (SELECT 2)")));
+        assert!(reads_only(&statement("/* INSERT? no */ SELECT 1")));
         assert!(!reads_only(&statement("INSERT INTO t SELECT 1")));
         assert!(!reads_only(&statement("OPTIMIZE TABLE t FINAL")));
     }
