@@ -54,7 +54,7 @@ pub struct EksUp {
     #[arg(long, value_enum, default_value = "eks-gp3")]
     pub variant: chbench::cluster::Variant,
     /// The namespace every object goes in (and `down` removes).
-    #[arg(long, default_value = "chbench")]
+    #[arg(long, default_value = chbench::cluster::DEFAULT_NAMESPACE)]
     pub namespace: String,
     /// The benchmark node's instance type [default: m5.xlarge; m6id.xlarge for eks-nvme].
     #[arg(long)]

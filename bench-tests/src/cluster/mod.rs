@@ -13,6 +13,16 @@ pub mod manifests;
 
 use std::fmt;
 
+/// The namespace every `eks` command and the `eks` target use unless told otherwise.
+pub const DEFAULT_NAMESPACE: &str = "chbench";
+
+/// Annotation on the deployment's Namespace: the run `up` started (a UUID), set when
+/// `up` creates the namespace and kept by later `up`s on the same deployment.
+pub const RUN_ANNOTATION: &str = "chbench.dev/run";
+/// Annotation on the deployment's Namespace: the run whose results `collect` last copied
+/// out. `down` refuses (without `--force`) unless it equals [`RUN_ANNOTATION`]'s value.
+pub const COLLECTED_ANNOTATION: &str = "chbench.dev/collected-run";
+
 /// The pinned server image (the source's manifest, reviewed release 26.3 LTS).
 pub const DEFAULT_IMAGE: &str = "clickhouse/clickhouse-server:26.3.33.24";
 
@@ -69,7 +79,7 @@ impl Values {
             Variant::Kind => ("", 10),
         };
         Values {
-            namespace: "chbench".to_string(),
+            namespace: DEFAULT_NAMESPACE.to_string(),
             image: DEFAULT_IMAGE.to_string(),
             node_type: node_type.to_string(),
             volume_gib,
