@@ -39,6 +39,42 @@ struct Workflow {
 struct Job {
     #[serde(default)]
     steps: Vec<Step>,
+    /// The job's variables: `CHBENCH_TARGET` here chooses the target of every step.
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    strategy: Option<Strategy>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Strategy {
+    /// `name: [values]`, and `include`/`exclude` lists, which are read as values too.
+    #[serde(default)]
+    matrix: BTreeMap<String, serde_json::Value>,
+}
+
+impl Job {
+    /// The values `CHBENCH_TARGET` takes in this job: written out, or each value of the
+    /// matrix entry it names (`${{ matrix.target }}`). Any other expression cannot be
+    /// checked, so it is an error.
+    fn target_values(&self) -> Result<Vec<String>, String> {
+        let Some(value) = self.env.get("CHBENCH_TARGET") else { return Ok(Vec::new()) };
+        let Some(expression) = value.trim().strip_prefix("${{").and_then(|rest| rest.strip_suffix("}}")) else {
+            return Ok(vec![value.clone()]);
+        };
+        let entry = expression.trim().strip_prefix("matrix.").ok_or_else(|| {
+            format!("CHBENCH_TARGET is {value:?}: only a written value or a matrix entry can be checked")
+        })?;
+        let values = self
+            .strategy
+            .as_ref()
+            .and_then(|strategy| strategy.matrix.get(entry))
+            .and_then(|values| values.as_array())
+            .ok_or_else(|| format!("CHBENCH_TARGET names matrix.{entry}, which is not a list in the job's matrix"))?;
+        values
+            .iter()
+            .map(|value| value.as_str().map(str::to_string).ok_or_else(|| format!("matrix.{entry} holds {value}")))
+            .collect()
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -493,11 +529,14 @@ fn cargo() -> PathBuf {
     std::env::var_os("CARGO").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("cargo"))
 }
 
-/// Every `run:` step of a workflow: where it is (job and step) and its script.
-fn run_steps(text: &str) -> Result<Vec<(String, String)>, String> {
+/// Every `run:` step of a workflow: where it is (job and step) and its script; and each
+/// job's values of `CHBENCH_TARGET`.
+fn run_steps(text: &str) -> Result<(Vec<(String, String)>, Vec<(String, Vec<String>)>), String> {
     let workflow: Workflow = serde_saphyr::from_str(text).map_err(|error| format!("not a workflow: {error}"))?;
     let mut steps = Vec::new();
+    let mut targets = Vec::new();
     for (job_id, job) in &workflow.jobs {
+        targets.push((format!("job {job_id}"), job.target_values().map_err(|error| format!("job {job_id}: {error}"))?));
         for (index, step) in job.steps.iter().enumerate() {
             let Some(script) = &step.run else { continue };
             let place = match &step.name {
@@ -515,18 +554,28 @@ fn run_steps(text: &str) -> Result<Vec<(String, String)>, String> {
             steps.push((place, script.clone()));
         }
     }
-    Ok(steps)
+    Ok((steps, targets))
 }
 
 /// Every problem in one workflow's commands, each naming where it is; and how many
 /// commands were checked.
 fn problems_in(checker: &Checker, file: &str, text: &str) -> (Vec<String>, usize) {
-    let steps = match run_steps(text) {
-        Ok(steps) => steps,
+    let (steps, targets) = match run_steps(text) {
+        Ok(found) => found,
         Err(error) => return (vec![format!("{file}: {error}")], 0),
     };
     let mut problems = Vec::new();
     let mut checked = 0;
+    for (place, values) in targets {
+        for value in values {
+            // The same parse as the tests and xtask make of it.
+            if let Err(problem) =
+                checker.run_for_help(Path::new(env!("CARGO_BIN_EXE_xtask")), &["bench", "--target", &value])
+            {
+                problems.push(format!("{file}: {place}: CHBENCH_TARGET={value}: {problem}"));
+            }
+        }
+    }
     for (place, script) in steps {
         let commands = match shell_commands(&script) {
             Ok(commands) => commands,
@@ -605,7 +654,7 @@ jobs:
           cargo fmt
           --check
 "#;
-    let steps = run_steps(workflow).unwrap();
+    let (steps, _) = run_steps(workflow).unwrap();
     assert_eq!(steps.len(), 2);
     assert_eq!(
         words(&steps[0].1),
@@ -631,6 +680,26 @@ jobs:
     for unreadable in ["cat <<EOF\nx\nEOF", "echo `date`", "case $x in a) ;; esac", "echo $((1 + 2))", "echo $(date"] {
         assert!(shell_commands(unreadable).is_err(), "{unreadable:?} was read");
     }
+}
+
+#[test]
+fn a_jobs_target_is_checked_from_its_matrix() {
+    let checker = Checker::new();
+    let workflow = |target: &str, matrix: &str| {
+        format!(
+            "jobs:\n  tests:\n    strategy:\n      matrix:\n        target: {matrix}\n    env:\n      CHBENCH_TARGET: \
+             {target}\n    steps:\n      - run: cargo fmt --check\n"
+        )
+    };
+    let problems = |text: String| problems_in(&checker, "w.yml", &text).0;
+    assert_eq!(problems(workflow("${{ matrix.target }}", "[embedded, container]")), Vec::<String>::new());
+    assert_eq!(problems(workflow("embedded", "[x]")), Vec::<String>::new());
+    let found = problems(workflow("${{ matrix.target }}", "[embedded, containr]"));
+    assert!(found.len() == 1 && found[0].contains("CHBENCH_TARGET=containr"), "{found:?}");
+    let found = problems(workflow("${{ matrix.other }}", "[embedded]"));
+    assert!(found.len() == 1 && found[0].contains("not a list in the job's matrix"), "{found:?}");
+    let found = problems(workflow("${{ inputs.target }}", "[embedded]"));
+    assert!(found.len() == 1 && found[0].contains("only a written value or a matrix entry"), "{found:?}");
 }
 
 #[test]

@@ -18,14 +18,23 @@ pub fn scenario_target(scenario: &str) -> Target {
     target
 }
 
-/// The workspace's `snapshots/` folder.
-fn snapshot_dir() -> PathBuf {
-    chbench::engine::workspace_root().join("snapshots")
+/// The snapshots of one engine version: `snapshots/clickhouse-<version>/`. Each version
+/// has its own, so the same tests gate the embedded engine and a server of another
+/// release, and two versions' folders side by side show what changed between them.
+fn snapshot_dir(engine_version: &str) -> PathBuf {
+    // The version was read as digits and dots (`clickhouse_version`); a path component
+    // made of anything else would be a bug.
+    assert!(
+        !engine_version.is_empty() && engine_version.chars().all(|c| c.is_ascii_digit() || c == '.'),
+        "engine version {engine_version:?} is not digits and dots"
+    );
+    chbench::engine::workspace_root().join("snapshots").join(format!("clickhouse-{engine_version}"))
 }
 
-/// Snapshots a scenario's structural facts as `snapshots/<name>.snap`, with the
-/// statement that produced them as the snapshot's info. When the stored snapshot was
-/// taken on another engine version, fails saying so instead of showing a bare diff.
+/// Snapshots a scenario's structural facts as `snapshots/clickhouse-<version>/<name>.snap`,
+/// with the statement that produced them as the snapshot's info. A stored snapshot that
+/// names another engine version than its folder fails saying so instead of showing a bare
+/// diff.
 pub fn assert_structure<T: Serialize>(name: &str, engine_version: &str, statement: &str, facts: &T) {
     assert_structure_within(name, engine_version, statement, facts, &[]);
 }
@@ -44,15 +53,22 @@ pub fn assert_structure_within<T: Serialize>(
     facts: &T,
     approximate: &[&str],
 ) {
-    let stored_path = snapshot_dir().join(format!("{name}.snap"));
+    let snapshot_dir = snapshot_dir(engine_version);
+    if !snapshot_dir.is_dir() {
+        eprintln!(
+            "chbench: no snapshots for ClickHouse {engine_version} yet: this test writes its first one under {} for \
+             review (cargo insta review); in CI that is a failure",
+            snapshot_dir.display()
+        );
+    }
+    let stored_path = snapshot_dir.join(format!("{name}.snap"));
     let stored = std::fs::read_to_string(&stored_path).ok().and_then(|text| stored_snapshot_body(&text));
     if let Some(stored_version) = stored.as_ref().and_then(|body| body.get("engine_version")).and_then(|v| v.as_str())
         && stored_version != engine_version
     {
         panic!(
-            "snapshot {name} was taken on ClickHouse {stored_version}, this engine is {engine_version}: \
-             re-record it on purpose (delete {} and run the test, then `cargo insta review`) and say \
-             in the commit what changed",
+            "snapshot {} was taken on ClickHouse {stored_version}, but its folder is this engine's \
+             ({engine_version}): it was moved by hand; put it back in snapshots/clickhouse-{stored_version}/",
             stored_path.display()
         );
     }
@@ -61,7 +77,7 @@ pub fn assert_structure_within<T: Serialize>(
         keep_stored_within_tolerance(&mut facts, &stored, approximate, false);
     }
     let mut settings = insta::Settings::clone_current();
-    settings.set_snapshot_path(snapshot_dir());
+    settings.set_snapshot_path(&snapshot_dir);
     settings.set_prepend_module_to_snapshot(false);
     settings.set_info(&statement.trim());
     settings.set_omit_expression(true);
