@@ -529,9 +529,15 @@ fn cargo() -> PathBuf {
     std::env::var_os("CARGO").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("cargo"))
 }
 
-/// Every `run:` step of a workflow: where it is (job and step) and its script; and each
-/// job's values of `CHBENCH_TARGET`.
-fn run_steps(text: &str) -> Result<(Vec<(String, String)>, Vec<(String, Vec<String>)>), String> {
+/// What a workflow runs: each `run:` step (where it is, job and step, and its script) and
+/// each job's values of `CHBENCH_TARGET` (where, and the values).
+struct Runs {
+    steps: Vec<(String, String)>,
+    targets: Vec<(String, Vec<String>)>,
+}
+
+/// Every `run:` step of a workflow and every job's target values.
+fn run_steps(text: &str) -> Result<Runs, String> {
     let workflow: Workflow = serde_saphyr::from_str(text).map_err(|error| format!("not a workflow: {error}"))?;
     let mut steps = Vec::new();
     let mut targets = Vec::new();
@@ -554,13 +560,13 @@ fn run_steps(text: &str) -> Result<(Vec<(String, String)>, Vec<(String, Vec<Stri
             steps.push((place, script.clone()));
         }
     }
-    Ok((steps, targets))
+    Ok(Runs { steps, targets })
 }
 
 /// Every problem in one workflow's commands, each naming where it is; and how many
 /// commands were checked.
 fn problems_in(checker: &Checker, file: &str, text: &str) -> (Vec<String>, usize) {
-    let (steps, targets) = match run_steps(text) {
+    let Runs { steps, targets } = match run_steps(text) {
         Ok(found) => found,
         Err(error) => return (vec![format!("{file}: {error}")], 0),
     };
@@ -654,7 +660,7 @@ jobs:
           cargo fmt
           --check
 "#;
-    let (steps, _) = run_steps(workflow).unwrap();
+    let steps = run_steps(workflow).unwrap().steps;
     assert_eq!(steps.len(), 2);
     assert_eq!(
         words(&steps[0].1),
