@@ -14,7 +14,8 @@
 //!   start and left behind afterwards for inspection.
 //! - Tests assert structural facts (rows read, granules selected, bytes per column,
 //!   parts) or ratios measured in the same run, never a wall-clock time. Snapshots live
-//!   in the workspace's `snapshots/clickhouse-<version>/` under explicit names and record the engine version.
+//!   in the workspace's `snapshots/clickhouse-<version>/` under explicit names and
+//!   record the engine version.
 //! - SQL comes from `fixtures/`, never from Rust strings, except the system-table
 //!   queries the measurement core itself runs.
 

@@ -5,7 +5,8 @@
 //! one failing test, `<pack>::claims_file`, with the one line that says why.
 //!
 //! A case passes when every claim that applies holds (on a broken design: when the
-//! named claim is violated), and its structure matches `snapshots/clickhouse-<version>/<pack>_<query>_<design>_<rows>.snap`.
+//! named claim is violated), and its structure matches
+//! `snapshots/clickhouse-<version>/<pack>_<query>_<design>_<rows>.snap`.
 //!
 //! The packs are found when the binary starts, so this file uses libtest-mimic rather
 //! than the built-in harness, which needs every test written down at compile time.
