@@ -368,7 +368,7 @@ impl ContainerTarget {
             .context("cannot start the container client's runtime")?;
         let docker = runtime.block_on(docker_client())?;
         let mut open_own = OPEN_OWN_TARGETS.lock().map_err(|_| anyhow!("the container count is poisoned"))?;
-        for removed in runtime.block_on(remove_abandoned(&docker, &host)).unwrap_or_default() {
+        for removed in runtime.block_on(remove_abandoned(&docker, &host, Some(&scope.key))).unwrap_or_default() {
             eprintln!("chbench: removed container {removed}: the process that owned it has ended");
         }
         let password = runtime.block_on(create_or_join(&docker, &name, &spec, &password, &scope, &host))?;
@@ -483,8 +483,10 @@ fn wait_until_answers(
     }
 }
 
-/// Removes the containers whose owner has ended on this machine; returns their names.
-async fn remove_abandoned(docker: &Docker, host: &str) -> Result<Vec<String>> {
+/// Removes the containers whose owner has ended on this machine, except the one of scope
+/// `keep` (this process's: its owner may be a test process that spawned this one);
+/// returns their names.
+async fn remove_abandoned(docker: &Docker, host: &str, keep: Option<&str>) -> Result<Vec<String>> {
     let options = ListContainersOptions {
         all: true,
         filters: Some(HashMap::from([("label".to_string(), vec![SCOPE_LABEL.to_string()])])),
@@ -496,7 +498,8 @@ async fn remove_abandoned(docker: &Docker, host: &str) -> Result<Vec<String>> {
     for container in containers {
         let labels = container.labels.unwrap_or_default();
         let Some(id) = container.id else { continue };
-        if !is_abandoned(&labels, host, ProcessIdentity::is_running) {
+        let kept = keep.is_some_and(|keep| labels.get(SCOPE_LABEL).map(String::as_str) == Some(keep));
+        if kept || !is_abandoned(&labels, host, ProcessIdentity::is_running) {
             continue;
         }
         let name = container
@@ -529,7 +532,7 @@ pub fn clean_containers() -> Result<ContainerCleanup> {
         .enable_all()
         .build()
         .context("cannot start the container client's runtime")?;
-    let removed = runtime.block_on(async { remove_abandoned(&docker_client().await?, &host_name()).await })?;
+    let removed = runtime.block_on(async { remove_abandoned(&docker_client().await?, &host_name(), None).await })?;
     Ok(ContainerCleanup { removed })
 }
 
