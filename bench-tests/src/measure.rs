@@ -200,11 +200,16 @@ fn measure_with_query_log(
     log_comment: String,
     settings: &Settings,
 ) -> Result<Measured> {
-    let output = target.run(sql, settings, "TabSeparated")?;
+    // The tag names the statement for people; the query id finds its row, which another
+    // process on the same server running the same tag (a test, say) cannot share.
+    let query_id = uuid::Uuid::new_v4().to_string();
+    let settings = settings.merged(&Settings::new().with("query_id", &query_id));
+    let output = target.run(sql, &settings, "TabSeparated")?;
     target.execute("SYSTEM FLUSH LOGS").context("cannot flush the query log")?;
     let lookup = format!(
-        "SELECT * FROM system.query_log WHERE type = 'QueryFinish' AND log_comment = {} \
+        "SELECT * FROM system.query_log WHERE type = 'QueryFinish' AND query_id = {} AND log_comment = {} \
          ORDER BY event_time_microseconds DESC LIMIT 1",
+        sql_string(&query_id),
         sql_string(&log_comment)
     );
     let mut rows: Vec<serde_json::Value> = target.query_rows(&lookup)?;

@@ -31,6 +31,9 @@ pub enum Command {
     Measure(Measure),
     /// A ClickHouse deployment on Kubernetes (EKS, or kind): up.
     Eks(Eks),
+    /// Remove the `container` target's containers whose run or process has ended (what
+    /// every open of the target does first), so that none is left running after a run.
+    CleanContainers(CleanContainers),
 }
 
 /// `cargo xtask eks <command>`. Built with the `eks` feature, which the first `eks`
@@ -115,6 +118,9 @@ pub struct TargetFlag {
 
 #[derive(Debug, Args)]
 pub struct Setup {}
+
+#[derive(Debug, Args)]
+pub struct CleanContainers {}
 
 /// `cargo xtask bench [KIND] [FLAGS]`: a kind's flags follow its name; without a kind,
 /// the flags are the logs benchmark's.

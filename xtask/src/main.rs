@@ -2,6 +2,7 @@
 //! file with a `run`; the whole command line is declared in `flags.rs`.
 
 mod bench;
+mod clean_containers;
 mod eks;
 mod flags;
 mod measure;
@@ -22,6 +23,7 @@ fn main() -> ExitCode {
         flags::Command::Measure(measure) => measure.run(),
         flags::Command::Report(report) => report.run(),
         flags::Command::Eks(eks) => eks.run(),
+        flags::Command::CleanContainers(clean) => clean.run(),
     });
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

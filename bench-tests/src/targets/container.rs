@@ -1,34 +1,69 @@
-//! The container target: `clickhouse/clickhouse-server` at a pinned tag, started by
-//! testcontainers and talked to as a server target on a loopback-mapped port.
+//! The container target: `clickhouse/clickhouse-server` at a pinned tag in Docker, talked
+//! to as a server target on a port published on 127.0.0.1 only.
 //!
 //! Images from 25.1 on refuse the `default` user from outside the container unless a
 //! user or password is configured, so the container gets a `bench` user with a random
-//! password made for this process and held only in memory.
+//! password. The password exists in memory and in the container's own configuration (its
+//! environment, which Docker keeps); a process that joins the container reads it from
+//! there, so it is never written to a file, printed or recorded.
 //!
-//! Under nextest each test is a process, so a container started here is started per test.
-//! That is correct but slow; a run of many tests wants one server started outside the
-//! tests and handed to them with the `url` target (see ARCHITECTURE.md).
+//! This module owns the container's life: which processes share one
+//! ([`ContainerScope`]), its name and labels, creating or joining it, and removing it.
 //!
-//! It is a server target in every respect but one: this process started it, so it may
-//! restart it.
+//! - Under nextest (`NEXTEST_RUN_ID` set) each test is a process, and a whole
+//!   `cargo nextest run` shares one container, `chbench-clickhouse-run-<run id>`: the
+//!   first process to open the target creates it, the others find it by name and wait
+//!   until it answers. Two processes creating it at once: Docker's name conflict decides,
+//!   and the loser joins the winner's. Its owner is the test runner (the parent of every
+//!   test process); no test process knows it is the last, so the container outlives the
+//!   run until an open of the target (any later run or process) or
+//!   `cargo xtask clean-containers` removes the containers whose owner has ended.
+//! - Elsewhere (`xtask`, a `cargo test` binary) a process has its own container, removed
+//!   when its last container target closes; one left by a killed process is removed by
+//!   the next open.
+//!
+//! By hand: `docker rm -f $(docker ps -aq --filter label=chbench.scope)`.
+//!
+//! Docker is driven through bollard (testcontainers' configured client and re-export)
+//! rather than testcontainers' runner: a runner's container goes when its handle drops,
+//! and a run's container must outlive the process that created it. testcontainers'
+//! `reusable-containers` does not fit either: its `CurrentSession` is one process, and
+//! `Always` looks a container up, then creates or starts it, with nothing for two
+//! processes doing so at once.
+//!
+//! It is a server target in every respect but one: chbench started it, so it may restart
+//! it (under nextest the run's processes share it, so a scenario that restarts it must not
+//! run beside others).
 
-use std::time::Duration;
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, anyhow};
+use anyhow::{Context, Result, anyhow, bail};
+use sysinfo::{Pid, ProcessRefreshKind, ProcessesToUpdate, System};
 use testcontainers_modules::clickhouse::ClickHouse;
+use testcontainers_modules::testcontainers::ImageExt;
+use testcontainers_modules::testcontainers::bollard::Docker;
+use testcontainers_modules::testcontainers::bollard::errors::Error as DockerError;
+use testcontainers_modules::testcontainers::bollard::models::{
+    ContainerCreateBody, ContainerStateStatusEnum, HostConfig, PortBinding, PortMap, ResourcesUlimits,
+};
+use testcontainers_modules::testcontainers::bollard::query_parameters::{
+    CreateContainerOptions, ListContainersOptions, RemoveContainerOptions,
+};
 use testcontainers_modules::testcontainers::core::client::docker_client_instance;
 use testcontainers_modules::testcontainers::runners::AsyncRunner;
-use testcontainers_modules::testcontainers::{ContainerAsync, ImageExt};
 
 use super::server::{ServerConfig, ServerTarget};
 use super::{Backend, Capabilities, ResultCounters, Storage};
 use crate::settings::Settings;
 
-/// A server this process started: the `url` target's capabilities, and restartable.
+/// A server chbench started: the `url` target's capabilities, and restartable.
 pub const CAPABILITIES: Capabilities = Capabilities { restartable: true, ..super::server::CAPABILITIES };
 
-/// Starts the pinned image (the `container` kind's opener for `TargetKind::spec`). The
-/// server keeps its data inside the container: `storage` does not apply.
+/// Starts or joins the container of this process's scope (the `container` kind's opener
+/// for `TargetKind::spec`). The server keeps its data inside the container: `storage`
+/// does not apply.
 pub fn open(_storage: &Storage) -> Result<Box<dyn Backend>> {
     Ok(Box::new(ContainerTarget::start()?))
 }
@@ -37,8 +72,28 @@ pub fn open(_storage: &Storage) -> Result<Box<dyn Backend>> {
 pub const CLICKHOUSE_IMAGE: &str = "clickhouse/clickhouse-server";
 pub const CLICKHOUSE_TAG: &str = "26.3.33.24";
 const BENCH_USER: &str = "bench";
+const PASSWORD_VARIABLE: &str = "CLICKHOUSE_PASSWORD";
 /// Pulling the image on a cold machine takes a while.
 const STARTUP_TIMEOUT: Duration = Duration::from_secs(300);
+const POLL_INTERVAL: Duration = Duration::from_millis(500);
+/// The server's HTTP port inside the container, as Docker names it.
+const HTTP_PORT: &str = "8123/tcp";
+/// The only address the HTTP port is published on.
+const LOOPBACK: &str = "127.0.0.1";
+
+/// The variable nextest sets to one UUID in every test process of a run.
+pub const NEXTEST_RUN_ID_ENV: &str = "NEXTEST_RUN_ID";
+/// On every container chbench creates; its value is the container's scope key.
+pub const SCOPE_LABEL: &str = "chbench.scope";
+/// The owner: the process whose end ends the container's use.
+pub const OWNER_PID_LABEL: &str = "chbench.owner-pid";
+/// The owner's start time (seconds since the Unix epoch): a later process given the same
+/// pid is not the owner.
+pub const OWNER_STARTED_LABEL: &str = "chbench.owner-started";
+/// The machine the owner runs on: only there can its end be seen (Docker may be remote).
+pub const OWNER_HOST_LABEL: &str = "chbench.owner-host";
+/// What container names start with.
+const NAME_PREFIX: &str = "chbench-clickhouse-";
 
 /// How the container is configured, kept apart from starting it so it can be checked
 /// without Docker.
@@ -64,13 +119,13 @@ impl std::fmt::Debug for ContainerSpec {
 }
 
 impl ContainerSpec {
-    pub fn new(password: &str) -> ContainerSpec {
+    pub fn new(password: &Password) -> ContainerSpec {
         ContainerSpec {
             image: CLICKHOUSE_IMAGE,
             tag: CLICKHOUSE_TAG,
             env: vec![
                 ("CLICKHOUSE_USER", BENCH_USER.to_string()),
-                ("CLICKHOUSE_PASSWORD", password.to_string()),
+                (PASSWORD_VARIABLE, password.0.clone()),
                 // Lets the bench user drop caches and read system tables.
                 ("CLICKHOUSE_DEFAULT_ACCESS_MANAGEMENT", "1".to_string()),
             ],
@@ -78,6 +133,184 @@ impl ContainerSpec {
             nofile: 262_144,
         }
     }
+
+    /// `image:tag`.
+    pub fn image_reference(&self) -> String {
+        format!("{}:{}", self.image, self.tag)
+    }
+
+    /// What Docker is asked to create: the pinned image, the scope's labels, and the HTTP
+    /// port published on 127.0.0.1 alone (testcontainers' runner publishes every exposed
+    /// port on all addresses).
+    pub fn create_body(&self, scope: &ContainerScope, host: &str) -> ContainerCreateBody {
+        let loopback = PortBinding { host_ip: Some(LOOPBACK.to_string()), host_port: Some(String::new()) };
+        ContainerCreateBody {
+            image: Some(self.image_reference()),
+            env: Some(self.env.iter().map(|(name, value)| format!("{name}={value}")).collect()),
+            labels: Some(scope.labels(host)),
+            exposed_ports: Some(vec![HTTP_PORT.to_string()]),
+            host_config: Some(HostConfig {
+                port_bindings: Some(HashMap::from([(HTTP_PORT.to_string(), Some(vec![loopback]))])),
+                publish_all_ports: Some(false),
+                ulimits: Some(vec![ResourcesUlimits {
+                    name: Some("nofile".to_string()),
+                    soft: Some(self.nofile),
+                    hard: Some(self.nofile),
+                }]),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+}
+
+/// The ClickHouse password of a container. Shown as `<hidden>`; it has no `Display`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Password(String);
+
+impl std::fmt::Debug for Password {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Password(<hidden>)")
+    }
+}
+
+impl Password {
+    /// A new random password, for a container this process creates.
+    pub fn random() -> Password {
+        Password(uuid::Uuid::new_v4().simple().to_string())
+    }
+
+    /// The password a container was created with, from its environment as Docker
+    /// reports it (`NAME=value` entries).
+    pub fn from_container_env(env: &[String]) -> Option<Password> {
+        env.iter()
+            .find_map(|entry| entry.strip_prefix(PASSWORD_VARIABLE)?.strip_prefix('='))
+            .map(|value| Password(value.to_string()))
+    }
+}
+
+/// A process, told apart from a later one given the same pid by its start time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProcessIdentity {
+    pub pid: u32,
+    /// Seconds since the Unix epoch, as the OS reports it.
+    pub started: u64,
+}
+
+impl ProcessIdentity {
+    /// This process.
+    pub fn current() -> Result<ProcessIdentity> {
+        let pid = sysinfo::get_current_pid().map_err(|error| anyhow!("cannot read this process's id: {error}"))?;
+        Ok(process_info(pid).with_context(|| format!("cannot read process {pid}"))?.0)
+    }
+
+    /// This process's parent: under nextest, the test runner.
+    pub fn parent() -> Result<ProcessIdentity> {
+        let pid = sysinfo::get_current_pid().map_err(|error| anyhow!("cannot read this process's id: {error}"))?;
+        let parent = process_info(pid).and_then(|(_, parent)| parent).context("cannot read this process's parent")?;
+        Ok(process_info(parent).with_context(|| format!("cannot read process {parent}, this process's parent"))?.0)
+    }
+
+    /// Whether this process still runs: its pid belongs to a process started at the same
+    /// time (whole seconds, so a second apart at most for one process).
+    pub fn is_running(self) -> bool {
+        process_info(Pid::from_u32(self.pid)).is_some_and(|(running, _)| running.started.abs_diff(self.started) <= 1)
+    }
+}
+
+/// A process's identity and its parent's pid, if it runs.
+fn process_info(pid: Pid) -> Option<(ProcessIdentity, Option<Pid>)> {
+    let mut system = System::new();
+    system.refresh_processes_specifics(ProcessesToUpdate::Some(&[pid]), true, ProcessRefreshKind::nothing());
+    let process = system.process(pid)?;
+    Some((ProcessIdentity { pid: pid.as_u32(), started: process.start_time() }, process.parent()))
+}
+
+/// This machine's name, for the owner's host label (empty when unknown).
+fn host_name() -> String {
+    System::host_name().unwrap_or_default()
+}
+
+/// Which processes share one container, and whose end ends its use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContainerScope {
+    /// `run-<nextest run id>` or `process-<pid>-<start>`: the end of the container's name
+    /// and the value of its [`SCOPE_LABEL`].
+    pub key: String,
+    /// The process whose end ends the container's use: the test runner, or this process.
+    pub owner: ProcessIdentity,
+    /// Whether other processes join it (one nextest run's), so that no process that uses
+    /// it removes it on closing.
+    pub shared: bool,
+}
+
+impl ContainerScope {
+    /// One nextest run's when `NEXTEST_RUN_ID` is set, else this process's own.
+    pub fn from_env() -> Result<ContainerScope> {
+        match std::env::var(NEXTEST_RUN_ID_ENV) {
+            Ok(run_id) => ContainerScope::nextest_run(&run_id, ProcessIdentity::parent()?),
+            Err(std::env::VarError::NotPresent) => Ok(ContainerScope::process(ProcessIdentity::current()?)),
+            Err(std::env::VarError::NotUnicode(_)) => bail!("{NEXTEST_RUN_ID_ENV} is not valid UTF-8"),
+        }
+    }
+
+    /// The container every test process of one nextest run shares, owned by the runner.
+    pub fn nextest_run(run_id: &str, runner: ProcessIdentity) -> Result<ContainerScope> {
+        // Checked, since it becomes part of a container name.
+        let run_id = uuid::Uuid::parse_str(run_id.trim())
+            .map_err(|_| anyhow!("{NEXTEST_RUN_ID_ENV}={run_id:?} is not a UUID (nextest sets one per run)"))?;
+        Ok(ContainerScope { key: format!("run-{}", run_id.hyphenated()), owner: runner, shared: true })
+    }
+
+    /// A container of this process's own.
+    pub fn process(process: ProcessIdentity) -> ContainerScope {
+        ContainerScope { key: format!("process-{}-{}", process.pid, process.started), owner: process, shared: false }
+    }
+
+    /// `chbench-clickhouse-<key>`: how processes of the scope find the container.
+    pub fn container_name(&self) -> String {
+        format!("{NAME_PREFIX}{}", self.key)
+    }
+
+    /// The scope and its owner, on `host`.
+    pub fn labels(&self, host: &str) -> HashMap<String, String> {
+        HashMap::from([
+            (SCOPE_LABEL.to_string(), self.key.clone()),
+            (OWNER_PID_LABEL.to_string(), self.owner.pid.to_string()),
+            (OWNER_STARTED_LABEL.to_string(), self.owner.started.to_string()),
+            (OWNER_HOST_LABEL.to_string(), host.to_string()),
+        ])
+    }
+}
+
+/// Whether a container with these labels is abandoned: its owner ran on `host` (this
+/// machine) and has ended, as `is_running` says. A container whose labels do not name an
+/// owner on this machine is never judged abandoned: it is not ours to remove.
+pub fn is_abandoned(
+    labels: &HashMap<String, String>,
+    host: &str,
+    is_running: impl Fn(ProcessIdentity) -> bool,
+) -> bool {
+    let label = |name: &str| labels.get(name).map(String::as_str);
+    let owner = || {
+        Some(ProcessIdentity {
+            pid: label(OWNER_PID_LABEL)?.parse().ok()?,
+            started: label(OWNER_STARTED_LABEL)?.parse().ok()?,
+        })
+    };
+    let on_this_host = !host.is_empty() && label(OWNER_HOST_LABEL) == Some(host);
+    label(SCOPE_LABEL).is_some() && on_this_host && owner().is_some_and(|owner| !is_running(owner))
+}
+
+/// The port published for the server's HTTP port on 127.0.0.1, from a container's port
+/// map. A binding on any other address is never used.
+pub fn loopback_port(ports: &PortMap) -> Option<u16> {
+    ports
+        .get(HTTP_PORT)?
+        .as_ref()?
+        .iter()
+        .filter(|binding| binding.host_ip.as_deref() == Some(LOOPBACK))
+        .find_map(|binding| binding.host_port.as_deref()?.parse().ok())
 }
 
 /// Whether a Docker daemon answers a ping (used to resolve `auto`).
@@ -93,41 +326,214 @@ pub fn docker_answers() -> bool {
     })
 }
 
+/// testcontainers' configured Docker client (`DOCKER_HOST`, its properties file), once
+/// the daemon has answered.
+async fn docker_client() -> Result<Docker> {
+    let unreachable =
+        |error: &dyn std::fmt::Display| anyhow!("cannot reach Docker (is a Docker daemon running?): {error}");
+    let docker = docker_client_instance().await.map_err(|error| unreachable(&error))?;
+    docker.ping().await.map_err(|error| unreachable(&error))?;
+    Ok(docker)
+}
+
+/// How many of this process's own container's targets are open: the last to close
+/// removes the container. Held while a target opens or closes, so that a container being
+/// removed is never joined.
+static OPEN_OWN_TARGETS: Mutex<usize> = Mutex::new(0);
+
 pub struct ContainerTarget {
-    container: Option<ContainerAsync<ClickHouse>>,
-    /// The runtime the container was started on, kept to remove it on.
-    runtime: tokio::runtime::Runtime,
     server: ServerTarget,
+    docker: Docker,
+    /// The runtime the Docker client runs on, kept to remove the container on.
+    runtime: tokio::runtime::Runtime,
+    name: String,
     image: String,
+    /// This process's own container (not a run's), removed by its last target.
+    own: bool,
 }
 
 impl ContainerTarget {
-    /// Starts the pinned image and connects to it on its mapped HTTP port.
+    /// Joins the container of this process's scope, creating it if there is none, and
+    /// connects to it once it answers. Removes abandoned containers first.
     pub fn start() -> Result<ContainerTarget> {
-        let password = uuid::Uuid::new_v4().simple().to_string();
+        let scope = ContainerScope::from_env()?;
+        let host = host_name();
+        let password = Password::random();
         let spec = ContainerSpec::new(&password);
-        let image = format!("{}:{}", spec.image, spec.tag);
+        let image = spec.image_reference();
+        let name = scope.container_name();
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .context("cannot start the container client's runtime")?;
-        let (container, url) = runtime.block_on(async {
-            let mut request = ClickHouse::default().with_tag(spec.tag).with_startup_timeout(STARTUP_TIMEOUT);
-            for (name, value) in &spec.env {
-                request = request.with_env_var(*name, value.as_str());
-            }
-            let container = request
-                .with_ulimit("nofile", spec.nofile, Some(spec.nofile))
-                .start()
-                .await
-                .map_err(|error| anyhow!("cannot start {image} (is a Docker daemon running?): {error}"))?;
-            let port = container.get_host_port_ipv4(8123).await.context("the container has no mapped HTTP port")?;
-            Ok::<_, anyhow::Error>((container, format!("http://127.0.0.1:{port}")))
-        })?;
-        let server = ServerTarget::connect(ServerConfig::new(&url, BENCH_USER, &password)?)
-            .with_context(|| format!("{image} started but does not answer"))?;
-        Ok(ContainerTarget { container: Some(container), runtime, server, image })
+        let docker = runtime.block_on(docker_client())?;
+        let mut open_own = OPEN_OWN_TARGETS.lock().map_err(|_| anyhow!("the container count is poisoned"))?;
+        for removed in runtime.block_on(remove_abandoned(&docker, &host, Some(&scope.key))).unwrap_or_default() {
+            eprintln!("chbench: removed container {removed}: the process that owned it has ended");
+        }
+        let password = runtime.block_on(create_or_join(&docker, &name, &spec, &password, &scope, &host))?;
+        let server = wait_until_answers(&runtime, &docker, &name, &password)
+            .with_context(|| format!("{image} in container {name} does not answer"))?;
+        if !scope.shared {
+            *open_own += 1;
+        }
+        Ok(ContainerTarget { server, docker, runtime, name, image, own: !scope.shared })
     }
+}
+
+/// The password of the container `name`, joining it, or creating it with `spec` (which
+/// holds `password`) when there is none. Of two processes creating it at once, Docker's name conflict decides
+/// and the other joins the winner's.
+async fn create_or_join(
+    docker: &Docker,
+    name: &str,
+    spec: &ContainerSpec,
+    password: &Password,
+    scope: &ContainerScope,
+    host: &str,
+) -> Result<Password> {
+    if let Some(password) = existing_password(docker, name).await? {
+        return Ok(password);
+    }
+    let options = CreateContainerOptions { name: Some(name.to_string()), ..Default::default() };
+    let body = spec.create_body(scope, host);
+    let mut created = docker.create_container(Some(options.clone()), body.clone()).await;
+    if matches!(created, Err(DockerError::DockerResponseServerError { status_code: 404, .. })) {
+        // No such image here yet: testcontainers pulls it (with its registry settings).
+        ClickHouse::default()
+            .with_tag(spec.tag)
+            .pull_image()
+            .await
+            // The request it hands back is testcontainers' way to start the image; unused.
+            .map(drop)
+            .map_err(|error| anyhow!("cannot pull {}: {error}", spec.image_reference()))?;
+        created = docker.create_container(Some(options), body).await;
+    }
+    match created {
+        Ok(_) => Ok(password.clone()),
+        Err(DockerError::DockerResponseServerError { status_code: 409, .. }) => existing_password(docker, name)
+            .await?
+            .with_context(|| format!("container {name} was created by another process and is gone")),
+        Err(error) => Err(anyhow!("cannot create container {name} from {}: {error}", spec.image_reference())),
+    }
+}
+
+/// The password of the existing container `name`, if there is one.
+async fn existing_password(docker: &Docker, name: &str) -> Result<Option<Password>> {
+    match docker.inspect_container(name, None).await {
+        Ok(container) => {
+            let env = container.config.and_then(|config| config.env).unwrap_or_default();
+            let password = Password::from_container_env(&env)
+                .with_context(|| format!("container {name} has no {PASSWORD_VARIABLE}: not one chbench made"))?;
+            Ok(Some(password))
+        }
+        Err(DockerError::DockerResponseServerError { status_code: 404, .. }) => Ok(None),
+        Err(error) => Err(anyhow!("cannot inspect container {name}: {error}")),
+    }
+}
+
+/// The container's loopback HTTP port once it runs; `None` while it is not started yet,
+/// in which case this process starts it (its creator may have ended before it could).
+async fn running_port(docker: &Docker, name: &str) -> Result<Option<u16>> {
+    let container =
+        docker.inspect_container(name, None).await.with_context(|| format!("cannot inspect container {name}"))?;
+    match container.state.and_then(|state| state.status) {
+        Some(ContainerStateStatusEnum::RUNNING) => {
+            let ports = container.network_settings.and_then(|settings| settings.ports).unwrap_or_default();
+            let port = loopback_port(&ports);
+            port.map(Some).with_context(|| format!("container {name} does not publish {HTTP_PORT} on {LOOPBACK}"))
+        }
+        Some(ContainerStateStatusEnum::CREATED) => {
+            // A container already started answers 304, which is not an error.
+            docker.start_container(name, None).await.with_context(|| format!("cannot start container {name}"))?;
+            Ok(None)
+        }
+        Some(ContainerStateStatusEnum::RESTARTING) => Ok(None),
+        status => {
+            let status = status.map_or_else(|| "in no known state".to_string(), |status| status.to_string());
+            bail!("container {name} is {status} (see `docker logs {name}`)")
+        }
+    }
+}
+
+/// Connects to the container once its server answers, within [`STARTUP_TIMEOUT`].
+fn wait_until_answers(
+    runtime: &tokio::runtime::Runtime,
+    docker: &Docker,
+    name: &str,
+    password: &Password,
+) -> Result<ServerTarget> {
+    let deadline = Instant::now() + STARTUP_TIMEOUT;
+    loop {
+        crate::interrupt::check()?;
+        let last_error = match runtime.block_on(running_port(docker, name))? {
+            Some(port) => {
+                let config = ServerConfig::new(&format!("http://{LOOPBACK}:{port}"), BENCH_USER, &password.0)?;
+                match ServerTarget::connect(config) {
+                    Ok(server) => return Ok(server),
+                    Err(error) => format!("{error:#}"),
+                }
+            }
+            None => "not started yet".to_string(),
+        };
+        if Instant::now() >= deadline {
+            bail!("no answer within {} s: {last_error}", STARTUP_TIMEOUT.as_secs());
+        }
+        std::thread::sleep(POLL_INTERVAL);
+    }
+}
+
+/// Removes the containers whose owner has ended on this machine, except the one of scope
+/// `keep` (this process's: its owner may be a test process that spawned this one);
+/// returns their names.
+async fn remove_abandoned(docker: &Docker, host: &str, keep: Option<&str>) -> Result<Vec<String>> {
+    let options = ListContainersOptions {
+        all: true,
+        filters: Some(HashMap::from([("label".to_string(), vec![SCOPE_LABEL.to_string()])])),
+        ..Default::default()
+    };
+    let containers =
+        docker.list_containers(Some(options)).await.map_err(|error| anyhow!("cannot list containers: {error}"))?;
+    let mut removed = Vec::new();
+    for container in containers {
+        let labels = container.labels.unwrap_or_default();
+        let Some(id) = container.id else { continue };
+        let kept = keep.is_some_and(|keep| labels.get(SCOPE_LABEL).map(String::as_str) == Some(keep));
+        if kept || !is_abandoned(&labels, host, ProcessIdentity::is_running) {
+            continue;
+        }
+        let name = container
+            .names
+            .and_then(|names| names.first().map(|name| name.trim_start_matches('/').to_string()))
+            .unwrap_or_else(|| id.clone());
+        if remove(docker, &id).await.is_ok() {
+            removed.push(name);
+        }
+    }
+    Ok(removed)
+}
+
+async fn remove(docker: &Docker, name: &str) -> Result<(), DockerError> {
+    let options = RemoveContainerOptions { force: true, v: true, ..Default::default() };
+    docker.remove_container(name, Some(options)).await
+}
+
+/// What [`clean_containers`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContainerCleanup {
+    /// The containers removed: their owner had ended.
+    pub removed: Vec<String>,
+}
+
+/// Removes chbench's containers whose owner has ended on this machine (what every open
+/// of the target does first): `cargo xtask clean-containers`.
+pub fn clean_containers() -> Result<ContainerCleanup> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the container client's runtime")?;
+    let removed = runtime.block_on(async { remove_abandoned(&docker_client().await?, &host_name(), None).await })?;
+    Ok(ContainerCleanup { removed })
 }
 
 /// Everything goes to the server inside the container.
@@ -146,11 +552,18 @@ impl Backend for ContainerTarget {
 }
 
 impl Drop for ContainerTarget {
+    /// This process's own container goes with its last target; a run's stays for the
+    /// run's other processes (see the module docs).
     fn drop(&mut self) {
-        if let Some(container) = self.container.take() {
-            // Best effort, like testcontainers' own Drop; a container left behind is
-            // labelled by testcontainers and removed by its reaper or by hand.
-            let _ = self.runtime.block_on(container.rm());
+        if !self.own {
+            return;
+        }
+        let Ok(mut open_own) = OPEN_OWN_TARGETS.lock() else { return };
+        *open_own = open_own.saturating_sub(1);
+        // Best effort: a container left behind is removed by the next open, its owner
+        // (this process) having ended by then.
+        if *open_own == 0 && self.runtime.block_on(remove(&self.docker, &self.name)).is_err() {
+            eprintln!("chbench: cannot remove container {}; the next open of the target removes it", self.name);
         }
     }
 }
@@ -159,13 +572,146 @@ impl Drop for ContainerTarget {
 mod tests {
     use super::*;
 
+    const RUN_ID: &str = "1f79aa0d-4ec8-4a5c-aa83-5e8dc2f36573";
+    const RUNNER: ProcessIdentity = ProcessIdentity { pid: 4242, started: 1_760_000_000 };
+
     #[test]
     fn the_image_is_pinned_and_the_user_can_log_in_from_outside() {
-        let spec = ContainerSpec::new("pw");
-        assert_eq!(format!("{}:{}", spec.image, spec.tag), "clickhouse/clickhouse-server:26.3.33.24");
+        let spec = ContainerSpec::new(&Password("pw".to_string()));
+        assert_eq!(spec.image_reference(), "clickhouse/clickhouse-server:26.3.33.24");
         assert!(spec.env.contains(&("CLICKHOUSE_USER", "bench".to_string())));
         assert!(spec.env.contains(&("CLICKHOUSE_PASSWORD", "pw".to_string())));
-        let shown = format!("{:?}", ContainerSpec::new("s3cret-pw"));
-        assert!(shown.contains("CLICKHOUSE_PASSWORD") && !shown.contains("s3cret-pw"), "{shown}");
+    }
+
+    #[test]
+    fn the_password_never_shows_in_debug_output() {
+        let password = Password("s3cret-pw".to_string());
+        let spec = ContainerSpec::new(&password);
+        let scope = ContainerScope::nextest_run(RUN_ID, RUNNER).unwrap();
+        for shown in
+            [format!("{spec:?}"), format!("{password:?}"), format!("{scope:?}"), format!("{:?}", scope.labels("h"))]
+        {
+            assert!(!shown.contains("s3cret-pw"), "{shown}");
+        }
+        assert!(format!("{spec:?}").contains("CLICKHOUSE_PASSWORD"));
+        // Only the container's environment holds it, which is what joining processes read.
+        let body = spec.create_body(&scope, "h");
+        let env = body.env.unwrap();
+        assert_eq!(Password::from_container_env(&env), Some(password));
+        assert_eq!(Password::from_container_env(&["CLICKHOUSE_PASSWORDS=x".to_string()]), None);
+        assert_ne!(Password::random(), Password::random());
+    }
+
+    #[test]
+    fn a_nextest_run_shares_one_container_named_after_the_run_and_owned_by_the_runner() {
+        let first = ContainerScope::nextest_run(RUN_ID, RUNNER).unwrap();
+        let second = ContainerScope::nextest_run(&RUN_ID.to_uppercase(), RUNNER).unwrap();
+        assert_eq!(first, second, "every process of the run finds the same container");
+        assert_eq!(first.container_name(), format!("chbench-clickhouse-run-{RUN_ID}"));
+        assert!(first.shared && first.owner == RUNNER);
+        let other_run = ContainerScope::nextest_run("cc815783-2cb1-4003-9d2a-f931bf775280", RUNNER).unwrap();
+        assert_ne!(first.container_name(), other_run.container_name());
+        for bad in ["", "run; rm -rf /", "../1f79aa0d"] {
+            let error = ContainerScope::nextest_run(bad, RUNNER).unwrap_err().to_string();
+            assert!(error.contains("NEXTEST_RUN_ID") && error.contains("not a UUID"), "{error}");
+        }
+    }
+
+    #[test]
+    fn outside_nextest_a_process_owns_its_container() {
+        let this = ProcessIdentity::current().unwrap();
+        assert_eq!(this.pid, std::process::id());
+        assert!(this.is_running());
+        let scope = ContainerScope::process(this);
+        assert_eq!(scope.container_name(), format!("chbench-clickhouse-process-{}-{}", this.pid, this.started));
+        assert!(!scope.shared && scope.owner == this);
+        assert_ne!(ProcessIdentity::parent().unwrap(), this);
+    }
+
+    #[test]
+    fn the_scope_follows_nextests_run_id() {
+        let scope = ContainerScope::from_env().unwrap();
+        match std::env::var(NEXTEST_RUN_ID_ENV) {
+            // This test's process is one of the run's: the runner is its parent.
+            Ok(run_id) => {
+                assert_eq!(scope, ContainerScope::nextest_run(&run_id, ProcessIdentity::parent().unwrap()).unwrap())
+            }
+            Err(_) => assert_eq!(scope, ContainerScope::process(ProcessIdentity::current().unwrap())),
+        }
+    }
+
+    #[test]
+    fn without_a_docker_daemon_the_target_says_so_in_one_line() {
+        if docker_answers() {
+            return;
+        }
+        let error = format!("{:#}", ContainerTarget::start().err().expect("no Docker daemon, no container"));
+        assert!(error.contains("is a Docker daemon running?") && !error.contains('\n'), "{error}");
+        let error = format!("{:#}", clean_containers().unwrap_err());
+        assert!(error.contains("is a Docker daemon running?"), "{error}");
+    }
+
+    #[test]
+    fn labels_name_the_scope_and_its_owner() {
+        let scope = ContainerScope::nextest_run(RUN_ID, RUNNER).unwrap();
+        let labels = scope.labels("laptop");
+        assert_eq!(labels[SCOPE_LABEL], format!("run-{RUN_ID}"));
+        assert_eq!(labels[OWNER_PID_LABEL], "4242");
+        assert_eq!(labels[OWNER_STARTED_LABEL], "1760000000");
+        assert_eq!(labels[OWNER_HOST_LABEL], "laptop");
+        assert_eq!(scope.labels("laptop"), labels, "every process of the run asks for the same labels");
+    }
+
+    #[test]
+    fn a_container_is_abandoned_only_when_its_owner_on_this_machine_has_ended() {
+        let labels = ContainerScope::nextest_run(RUN_ID, RUNNER).unwrap().labels("laptop");
+        assert!(!is_abandoned(&labels, "laptop", |_| true), "its runner still runs");
+        assert!(is_abandoned(&labels, "laptop", |_| false), "its runner has ended");
+        assert!(!is_abandoned(&labels, "ci-box", |_| false), "owned on another machine sharing the daemon");
+        assert!(!is_abandoned(&labels, "", |_| false), "this machine's name is unknown");
+        let mut no_owner = labels.clone();
+        no_owner.remove(OWNER_STARTED_LABEL);
+        assert!(!is_abandoned(&no_owner, "laptop", |_| false), "labels that name no owner");
+        let mut not_ours = labels.clone();
+        not_ours.remove(SCOPE_LABEL);
+        assert!(!is_abandoned(&not_ours, "laptop", |_| false), "not a chbench container");
+        // The decision asks about the owner the labels name.
+        assert!(is_abandoned(&labels, "laptop", |owner| owner != RUNNER));
+    }
+
+    #[test]
+    fn a_later_process_with_the_owners_pid_is_not_the_owner() {
+        let this = ProcessIdentity::current().unwrap();
+        assert!(this.is_running());
+        assert!(!ProcessIdentity { started: this.started - 3600, ..this }.is_running());
+        assert!(!ProcessIdentity { pid: u32::MAX - 1, started: this.started }.is_running());
+    }
+
+    #[test]
+    fn the_http_port_is_published_on_loopback_alone() {
+        let scope = ContainerScope::process(RUNNER);
+        let body = ContainerSpec::new(&Password::random()).create_body(&scope, "h");
+        let host_config = body.host_config.unwrap();
+        assert_eq!(host_config.publish_all_ports, Some(false));
+        let bindings = host_config.port_bindings.unwrap();
+        assert_eq!(bindings.len(), 1);
+        let http = bindings[HTTP_PORT].clone().unwrap();
+        assert_eq!(http.len(), 1);
+        assert_eq!(http[0].host_ip.as_deref(), Some("127.0.0.1"));
+        assert_eq!(body.exposed_ports, Some(vec!["8123/tcp".to_string()]));
+        assert_eq!(body.image.as_deref(), Some("clickhouse/clickhouse-server:26.3.33.24"));
+        assert_eq!(body.labels.unwrap(), scope.labels("h"));
+        assert_eq!(host_config.ulimits.unwrap()[0].soft, Some(262_144));
+    }
+
+    #[test]
+    fn only_a_loopback_binding_is_used() {
+        let binding = |ip: &str, port: &str| PortBinding { host_ip: Some(ip.into()), host_port: Some(port.into()) };
+        let ports = |bindings: Vec<PortBinding>| PortMap::from([(HTTP_PORT.to_string(), Some(bindings))]);
+        assert_eq!(loopback_port(&ports(vec![binding("127.0.0.1", "32768")])), Some(32768));
+        assert_eq!(loopback_port(&ports(vec![binding("0.0.0.0", "32768"), binding("::", "32768")])), None);
+        assert_eq!(loopback_port(&ports(vec![binding("0.0.0.0", "1"), binding("127.0.0.1", "2")])), Some(2));
+        assert_eq!(loopback_port(&PortMap::from([(HTTP_PORT.to_string(), None)])), None);
+        assert_eq!(loopback_port(&PortMap::new()), None);
     }
 }

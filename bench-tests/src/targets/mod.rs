@@ -246,6 +246,8 @@ pub struct Target {
     capabilities: Capabilities,
     info: TargetInfo,
     database: String,
+    /// Scenario databases this process made on a shared server, dropped with the target.
+    scenario_databases: Vec<String>,
 }
 
 impl Target {
@@ -257,6 +259,7 @@ impl Target {
             capabilities,
             info: TargetInfo { kind, engine_version: String::new(), endpoint },
             database: "default".to_string(),
+            scenario_databases: Vec::new(),
         };
         let version = target.query_text("SELECT version()").context("cannot read the engine version")?;
         target.info.engine_version = clickhouse_version(&version).with_context(|| {
@@ -294,9 +297,9 @@ impl Target {
         &self.database
     }
 
-    /// Creates `name` if needed and makes it the current database. Each scenario works
-    /// in a database named after itself, left behind for inspection and recreated
-    /// (dropped first) on the next run.
+    /// Makes an empty database `name` (dropped first if it exists) the current one. On a
+    /// server other processes use, `name` must be this process's alone (a scenario's is
+    /// [`Target::use_scenario_database`]'s).
     pub fn use_fresh_database(&mut self, name: &str) -> Result<()> {
         if !crate::sql::is_identifier(name) {
             bail!("{name:?} is not a usable database name (a letter or _, then letters, digits and _)");
@@ -304,6 +307,21 @@ impl Target {
         self.execute(&format!("DROP DATABASE IF EXISTS {name} SYNC"))?;
         self.execute(&format!("CREATE DATABASE {name}"))?;
         self.use_database(name)
+    }
+
+    /// Makes an empty database for `scenario` the current one, named by
+    /// [`scenario_database_name`]: after the scenario where the engine's storage is this
+    /// process's own, after the scenario and this process on a server that processes share
+    /// (two processes running one scenario at once must not drop each other's tables). On
+    /// such a server it is dropped when the target is; elsewhere it goes with the process's
+    /// storage.
+    pub fn use_scenario_database(&mut self, scenario: &str) -> Result<()> {
+        let name = scenario_database_name(scenario, self.capabilities.datasets, process_token());
+        self.use_fresh_database(&name)?;
+        if self.capabilities.datasets == DatasetProvision::SharedDatabase && !self.scenario_databases.contains(&name) {
+            self.scenario_databases.push(name);
+        }
+        Ok(())
     }
 
     /// Makes an existing database the current one.
@@ -391,6 +409,38 @@ impl Target {
         restored?;
         Ok(value)
     }
+}
+
+impl Drop for Target {
+    /// Drops the scenario databases this process made on a shared server, where nothing
+    /// else would (their names are this process's).
+    fn drop(&mut self) {
+        for database in std::mem::take(&mut self.scenario_databases) {
+            if let Err(error) = self.execute(&format!("DROP DATABASE IF EXISTS {database} SYNC")) {
+                eprintln!("chbench: cannot drop the scenario database {database}: {error:#}");
+            }
+        }
+    }
+}
+
+/// The database a scenario works in: `scenario` where the engine's storage is this
+/// process's own (datasets as hard-linked copies), `<scenario>_<process>` on a server that
+/// processes share (datasets as shared databases), `process` being [`process_token`].
+pub fn scenario_database_name(scenario: &str, datasets: DatasetProvision, process: &str) -> String {
+    match datasets {
+        DatasetProvision::HardLinkedCopy => scenario.to_string(),
+        DatasetProvision::SharedDatabase => format!("{scenario}_{process}"),
+    }
+}
+
+/// This process among all that use a server: `p<pid>_<8 random hex digits>`, the pid for
+/// people reading the server's databases, the random part for processes on other machines.
+pub fn process_token() -> &'static str {
+    static TOKEN: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    TOKEN.get_or_init(|| {
+        let random = uuid::Uuid::new_v4().simple().to_string();
+        format!("p{}_{}", std::process::id(), &random[..8])
+    })
 }
 
 /// `26.7.2.1` from the answer to `SELECT version()`; `None` when it is not a version
@@ -497,7 +547,7 @@ mod tests {
                 engine_in_process: false,
             }
         );
-        // The container is a server this process started, so it may restart it.
+        // The container is a server chbench started, so it may restart it.
         assert_eq!(TargetKind::Container.spec().capabilities, Capabilities { restartable: true, ..url });
     }
 
@@ -507,6 +557,28 @@ mod tests {
         assert_eq!(clickhouse_version("18.16.1").as_deref(), Some("18.16.1"));
         for answer in ["<html><body>It works</body></html>", "", "26", "26..1", "v26.7"] {
             assert_eq!(clickhouse_version(answer), None, "{answer}");
+        }
+    }
+
+    #[test]
+    fn scenario_databases_are_this_processs_own_on_a_shared_server() {
+        let token = process_token();
+        assert_eq!(token, process_token(), "one token for the whole process");
+        assert!(token.starts_with(&format!("p{}_", std::process::id())) && token.len() > 10, "{token}");
+        // The engine's storage is this process's own: the scenario's name as it is.
+        assert_eq!(
+            scenario_database_name("measure_agreement", DatasetProvision::HardLinkedCopy, token),
+            "measure_agreement"
+        );
+        // Two processes running one scenario on one server: two databases.
+        let here = scenario_database_name("measure_agreement", DatasetProvision::SharedDatabase, token);
+        let there = scenario_database_name("measure_agreement", DatasetProvision::SharedDatabase, "p7_0badcafe");
+        assert_eq!(here, format!("measure_agreement_{token}"));
+        assert_ne!(here, there);
+        assert!(crate::sql::is_identifier(&here), "{here}");
+        // Every kind of server target shares its datasets, so every one gets the suffix.
+        for kind in [TargetKind::Url, TargetKind::Container] {
+            assert_eq!(kind.spec().capabilities.datasets, DatasetProvision::SharedDatabase);
         }
     }
 

@@ -10,11 +10,11 @@ use chbench::targets::{Target, open_target};
 use serde::Serialize;
 use serde_json::Value;
 
-/// Opens the target chosen by `CHBENCH_TARGET` and switches to a fresh database named
-/// after the scenario.
+/// Opens the target chosen by `CHBENCH_TARGET` and switches to a fresh database for the
+/// scenario (this process's own on a shared server: `Target::use_scenario_database`).
 pub fn scenario_target(scenario: &str) -> Target {
     let mut target = open_target().expect("cannot open the target");
-    target.use_fresh_database(scenario).expect("cannot create the scenario's database");
+    target.use_scenario_database(scenario).expect("cannot create the scenario's database");
     target
 }
 

@@ -1,0 +1,22 @@
+//! `cargo xtask clean-containers`: remove the `container` target's containers whose owner
+//! (a nextest run's runner, or a process) has ended. A container in use stays.
+
+use anyhow::Result;
+use chbench::targets::container::{SCOPE_LABEL, clean_containers};
+
+use crate::flags::CleanContainers;
+
+impl CleanContainers {
+    pub fn run(self) -> Result<()> {
+        let cleanup = clean_containers()?;
+        for name in &cleanup.removed {
+            println!("removed {name}");
+        }
+        if cleanup.removed.is_empty() {
+            println!("no container to remove");
+        }
+        // Containers of runs still going, or of another machine sharing the daemon, stay.
+        println!("to remove every one, in use or not: docker rm -f $(docker ps -aq --filter label={SCOPE_LABEL})");
+        Ok(())
+    }
+}
