@@ -1,14 +1,17 @@
-//! `up`'s conversation with the Kubernetes API, against a mocked API server (tower-test,
-//! as kube's own tests do): every request is asserted, and the server answers as a real
-//! one would. Built with the `eks` feature.
+//! The `eks` commands' conversations with the Kubernetes API (`up`, `status`, `down`),
+//! against a mocked API server (tower-test, as kube's own tests do): every request is
+//! asserted, and the server answers as a real one would. Built with the `eks` feature.
 
 use std::time::Duration;
 
 use chbench::cluster::deploy::{FIELD_MANAGER, apply, ensure_password, password_secret, wait_for_ready};
+use chbench::cluster::lifecycle::{DownOutcome, Presence, down, status};
 use chbench::cluster::manifests::{PART_OF, Values, Variant, parse, render};
+use chbench::cluster::{COLLECTED_ANNOTATION, RUN_ANNOTATION};
 use http::{Request, Response};
 use kube::Client;
 use kube::client::Body;
+use serde_json::{Value, json};
 use tower_test::mock::{Handle, pair};
 
 type ApiServer = Handle<Request<Body>, Response<Body>>;
@@ -39,6 +42,41 @@ async fn expect_status(server: &mut ApiServer, method: &str, path: &str, status:
     (query, content_type)
 }
 
+/// As [`expect`], returning the request's body as JSON.
+async fn expect_body(server: &mut ApiServer, method: &str, path: &str, json: &str) -> Value {
+    let (request, reply) =
+        server.next_request().await.unwrap_or_else(|| panic!("no request; expected {method} {path}"));
+    assert_eq!((request.method().as_str(), request.uri().path()), (method, path), "unexpected request");
+    let body = request.into_body().collect_bytes().await.unwrap();
+    reply.send_response(Response::builder().body(Body::from(json.as_bytes().to_vec())).unwrap());
+    serde_json::from_slice(&body).unwrap()
+}
+
+/// As [`expect`], for a list: the request must select on the part-of label.
+async fn expect_list(server: &mut ApiServer, path: &str, items: Value) {
+    let list = json!({"apiVersion": "v1", "kind": "List", "metadata": {}, "items": items}).to_string();
+    let (query, _) = expect(server, "GET", path, &list).await;
+    let selector: Vec<String> = url::form_urlencoded::parse(query.as_bytes())
+        .filter(|(key, _)| key == "labelSelector")
+        .map(|(_, value)| value.into_owned())
+        .collect();
+    assert_eq!(selector, [format!("{}={}", PART_OF.0, PART_OF.1)], "{path}?{query}");
+}
+
+/// The client is dropped: no request came after the asserted ones (none deleted anything).
+async fn assert_no_more_requests(server: &mut ApiServer) {
+    if let Some((request, _)) = server.next_request().await {
+        panic!("unexpected request {} {}", request.method(), request.uri());
+    }
+}
+
+/// What a real API server answers for a missing object.
+fn not_found(kind: &str, name: &str) -> String {
+    json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+        "message": format!("{kind} \"{name}\" not found"), "reason": "NotFound", "code": 404})
+    .to_string()
+}
+
 /// What a real API server answers for a missing Secret.
 const SECRET_NOT_FOUND: &str = r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",
     "message":"secrets \"clickhouse-password\" not found","reason":"NotFound","code":404}"#;
@@ -51,6 +89,8 @@ fn up_applies_every_object_server_side_in_order_with_a_new_password_before_the_p
         // Inside the runtime: the client spawns its request buffer on it.
         let (client, mut server) = mocked();
         let applying = tokio::spawn(async move { apply(&client, &objects).await });
+        // A new namespace: read first, to keep a run it would already carry.
+        expect_status(&mut server, "GET", "/api/v1/namespaces/chbench", 404, &not_found("namespaces", "chbench")).await;
         let namespace = r#"{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"chbench"}}"#;
         let (query, content_type) = expect(&mut server, "PATCH", "/api/v1/namespaces/chbench", namespace).await;
         // Server-side apply, owned by chbench, taking over fields another manager set.
@@ -74,8 +114,60 @@ fn up_applies_every_object_server_side_in_order_with_a_new_password_before_the_p
             let (query, _) = expect(&mut server, "PATCH", path, answer).await;
             assert!(query.contains("fieldManager=chbench"), "{query}");
         }
-        let password = applying.await.unwrap().unwrap();
-        assert_eq!(password.len(), 32);
+        let applied = applying.await.unwrap().unwrap();
+        assert_eq!(applied.password.len(), 32);
+    });
+}
+
+/// The rest of a kind `up` after its Namespace: the Secret exists, the claim and the pod
+/// are applied.
+async fn answer_the_rest_of_up(server: &mut ApiServer) {
+    let existing = r#"{"apiVersion":"v1","kind":"Secret","metadata":{"name":"clickhouse-password"},
+        "data":{"password":"czNjcjN0"}}"#;
+    expect(server, "GET", SECRET, existing).await;
+    let claim = r#"{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"clickhouse-data"}}"#;
+    expect(server, "PATCH", "/api/v1/namespaces/chbench/persistentvolumeclaims/clickhouse-data", claim).await;
+    let pod = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"clickhouse"}}"#;
+    expect(server, "PATCH", "/api/v1/namespaces/chbench/pods/clickhouse", pod).await;
+}
+
+#[test]
+fn up_gives_a_new_namespace_a_fresh_run_id() {
+    let objects = parse(&render(Variant::Kind, &Values::defaults(Variant::Kind)).unwrap()).unwrap();
+    runtime().block_on(async {
+        let (client, mut server) = mocked();
+        let applying = tokio::spawn(async move { apply(&client, &objects).await });
+        expect_status(&mut server, "GET", "/api/v1/namespaces/chbench", 404, &not_found("namespaces", "chbench")).await;
+        let namespace = r#"{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"chbench"}}"#;
+        let applied_namespace = expect_body(&mut server, "PATCH", "/api/v1/namespaces/chbench", namespace).await;
+        answer_the_rest_of_up(&mut server).await;
+        let applied = applying.await.unwrap().unwrap();
+        let run = applied_namespace["metadata"]["annotations"][RUN_ANNOTATION].as_str().unwrap().to_string();
+        assert_eq!(uuid::Uuid::parse_str(&run).unwrap().get_version_num(), 4, "{run}");
+        assert_eq!(applied.run, run);
+        // The label status and down select on is still applied beside it.
+        assert_eq!(applied_namespace["metadata"]["labels"][PART_OF.0], PART_OF.1);
+    });
+}
+
+#[test]
+fn up_on_an_existing_namespace_keeps_its_run_id() {
+    let objects = parse(&render(Variant::Kind, &Values::defaults(Variant::Kind)).unwrap()).unwrap();
+    runtime().block_on(async {
+        let (client, mut server) = mocked();
+        let applying = tokio::spawn(async move { apply(&client, &objects).await });
+        let existing = namespace_json(Some("3f1c0e2a-8d4b-4c1e-9a57-2b6f0d9e8c71"), None);
+        expect(&mut server, "GET", "/api/v1/namespaces/chbench", &existing).await;
+        // Server-side apply would drop an annotation the applied object left out.
+        let applied_namespace = expect_body(&mut server, "PATCH", "/api/v1/namespaces/chbench", &existing).await;
+        answer_the_rest_of_up(&mut server).await;
+        let applied = applying.await.unwrap().unwrap();
+        assert_eq!(
+            applied_namespace["metadata"]["annotations"][RUN_ANNOTATION],
+            "3f1c0e2a-8d4b-4c1e-9a57-2b6f0d9e8c71"
+        );
+        assert_eq!(applied.run, "3f1c0e2a-8d4b-4c1e-9a57-2b6f0d9e8c71");
+        assert_eq!(applied.password, "s3cr3t");
     });
 }
 
@@ -179,5 +271,382 @@ fn a_container_that_cannot_start_ends_the_wait_at_once() {
         );
         assert!(error.contains("events:\n  (none)"), "{error}");
         assert!(error.contains("(none: container \"clickhouse\" in pod \"clickhouse\" is waiting to start)"), "{error}");
+    });
+}
+
+#[test]
+fn up_on_a_namespace_being_deleted_is_one_line_and_applies_nothing() {
+    let objects = parse(&render(Variant::Kind, &Values::defaults(Variant::Kind)).unwrap()).unwrap();
+    runtime().block_on(async {
+        let (client, mut server) = mocked();
+        let applying = tokio::spawn(async move { apply(&client, &objects).await });
+        expect(&mut server, "GET", NAMESPACE, &terminating_namespace()).await;
+        let error = format!("{:#}", applying.await.unwrap().err().unwrap());
+        assert_eq!(
+            error,
+            "namespace chbench is still being deleted: run up again once it is gone (kubectl get namespace chbench)"
+        );
+        assert_no_more_requests(&mut server).await;
+    });
+}
+
+const RUN: &str = "3f1c0e2a-8d4b-4c1e-9a57-2b6f0d9e8c71";
+const NAMESPACE: &str = "/api/v1/namespaces/chbench";
+const POD: &str = "/api/v1/namespaces/chbench/pods/clickhouse";
+const CLAIMS: &str = "/api/v1/namespaces/chbench/persistentvolumeclaims";
+const DIGEST: &str = "sha256:5e2a1b4c8f0d3e6a9b7c2d1e4f8a0b3c6d9e2f5a8b1c4d7e0f3a6b9c2d5e8f1a";
+
+/// The namespace `up` made, with its run and the run `collect` copied out.
+fn namespace_json(run: Option<&str>, collected: Option<&str>) -> String {
+    let mut annotations = serde_json::Map::new();
+    if let Some(run) = run {
+        annotations.insert(RUN_ANNOTATION.to_string(), json!(run));
+    }
+    if let Some(collected) = collected {
+        annotations.insert(COLLECTED_ANNOTATION.to_string(), json!(collected));
+    }
+    json!({"apiVersion": "v1", "kind": "Namespace",
+        "metadata": {"name": "chbench", "labels": {PART_OF.0: PART_OF.1}, "annotations": annotations},
+        "status": {"phase": "Active"}})
+    .to_string()
+}
+
+/// A Ready pod on node ip-10-0-1-2 with `data` (a volume) at ClickHouse's data path.
+fn running_pod(data: Value) -> String {
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "clickhouse", "namespace": "chbench"},
+        "spec": {"nodeName": "ip-10-0-1-2.ec2.internal",
+            "containers": [{"name": "clickhouse", "image": "clickhouse/clickhouse-server:26.3.33.24",
+                "volumeMounts": [{"name": "data", "mountPath": "/var/lib/clickhouse"}]}],
+            "volumes": [data]},
+        "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}],
+            "containerStatuses": [{"name": "clickhouse", "ready": true, "restartCount": 1,
+                "image": "docker.io/clickhouse/clickhouse-server:26.3.33.24",
+                "imageID": format!("docker.io/clickhouse/clickhouse-server@{DIGEST}")}]}})
+    .to_string()
+}
+
+fn node_json(instance_type: &str) -> String {
+    json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "ip-10-0-1-2.ec2.internal", "labels": {
+            "node.kubernetes.io/instance-type": instance_type, "kubernetes.io/arch": "amd64",
+            "topology.kubernetes.io/zone": "ap-northeast-2a"}},
+        "status": {"capacity": {"cpu": "4", "memory": "15896016Ki"}}})
+    .to_string()
+}
+
+fn claim_json() -> Value {
+    json!({"metadata": {"name": "clickhouse-data", "namespace": "chbench", "labels": {PART_OF.0: PART_OF.1}},
+        "spec": {"storageClassName": "chbench-gp3", "volumeName": "pvc-7d1e", "accessModes": ["ReadWriteOnce"]},
+        "status": {"phase": "Bound", "capacity": {"storage": "100Gi"}}})
+}
+
+fn volume_json(phase: &str) -> String {
+    json!({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "pvc-7d1e"},
+        "spec": {"persistentVolumeReclaimPolicy": "Delete",
+            "csi": {"driver": "ebs.csi.aws.com", "volumeHandle": "vol-0a1b2c3d4e5f60718"}},
+        "status": {"phase": phase}})
+    .to_string()
+}
+
+fn class_json() -> Value {
+    json!({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+        "metadata": {"name": "chbench-gp3", "labels": {PART_OF.0: PART_OF.1}},
+        "provisioner": "ebs.csi.aws.com", "reclaimPolicy": "Delete",
+        "parameters": {"type": "gp3", "iops": "3000", "throughput": "125", "encrypted": "true"}})
+}
+
+#[test]
+fn status_of_a_running_gp3_deployment_shows_node_image_digest_and_volume_settings() {
+    runtime().block_on(async {
+        let (client, mut server) = mocked();
+        let showing = tokio::spawn(async move { status(&client, "chbench").await });
+        expect(&mut server, "GET", NAMESPACE, &namespace_json(Some(RUN), Some(RUN))).await;
+        let data = json!({"name": "data", "persistentVolumeClaim": {"claimName": "clickhouse-data"}});
+        expect(&mut server, "GET", POD, &running_pod(data)).await;
+        expect(&mut server, "GET", "/api/v1/nodes/ip-10-0-1-2.ec2.internal", &node_json("m5.xlarge")).await;
+        expect_list(&mut server, CLAIMS, json!([claim_json()])).await;
+        expect(&mut server, "GET", "/api/v1/persistentvolumes/pvc-7d1e", &volume_json("Bound")).await;
+        let class = class_json().to_string();
+        expect(&mut server, "GET", "/apis/storage.k8s.io/v1/storageclasses/chbench-gp3", &class).await;
+        let status = showing.await.unwrap().unwrap();
+        assert_no_more_requests(&mut server).await;
+
+        assert!(status.run.collected);
+        let node = status.node.present().unwrap();
+        assert_eq!(node.instance_type, Presence::Present("m5.xlarge".to_string()));
+        assert_eq!(node.architecture, Presence::Present("amd64".to_string()));
+        let pod = status.pod.present().unwrap();
+        assert!(pod.ready);
+        assert_eq!(pod.restarts, Presence::Present(1));
+        let claim = status.claim.present().unwrap();
+        let volume = claim.volume.present().unwrap();
+        assert_eq!(volume.volume_handle, Presence::Present("vol-0a1b2c3d4e5f60718".to_string()));
+        let class = claim.class.present().unwrap();
+        assert_eq!((class.volume_type.present(), class.iops.present()), (Some(&"gp3".into()), Some(&"3000".into())));
+
+        let shown = status.to_string();
+        for line in [
+            format!("run              {RUN} (collected)"),
+            "  ready          yes".to_string(),
+            "  restarts       1".to_string(),
+            format!("  image ID       docker.io/clickhouse/clickhouse-server@{DIGEST}"),
+            "  instance type  m5.xlarge".to_string(),
+            "  architecture   amd64".to_string(),
+            "  zone           ap-northeast-2a".to_string(),
+            "  memory         15.16 GiB (15896016Ki)".to_string(),
+            "  capacity       100Gi".to_string(),
+            "  CSI driver     ebs.csi.aws.com".to_string(),
+            "  volume handle  vol-0a1b2c3d4e5f60718".to_string(),
+            "  type           gp3".to_string(),
+            "  iops           3000".to_string(),
+            "  throughput     125 MiB/s".to_string(),
+            "  encrypted      true".to_string(),
+        ] {
+            assert!(shown.lines().any(|shown_line| shown_line == line), "{line:?} missing from:\n{shown}");
+        }
+        let as_json = serde_json::to_value(&status).unwrap();
+        assert_eq!(as_json["node"]["instance_type"], "m5.xlarge");
+        assert_eq!(as_json["claim"]["class"]["throughput"], "125");
+    });
+}
+
+#[test]
+fn status_of_eks_nvme_shows_no_pvc_and_why() {
+    runtime().block_on(async {
+        let (client, mut server) = mocked();
+        let showing = tokio::spawn(async move { status(&client, "chbench").await });
+        expect(&mut server, "GET", NAMESPACE, &namespace_json(Some(RUN), None)).await;
+        let data = json!({"name": "data", "emptyDir": {"sizeLimit": "100Gi"}});
+        expect(&mut server, "GET", POD, &running_pod(data)).await;
+        expect(&mut server, "GET", "/api/v1/nodes/ip-10-0-1-2.ec2.internal", &node_json("m6id.xlarge")).await;
+        expect_list(&mut server, CLAIMS, json!([])).await;
+        let status = showing.await.unwrap().unwrap();
+        // No volume, so no PersistentVolume or StorageClass is asked for.
+        assert_no_more_requests(&mut server).await;
+        assert!(!status.run.collected);
+        let shown = status.to_string();
+        let expected = "claim            absent (no PVC: the pod keeps its data in an emptyDir (eks-nvme keeps data \
+                        on the node's instance store))";
+        assert!(shown.lines().any(|line| line == expected), "{shown}");
+        assert!(
+            shown.contains(&format!("run              {RUN} (not collected (cargo xtask eks collect))")),
+            "{shown}"
+        );
+        assert!(shown.contains("  instance type  m6id.xlarge"), "{shown}");
+        let as_json = serde_json::to_value(&status).unwrap();
+        assert!(as_json["claim"]["absent"].as_str().unwrap().starts_with("no PVC: "), "{as_json}");
+        assert_eq!(as_json["run"]["collected_run"], json!({"absent": "never collected"}));
+    });
+}
+
+#[test]
+fn status_and_down_on_a_missing_namespace_give_one_clear_line() {
+    runtime().block_on(async {
+        let (client, mut server) = mocked();
+        let other = client.clone();
+        let showing = tokio::spawn(async move { status(&client, "chbench").await });
+        expect_status(&mut server, "GET", NAMESPACE, 404, &not_found("namespaces", "chbench")).await;
+        let error = format!("{:#}", showing.await.unwrap().unwrap_err());
+        assert_eq!(error, "no chbench deployment in namespace chbench: run cargo xtask eks up");
+
+        let downing = tokio::spawn(async move {
+            down(&other, "chbench", true, false, Duration::from_secs(60), Duration::from_millis(1), |_| {}).await
+        });
+        expect_status(&mut server, "GET", NAMESPACE, 404, &not_found("namespaces", "chbench")).await;
+        let error = format!("{:#}", downing.await.unwrap().unwrap_err());
+        assert_eq!(error, "no chbench deployment in namespace chbench: run cargo xtask eks up");
+        assert_no_more_requests(&mut server).await;
+    });
+}
+
+#[test]
+fn down_before_collect_is_refused_and_deletes_nothing() {
+    runtime().block_on(async {
+        let (client, mut server) = mocked();
+        let downing = tokio::spawn(async move {
+            down(&client, "chbench", false, false, Duration::from_secs(60), Duration::from_millis(1), |_| {}).await
+        });
+        expect(&mut server, "GET", NAMESPACE, &namespace_json(Some(RUN), Some("an-earlier-run"))).await;
+        let error = format!("{:#}", downing.await.unwrap().unwrap_err());
+        assert_eq!(
+            error,
+            format!(
+                "run {RUN} in namespace chbench is not collected (the last collect was of run an-earlier-run): run \
+                 cargo xtask eks collect first, or down --force to delete it with its results"
+            )
+        );
+        assert_no_more_requests(&mut server).await;
+    });
+}
+
+/// What a down lists before deleting: the namespace's labelled objects, the claim's
+/// volume, the classes and (with classes) the other chbench namespaces.
+async fn answer_the_listing(server: &mut ApiServer, claims: Value, classes: Value, namespaces: Value) {
+    let pod = json!({"metadata": {"name": "clickhouse", "namespace": "chbench"}});
+    expect_list(server, "/api/v1/namespaces/chbench/pods", json!([pod])).await;
+    expect_list(server, "/apis/batch/v1/namespaces/chbench/jobs", json!([])).await;
+    expect_list(server, "/api/v1/namespaces/chbench/services", json!([])).await;
+    let secret = json!({"metadata": {"name": "clickhouse-password", "namespace": "chbench"}});
+    expect_list(server, "/api/v1/namespaces/chbench/secrets", json!([secret])).await;
+    let has_volume = !claims.as_array().unwrap().is_empty();
+    expect_list(server, CLAIMS, claims).await;
+    if has_volume {
+        expect(server, "GET", "/api/v1/persistentvolumes/pvc-7d1e", &volume_json("Bound")).await;
+    }
+    let has_classes = !classes.as_array().unwrap().is_empty();
+    expect_list(server, "/apis/storage.k8s.io/v1/storageclasses", classes).await;
+    if has_classes {
+        expect_list(server, "/api/v1/namespaces", namespaces).await;
+    }
+}
+
+fn terminating_namespace() -> String {
+    json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "chbench"},
+        "status": {"phase": "Terminating", "conditions": [{"type": "NamespaceContentRemaining", "status": "True",
+            "message": "Some resources are remaining: persistentvolumeclaims. has 1 resource instances"}]}})
+    .to_string()
+}
+
+#[test]
+fn down_after_collect_deletes_the_namespace_then_the_class_and_waits_until_they_are_gone() {
+    runtime().block_on(async {
+        let (client, mut server) = mocked();
+        let downing = tokio::spawn(async move {
+            let mut heard = Vec::new();
+            let outcome = down(&client, "chbench", false, false, Duration::from_secs(60), Duration::from_millis(1), |line| {
+                heard.push(line.to_string())
+            })
+            .await;
+            (outcome, heard)
+        });
+        expect(&mut server, "GET", NAMESPACE, &namespace_json(Some(RUN), Some(RUN))).await;
+        let only_this = json!([{"metadata": {"name": "chbench", "labels": {PART_OF.0: PART_OF.1}}}]);
+        answer_the_listing(&mut server, json!([claim_json()]), json!([class_json()]), only_this).await;
+        // The namespace takes the pod, the claim and the Secret; the claim's volume goes
+        // by its reclaim policy (Delete); the class last.
+        expect(&mut server, "DELETE", NAMESPACE, &terminating_namespace()).await;
+        expect(&mut server, "GET", NAMESPACE, &terminating_namespace()).await;
+        expect_status(&mut server, "GET", NAMESPACE, 404, &not_found("namespaces", "chbench")).await;
+        expect(&mut server, "GET", "/api/v1/persistentvolumes/pvc-7d1e", &volume_json("Released")).await;
+        let volume_gone = not_found("persistentvolumes", "pvc-7d1e");
+        expect_status(&mut server, "GET", "/api/v1/persistentvolumes/pvc-7d1e", 404, &volume_gone).await;
+        let deleted_class = class_json().to_string();
+        expect(&mut server, "DELETE", "/apis/storage.k8s.io/v1/storageclasses/chbench-gp3", &deleted_class).await;
+        let (outcome, heard) = downing.await.unwrap();
+        assert_no_more_requests(&mut server).await;
+
+        let DownOutcome::Deleted(plan) = outcome.unwrap() else { panic!("not deleted") };
+        assert_eq!(plan.refused, None);
+        let deleted: Vec<String> = plan.delete.iter().map(|listed| format!("{} {}", listed.kind, listed.name)).collect();
+        assert_eq!(
+            deleted,
+            [
+                "Namespace chbench",
+                "Pod chbench/clickhouse",
+                "Secret chbench/clickhouse-password",
+                "PersistentVolumeClaim chbench/clickhouse-data",
+                "PersistentVolume pvc-7d1e",
+                "StorageClass chbench-gp3"
+            ]
+        );
+        assert!(plan.keep.is_empty(), "{:?}", plan.keep);
+        assert_eq!(
+            heard,
+            [
+                "deleting namespace chbench and everything in it",
+                "namespace chbench: Terminating: Some resources are remaining: persistentvolumeclaims. has 1 resource instances",
+                "namespace chbench is gone",
+                "volume pvc-7d1e: Released",
+                "volume pvc-7d1e is gone",
+                "deleting storage class chbench-gp3",
+            ]
+        );
+    });
+}
+
+#[test]
+fn down_with_force_before_collect_deletes_and_says_what_it_overrode() {
+    runtime().block_on(async {
+        let (client, mut server) = mocked();
+        let downing = tokio::spawn(async move {
+            let mut heard = Vec::new();
+            let outcome =
+                down(&client, "chbench", true, false, Duration::from_secs(60), Duration::from_millis(1), |line| {
+                    heard.push(line.to_string())
+                })
+                .await;
+            (outcome, heard)
+        });
+        expect(&mut server, "GET", NAMESPACE, &namespace_json(Some(RUN), None)).await;
+        answer_the_listing(&mut server, json!([]), json!([]), json!([])).await;
+        expect(&mut server, "DELETE", NAMESPACE, &terminating_namespace()).await;
+        expect_status(&mut server, "GET", NAMESPACE, 404, &not_found("namespaces", "chbench")).await;
+        let (outcome, heard) = downing.await.unwrap();
+        assert_no_more_requests(&mut server).await;
+        let DownOutcome::Deleted(plan) = outcome.unwrap() else { panic!("not deleted") };
+        assert!(
+            plan.refused.as_deref().unwrap().starts_with(&format!("run {RUN} in namespace chbench is not collected"))
+        );
+        assert!(
+            heard[0].starts_with(&format!("--force: run {RUN} in namespace chbench is not collected")),
+            "{heard:?}"
+        );
+        assert_eq!(heard.last().unwrap(), "namespace chbench is gone");
+    });
+}
+
+#[test]
+fn down_dry_run_lists_and_says_it_would_be_refused_but_sends_no_delete() {
+    runtime().block_on(async {
+        let (client, mut server) = mocked();
+        let downing = tokio::spawn(async move {
+            down(&client, "chbench", false, true, Duration::from_secs(60), Duration::from_millis(1), |_| {}).await
+        });
+        expect(&mut server, "GET", NAMESPACE, &namespace_json(Some(RUN), None)).await;
+        let both = json!([
+            {"metadata": {"name": "chbench", "labels": {PART_OF.0: PART_OF.1}}},
+            {"metadata": {"name": "chbench-2", "labels": {PART_OF.0: PART_OF.1}}}
+        ]);
+        answer_the_listing(&mut server, json!([claim_json()]), json!([class_json()]), both).await;
+        let outcome = downing.await.unwrap().unwrap();
+        assert_no_more_requests(&mut server).await;
+        let DownOutcome::Planned(plan) = outcome else { panic!("a dry run deleted") };
+        let shown = plan.to_string();
+        assert!(shown.starts_with(&format!("namespace chbench, run {RUN}\n  delete Namespace chbench\n")), "{shown}");
+        assert!(
+            shown.contains(
+                "  keep   StorageClass chbench-gp3 (namespace chbench-2 (part-of chbench) still exists and may use it; \
+                 the last down deletes it)"
+            ),
+            "{shown}"
+        );
+        assert!(shown.contains("  delete PersistentVolume pvc-7d1e (reclaim policy Delete"), "{shown}");
+        assert!(
+            shown.ends_with(
+                "a down without --force is refused: run 3f1c0e2a-8d4b-4c1e-9a57-2b6f0d9e8c71 in namespace \
+                             chbench is not collected: run cargo xtask eks collect first, or down --force to delete \
+                             it with its results\n"
+            ),
+            "{shown}"
+        );
+    });
+}
+
+#[test]
+fn down_never_deletes_a_namespace_up_did_not_make_even_with_force() {
+    runtime().block_on(async {
+        let (client, mut server) = mocked();
+        let downing = tokio::spawn(async move {
+            down(&client, "default", true, false, Duration::from_secs(60), Duration::from_millis(1), |_| {}).await
+        });
+        let unlabelled =
+            r#"{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"default"},"status":{"phase":"Active"}}"#;
+        expect(&mut server, "GET", "/api/v1/namespaces/default", unlabelled).await;
+        let error = format!("{:#}", downing.await.unwrap().unwrap_err());
+        assert_eq!(
+            error,
+            "no chbench deployment in namespace default: it lacks the label app.kubernetes.io/part-of: chbench, so \
+             cargo xtask eks up did not make it"
+        );
+        assert_no_more_requests(&mut server).await;
     });
 }

@@ -1,4 +1,4 @@
-//! `cargo xtask eks up`: a ClickHouse deployment on Kubernetes. The Kubernetes client is
+//! `cargo xtask eks up|status|down`: a ClickHouse deployment on Kubernetes. The Kubernetes client is
 //! built with the `eks` feature only: an xtask built without it runs itself again as
 //! `cargo run --features eks`, so that the first `eks` command compiles the client and a
 //! laptop that never runs one never does.
@@ -16,16 +16,31 @@ impl Eks {
         #[cfg(feature = "eks")]
         match self.command {
             crate::flags::EksCommand::Up(up) => with_client::up(&up),
+            crate::flags::EksCommand::Status(status) => with_client::status(&status),
+            crate::flags::EksCommand::Down(down) => with_client::down(&down),
         }
     }
 }
 
 #[cfg(feature = "eks")]
 mod with_client {
-    use anyhow::{Result, bail};
-    use chbench::cluster::{UpOutcome, Values, up as deploy};
+    use std::time::Duration;
 
-    use crate::flags::EksUp;
+    use anyhow::{Context, Result, bail};
+    use chbench::cluster::{DownOutcome, UpOutcome, Values, down_blocking, status_blocking, up as deploy};
+
+    use crate::flags::{EksDown, EksStatus, EksUp};
+
+    fn progress(line: &str) {
+        eprintln!("chbench: {line}");
+    }
+
+    fn timeout(seconds: u64) -> Result<Duration> {
+        if seconds == 0 {
+            bail!("--timeout-seconds must be at least 1");
+        }
+        Ok(Duration::from_secs(seconds))
+    }
 
     /// The manifests' values: the variant's defaults, with what the flags give.
     fn values(flags: &EksUp) -> Values {
@@ -41,19 +56,40 @@ mod with_client {
     }
 
     pub fn up(flags: &EksUp) -> Result<()> {
-        let timeout = std::time::Duration::from_secs(flags.timeout_seconds);
-        if timeout.is_zero() {
-            bail!("--timeout-seconds must be at least 1");
-        }
-        match deploy(flags.variant, &values(flags), timeout, flags.dry_run, |line| eprintln!("chbench: {line}"))? {
+        match deploy(flags.variant, &values(flags), timeout(flags.timeout_seconds)?, flags.dry_run, progress)? {
             UpOutcome::Planned(documents) => {
                 // What would be applied, in order, each document under its file and line.
                 for document in documents {
                     println!("---\n# {}\n{}", document.location(), document.yaml.trim_end());
                 }
             }
-            UpOutcome::Ready { namespace } => {
-                eprintln!("chbench: ClickHouse is Ready in namespace {namespace} ({})", flags.variant);
+            UpOutcome::Ready { namespace, run } => {
+                progress(&format!("ClickHouse is Ready in namespace {namespace} ({}), run {run}", flags.variant));
+            }
+        }
+        Ok(())
+    }
+
+    pub fn status(flags: &EksStatus) -> Result<()> {
+        let status = status_blocking(&flags.namespace)?;
+        if flags.json {
+            let json = serde_json::to_string_pretty(&status).context("cannot write the status as JSON")?;
+            println!("{json}");
+        } else {
+            print!("{status}");
+        }
+        Ok(())
+    }
+
+    pub fn down(flags: &EksDown) -> Result<()> {
+        let timeout = timeout(flags.timeout_seconds)?;
+        match down_blocking(&flags.namespace, flags.force, flags.dry_run, timeout, progress)? {
+            DownOutcome::Planned(plan) => print!("{plan}"),
+            DownOutcome::Deleted(plan) => {
+                progress(&format!("namespace {} is gone, with its run {}", plan.namespace, plan.run));
+                for kept in &plan.keep {
+                    progress(&format!("kept {kept}"));
+                }
             }
         }
         Ok(())

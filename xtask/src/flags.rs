@@ -29,7 +29,7 @@ pub enum Command {
         after_long_help = MEASURE_FORMS
     )]
     Measure(Measure),
-    /// A ClickHouse deployment on Kubernetes (EKS, or kind): up.
+    /// A ClickHouse deployment on Kubernetes (EKS, or kind): up, status, down.
     Eks(Eks),
     /// Remove the `container` target's containers whose run or process has ended (what
     /// every open of the target does first), so that none is left running after a run.
@@ -49,6 +49,39 @@ pub enum EksCommand {
     /// Render and check the variant's manifests, apply them (server-side, with a password
     /// Secret made once) to the cluster your kubeconfig names, and wait for the pod.
     Up(EksUp),
+    /// Show the deployment: its run and whether it was collected, the pod (image digest,
+    /// restarts), its node (instance type, architecture, zone), the volume and its class.
+    Status(EksStatus),
+    /// Delete what up made (the namespace with everything in it, and the StorageClass
+    /// unless another chbench namespace remains) and wait until it is gone. Refused until
+    /// the run's results are collected, unless --force.
+    Down(EksDown),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct EksStatus {
+    /// The deployment's namespace.
+    #[arg(long, default_value = chbench::cluster::DEFAULT_NAMESPACE)]
+    pub namespace: String,
+    /// Print JSON (a part that is absent is {"absent": "why"}) instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct EksDown {
+    /// The deployment's namespace.
+    #[arg(long, default_value = chbench::cluster::DEFAULT_NAMESPACE)]
+    pub namespace: String,
+    /// Delete even when the run's results were not collected (they are lost with it).
+    #[arg(long)]
+    pub force: bool,
+    /// List what would be deleted and kept, and whether a down would be refused; delete nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// How long to wait for the namespace and the volume to be gone, in seconds.
+    #[arg(long, default_value_t = 600)]
+    pub timeout_seconds: u64,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -266,6 +299,40 @@ mod tests {
             let error = target(wrong).unwrap_err();
             assert_eq!(error.kind(), clap::error::ErrorKind::ValueValidation, "{wrong}: {error}");
             assert!(error.to_string().contains("choose one of auto, embedded, container, url"), "{error}");
+        }
+    }
+
+    #[test]
+    fn eks_status_and_down_take_their_flags_with_the_default_namespace() {
+        let eks = |args: &[&str]| match Xtask::try_parse_from(["xtask", "eks"].iter().chain(args)).unwrap().command {
+            Command::Eks(eks) => eks.command,
+            other => panic!("parsed as {other:?}"),
+        };
+        match eks(&["status"]) {
+            EksCommand::Status(status) => assert_eq!((status.namespace.as_str(), status.json), ("chbench", false)),
+            other => panic!("parsed as {other:?}"),
+        }
+        match eks(&["status", "--namespace", "bench-2", "--json"]) {
+            EksCommand::Status(status) => assert_eq!((status.namespace.as_str(), status.json), ("bench-2", true)),
+            other => panic!("parsed as {other:?}"),
+        }
+        match eks(&["down"]) {
+            EksCommand::Down(down) => {
+                assert_eq!(
+                    (down.namespace.as_str(), down.force, down.dry_run, down.timeout_seconds),
+                    ("chbench", false, false, 600)
+                )
+            }
+            other => panic!("parsed as {other:?}"),
+        }
+        match eks(&["down", "--force", "--dry-run", "--timeout-seconds", "30", "--namespace", "x"]) {
+            EksCommand::Down(down) => {
+                assert_eq!(
+                    (down.namespace.as_str(), down.force, down.dry_run, down.timeout_seconds),
+                    ("x", true, true, 30)
+                )
+            }
+            other => panic!("parsed as {other:?}"),
         }
     }
 

@@ -1,5 +1,6 @@
-//! `cargo xtask eks up`, as a user runs it, without a cluster: everything is checked and
-//! rendered before a cluster is contacted, and no cluster gives one clear line. Built
+//! `cargo xtask eks up|status|down`, as a user runs them, without a cluster: everything
+//! is checked and rendered before a cluster is contacted, and no cluster gives one clear
+//! line. (Their conversations with a cluster are in `bench-tests/tests/cluster.rs`.) Built
 //! with the `eks` feature (`cargo nextest run -p xtask --features eks`).
 
 use std::process::{Command, Output};
@@ -49,4 +50,49 @@ fn bad_flags_are_refused_before_any_cluster_is_contacted() {
 fn no_cluster_is_one_line_saying_where_kube_looks() {
     let line = error_line(&xtask(&["eks", "up", "--variant", "kind"]));
     assert!(line.starts_with("error: cannot reach a cluster: kube reads KUBECONFIG or ~/.kube/config"), "{line}");
+}
+
+#[test]
+fn help_lists_status_and_down_with_their_flags() {
+    let output = xtask(&["eks", "--help"]);
+    assert!(output.status.success());
+    let help = String::from_utf8_lossy(&output.stdout);
+    for command in ["up", "status", "down"] {
+        assert!(help.lines().any(|line| line.trim_start().starts_with(command)), "{command} missing from:\n{help}");
+    }
+    let output = xtask(&["eks", "down", "--help"]);
+    let help = String::from_utf8_lossy(&output.stdout);
+    for flag in ["--namespace", "--force", "--dry-run", "--timeout-seconds"] {
+        assert!(help.contains(flag), "{flag} missing from:\n{help}");
+    }
+    let output = xtask(&["eks", "status", "--help"]);
+    let help = String::from_utf8_lossy(&output.stdout);
+    for flag in ["--namespace", "--json"] {
+        assert!(help.contains(flag), "{flag} missing from:\n{help}");
+    }
+}
+
+#[test]
+fn status_and_down_without_a_cluster_are_one_line_saying_where_kube_looks() {
+    for args in [&["eks", "status"][..], &["eks", "status", "--json"], &["eks", "down", "--dry-run"], &["eks", "down"]]
+    {
+        let line = error_line(&xtask(args));
+        assert!(
+            line.starts_with("error: cannot reach a cluster: kube reads KUBECONFIG or ~/.kube/config"),
+            "{args:?}: {line}"
+        );
+    }
+}
+
+#[test]
+fn bad_status_and_down_flags_are_refused() {
+    let line = error_line(&xtask(&["eks", "down", "--timeout-seconds", "0"]));
+    assert_eq!(line, "error: --timeout-seconds must be at least 1");
+    // clap's own refusals: exit code 2, and its error line first.
+    for args in [&["eks", "down", "--timeout-seconds", "soon"][..], &["eks", "status", "--force"], &["eks", "stat"]] {
+        let output = xtask(args);
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.starts_with("error: "), "{args:?}: {stderr}");
+    }
 }

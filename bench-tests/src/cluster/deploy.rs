@@ -1,9 +1,11 @@
 //! Putting a deployment on a cluster and waiting for it: server-side apply of the
-//! checked manifests and of the password Secret, then a wait on the pod's Ready
-//! condition that, when it times out, says why (the pod's events and its last log lines).
+//! checked manifests (the Namespace annotated with its run) and of the password Secret,
+//! then a wait on the pod's Ready condition that, when it times out, says why (the pod's
+//! events and its last log lines).
 //!
 //! The steps are async, on kube's client; [`up`], what `cargo xtask eks up` runs, is
-//! blocking and drives them on a runtime of its own, as the server targets do.
+//! blocking and drives them on a runtime of its own ([`on_cluster`], which every blocking
+//! `eks` command uses), as the server targets do.
 
 use std::collections::BTreeMap;
 use std::fmt::Debug;
@@ -19,6 +21,7 @@ use kube::{Client, Resource};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use super::RUN_ANNOTATION;
 use super::manifests::{self, Document, Object, PART_OF, Values, Variant};
 
 /// The field manager of every server-side apply: what `kubectl` shows as the owner.
@@ -32,11 +35,13 @@ const LOG_LINES: i64 = 40;
 
 /// Applies each object in order (namespace first, as the manifests list them), owning
 /// its fields, with the password Secret right after the namespace (before the pod that
-/// reads it); returns the password. With the same flags a second `up` changes nothing;
+/// reads it), and the Namespace annotated with its run ([`with_run`]); returns the run
+/// and the password. With the same flags a second `up` changes nothing;
 /// what Kubernetes does not let change in place (a StorageClass's parameters, a pod's
 /// resources or node) is refused by the API server, and needs `down` first.
-pub async fn apply(client: &Client, objects: &[Object]) -> Result<String> {
+pub async fn apply(client: &Client, objects: &[Object]) -> Result<Applied> {
     let mut password = None;
+    let mut run = None;
     for object in objects {
         if password.is_none() && !matches!(object, Object::Namespace(_)) {
             let namespace = objects
@@ -49,7 +54,11 @@ pub async fn apply(client: &Client, objects: &[Object]) -> Result<String> {
             password = Some(ensure_password(client, &namespace).await?);
         }
         match object {
-            Object::Namespace(namespace) => apply_one(Api::<Namespace>::all(client.clone()), namespace).await,
+            Object::Namespace(namespace) => {
+                let (namespace, id) = with_run(client, namespace).await?;
+                run = Some(id);
+                apply_one(Api::<Namespace>::all(client.clone()), &namespace).await
+            }
             Object::StorageClass(class) => apply_one(Api::<StorageClass>::all(client.clone()), class).await,
             Object::PersistentVolumeClaim(claim) => {
                 apply_one(
@@ -67,7 +76,40 @@ pub async fn apply(client: &Client, objects: &[Object]) -> Result<String> {
             }
         }?;
     }
-    password.context("the manifests define nothing but a Namespace")
+    let password = password.context("the manifests define nothing but a Namespace")?;
+    let run = run.context("the manifests define no Namespace")?;
+    Ok(Applied { run, password })
+}
+
+/// What [`apply`] leaves the caller: the run's id and ClickHouse's password. No `Debug`,
+/// so that the password cannot reach a log by a `{:?}`.
+pub struct Applied {
+    /// The Namespace's [`RUN_ANNOTATION`].
+    pub run: String,
+    pub password: String,
+}
+
+/// The Namespace to apply, annotated with its run: the run it already carries, or a new
+/// one (a UUID v4) when it does not exist yet or carries none. Server-side apply drops an
+/// annotation the applied object leaves out, so the existing one is read and kept.
+async fn with_run(client: &Client, namespace: &Namespace) -> Result<(Namespace, String)> {
+    let name = namespace.metadata.name.clone().context("a Namespace without a name")?;
+    let existing = Api::<Namespace>::all(client.clone())
+        .get_opt(&name)
+        .await
+        .with_context(|| format!("cannot read namespace {name}"))?;
+    // Nothing new can be made in it: the pod would be refused, after the Secret.
+    let phase = existing.as_ref().and_then(|existing| existing.status.as_ref()?.phase.as_deref());
+    if phase == Some("Terminating") {
+        bail!("namespace {name} is still being deleted: run up again once it is gone (kubectl get namespace {name})");
+    }
+    let run = existing
+        .as_ref()
+        .and_then(|existing| existing.metadata.annotations.as_ref()?.get(RUN_ANNOTATION).cloned())
+        .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+    let mut annotated = namespace.clone();
+    annotated.metadata.annotations.get_or_insert_with(BTreeMap::new).insert(RUN_ANNOTATION.to_string(), run.clone());
+    Ok((annotated, run))
 }
 
 async fn apply_one<K>(api: Api<K>, object: &K) -> Result<()>
@@ -224,8 +266,8 @@ async fn why_not_ready(client: &Client, namespace: &str, pod: &str) -> String {
 pub enum UpOutcome {
     /// `--dry-run`: the checked documents, nothing sent.
     Planned(Vec<Document>),
-    /// The pod is Ready.
-    Ready { namespace: String },
+    /// The pod is Ready; `run` is the Namespace's [`RUN_ANNOTATION`].
+    Ready { namespace: String, run: String },
 }
 
 /// `cargo xtask eks up`: renders and checks the variant's manifests, then (unless
@@ -244,19 +286,31 @@ pub fn up(
     if dry_run {
         return Ok(UpOutcome::Planned(documents));
     }
-    // The target API is blocking: the Kubernetes client runs on a runtime of its own.
+    on_cluster(|client| async move {
+        progress(&format!("applying {} objects ({variant}) with field manager {}", objects.len(), FIELD_MANAGER));
+        let applied = apply(&client, &objects).await?;
+        progress(&format!("run {}; waiting for the pod to be Ready", applied.run));
+        wait_for_ready(&client, &values.namespace, CLICKHOUSE, timeout, Duration::from_secs(2), &mut progress).await?;
+        Ok(UpOutcome::Ready { namespace: values.namespace.clone(), run: applied.run })
+    })
+}
+
+/// Runs `work` with a client for the cluster the kubeconfig names, blocking: the target
+/// API is blocking, so the Kubernetes client runs on a runtime of its own. What every
+/// blocking `eks` command (up, status, down) goes through.
+pub fn on_cluster<T, Work>(work: impl FnOnce(Client) -> Work) -> Result<T>
+where
+    Work: Future<Output = Result<T>>,
+{
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("cannot start the Kubernetes client's runtime")?;
     runtime.block_on(async {
-        let client = kube::Client::try_default().await.context(
+        // Inside the runtime: the client spawns its request buffer on it.
+        let client = Client::try_default().await.context(
             "cannot reach a cluster: kube reads KUBECONFIG or ~/.kube/config (for EKS: aws eks update-kubeconfig)",
         )?;
-        progress(&format!("applying {} objects ({variant}) with field manager {}", objects.len(), FIELD_MANAGER));
-        apply(&client, &objects).await?;
-        progress("waiting for the pod to be Ready");
-        wait_for_ready(&client, &values.namespace, CLICKHOUSE, timeout, Duration::from_secs(2), &mut progress).await?;
-        Ok(UpOutcome::Ready { namespace: values.namespace.clone() })
+        work(client).await
     })
 }

@@ -1,6 +1,7 @@
 //! Kubernetes deployments of ClickHouse for the `eks` target: the manifests under
 //! `manifests/`, rendered from flags and checked before anything is applied
-//! ([`manifests`]), then applied and waited for ([`deploy`]).
+//! ([`manifests`]), then applied and waited for ([`deploy`]), shown and taken away
+//! ([`lifecycle`]).
 //!
 //! The variants and their values are always built (the command line names them); the
 //! rest only with the `eks` cargo feature (it brings the Kubernetes client and API
@@ -8,6 +9,8 @@
 
 #[cfg(feature = "eks")]
 pub mod deploy;
+#[cfg(feature = "eks")]
+pub mod lifecycle;
 #[cfg(feature = "eks")]
 pub mod manifests;
 
@@ -104,3 +107,5 @@ impl Values {
 
 #[cfg(feature = "eks")]
 pub use deploy::{UpOutcome, up};
+#[cfg(feature = "eks")]
+pub use lifecycle::{DownOutcome, DownPlan, Status, down_blocking, status_blocking};
