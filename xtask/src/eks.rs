@@ -32,7 +32,9 @@ pub fn open_target(kind: TargetKind) -> Result<Target> {
     if let Err(error) = &opened
         && error.downcast_ref::<chbench::targets::MissingFeature>().is_some_and(|missing| missing.feature == "eks")
     {
-        eprintln!("chbench: {error}; building xtask with it (the first time takes a while)");
+        eprintln!(
+            "chbench: target {kind} needs the eks feature: building xtask with it (the first time takes a while)"
+        );
         return rerun_with_the_eks_feature().map(|never| match never {});
     }
     opened
