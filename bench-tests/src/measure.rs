@@ -29,6 +29,12 @@ pub struct StatementTag {
 }
 
 impl StatementTag {
+    /// What every tag looks like, as an RE2 pattern for ClickHouse's `match`: four parts,
+    /// the last a number. None of the parts holds a `/` (run ids cannot, scenarios and
+    /// queries are file and pack names), so `system.query_log` rows of chbench's measured
+    /// statements are told from others' by their `log_comment`.
+    pub const PATTERN: &str = "^[^/]+/[^/]+/[^/]+/[0-9]+$";
+
     pub fn new(run: &str, scenario: &str, query: &str, attempt: u32) -> StatementTag {
         StatementTag { run: run.to_string(), scenario: scenario.to_string(), query: query.to_string(), attempt }
     }

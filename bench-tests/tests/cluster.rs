@@ -1,6 +1,7 @@
-//! The `eks` commands' conversations with the Kubernetes API (`up`, `status`, `down`),
-//! against a mocked API server (tower-test, as kube's own tests do): every request is
-//! asserted, and the server answers as a real one would. Built with the `eks` feature.
+//! The `eks` commands' conversations with the Kubernetes API (`up`, `status`, `down`,
+//! `collect`, the eks target's and its port-forward's), against a mocked API server
+//! (tower-test, as kube's own tests do): every request is asserted, and the server answers
+//! as a real one would. Built with the `eks` feature.
 
 use std::time::Duration;
 
@@ -649,4 +650,176 @@ fn down_never_deletes_a_namespace_up_did_not_make_even_with_force() {
         );
         assert_no_more_requests(&mut server).await;
     });
+}
+
+/// `collect`'s, the eks target's and its port-forward's conversations, with fixtures of
+/// their own (a deployment on an m5.xlarge node).
+mod collect_and_target {
+    use super::*;
+    use chbench::cluster::collect::{DataVolume, describe_deployment, mark_collected};
+    use chbench::cluster::portforward::PortForward;
+    use chbench::targets::eks::find_deployment;
+
+    /// The collected deployment: gp3 through a claim, on an m5.xlarge, as `up` leaves it.
+    const RUN: &str = "4f1c2b7e-0d7a-4b57-9d1e-2a3c4b5d6e7f";
+    const NODE: &str = "ip-10-0-1-5.ec2.internal";
+    const DIGEST: &str = "docker.io/clickhouse/clickhouse-server@sha256:0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9";
+
+    fn namespace_json(annotations: &str) -> String {
+        format!(
+            r#"{{"apiVersion":"v1","kind":"Namespace","metadata":{{"name":"chbench",
+                "creationTimestamp":"2026-11-30T03:00:00Z","annotations":{{{annotations}}}}}}}"#
+        )
+    }
+
+    fn pod_json(volume: &str) -> String {
+        format!(
+            r#"{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"clickhouse","namespace":"chbench"}},
+            "spec":{{"nodeName":"{NODE}","containers":[{{"name":"clickhouse","image":"clickhouse/clickhouse-server:26.3.33.24",
+                "volumeMounts":[{{"name":"data","mountPath":"/var/lib/clickhouse"}}]}}],
+                "volumes":[{{"name":"data",{volume}}}]}},
+            "status":{{"phase":"Running","conditions":[{{"type":"Ready","status":"True"}}],
+                "containerStatuses":[{{"name":"clickhouse","image":"clickhouse/clickhouse-server:26.3.33.24",
+                "imageID":"{DIGEST}","ready":true,"restartCount":0}}]}}}}"#
+        )
+    }
+
+    const NODE_JSON: &str = r#"{"apiVersion":"v1","kind":"Node","metadata":{"name":"ip-10-0-1-5.ec2.internal",
+        "labels":{"node.kubernetes.io/instance-type":"m5.xlarge","kubernetes.io/arch":"amd64"}}}"#;
+
+    #[test]
+    fn collect_reads_namespace_pod_node_claim_volume_and_class_then_marks_the_run_collected() {
+        runtime().block_on(async {
+            let (client, mut server) = mocked();
+            let describing = {
+                let client = client.clone();
+                tokio::spawn(async move { describe_deployment(&client, "chbench").await })
+            };
+            let namespace = namespace_json(&format!(r#""{RUN_ANNOTATION}":"{RUN}""#));
+            expect(&mut server, "GET", "/api/v1/namespaces/chbench", &namespace).await;
+            let pod = pod_json(r#""persistentVolumeClaim":{"claimName":"clickhouse-data"}"#);
+            expect(&mut server, "GET", "/api/v1/namespaces/chbench/pods/clickhouse", &pod).await;
+            expect(&mut server, "GET", &format!("/api/v1/nodes/{NODE}"), NODE_JSON).await;
+            let claim = r#"{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"clickhouse-data"},
+                "spec":{"storageClassName":"chbench-gp3","volumeName":"pvc-0a1b"}}"#;
+            expect(&mut server, "GET", "/api/v1/namespaces/chbench/persistentvolumeclaims/clickhouse-data", claim).await;
+            let volume = r#"{"apiVersion":"v1","kind":"PersistentVolume","metadata":{"name":"pvc-0a1b"},
+                "spec":{"capacity":{"storage":"100Gi"},"storageClassName":"chbench-gp3"}}"#;
+            expect(&mut server, "GET", "/api/v1/persistentvolumes/pvc-0a1b", volume).await;
+            let class = r#"{"apiVersion":"storage.k8s.io/v1","kind":"StorageClass","metadata":{"name":"chbench-gp3"},
+                "provisioner":"ebs.csi.aws.com","parameters":{"type":"gp3","iops":"3000","throughput":"125","encrypted":"true"}}"#;
+            expect(&mut server, "GET", "/apis/storage.k8s.io/v1/storageclasses/chbench-gp3", class).await;
+            let facts = describing.await.unwrap().unwrap();
+            assert_eq!(facts.run_id, RUN);
+            assert_eq!(facts.namespace_created_at.to_string(), "2026-11-30T03:00:00Z");
+            assert_eq!(facts.pod.image, "clickhouse/clickhouse-server:26.3.33.24");
+            assert_eq!(facts.pod.image_id.as_deref(), Some(DIGEST));
+            assert_eq!(facts.pod.node_name, NODE);
+            assert_eq!(facts.node.instance_type.as_deref(), Some("m5.xlarge"));
+            assert_eq!(facts.node.architecture.as_deref(), Some("amd64"));
+            assert_eq!(
+                facts.volume,
+                DataVolume::Persistent {
+                    claim: "clickhouse-data".into(),
+                    volume: "pvc-0a1b".into(),
+                    storage_class: Some("chbench-gp3".into()),
+                    provisioner: Some("ebs.csi.aws.com".into()),
+                    volume_type: Some("gp3".into()),
+                    size: Some("100Gi".into()),
+                    iops: Some("3000".into()),
+                    throughput_mibps: Some("125".into()),
+                }
+            );
+
+            // Everything written: the one annotation, merged into the Namespace.
+            let marking = tokio::spawn(async move { mark_collected(&client, "chbench", RUN).await });
+            let (request, reply) = server.next_request().await.expect("no PATCH");
+            assert_eq!((request.method().as_str(), request.uri().path()), ("PATCH", "/api/v1/namespaces/chbench"));
+            assert_eq!(request.headers()["content-type"], "application/merge-patch+json");
+            let body: serde_json::Value =
+                serde_json::from_slice(&request.into_body().collect_bytes().await.unwrap()).unwrap();
+            assert_eq!(body, serde_json::json!({"metadata": {"annotations": {COLLECTED_ANNOTATION: RUN}}}));
+            reply.send_response(Response::builder().body(Body::from(namespace.into_bytes())).unwrap());
+            marking.await.unwrap().unwrap();
+        });
+    }
+
+    #[test]
+    fn collect_on_local_nvme_says_there_is_no_volume_and_asks_nothing_more() {
+        runtime().block_on(async {
+            let (client, mut server) = mocked();
+            let describing = tokio::spawn(async move { describe_deployment(&client, "chbench").await });
+            let namespace = namespace_json(&format!(r#""{RUN_ANNOTATION}":"{RUN}""#));
+            expect(&mut server, "GET", "/api/v1/namespaces/chbench", &namespace).await;
+            let pod = pod_json(r#""emptyDir":{"sizeLimit":"100Gi"}"#);
+            expect(&mut server, "GET", "/api/v1/namespaces/chbench/pods/clickhouse", &pod).await;
+            expect(&mut server, "GET", &format!("/api/v1/nodes/{NODE}"), NODE_JSON).await;
+            let facts = describing.await.unwrap().unwrap();
+            assert_eq!(facts.volume, DataVolume::None { source: "emptyDir".into(), size_limit: Some("100Gi".into()) });
+        });
+    }
+
+    #[test]
+    fn collect_without_the_run_annotation_says_to_run_up_again() {
+        runtime().block_on(async {
+            let (client, mut server) = mocked();
+            let describing = tokio::spawn(async move { describe_deployment(&client, "chbench").await });
+            expect(&mut server, "GET", "/api/v1/namespaces/chbench", &namespace_json("")).await;
+            let error = format!("{:#}", describing.await.unwrap().unwrap_err());
+            assert_eq!(
+                error,
+                "namespace chbench has no chbench.dev/run annotation (an older up made it): run cargo xtask eks up again"
+            );
+        });
+    }
+
+    #[test]
+    fn the_eks_target_refuses_a_namespace_without_the_password_secret() {
+        runtime().block_on(async {
+            let (client, mut server) = mocked();
+            let finding = tokio::spawn(async move { find_deployment(&client, "chbench").await });
+            // Read, never made: one GET, and the answer is the line.
+            expect_status(&mut server, "GET", SECRET, 404, SECRET_NOT_FOUND).await;
+            let error = format!("{:#}", finding.await.unwrap().unwrap_err());
+            assert_eq!(
+                error,
+                "no secret chbench/clickhouse-password, so no deployment to use: run `cargo xtask eks up`"
+            );
+        });
+    }
+
+    #[test]
+    fn the_port_forward_listens_on_loopback_and_says_once_which_pod_refused() {
+        let forward = runtime().block_on(async {
+            // Inside the runtime: the client's request task runs on it, as on client_runtime.
+            let (client, mut server) = mocked();
+            let forward = PortForward::start(client, "chbench", "clickhouse", 8123).unwrap();
+            assert!(forward.local_addr().ip().is_loopback(), "{}", forward.local_addr());
+            assert_eq!(forward.url(), format!("http://127.0.0.1:{}", forward.local_port()));
+            assert_ne!(forward.local_port(), 0);
+            assert_eq!(forward.failure(), None);
+
+            let mut connection = tokio::net::TcpStream::connect(forward.local_addr()).await.unwrap();
+            let forbidden = r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",
+                "message":"pods \"clickhouse\" is forbidden: cannot create resource \"pods/portforward\"",
+                "reason":"Forbidden","code":403}"#;
+            let (query, _) = expect_status(
+                &mut server,
+                "GET",
+                "/api/v1/namespaces/chbench/pods/clickhouse/portforward",
+                403,
+                forbidden,
+            )
+            .await;
+            assert!(query.contains("ports=8123"), "{query}");
+            // The connection is closed once the failure is recorded.
+            let mut rest = Vec::new();
+            tokio::io::AsyncReadExt::read_to_end(&mut connection, &mut rest).await.unwrap();
+            assert!(rest.is_empty());
+            forward
+        });
+        let failure = forward.failure().expect("no failure recorded");
+        assert!(failure.starts_with("port-forward to pod chbench/clickhouse port 8123 failed:"), "{failure}");
+        assert!(failure.contains("forbidden"), "{failure}");
+    }
 }

@@ -119,3 +119,23 @@ fn walk(folder: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     files
 }
+
+/// The eks target logs in as the user every variant's pod creates, on the port it serves
+/// and probes, in the container its code names.
+#[test]
+fn every_pod_makes_the_user_the_eks_target_logs_in_as() {
+    use chbench::cluster::deploy::CLICKHOUSE;
+    use chbench::targets::eks::HTTP_PORT;
+    use chbench::targets::server::BENCH_USER;
+    for &variant in Variant::value_variants() {
+        let objects = objects(variant, &Values::defaults(variant));
+        let Some(Object::Pod(pod)) = objects.iter().find(|object| object.kind() == "Pod") else { panic!("no Pod") };
+        assert_eq!(pod.metadata.name.as_deref(), Some(CLICKHOUSE), "{variant}");
+        let spec = pod.spec.as_ref().unwrap();
+        let container = spec.containers.iter().find(|container| container.name == CLICKHOUSE).unwrap();
+        let user = container.env.iter().flatten().find(|env| env.name == "CLICKHOUSE_USER").unwrap();
+        assert_eq!(user.value.as_deref(), Some(BENCH_USER), "{variant}");
+        let probe = container.readiness_probe.as_ref().and_then(|probe| probe.http_get.as_ref()).unwrap();
+        assert_eq!(probe.port, k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(HTTP_PORT.into()));
+    }
+}

@@ -14,7 +14,6 @@ use chbench::cost::CostInputs;
 use chbench::interrupt::Interrupted;
 use chbench::report::write_report;
 use chbench::results::{BundleWriter, ExistingFolder, check_run_id, prepare_results_folder};
-use chbench::targets::open_target_of_kind;
 
 use crate::flags::{Bench, BenchKind, LogsBench, RunFlags};
 use crate::progress::TerminalProgress;
@@ -51,7 +50,8 @@ fn run(flags: &RunFlags, benchmark: &dyn Benchmark) -> Result<()> {
     }
     benchmark.check()?;
     prepare_results_folder(&flags.results_dir)?;
-    let mut target = open_target_of_kind(flags.target.target)?;
+    // The eks target from an xtask built without it: this command runs again, built with it.
+    let mut target = crate::eks::open_target(flags.target.target)?;
     let (run_id, existing) = match &flags.run_id {
         Some(run_id) => (run_id.clone(), ExistingFolder::Refuse),
         None => (

@@ -1,9 +1,11 @@
-//! `cargo xtask eks up|status|down`: a ClickHouse deployment on Kubernetes. The Kubernetes client is
-//! built with the `eks` feature only: an xtask built without it runs itself again as
-//! `cargo run --features eks`, so that the first `eks` command compiles the client and a
-//! laptop that never runs one never does.
+//! `cargo xtask eks up|status|collect|down`: a ClickHouse deployment on Kubernetes. The
+//! Kubernetes client is built with the `eks` feature only: an xtask built without it runs
+//! itself again as `cargo run --features eks`, so that the first `eks` command (or the
+//! first `bench --target eks`, see [`open_target`]) compiles the client and a laptop that
+//! never runs one never does.
 
 use anyhow::Result;
+use chbench::targets::{Target, TargetKind, open_target_of_kind};
 
 use crate::flags::Eks;
 
@@ -11,15 +13,33 @@ impl Eks {
     pub fn run(self) -> Result<()> {
         #[cfg(not(feature = "eks"))]
         {
-            rerun_with_the_eks_feature()
+            rerun_with_the_eks_feature().map(|never| match never {})
         }
         #[cfg(feature = "eks")]
         match self.command {
             crate::flags::EksCommand::Up(up) => with_client::up(&up),
             crate::flags::EksCommand::Status(status) => with_client::status(&status),
             crate::flags::EksCommand::Down(down) => with_client::down(&down),
+            crate::flags::EksCommand::Collect(collect) => with_client::collect(&collect),
         }
     }
+}
+
+/// Opens a target of `kind`; one this xtask was built without the feature for (the `eks`
+/// target's [`MissingFeature`](chbench::targets::MissingFeature)) is opened by this
+/// command run again from an xtask built with it.
+pub fn open_target(kind: TargetKind) -> Result<Target> {
+    let opened = open_target_of_kind(kind);
+    #[cfg(not(feature = "eks"))]
+    if let Err(error) = &opened
+        && error.downcast_ref::<chbench::targets::MissingFeature>().is_some_and(|missing| missing.feature == "eks")
+    {
+        eprintln!(
+            "chbench: target {kind} needs the eks feature: building xtask with it (the first time takes a while)"
+        );
+        return rerun_with_the_eks_feature().map(|never| match never {});
+    }
+    opened
 }
 
 #[cfg(feature = "eks")]
@@ -29,7 +49,7 @@ mod with_client {
     use anyhow::{Context, Result, bail};
     use chbench::cluster::{DownOutcome, UpOutcome, Values, down_blocking, status_blocking, up as deploy};
 
-    use crate::flags::{EksDown, EksStatus, EksUp};
+    use crate::flags::{EksCollect, EksDown, EksStatus, EksUp};
 
     fn progress(line: &str) {
         eprintln!("chbench: {line}");
@@ -53,6 +73,22 @@ mod with_client {
             iops: flags.iops,
             throughput_mibps: flags.throughput_mibps,
         }
+    }
+
+    pub fn collect(flags: &EksCollect) -> Result<()> {
+        let collected =
+            chbench::cluster::collect::collect(&flags.namespace, &flags.results_dir, flags.out.as_deref(), |line| {
+                eprintln!("chbench: {line}")
+            })?;
+        eprintln!(
+            "chbench: run {} collected ({} query_log rows, {} bundles); namespace {} marked collected",
+            collected.run_id,
+            collected.query_log_rows,
+            collected.bundles.len(),
+            flags.namespace
+        );
+        println!("{}", collected.folder.display());
+        Ok(())
     }
 
     pub fn up(flags: &EksUp) -> Result<()> {
@@ -97,17 +133,22 @@ mod with_client {
 }
 
 /// Runs this command again from an xtask built with the `eks` feature, passing on its
-/// exit code. Through std::process rather than xshell: xshell reports a failed child as an
-/// error of its own, and the child has already printed its one error line.
+/// exit code; returns only when cargo cannot be started. In the same folder, with the
+/// same arguments and environment, so that relative paths (`--results-dir`, `--out`) and
+/// `CHBENCH_TARGET` mean what they meant. Through std::process rather than xshell: xshell
+/// reports a failed child as an error of its own, and the child has already printed its
+/// one error line.
 #[cfg(not(feature = "eks"))]
-fn rerun_with_the_eks_feature() -> Result<()> {
+fn rerun_with_the_eks_feature() -> Result<std::convert::Infallible> {
     use anyhow::Context;
-    let arguments: Vec<String> = std::env::args().skip(1).collect();
+    let arguments: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let manifest = chbench::engine::workspace_root().join("Cargo.toml");
     let status = std::process::Command::new(cargo)
-        .args(["run", "--quiet", "--package", "xtask", "--features", "eks", "--bin", "xtask", "--"])
+        .args(["run", "--quiet", "--package", "xtask", "--features", "eks", "--bin", "xtask", "--manifest-path"])
+        .arg(&manifest)
+        .arg("--")
         .args(&arguments)
-        .current_dir(chbench::engine::workspace_root())
         .status()
         .context("cannot run cargo to build xtask with the eks feature")?;
     std::process::exit(status.code().unwrap_or(1));

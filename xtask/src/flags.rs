@@ -29,7 +29,7 @@ pub enum Command {
         after_long_help = MEASURE_FORMS
     )]
     Measure(Measure),
-    /// A ClickHouse deployment on Kubernetes (EKS, or kind): up, status, down.
+    /// A ClickHouse deployment on Kubernetes (EKS, or kind): up, status, collect, down.
     Eks(Eks),
     /// Remove the `container` target's containers whose run or process has ended (what
     /// every open of the target does first), so that none is left running after a run.
@@ -52,6 +52,10 @@ pub enum EksCommand {
     /// Show the deployment: its run and whether it was collected, the pod (image digest,
     /// restarts), its node (instance type, architecture, zone), the volume and its class.
     Status(EksStatus),
+    /// Copy what a run on the deployment leaves out of the cluster: deployment.json (server,
+    /// pod, node, volume), the run's system.query_log rows, and the bench bundles of its eks
+    /// target; then mark the run collected, which down checks.
+    Collect(EksCollect),
     /// Delete what up made (the namespace with everything in it, and the StorageClass
     /// unless another chbench namespace remains) and wait until it is gone. Refused until
     /// the run's results are collected, unless --force.
@@ -82,6 +86,20 @@ pub struct EksDown {
     /// How long to wait for the namespace and the volume to be gone, in seconds.
     #[arg(long, default_value_t = 600)]
     pub timeout_seconds: u64,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct EksCollect {
+    /// The deployment's namespace.
+    #[arg(long, default_value = chbench::cluster::DEFAULT_NAMESPACE)]
+    pub namespace: String,
+    /// Where the files go [default: RESULTS_DIR/eks/NAMESPACE-RUN, RUN the id `up` stamped
+    /// on the namespace].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Where `cargo xtask bench` wrote its bundles (its --results-dir).
+    #[arg(long, default_value = "results")]
+    pub results_dir: PathBuf,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -144,7 +162,8 @@ Examples:
 #[derive(Debug, Clone, Args)]
 pub struct TargetFlag {
     /// The engine to run on: auto (container when Docker answers, else embedded),
-    /// embedded, container, or url (reads CHBENCH_URL, CHBENCH_USER, CHBENCH_PASSWORD).
+    /// embedded, container, url (reads CHBENCH_URL, CHBENCH_USER, CHBENCH_PASSWORD), or eks
+    /// (the pod `cargo xtask eks up` made, in CHBENCH_NAMESPACE, default chbench).
     #[arg(long, env = "CHBENCH_TARGET", value_parser = parse_target, default_value = "auto")]
     pub target: TargetKind,
 }
@@ -293,12 +312,13 @@ mod tests {
         assert_eq!(target("embedded").unwrap(), TargetKind::Embedded);
         assert_eq!(target("url").unwrap(), TargetKind::Url);
         assert_eq!(target("auto").unwrap(), TargetKind::Auto);
+        assert_eq!(target("eks").unwrap(), TargetKind::Eks);
         // As CHBENCH_TARGET in the tests: empty means auto.
         assert_eq!(target("").unwrap(), TargetKind::Auto);
-        for wrong in ["Embedded", "kubernetes", "eks"] {
+        for wrong in ["Embedded", "kubernetes", "EKS"] {
             let error = target(wrong).unwrap_err();
             assert_eq!(error.kind(), clap::error::ErrorKind::ValueValidation, "{wrong}: {error}");
-            assert!(error.to_string().contains("choose one of auto, embedded, container, url"), "{error}");
+            assert!(error.to_string().contains("choose one of auto, embedded, container, url, eks"), "{error}");
         }
     }
 

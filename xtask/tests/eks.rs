@@ -1,7 +1,8 @@
-//! `cargo xtask eks up|status|down`, as a user runs them, without a cluster: everything
-//! is checked and rendered before a cluster is contacted, and no cluster gives one clear
-//! line. (Their conversations with a cluster are in `bench-tests/tests/cluster.rs`.) Built
-//! with the `eks` feature (`cargo nextest run -p xtask --features eks`).
+//! `cargo xtask eks up|status|collect|down`, and `bench --target eks`, as a user runs
+//! them, without a cluster: everything is checked and rendered before a cluster is
+//! contacted, and no cluster gives one clear line. (Their conversations with a cluster
+//! are in `bench-tests/tests/cluster.rs`.) Built with the `eks` feature
+//! (`cargo nextest run -p xtask --features eks`).
 
 use std::process::{Command, Output};
 
@@ -95,4 +96,65 @@ fn bad_status_and_down_flags_are_refused() {
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(stderr.starts_with("error: "), "{args:?}: {stderr}");
     }
+}
+
+#[test]
+fn collect_refuses_bad_flags_before_any_cluster_is_contacted() {
+    let folder = tempfile::tempdir().unwrap();
+    let file = folder.path().join("a-file");
+    std::fs::write(&file, "").unwrap();
+    let line = error_line(&xtask(&["eks", "collect", "--namespace", "Bench_DB"]));
+    assert!(line.starts_with("error: namespace \"Bench_DB\": lowercase letters, digits and -"), "{line}");
+    let line = error_line(&xtask(&["eks", "collect", "--out", file.to_str().unwrap()]));
+    assert_eq!(line, format!("error: {} is not a folder; give --out a folder", file.display()));
+    let line = error_line(&xtask(&["eks", "collect", "--results-dir", file.to_str().unwrap()]));
+    assert_eq!(line, format!("error: {} is not a folder; give --results-dir a folder", file.display()));
+    // A flag collect does not take is clap's usage error.
+    let output = xtask(&["eks", "collect", "--variant", "kind"]);
+    assert_eq!(output.status.code(), Some(2), "{}", String::from_utf8_lossy(&output.stderr));
+}
+
+#[test]
+fn collect_without_a_cluster_is_one_line_and_writes_nothing() {
+    let folder = tempfile::tempdir().unwrap();
+    let out = folder.path().join("out");
+    let results = folder.path().join("results");
+    let line = error_line(&xtask(&[
+        "eks",
+        "collect",
+        "--namespace",
+        "bench-2",
+        "--out",
+        out.to_str().unwrap(),
+        "--results-dir",
+        results.to_str().unwrap(),
+    ]));
+    assert!(line.starts_with("error: cannot reach a cluster: kube reads KUBECONFIG or ~/.kube/config"), "{line}");
+    assert!(!out.exists() && !results.exists(), "something was written");
+}
+
+#[test]
+fn bench_on_the_eks_target_without_a_cluster_is_one_line() {
+    let folder = tempfile::tempdir().unwrap();
+    let results = folder.path().join("results");
+    let output = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args(["bench", "--rows", "1K", "--results-dir", results.to_str().unwrap()])
+        .env("CHBENCH_TARGET", "eks")
+        .env("KUBECONFIG", "/nonexistent/kubeconfig")
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .env("HOME", "/nonexistent")
+        .output()
+        .expect("cannot run xtask");
+    let line = error_line(&output);
+    assert!(line.starts_with("error: cannot reach a cluster: kube reads KUBECONFIG"), "{line}");
+    let output = xtask(&["bench", "--target", "eks", "--rows", "1K", "--results-dir", results.to_str().unwrap()]);
+    assert!(error_line(&output).starts_with("error: cannot reach a cluster"));
+    // A namespace Kubernetes would refuse is refused before a cluster is asked.
+    let output = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args(["bench", "--target", "eks", "--rows", "1K", "--results-dir", results.to_str().unwrap()])
+        .env("CHBENCH_NAMESPACE", "Bench_DB")
+        .output()
+        .expect("cannot run xtask");
+    let line = error_line(&output);
+    assert!(line.starts_with("error: CHBENCH_NAMESPACE=\"Bench_DB\": namespace \"Bench_DB\""), "{line}");
 }

@@ -133,24 +133,38 @@ fn namespace_of<K: Resource<DynamicType = ()>>(object: &K) -> Result<&str> {
 /// (a UUID v4), never written anywhere but the cluster; the caller keeps it in memory for
 /// the client. An existing Secret is kept, since the running pod read it when it started.
 pub async fn ensure_password(client: &Client, namespace: &str) -> Result<String> {
-    let secrets = Api::<Secret>::namespaced(client.clone(), namespace);
-    let existing = secrets
-        .get_opt(PASSWORD_SECRET)
-        .await
-        .with_context(|| format!("cannot read secret {namespace}/{PASSWORD_SECRET}"))?;
-    if let Some(secret) = existing {
-        let password = secret.data.as_ref().and_then(|data| data.get("password")).map(|bytes| bytes.0.clone());
-        let password = password
-            .with_context(|| format!("secret {namespace}/{PASSWORD_SECRET} has no password: delete it, or run down"))?;
-        return String::from_utf8(password)
-            .with_context(|| format!("secret {namespace}/{PASSWORD_SECRET} is not text"));
+    if let Some(password) = read_password(client, namespace).await? {
+        return Ok(password);
     }
+    let secrets = Api::<Secret>::namespaced(client.clone(), namespace);
     let (secret, password) = password_secret(namespace);
     secrets
         .create(&PostParams { field_manager: Some(FIELD_MANAGER.to_string()), ..PostParams::default() }, &secret)
         .await
         .with_context(|| format!("cannot create secret {namespace}/{PASSWORD_SECRET}"))?;
     Ok(password)
+}
+
+/// ClickHouse's password from the namespace's Secret, or `None` when there is no Secret;
+/// only reads.
+pub async fn read_password(client: &Client, namespace: &str) -> Result<Option<String>> {
+    let secrets = Api::<Secret>::namespaced(client.clone(), namespace);
+    let existing = secrets
+        .get_opt(PASSWORD_SECRET)
+        .await
+        .with_context(|| format!("cannot read secret {namespace}/{PASSWORD_SECRET}"))?;
+    let Some(secret) = existing else { return Ok(None) };
+    let password = secret.data.as_ref().and_then(|data| data.get("password")).map(|bytes| bytes.0.clone());
+    let password = password
+        .with_context(|| format!("secret {namespace}/{PASSWORD_SECRET} has no password: delete it, or run down"))?;
+    String::from_utf8(password).map(Some).with_context(|| format!("secret {namespace}/{PASSWORD_SECRET} is not text"))
+}
+
+/// The client for the cluster the kubeconfig names (or the one this process runs in).
+pub async fn connect() -> Result<Client> {
+    Client::try_default()
+        .await
+        .context("cannot reach a cluster: kube reads KUBECONFIG or ~/.kube/config (for EKS: aws eks update-kubeconfig)")
 }
 
 /// A new password Secret (labelled as every object is) and its password.
@@ -308,9 +322,7 @@ where
         .context("cannot start the Kubernetes client's runtime")?;
     runtime.block_on(async {
         // Inside the runtime: the client spawns its request buffer on it.
-        let client = Client::try_default().await.context(
-            "cannot reach a cluster: kube reads KUBECONFIG or ~/.kube/config (for EKS: aws eks update-kubeconfig)",
-        )?;
+        let client = connect().await?;
         work(client).await
     })
 }

@@ -294,18 +294,7 @@ pub fn check_image(image: &str) -> Result<()> {
 
 fn check_values(variant: Variant, values: &Values) -> Result<()> {
     check_image(&values.image)?;
-    let namespace = &values.namespace;
-    let alphanumeric = |c: Option<char>| c.is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
-    let label = namespace.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-        && alphanumeric(namespace.chars().next())
-        && alphanumeric(namespace.chars().last())
-        && namespace.len() <= 63;
-    if !label {
-        bail!(
-            "namespace {namespace:?}: lowercase letters, digits and -, starting and ending with a letter or digit, \
-             at most 63 (a Kubernetes name)"
-        );
-    }
+    super::check_namespace(&values.namespace)?;
     if variant != Variant::Kind && values.node_type.trim().is_empty() {
         bail!("{variant} needs a node type (--node-type m5.xlarge)");
     }

@@ -1,18 +1,23 @@
 //! Kubernetes deployments of ClickHouse for the `eks` target: the manifests under
 //! `manifests/`, rendered from flags and checked before anything is applied
 //! ([`manifests`]), then applied and waited for ([`deploy`]), shown and taken away
-//! ([`lifecycle`]).
+//! ([`lifecycle`]); the port-forward the target reaches the pod through
+//! ([`portforward`]); what a run leaves, copied out before `down` ([`collect`]).
 //!
 //! The variants and their values are always built (the command line names them); the
 //! rest only with the `eks` cargo feature (it brings the Kubernetes client and API
 //! types), so that a laptop that never touches a cluster does not compile them.
 
 #[cfg(feature = "eks")]
+pub mod collect;
+#[cfg(feature = "eks")]
 pub mod deploy;
 #[cfg(feature = "eks")]
 pub mod lifecycle;
 #[cfg(feature = "eks")]
 pub mod manifests;
+#[cfg(feature = "eks")]
+pub mod portforward;
 
 use std::fmt;
 
@@ -25,6 +30,23 @@ pub const RUN_ANNOTATION: &str = "chbench.dev/run";
 /// Annotation on the deployment's Namespace: the run whose results `collect` last copied
 /// out. `down` refuses (without `--force`) unless it equals [`RUN_ANNOTATION`]'s value.
 pub const COLLECTED_ANNOTATION: &str = "chbench.dev/collected-run";
+
+/// Refuses what cannot name a Kubernetes namespace (an RFC 1123 label), before a cluster
+/// is asked.
+pub fn check_namespace(namespace: &str) -> anyhow::Result<()> {
+    let alphanumeric = |c: Option<char>| c.is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+    let label = namespace.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && alphanumeric(namespace.chars().next())
+        && alphanumeric(namespace.chars().last())
+        && namespace.len() <= 63;
+    if !label {
+        anyhow::bail!(
+            "namespace {namespace:?}: lowercase letters, digits and -, starting and ending with a letter or digit, \
+             at most 63 (a Kubernetes name)"
+        );
+    }
+    Ok(())
+}
 
 /// The pinned server image (the source's manifest, reviewed release 26.3 LTS).
 pub const DEFAULT_IMAGE: &str = "clickhouse/clickhouse-server:26.3.33.24";

@@ -54,7 +54,7 @@ use testcontainers_modules::testcontainers::bollard::query_parameters::{
 use testcontainers_modules::testcontainers::core::client::docker_client_instance;
 use testcontainers_modules::testcontainers::runners::AsyncRunner;
 
-use super::server::{ServerConfig, ServerTarget};
+use super::server::{BENCH_USER, ServerConfig, ServerTarget};
 use super::{Backend, Capabilities, ResultCounters, Storage};
 use crate::settings::Settings;
 
@@ -71,7 +71,6 @@ pub fn open(_storage: &Storage) -> Result<Box<dyn Backend>> {
 /// The source's manifest pins this release; so do we, never `latest`.
 pub const CLICKHOUSE_IMAGE: &str = "clickhouse/clickhouse-server";
 pub const CLICKHOUSE_TAG: &str = "26.3.33.24";
-const BENCH_USER: &str = "bench";
 const PASSWORD_VARIABLE: &str = "CLICKHOUSE_PASSWORD";
 /// Pulling the image on a cold machine takes a while.
 const STARTUP_TIMEOUT: Duration = Duration::from_secs(300);

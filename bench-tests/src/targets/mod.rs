@@ -13,6 +13,7 @@
 
 pub mod chdb;
 pub mod container;
+pub mod eks;
 pub mod embedded;
 pub mod server;
 
@@ -45,6 +46,9 @@ pub enum TargetKind {
     Container,
     /// Any running server given by `CHBENCH_URL`, `CHBENCH_USER`, `CHBENCH_PASSWORD`.
     Url,
+    /// The pod `cargo xtask eks up` deployed (namespace `CHBENCH_NAMESPACE`, default
+    /// chbench), through a port-forward; needs the `eks` feature.
+    Eks,
 }
 
 /// What the code needs to know about one kind of target: what it can do and how to open it.
@@ -64,12 +68,13 @@ impl TargetKind {
             TargetKind::Embedded => TargetSpec { capabilities: embedded::CAPABILITIES, open: embedded::open },
             TargetKind::Container => TargetSpec { capabilities: container::CAPABILITIES, open: container::open },
             TargetKind::Url => TargetSpec { capabilities: server::CAPABILITIES, open: server::open },
+            TargetKind::Eks => TargetSpec { capabilities: eks::CAPABILITIES, open: eks::open },
             // Not an engine: the spec of the kind it resolves to (asking Docker).
             TargetKind::Auto => resolve_kind(self).spec(),
         }
     }
 
-    /// The known names, for messages: `auto, embedded, container, url`.
+    /// The known names, for messages: `auto, embedded, container, url, eks`.
     pub fn names() -> String {
         TargetKind::value_variants().iter().map(TargetKind::to_string).collect::<Vec<_>>().join(", ")
     }
@@ -78,7 +83,6 @@ impl TargetKind {
     pub fn parse(name: &str) -> Result<TargetKind> {
         match name.trim() {
             "" => Ok(TargetKind::Auto),
-            "eks" => bail!("target eks is not available yet; choose one of {}", TargetKind::names()),
             name => match <TargetKind as ValueEnum>::from_str(name, false) {
                 Ok(kind) => Ok(kind),
                 Err(_) => bail!("{name:?} is not a target; choose one of {}", TargetKind::names()),
@@ -114,6 +118,24 @@ impl fmt::Display for TargetKind {
         }
     }
 }
+
+/// A target this build was compiled without (its cargo feature off): the opener's error,
+/// one line saying how to build with it. A command line that can build itself again with
+/// `feature` on (`cargo xtask bench`) looks for it with `anyhow::Error::downcast_ref`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MissingFeature {
+    /// The chbench cargo feature the target needs (xtask has one of the same name).
+    pub feature: &'static str,
+    pub message: &'static str,
+}
+
+impl fmt::Display for MissingFeature {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.message)
+    }
+}
+
+impl std::error::Error for MissingFeature {}
 
 /// What a kind of target can do, declared by its file rather than inferred from its name.
 /// Scenarios and the measurement core branch on these fields only.
@@ -502,9 +524,23 @@ mod tests {
         assert_eq!(TargetKind::parse("auto").unwrap(), TargetKind::Auto);
         let error = TargetKind::parse("Embeded").unwrap_err().to_string();
         assert!(error.contains("\"Embeded\" is not a target"), "{error}");
-        assert!(error.contains("auto, embedded, container, url"), "{error}");
-        let error = TargetKind::parse("eks").unwrap_err().to_string();
-        assert!(error.contains("eks is not available yet"), "{error}");
+        assert!(error.contains("auto, embedded, container, url, eks"), "{error}");
+        assert_eq!(TargetKind::parse("eks").unwrap(), TargetKind::Eks);
+    }
+
+    /// Without the feature the kind still parses (CHBENCH_TARGET=eks is no typo), and
+    /// opening it says how to build with it.
+    #[cfg(not(feature = "eks"))]
+    #[test]
+    fn without_the_eks_feature_the_eks_target_says_how_to_build_with_it() {
+        let error = open_target_of_kind(TargetKind::Eks).err().expect("opened without the feature");
+        let missing = error.downcast_ref::<MissingFeature>().expect("not a MissingFeature");
+        assert_eq!(missing.feature, "eks");
+        assert_eq!(
+            error.to_string(),
+            "target eks needs chbench's eks feature: run the tests with `cargo nextest run --features chbench/eks` \
+             (`cargo xtask bench --target eks` turns it on itself)"
+        );
     }
 
     #[test]
@@ -549,6 +585,8 @@ mod tests {
         );
         // The container is a server chbench started, so it may restart it.
         assert_eq!(TargetKind::Container.spec().capabilities, Capabilities { restartable: true, ..url });
+        // The eks pod is `up`'s and `down`'s to start and stop, not a run's.
+        assert_eq!(TargetKind::Eks.spec().capabilities, url);
     }
 
     #[test]

@@ -35,6 +35,10 @@ pub fn open(_storage: &Storage) -> Result<Box<dyn Backend>> {
     Ok(Box::new(ServerTarget::connect(ServerConfig::from_env()?)?))
 }
 
+/// The user the harness logs in as on the servers it sets up (the container's, and the
+/// manifests' `CLICKHOUSE_USER`); the official image creates it with the given password.
+pub const BENCH_USER: &str = "bench";
+
 pub const URL_ENV: &str = "CHBENCH_URL";
 pub const USER_ENV: &str = "CHBENCH_USER";
 pub const PASSWORD_ENV: &str = "CHBENCH_PASSWORD";

@@ -1,0 +1,495 @@
+//! `cargo xtask eks collect`: what a run on a deployment leaves behind, copied out before
+//! `down` removes the deployment, into `<results>/eks/<namespace>-<run id>/`:
+//!
+//! - `deployment.json`: the server (version, time zone), the pod (image and its digest),
+//!   the node (instance type, architecture) and the data volume (type, size, IOPS,
+//!   throughput from its claim, volume and class), or that there is none;
+//! - `query_log.jsonl`: the `system.query_log` rows of chbench's measured statements
+//!   (their `log_comment` is a [`StatementTag`]) since the Namespace was made;
+//! - `bundles/`: copies of the results bundles `cargo xtask bench` wrote for this
+//!   deployment since then.
+//!
+//! Only when all of it is written is the Namespace annotated as collected
+//! ([`COLLECTED_ANNOTATION`], which `down` checks); a step that fails leaves what the others
+//! wrote, says what failed, and leaves the annotation as it was. The password is never
+//! read here: the ClickHouse half goes through the `eks` target.
+//!
+//! The cluster half ([`describe_deployment`], [`mark_collected`]) is async, on kube's
+//! client; the ClickHouse half ([`server_facts`], [`query_log`]) takes a [`Target`];
+//! [`collect`] is blocking and runs both.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::storage::v1::StorageClass;
+use kube::Client;
+use kube::api::{Api, Patch, PatchParams};
+use serde::{Deserialize, Serialize};
+
+use super::deploy::{CLICKHOUSE, FIELD_MANAGER, connect};
+use super::{COLLECTED_ANNOTATION, RUN_ANNOTATION, check_namespace};
+use crate::measure::StatementTag;
+use crate::results::{RESULTS_FILE, check_run_id, write_atomically};
+use crate::settings::Settings;
+use crate::sql::sql_string;
+use crate::targets::{Target, TargetInfo, TargetKind, eks};
+
+pub const DEPLOYMENT_FILE: &str = "deployment.json";
+pub const QUERY_LOG_FILE: &str = "query_log.jsonl";
+pub const BUNDLES_FOLDER: &str = "bundles";
+/// Where ClickHouse keeps its data in the pod: the mount that says which volume it is.
+const DATA_PATH: &str = "/var/lib/clickhouse";
+
+/// What the cluster says about a deployment: the cluster half of `deployment.json`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DeploymentFacts {
+    pub namespace: String,
+    /// The Namespace's [`RUN_ANNOTATION`], stamped by `up`.
+    pub run_id: String,
+    /// The Namespace's creationTimestamp: the deployment's runs are the ones after it.
+    pub namespace_created_at: jiff::Timestamp,
+    pub pod: PodFacts,
+    pub node: NodeFacts,
+    pub volume: DataVolume,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PodFacts {
+    pub name: String,
+    /// The image as the pod spec names it.
+    pub image: String,
+    /// The image the node runs (`containerStatuses[].imageID`), by digest.
+    pub image_id: Option<String>,
+    pub node_name: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NodeFacts {
+    pub name: String,
+    /// `node.kubernetes.io/instance-type` (none on kind).
+    pub instance_type: Option<String>,
+    /// `kubernetes.io/arch`.
+    pub architecture: Option<String>,
+}
+
+/// The volume ClickHouse's data is on. A setting the cluster does not state is `null`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum DataVolume {
+    /// A PersistentVolume through a claim (the eks-gp3 and kind variants).
+    Persistent {
+        claim: String,
+        volume: String,
+        storage_class: Option<String>,
+        provisioner: Option<String>,
+        /// The class's `type` parameter (gp3).
+        volume_type: Option<String>,
+        /// The volume's capacity, as Kubernetes writes it (100Gi).
+        size: Option<String>,
+        iops: Option<String>,
+        throughput_mibps: Option<String>,
+    },
+    /// No PersistentVolume: the data lives with the pod (the eks-nvme variant's emptyDir
+    /// on the node's instance store).
+    None {
+        /// What the data is on: `emptyDir`, or another volume source's name.
+        source: String,
+        size_limit: Option<String>,
+    },
+}
+
+/// What ClickHouse says about itself: the server half of `deployment.json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServerFacts {
+    pub version: String,
+    pub timezone: String,
+}
+
+/// Reads the deployment in `namespace`, in this order: its Namespace (run id, creation
+/// time), the pod, its node, and its data volume's claim, volume and class.
+pub async fn describe_deployment(client: &Client, namespace: &str) -> Result<DeploymentFacts> {
+    let found = Api::<Namespace>::all(client.clone())
+        .get_opt(namespace)
+        .await
+        .with_context(|| format!("cannot read namespace {namespace}"))?
+        .with_context(|| format!("no namespace {namespace}: nothing to collect (up made none, or down removed it)"))?;
+    let annotations = found.metadata.annotations.clone().unwrap_or_default();
+    let run_id = annotations.get(RUN_ANNOTATION).cloned().with_context(|| {
+        format!("namespace {namespace} has no {RUN_ANNOTATION} annotation (an older up made it): run cargo xtask eks up again")
+    })?;
+    // The run id names the output folder: it must be a safe folder name.
+    check_run_id(&format!("{namespace}-{run_id}"))
+        .with_context(|| format!("namespace {namespace}: annotation {RUN_ANNOTATION}"))?;
+    let created = found
+        .metadata
+        .creation_timestamp
+        .as_ref()
+        .with_context(|| format!("namespace {namespace} has no creationTimestamp"))?;
+    // k8s-openapi's jiff is another major version than the results' one.
+    let namespace_created_at = jiff::Timestamp::new(created.0.as_second(), created.0.subsec_nanosecond())
+        .with_context(|| format!("namespace {namespace}: creationTimestamp out of range"))?;
+
+    let pod = Api::<Pod>::namespaced(client.clone(), namespace)
+        .get_opt(CLICKHOUSE)
+        .await
+        .with_context(|| format!("cannot read pod {namespace}/{CLICKHOUSE}"))?
+        .with_context(|| format!("no pod {namespace}/{CLICKHOUSE}: run cargo xtask eks up again"))?;
+    let spec = pod.spec.clone().with_context(|| format!("pod {namespace}/{CLICKHOUSE} has no spec"))?;
+    let container = spec
+        .containers
+        .iter()
+        .find(|container| container.name == CLICKHOUSE)
+        .with_context(|| format!("pod {namespace}/{CLICKHOUSE} has no container {CLICKHOUSE}"))?;
+    let node_name =
+        spec.node_name.clone().with_context(|| format!("pod {namespace}/{CLICKHOUSE} is on no node yet"))?;
+    let image_id = pod
+        .status
+        .iter()
+        .flat_map(|status| status.container_statuses.iter().flatten())
+        .find(|status| status.name == CLICKHOUSE)
+        .map(|status| status.image_id.clone())
+        .filter(|id| !id.is_empty());
+    let pod_facts = PodFacts {
+        name: CLICKHOUSE.to_string(),
+        image: container.image.clone().unwrap_or_default(),
+        image_id,
+        node_name: node_name.clone(),
+    };
+
+    let node = Api::<Node>::all(client.clone())
+        .get(&node_name)
+        .await
+        .with_context(|| format!("cannot read node {node_name}"))?;
+    let labels = node.metadata.labels.unwrap_or_default();
+    let node_facts = NodeFacts {
+        name: node_name,
+        instance_type: labels.get("node.kubernetes.io/instance-type").cloned(),
+        architecture: labels.get("kubernetes.io/arch").cloned(),
+    };
+
+    // The volume mounted where ClickHouse keeps its data.
+    let mounted = container
+        .volume_mounts
+        .iter()
+        .flatten()
+        .find(|mount| mount.mount_path.trim_end_matches('/') == DATA_PATH)
+        .and_then(|mount| spec.volumes.iter().flatten().find(|volume| volume.name == mount.name));
+    let volume = match mounted {
+        None => DataVolume::None { source: "the container's own filesystem".to_string(), size_limit: None },
+        Some(volume) => match &volume.persistent_volume_claim {
+            Some(claim) => persistent_volume(client, namespace, &claim.claim_name).await?,
+            None => match &volume.empty_dir {
+                Some(empty_dir) => DataVolume::None {
+                    source: "emptyDir".to_string(),
+                    size_limit: empty_dir.size_limit.as_ref().map(|quantity| quantity.0.clone()),
+                },
+                None => DataVolume::None { source: volume_source(volume), size_limit: None },
+            },
+        },
+    };
+    Ok(DeploymentFacts {
+        namespace: namespace.to_string(),
+        run_id,
+        namespace_created_at,
+        pod: pod_facts,
+        node: node_facts,
+        volume,
+    })
+}
+
+/// The claim, the volume bound to it and the volume's class.
+async fn persistent_volume(client: &Client, namespace: &str, claim_name: &str) -> Result<DataVolume> {
+    let claim = Api::<PersistentVolumeClaim>::namespaced(client.clone(), namespace)
+        .get(claim_name)
+        .await
+        .with_context(|| format!("cannot read claim {namespace}/{claim_name}"))?;
+    let claim_spec = claim.spec.unwrap_or_default();
+    let volume_name = claim_spec
+        .volume_name
+        .clone()
+        .with_context(|| format!("claim {namespace}/{claim_name} is bound to no volume"))?;
+    let volume = Api::<PersistentVolume>::all(client.clone())
+        .get(&volume_name)
+        .await
+        .with_context(|| format!("cannot read volume {volume_name}"))?;
+    let volume_spec = volume.spec.unwrap_or_default();
+    let size = volume_spec.capacity.as_ref().and_then(|capacity| capacity.get("storage")).map(|size| size.0.clone());
+    // The volume's class is the one it was made by (the claim may have left it to the default).
+    let class_name = volume_spec.storage_class_name.clone().or(claim_spec.storage_class_name);
+    let class = match &class_name {
+        Some(name) => Some(
+            Api::<StorageClass>::all(client.clone())
+                .get(name)
+                .await
+                .with_context(|| format!("cannot read storage class {name}"))?,
+        ),
+        None => None,
+    };
+    let parameter = |name: &str| {
+        class.as_ref().and_then(|class| class.parameters.as_ref()).and_then(|parameters| parameters.get(name)).cloned()
+    };
+    Ok(DataVolume::Persistent {
+        claim: claim_name.to_string(),
+        volume: volume_name,
+        storage_class: class_name,
+        provisioner: class.as_ref().map(|class| class.provisioner.clone()),
+        volume_type: parameter("type"),
+        size,
+        iops: parameter("iops"),
+        throughput_mibps: parameter("throughput"),
+    })
+}
+
+/// The name of the volume source a pod volume uses (`hostPath`, `configMap`, ...).
+fn volume_source(volume: &k8s_openapi::api::core::v1::Volume) -> String {
+    serde_json::to_value(volume)
+        .ok()
+        .and_then(|value| value.as_object()?.keys().find(|key| key.as_str() != "name").cloned())
+        .unwrap_or_else(|| "unknown".to_string())
+}
+
+/// Annotates the Namespace as collected for `run_id` (what `down` checks). A merge patch
+/// of the one annotation: an apply by the manager that owns the whole Namespace would
+/// drop the fields it did not repeat.
+pub async fn mark_collected(client: &Client, namespace: &str, run_id: &str) -> Result<()> {
+    let patch = serde_json::json!({ "metadata": { "annotations": { COLLECTED_ANNOTATION: run_id } } });
+    let params = PatchParams { field_manager: Some(FIELD_MANAGER.to_string()), ..PatchParams::default() };
+    Api::<Namespace>::all(client.clone())
+        .patch(namespace, &params, &Patch::Merge(&patch))
+        .await
+        .with_context(|| format!("cannot annotate namespace {namespace} with {COLLECTED_ANNOTATION}"))?;
+    Ok(())
+}
+
+/// `version()` and `timezone()` of the server.
+pub fn server_facts(target: &mut Target) -> Result<ServerFacts> {
+    let timezone = target.query_text("SELECT timezone()").context("cannot read the server's time zone")?;
+    Ok(ServerFacts { version: target.info().engine_version.clone(), timezone: timezone.trim().to_string() })
+}
+
+/// The query that reads the run's rows: chbench's measured statements (their
+/// `log_comment` is a [`StatementTag`]) since `since`, oldest first.
+pub fn query_log_sql(since: jiff::Timestamp) -> String {
+    let seconds = since.as_second();
+    format!(
+        "SELECT * FROM system.query_log WHERE event_date >= toDate(toDateTime({seconds})) AND event_time >= \
+         toDateTime({seconds}) AND match(log_comment, {}) ORDER BY event_time_microseconds",
+        sql_string(StatementTag::PATTERN)
+    )
+}
+
+/// The run's `system.query_log` rows as JSON lines (one row each), logs flushed first so
+/// that the last statements are in.
+pub fn query_log(target: &mut Target, since: jiff::Timestamp) -> Result<String> {
+    target.execute("SYSTEM FLUSH LOGS").context("cannot flush the query log")?;
+    // Unquoted 64-bit integers, as the measurement core reads them.
+    let settings = Settings::new().with("output_format_json_quote_64bit_integers", 0);
+    let output = target.run(&query_log_sql(since), &settings, "JSONEachRow").context("cannot read system.query_log")?;
+    Ok(output.body)
+}
+
+/// What a bundle's `results.json` says of where and when it ran; the rest is not read.
+#[derive(Deserialize)]
+struct BundleHead {
+    started_at: jiff::Timestamp,
+    target: TargetInfo,
+}
+
+/// The bundle folders under `results_dir` that `cargo xtask bench` wrote for the `eks`
+/// target in `namespace` since `since`, by name. A folder whose `results.json` does not
+/// read as a bundle is not one of them.
+pub fn bundles_of(results_dir: &Path, namespace: &str, since: jiff::Timestamp) -> Result<Vec<PathBuf>> {
+    let entries = match fs::read_dir(results_dir) {
+        Ok(entries) => entries,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(error) => return Err(error).with_context(|| format!("cannot list {}", results_dir.display())),
+    };
+    let mut bundles = Vec::new();
+    for entry in entries {
+        let folder = entry.with_context(|| format!("cannot list {}", results_dir.display()))?.path();
+        let Ok(text) = fs::read_to_string(folder.join(RESULTS_FILE)) else { continue };
+        let Ok(head) = serde_json::from_str::<BundleHead>(&text) else { continue };
+        if head.target.kind == TargetKind::Eks
+            && eks::endpoint_namespace(&head.target.endpoint) == Some(namespace)
+            && head.started_at >= since
+        {
+            bundles.push(folder);
+        }
+    }
+    bundles.sort();
+    Ok(bundles)
+}
+
+/// Copies a folder's files and folders (a bundle has nothing else) into `to`, replacing
+/// what a previous collect copied there.
+fn copy_folder(from: &Path, to: &Path) -> Result<()> {
+    match fs::remove_dir_all(to) {
+        Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
+            return Err(error).with_context(|| format!("cannot replace {}", to.display()));
+        }
+        _ => {}
+    }
+    fs::create_dir_all(to).with_context(|| format!("cannot create {}", to.display()))?;
+    for entry in fs::read_dir(from).with_context(|| format!("cannot list {}", from.display()))? {
+        let entry = entry.with_context(|| format!("cannot list {}", from.display()))?;
+        let kind = entry.file_type().with_context(|| format!("cannot read {}", entry.path().display()))?;
+        let destination = to.join(entry.file_name());
+        if kind.is_dir() {
+            copy_folder(&entry.path(), &destination)?;
+        } else if kind.is_file() {
+            fs::copy(entry.path(), &destination)
+                .with_context(|| format!("cannot copy {} to {}", entry.path().display(), destination.display()))?;
+        }
+    }
+    Ok(())
+}
+
+/// What [`collect`] wrote.
+#[derive(Debug, Clone)]
+pub struct Collected {
+    pub folder: PathBuf,
+    pub run_id: String,
+    pub query_log_rows: usize,
+    /// The bundles copied, by folder name.
+    pub bundles: Vec<String>,
+}
+
+/// `deployment.json`: what the cluster and the server say, and when it was collected.
+#[derive(Serialize)]
+struct DeploymentRecord<'a> {
+    #[serde(flatten)]
+    cluster: &'a DeploymentFacts,
+    clickhouse: &'a ServerFacts,
+    collected_at: jiff::Timestamp,
+}
+
+/// `cargo xtask eks collect`: describes the deployment in `namespace`, writes its files
+/// into `out` (default `<results_dir>/eks/<namespace>-<run id>/`), copies the bundles
+/// found under `results_dir`, then marks the Namespace collected. `progress` hears each
+/// step.
+pub fn collect(
+    namespace: &str,
+    results_dir: &Path,
+    out: Option<&Path>,
+    mut progress: impl FnMut(&str),
+) -> Result<Collected> {
+    // Bad input ends here, before a cluster is asked.
+    check_namespace(namespace)?;
+    for (folder, flag) in [(Some(results_dir), "--results-dir"), (out, "--out")] {
+        if let Some(folder) = folder
+            && folder.exists()
+            && !folder.is_dir()
+        {
+            bail!("{} is not a folder; give {flag} a folder", folder.display());
+        }
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the Kubernetes client's runtime")?;
+    let (client, facts) = runtime.block_on(async {
+        let client = connect().await?;
+        let facts = describe_deployment(&client, namespace).await?;
+        Ok::<_, anyhow::Error>((client, facts))
+    })?;
+    let folder = match out {
+        Some(out) => out.to_path_buf(),
+        None => results_dir.join("eks").join(format!("{namespace}-{}", facts.run_id)),
+    };
+    fs::create_dir_all(&folder).with_context(|| format!("cannot create {}", folder.display()))?;
+    progress(&format!("run {} of namespace {namespace}: writing {}", facts.run_id, folder.display()));
+
+    // Each step is tried whatever the others did: a failure leaves the rest written.
+    let mut failures = Vec::new();
+    let mut query_log_rows = 0;
+    let from_server = (|| {
+        let mut target = eks::open_in(namespace)?;
+        let server = server_facts(&mut target)?;
+        let record = DeploymentRecord { cluster: &facts, clickhouse: &server, collected_at: jiff::Timestamp::now() };
+        let json = serde_json::to_string_pretty(&record).context("cannot serialise the deployment's facts")?;
+        write_atomically(&folder.join(DEPLOYMENT_FILE), &(json + "\n"))?;
+        progress(&format!("{DEPLOYMENT_FILE}: ClickHouse {}, node {}", server.version, facts.node.name));
+        let rows = query_log(&mut target, facts.namespace_created_at)?;
+        query_log_rows = rows.lines().filter(|line| !line.trim().is_empty()).count();
+        write_atomically(&folder.join(QUERY_LOG_FILE), &rows)?;
+        progress(&format!("{QUERY_LOG_FILE}: {query_log_rows} rows"));
+        Ok::<_, anyhow::Error>(())
+    })();
+    if let Err(error) = from_server {
+        failures.push(format!("from ClickHouse: {error:#}"));
+    }
+    let mut bundles = Vec::new();
+    let copied = bundles_of(results_dir, namespace, facts.namespace_created_at).and_then(|found| {
+        for bundle in found {
+            let name = bundle.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
+            copy_folder(&bundle, &folder.join(BUNDLES_FOLDER).join(&name))?;
+            bundles.push(name);
+        }
+        Ok(())
+    });
+    progress(&format!("{BUNDLES_FOLDER}: {} from {}", bundles.len(), results_dir.display()));
+    if let Err(error) = copied {
+        failures.push(format!("copying bundles: {error:#}"));
+    }
+    if !failures.is_empty() {
+        bail!(
+            "collect did not finish ({}); what it wrote is in {}; namespace {namespace} is not marked collected, so \
+             down keeps refusing: run collect again",
+            failures.join("; "),
+            folder.display()
+        );
+    }
+    runtime.block_on(mark_collected(&client, namespace, &facts.run_id))?;
+    Ok(Collected { folder, run_id: facts.run_id, query_log_rows, bundles })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::targets::TargetInfo;
+
+    #[test]
+    fn the_query_log_is_read_from_the_deployments_start_for_chbench_tags_only() {
+        let since = jiff::Timestamp::from_second(1_796_007_599).unwrap();
+        let sql = query_log_sql(since);
+        assert!(sql.contains("event_time >= toDateTime(1796007599)"), "{sql}");
+        assert!(sql.contains("match(log_comment, '^[^/]+/[^/]+/[^/]+/[0-9]+$')"), "{sql}");
+    }
+
+    #[test]
+    fn the_bundles_of_a_deployment_are_the_eks_targets_in_its_namespace_since_it_was_made() {
+        let results = tempfile::tempdir().unwrap();
+        let since = jiff::Timestamp::from_second(1_000_000).unwrap();
+        let write = |name: &str, kind: TargetKind, endpoint: &str, started: i64| {
+            let folder = results.path().join(name);
+            fs::create_dir_all(folder.join("sql")).unwrap();
+            let target = TargetInfo { kind, engine_version: "26.3.1.1".into(), endpoint: endpoint.into() };
+            let head = serde_json::json!({
+                "schema_version": 2, "run_id": name, "target": target,
+                "started_at": jiff::Timestamp::from_second(started).unwrap(),
+            });
+            fs::write(folder.join(RESULTS_FILE), head.to_string()).unwrap();
+            fs::write(folder.join("sql").join("q.sql"), "SELECT 1").unwrap();
+        };
+        let here = eks::endpoint("chbench", "clickhouse", "ch:1", "http://127.0.0.1:5");
+        let elsewhere = eks::endpoint("other", "clickhouse", "ch:1", "http://127.0.0.1:5");
+        write("a-ours", TargetKind::Eks, &here, 1_000_001);
+        write("b-before-up", TargetKind::Eks, &here, 999_999);
+        write("c-other-namespace", TargetKind::Eks, &elsewhere, 1_000_001);
+        write("d-url", TargetKind::Url, "http://127.0.0.1:8123", 1_000_001);
+        fs::create_dir_all(results.path().join("eks")).unwrap();
+        fs::write(results.path().join("e-not-a-bundle"), "x").unwrap();
+        let found = bundles_of(results.path(), "chbench", since).unwrap();
+        assert_eq!(found, [results.path().join("a-ours")]);
+
+        let copy = results.path().join("eks").join("copy");
+        copy_folder(&found[0], &copy).unwrap();
+        fs::write(copy.join("stale"), "from an earlier collect").unwrap();
+        copy_folder(&found[0], &copy).unwrap();
+        assert!(copy.join(RESULTS_FILE).is_file() && copy.join("sql").join("q.sql").is_file());
+        assert!(!copy.join("stale").exists(), "a copy replaces the earlier one");
+        assert!(bundles_of(&results.path().join("nothing-here"), "chbench", since).unwrap().is_empty());
+    }
+}

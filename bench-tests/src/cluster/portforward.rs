@@ -1,0 +1,186 @@
+//! A port-forward to a pod through the Kubernetes API (kube's own, no `kubectl`): a
+//! listener on loopback whose every connection becomes a stream to the pod's port, so
+//! that ClickHouse is reached without being exposed beyond this machine.
+//!
+//! The accept loop runs on a thread of its own, on a runtime of its own, so that it
+//! serves connections whatever the caller does (a blocking HTTP client included). kube's
+//! `Client` sends its requests through a task on the runtime it was made on: make it on
+//! [`client_runtime`], which runs that task without anyone blocking on it.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use anyhow::{Context, Result, anyhow};
+use k8s_openapi::api::core::v1::Pod;
+use kube::Api;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::oneshot;
+
+/// A runtime for a kube `Client` that a [`PortForward`] will use: its worker thread runs
+/// the client's request task (and its connections) while the caller blocks elsewhere, on
+/// an HTTP client or on nothing at all. A current-thread runtime would run them only
+/// inside its `block_on`.
+pub fn client_runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("chbench-kube")
+        .enable_all()
+        .build()
+        .context("cannot start the Kubernetes client's runtime")
+}
+
+/// A running port-forward from `127.0.0.1:<local_port>` to a pod's port. Dropping it
+/// stops the accept loop and ends its connections.
+pub struct PortForward {
+    local: SocketAddr,
+    /// `namespace/pod`, for messages.
+    pod: String,
+    remote_port: u16,
+    failure: Arc<Mutex<Option<String>>>,
+    stop: Option<oneshot::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl PortForward {
+    /// Listens on an ephemeral port of 127.0.0.1 (never another address) and forwards each
+    /// connection to `remote_port` of `pod` in `namespace`. `client` must have been made on
+    /// a runtime that keeps running, such as [`client_runtime`]'s.
+    pub fn start(client: kube::Client, namespace: &str, pod: &str, remote_port: u16) -> Result<PortForward> {
+        let shown = format!("{namespace}/{pod}");
+        let listener = std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+            .with_context(|| format!("cannot listen on 127.0.0.1 for a port-forward to pod {shown}"))?;
+        listener.set_nonblocking(true).context("cannot make the port-forward's listener non-blocking")?;
+        let local = listener.local_addr().context("the port-forward's listener has no address")?;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .context("cannot start the port-forward's runtime")?;
+        let listener = {
+            // Registered with the runtime that will accept on it.
+            let _entered = runtime.enter();
+            TcpListener::from_std(listener).context("cannot hand the port-forward's listener to its runtime")?
+        };
+        let (stop, stopped) = oneshot::channel();
+        let failure = Arc::new(Mutex::new(None));
+        let forwarding = Forwarding {
+            pods: Api::namespaced(client, namespace),
+            pod: pod.to_string(),
+            shown: shown.clone(),
+            remote_port,
+            failure: Arc::clone(&failure),
+        };
+        let thread = std::thread::Builder::new()
+            .name(format!("port-forward {shown}"))
+            .spawn(move || runtime.block_on(forwarding.accept_until(listener, stopped)))
+            .context("cannot start the port-forward's thread")?;
+        Ok(PortForward { local, pod: shown, remote_port, failure, stop: Some(stop), thread: Some(thread) })
+    }
+
+    /// The loopback port connections are accepted on.
+    pub fn local_port(&self) -> u16 {
+        self.local.port()
+    }
+
+    /// The address connections are accepted on: 127.0.0.1, an ephemeral port.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+
+    /// `http://127.0.0.1:<local_port>`.
+    pub fn url(&self) -> String {
+        format!("http://{}:{}", self.local.ip(), self.local.port())
+    }
+
+    /// `namespace/pod port N`, for messages and endpoints.
+    pub fn describe(&self) -> String {
+        format!("pod {} port {}", self.pod, self.remote_port)
+    }
+
+    /// The first failure of a forwarded connection (it was also said on stderr), if any:
+    /// what to add to a client's "connection closed" error.
+    pub fn failure(&self) -> Option<String> {
+        self.failure.lock().ok().and_then(|failure| failure.clone())
+    }
+}
+
+impl Drop for PortForward {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            // The loop may have ended already; then there is nobody to tell.
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            // Its runtime ends the connections still open when the thread returns.
+            let _ = thread.join();
+        }
+    }
+}
+
+/// What the accept loop and each connection's task need.
+#[derive(Clone)]
+struct Forwarding {
+    pods: Api<Pod>,
+    pod: String,
+    shown: String,
+    remote_port: u16,
+    failure: Arc<Mutex<Option<String>>>,
+}
+
+impl Forwarding {
+    async fn accept_until(self, listener: TcpListener, mut stopped: oneshot::Receiver<()>) {
+        loop {
+            tokio::select! {
+                _ = &mut stopped => return,
+                accepted = listener.accept() => match accepted {
+                    Ok((mut connection, _)) => {
+                        let forwarding = self.clone();
+                        tokio::spawn(async move {
+                            if let Err(error) = forwarding.forward(&mut connection).await {
+                                forwarding.report(&error);
+                            }
+                            // Closed after the report: a client that sees it closed finds
+                            // the failure recorded.
+                            drop(connection);
+                        });
+                    }
+                    Err(error) => {
+                        self.report(&anyhow!(error).context("cannot accept a connection"));
+                        // Out of file descriptors, say: give the others time to close.
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                },
+            }
+        }
+    }
+
+    /// One connection: its own port-forward stream to the pod, copied both ways until
+    /// either side closes or the pod's side reports an error.
+    async fn forward(&self, connection: &mut TcpStream) -> Result<()> {
+        let port = self.remote_port;
+        let mut forwarder = self.pods.portforward(&self.pod, &[port]).await.context("the API server refused it")?;
+        let mut stream = forwarder.take_stream(port).context("kube gave no stream for the port")?;
+        let pod_error = forwarder.take_error(port).context("kube gave no error channel for the port")?;
+        tokio::select! {
+            copied = tokio::io::copy_bidirectional(connection, &mut stream) => {
+                copied.context("the connection broke")?;
+            }
+            // `None` is the error channel closing without an error: the copy decides.
+            Some(message) = pod_error => return Err(anyhow!("the pod's side said: {message}")),
+        }
+        drop(stream);
+        forwarder.join().await.context("the forward ended with an error")
+    }
+
+    /// Says the first failure once on stderr (every connection of a broken forward fails
+    /// alike) and keeps it for [`PortForward::failure`].
+    fn report(&self, error: &anyhow::Error) {
+        let line = format!("port-forward to pod {} port {} failed: {error:#}", self.shown, self.remote_port);
+        let Ok(mut failure) = self.failure.lock() else { return };
+        if failure.is_none() {
+            eprintln!("chbench: {line}");
+            *failure = Some(line);
+        }
+    }
+}

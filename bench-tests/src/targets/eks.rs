@@ -1,0 +1,217 @@
+//! The `eks` target: the ClickHouse pod `cargo xtask eks up` deployed, reached through a
+//! port-forward made with kube's API (so ClickHouse is never exposed beyond loopback) and
+//! talked to as a server target, as the manifests' user, with the password read from the
+//! namespace's Secret and held in memory only.
+//!
+//! The namespace is `CHBENCH_NAMESPACE` (default [`DEFAULT_NAMESPACE`]). The Kubernetes
+//! client needs chbench's `eks` feature; built without it, the opener fails with
+//! [`MissingFeature`], one line saying how to build with it, which `cargo xtask bench`
+//! acts on by building itself again with the feature.
+
+use anyhow::{Context, Result, bail};
+
+use super::{Backend, Capabilities, Storage};
+use crate::cluster::{DEFAULT_NAMESPACE, check_namespace};
+
+/// A server someone else owns (`up` and `down` do): the `url` target's capabilities,
+/// statistics from its query_log, datasets as shared databases, not restartable.
+pub const CAPABILITIES: Capabilities = super::server::CAPABILITIES;
+
+/// The environment variable naming the deployment's namespace.
+pub const NAMESPACE_ENV: &str = "CHBENCH_NAMESPACE";
+
+/// ClickHouse's HTTP port in the pod.
+pub const HTTP_PORT: u16 = 8123;
+
+/// What output and results show of the target: the pod, its image and the forward. The
+/// one place the format is made; [`endpoint_namespace`] reads it back.
+pub fn endpoint(namespace: &str, pod: &str, image: &str, forward_url: &str) -> String {
+    format!("pod {namespace}/{pod} ({image}) through a port-forward at {forward_url}")
+}
+
+/// The namespace an [`endpoint`] names, to tell a bundle's deployment.
+pub fn endpoint_namespace(endpoint: &str) -> Option<&str> {
+    endpoint.strip_prefix("pod ")?.split_once('/').map(|(namespace, _)| namespace)
+}
+
+/// `CHBENCH_NAMESPACE`, or the default; a name Kubernetes would refuse is one line.
+pub fn namespace_from_env() -> Result<String> {
+    let namespace = match std::env::var(NAMESPACE_ENV) {
+        Ok(namespace) => namespace,
+        Err(std::env::VarError::NotPresent) => DEFAULT_NAMESPACE.to_string(),
+        Err(std::env::VarError::NotUnicode(_)) => bail!("{NAMESPACE_ENV} is not valid UTF-8"),
+    };
+    check_namespace(&namespace).with_context(|| format!("{NAMESPACE_ENV}={namespace:?}"))?;
+    Ok(namespace)
+}
+
+/// Opens the deployment in `CHBENCH_NAMESPACE` (the `eks` kind's opener for
+/// `TargetKind::spec`). The server keeps its own data: `storage` does not apply.
+#[cfg(feature = "eks")]
+pub fn open(_storage: &Storage) -> Result<Box<dyn Backend>> {
+    Ok(Box::new(with_client::EksTarget::connect(&namespace_from_env()?)?))
+}
+
+/// Built without the Kubernetes client: says how to build with it.
+#[cfg(not(feature = "eks"))]
+pub fn open(_storage: &Storage) -> Result<Box<dyn Backend>> {
+    Err(super::MissingFeature {
+        feature: "eks",
+        message: "target eks needs chbench's eks feature: run the tests with `cargo nextest run --features \
+                  chbench/eks` (`cargo xtask bench --target eks` turns it on itself)",
+    }
+    .into())
+}
+
+#[cfg(feature = "eks")]
+pub use with_client::{Deployment, EksTarget, find_deployment, open_in};
+
+#[cfg(feature = "eks")]
+mod with_client {
+    use std::fmt;
+
+    use anyhow::{Context, Result, bail};
+    use k8s_openapi::api::core::v1::Pod;
+    use kube::{Api, Client};
+
+    use super::{CAPABILITIES, HTTP_PORT, endpoint};
+    use crate::cluster::deploy::{CLICKHOUSE, PASSWORD_SECRET, connect, read_password};
+    use crate::cluster::portforward::{PortForward, client_runtime};
+    use crate::settings::Settings;
+    use crate::targets::server::{BENCH_USER, ServerConfig, ServerTarget};
+    use crate::targets::{Backend, ResultCounters, Target, TargetKind};
+
+    /// What the target needs of a deployment: its pod's image and ClickHouse's password.
+    pub struct Deployment {
+        pub namespace: String,
+        pub image: String,
+        password: String,
+    }
+
+    /// Shows everything but the password.
+    impl fmt::Debug for Deployment {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.debug_struct("Deployment")
+                .field("namespace", &self.namespace)
+                .field("image", &self.image)
+                .field("password", &"<hidden>")
+                .finish()
+        }
+    }
+
+    /// Reads (never writes) the deployment in `namespace`: the password Secret, then the
+    /// pod, which must be Ready. What is missing is one line saying to run `up`.
+    pub async fn find_deployment(client: &Client, namespace: &str) -> Result<Deployment> {
+        let up = if namespace == crate::cluster::DEFAULT_NAMESPACE {
+            "run `cargo xtask eks up`".to_string()
+        } else {
+            format!("run `cargo xtask eks up --namespace {namespace}`")
+        };
+        let password = read_password(client, namespace)
+            .await?
+            .with_context(|| format!("no secret {namespace}/{PASSWORD_SECRET}, so no deployment to use: {up}"))?;
+        let pod = Api::<Pod>::namespaced(client.clone(), namespace)
+            .get_opt(CLICKHOUSE)
+            .await
+            .with_context(|| format!("cannot read pod {namespace}/{CLICKHOUSE}"))?
+            .with_context(|| format!("no pod {namespace}/{CLICKHOUSE}, so no ClickHouse to use: {up}"))?;
+        let status = pod.status.clone().unwrap_or_default();
+        let ready = status
+            .conditions
+            .iter()
+            .flatten()
+            .any(|condition| condition.type_ == "Ready" && condition.status == "True");
+        if !ready {
+            bail!(
+                "pod {namespace}/{CLICKHOUSE} is not Ready (phase {}): {up}, which waits for it and says why not",
+                status.phase.as_deref().unwrap_or("Unknown")
+            );
+        }
+        let image = pod
+            .spec
+            .iter()
+            .flat_map(|spec| &spec.containers)
+            .find(|container| container.name == CLICKHOUSE)
+            .and_then(|container| container.image.clone())
+            .with_context(|| format!("pod {namespace}/{CLICKHOUSE} has no container {CLICKHOUSE} with an image"))?;
+        Ok(Deployment { namespace: namespace.to_string(), image, password })
+    }
+
+    /// The deployment's ClickHouse through a port-forward. Fields drop in order: the HTTP
+    /// client, then the forward, then the runtime the forward's Kubernetes client uses.
+    pub struct EksTarget {
+        server: ServerTarget,
+        forward: PortForward,
+        _kubernetes: tokio::runtime::Runtime,
+        endpoint: String,
+    }
+
+    impl EksTarget {
+        /// Finds the deployment in `namespace`, forwards a loopback port to its pod and
+        /// connects as the manifests' user.
+        pub fn connect(namespace: &str) -> Result<EksTarget> {
+            let kubernetes = client_runtime()?;
+            let (client, deployment) = kubernetes.block_on(async {
+                let client = connect().await?;
+                let deployment = find_deployment(&client, namespace).await?;
+                Ok::<_, anyhow::Error>((client, deployment))
+            })?;
+            let forward = PortForward::start(client, namespace, CLICKHOUSE, HTTP_PORT)?;
+            let endpoint = endpoint(namespace, CLICKHOUSE, &deployment.image, &forward.url());
+            let config = ServerConfig::new(&forward.url(), BENCH_USER, &deployment.password)?;
+            let server = match ServerTarget::connect(config) {
+                Ok(server) => server,
+                // The forward's own failure says more than the client's closed connection.
+                Err(error) => match forward.failure() {
+                    Some(failure) => return Err(error.context(failure)),
+                    None => return Err(error.context(format!("{endpoint} does not answer"))),
+                },
+            };
+            Ok(EksTarget { server, forward, _kubernetes: kubernetes, endpoint })
+        }
+
+        /// The port-forward's first failure, if any.
+        pub fn forward_failure(&self) -> Option<String> {
+            self.forward.failure()
+        }
+    }
+
+    /// Everything goes to the server through the forward.
+    impl Backend for EksTarget {
+        fn run(&mut self, sql: &str, settings: &Settings, format: &str) -> Result<(String, ResultCounters)> {
+            self.server.run(sql, settings, format)
+        }
+
+        fn use_database(&mut self, name: &str) -> Result<()> {
+            self.server.use_database(name)
+        }
+
+        fn endpoint(&self) -> String {
+            self.endpoint.clone()
+        }
+    }
+
+    /// The deployment in `namespace` as a [`Target`], whatever `CHBENCH_NAMESPACE` says
+    /// (`cargo xtask eks collect --namespace`).
+    pub fn open_in(namespace: &str) -> Result<Target> {
+        crate::cluster::check_namespace(namespace)?;
+        Target::from_backend(TargetKind::Eks, CAPABILITIES, Box::new(EksTarget::connect(namespace)?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_endpoint_names_the_pod_image_and_forward_and_reads_back_its_namespace() {
+        let shown = endpoint("bench-2", "clickhouse", "clickhouse/clickhouse-server:26.3.33.24", "http://127.0.0.1:4");
+        assert_eq!(
+            shown,
+            "pod bench-2/clickhouse (clickhouse/clickhouse-server:26.3.33.24) through a port-forward at \
+             http://127.0.0.1:4"
+        );
+        assert_eq!(endpoint_namespace(&shown), Some("bench-2"));
+        assert_eq!(endpoint_namespace("http://127.0.0.1:8123"), None);
+    }
+}
