@@ -1,4 +1,5 @@
-//! `cargo xtask eks up`: a ClickHouse deployment on Kubernetes. The Kubernetes client is
+//! `cargo xtask eks up` and `baseline`: a ClickHouse deployment on Kubernetes and the
+//! storage baseline fio measures beside it. The Kubernetes client is
 //! built with the `eks` feature only: an xtask built without it runs itself again as
 //! `cargo run --features eks`, so that the first `eks` command compiles the client and a
 //! laptop that never runs one never does.
@@ -16,16 +17,17 @@ impl Eks {
         #[cfg(feature = "eks")]
         match self.command {
             crate::flags::EksCommand::Up(up) => with_client::up(&up),
+            crate::flags::EksCommand::Baseline(baseline) => with_client::baseline(&baseline),
         }
     }
 }
 
 #[cfg(feature = "eks")]
 mod with_client {
-    use anyhow::{Result, bail};
-    use chbench::cluster::{UpOutcome, Values, up as deploy};
+    use anyhow::{Context, Result, bail};
+    use chbench::cluster::{UpOutcome, Values, baseline, up as deploy};
 
-    use crate::flags::EksUp;
+    use crate::flags::{EksBaseline, EksUp};
 
     /// The manifests' values: the variant's defaults, with what the flags give.
     fn values(flags: &EksUp) -> Values {
@@ -54,8 +56,31 @@ mod with_client {
             }
             UpOutcome::Ready { namespace } => {
                 eprintln!("chbench: ClickHouse is Ready in namespace {namespace} ({})", flags.variant);
+                if !flags.no_baseline {
+                    measure_baseline(&namespace, baseline::DEFAULT_TIMEOUT).with_context(|| {
+                        format!(
+                            "ClickHouse is Ready in namespace {namespace}, but its storage baseline failed; \
+                             `cargo xtask eks baseline` tries again"
+                        )
+                    })?;
+                }
             }
         }
+        Ok(())
+    }
+
+    pub fn baseline(flags: &EksBaseline) -> Result<()> {
+        let timeout = std::time::Duration::from_secs(flags.timeout_seconds);
+        if timeout.is_zero() {
+            bail!("--timeout-seconds must be at least 1");
+        }
+        measure_baseline(&flags.namespace, timeout)
+    }
+
+    fn measure_baseline(namespace: &str, timeout: std::time::Duration) -> Result<()> {
+        let measured = baseline::run(namespace, timeout, |line| eprintln!("chbench: {line}"))?;
+        eprintln!("chbench: storage baseline: {}", measured.summary());
+        eprintln!("chbench: kept in {namespace}/{}", baseline::RESULT_CONFIG_MAP);
         Ok(())
     }
 }

@@ -46,6 +46,20 @@ pub enum EksCommand {
     /// Render and check the variant's manifests, apply them (server-side, with a password
     /// Secret made once) to the cluster your kubeconfig names, and wait for the pod.
     Up(EksUp),
+    /// Measure the storage ClickHouse uses with fio (sequential read MiB/s, random read
+    /// IOPS and latency, direct I/O) on its node, and keep the result in the namespace,
+    /// where every results bundle of the eks target reads it. `up` runs it too.
+    Baseline(EksBaseline),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct EksBaseline {
+    /// The namespace of the deployment to measure.
+    #[arg(long, default_value = chbench::cluster::DEFAULT_NAMESPACE)]
+    pub namespace: String,
+    /// How long to wait for fio, in seconds.
+    #[arg(long, default_value_t = 600)]
+    pub timeout_seconds: u64,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -77,6 +91,10 @@ pub struct EksUp {
     /// Render and check the manifests and print them; send nothing to a cluster.
     #[arg(long)]
     pub dry_run: bool,
+    /// Do not measure the storage baseline (fio) once the pod is Ready; `cargo xtask eks
+    /// baseline` measures it later.
+    #[arg(long)]
+    pub no_baseline: bool,
 }
 
 /// The two forms of `measure`, spelt out under `measure --help`.

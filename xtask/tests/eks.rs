@@ -50,3 +50,15 @@ fn no_cluster_is_one_line_saying_where_kube_looks() {
     let line = error_line(&xtask(&["eks", "up", "--variant", "kind"]));
     assert!(line.starts_with("error: cannot reach a cluster: kube reads KUBECONFIG or ~/.kube/config"), "{line}");
 }
+
+#[test]
+fn the_baseline_checks_its_flags_then_needs_a_cluster() {
+    let line = error_line(&xtask(&["eks", "baseline", "--timeout-seconds", "0"]));
+    assert_eq!(line, "error: --timeout-seconds must be at least 1");
+    let line = error_line(&xtask(&["eks", "baseline", "--namespace", "bench-2"]));
+    assert!(line.starts_with("error: cannot reach a cluster: kube reads KUBECONFIG or ~/.kube/config"), "{line}");
+    // A dry run measures nothing, with or without --no-baseline.
+    let output = xtask(&["eks", "up", "--variant", "kind", "--dry-run", "--no-baseline"]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(!String::from_utf8_lossy(&output.stdout).contains("kind: Job"));
+}

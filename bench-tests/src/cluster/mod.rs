@@ -1,11 +1,14 @@
 //! Kubernetes deployments of ClickHouse for the `eks` target: the manifests under
 //! `manifests/`, rendered from flags and checked before anything is applied
-//! ([`manifests`]), then applied and waited for ([`deploy`]).
+//! ([`manifests`]), then applied and waited for ([`deploy`]), and the storage baseline
+//! fio measures beside them ([`baseline`]).
 //!
 //! The variants and their values are always built (the command line names them); the
 //! rest only with the `eks` cargo feature (it brings the Kubernetes client and API
 //! types), so that a laptop that never touches a cluster does not compile them.
 
+#[cfg(feature = "eks")]
+pub mod baseline;
 #[cfg(feature = "eks")]
 pub mod deploy;
 #[cfg(feature = "eks")]
