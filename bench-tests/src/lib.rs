@@ -37,5 +37,6 @@ pub mod report;
 pub mod results;
 pub mod settings;
 pub mod sql;
+pub mod storage_baseline;
 pub mod targets;
 pub mod units;

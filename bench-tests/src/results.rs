@@ -36,6 +36,7 @@ use crate::machine::MachineInfo;
 use crate::measure::QueryStats;
 use crate::parts::ColumnBytes;
 use crate::settings::Settings;
+use crate::storage_baseline::StorageBaselineRecord;
 use crate::targets::TargetInfo;
 
 /// Bumped whenever a field changes meaning or is removed; readers refuse other versions.
@@ -103,6 +104,11 @@ pub struct RunBundle {
     pub started_at: jiff::Timestamp,
     pub finished_at: Option<jiff::Timestamp>,
     pub target: TargetInfo,
+    /// What fio measured on the target's volume, read from the target when the run
+    /// started, or why it is unknown. A bundle written before the field existed reads as
+    /// unknown, with that reason.
+    #[serde(default)]
+    pub storage_baseline: StorageBaselineRecord,
     /// Settings in force for every statement unless a sample says otherwise.
     pub session_settings: Settings,
     /// The SQL files used, relative to `fixtures/`, copied verbatim under `sql/`.

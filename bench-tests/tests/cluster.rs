@@ -1,7 +1,7 @@
 //! The `eks` commands' conversations with the Kubernetes API (`up`, `status`, `down`,
-//! `collect`, the eks target's and its port-forward's), against a mocked API server
-//! (tower-test, as kube's own tests do): every request is asserted, and the server answers
-//! as a real one would. Built with the `eks` feature.
+//! `collect`, the storage baseline's, the eks target's and its port-forward's), against a
+//! mocked API server (tower-test, as kube's own tests do): every request is asserted, and
+//! the server answers as a real one would. Built with the `eks` feature.
 
 use std::time::Duration;
 
@@ -33,24 +33,39 @@ async fn expect(server: &mut ApiServer, method: &str, path: &str, json: &str) ->
 }
 
 async fn expect_status(server: &mut ApiServer, method: &str, path: &str, status: u16, json: &str) -> (String, String) {
+    let seen = answer(server, method, path, status, json).await;
+    (seen.query, seen.content_type)
+}
+
+/// What a request carried, once answered.
+struct Seen {
+    query: String,
+    content_type: String,
+    body: String,
+}
+
+/// Answers the next request with `status` and `json` after checking its method and path.
+async fn answer(server: &mut ApiServer, method: &str, path: &str, status: u16, json: &str) -> Seen {
     let (request, reply) =
         server.next_request().await.unwrap_or_else(|| panic!("no request; expected {method} {path}"));
     assert_eq!((request.method().as_str(), request.uri().path()), (method, path), "unexpected request");
     let query = request.uri().query().unwrap_or("").to_string();
     let content_type =
         request.headers().get("content-type").map(|value| value.to_str().unwrap().to_string()).unwrap_or_default();
+    let body = request.into_body().collect_bytes().await.unwrap();
     reply.send_response(Response::builder().status(status).body(Body::from(json.as_bytes().to_vec())).unwrap());
-    (query, content_type)
+    Seen { query, content_type, body: String::from_utf8(body.to_vec()).unwrap() }
+}
+
+/// As [`expect`], returning the request's query and body.
+async fn expect_query_and_body(server: &mut ApiServer, method: &str, path: &str, json: &str) -> (String, String) {
+    let seen = answer(server, method, path, 200, json).await;
+    (seen.query, seen.body)
 }
 
 /// As [`expect`], returning the request's body as JSON.
 async fn expect_body(server: &mut ApiServer, method: &str, path: &str, json: &str) -> Value {
-    let (request, reply) =
-        server.next_request().await.unwrap_or_else(|| panic!("no request; expected {method} {path}"));
-    assert_eq!((request.method().as_str(), request.uri().path()), (method, path), "unexpected request");
-    let body = request.into_body().collect_bytes().await.unwrap();
-    reply.send_response(Response::builder().body(Body::from(json.as_bytes().to_vec())).unwrap());
-    serde_json::from_slice(&body).unwrap()
+    serde_json::from_str(&answer(server, method, path, 200, json).await.body).unwrap()
 }
 
 /// As [`expect`], for a list: the request must select on the part-of label.
@@ -821,5 +836,187 @@ mod collect_and_target {
         let failure = forward.failure().expect("no failure recorded");
         assert!(failure.starts_with("port-forward to pod chbench/clickhouse port 8123 failed:"), "{failure}");
         assert!(failure.contains("forbidden"), "{failure}");
+    }
+}
+
+/// The storage baseline's conversation: fio on ClickHouse's node, its report kept in the
+/// namespace, its Job removed; with fixtures of its own (a deployment in Seoul).
+mod storage_baseline {
+    use super::*;
+    use chbench::cluster::baseline::{measure, read_baseline};
+
+    const NODE: &str = "ip-10-0-1-23.ap-northeast-2.compute.internal";
+    const FIO_JOB: &str = "/apis/batch/v1/namespaces/chbench/jobs/chbench-storage-baseline";
+    const FIO_CLAIM: &str = "/api/v1/namespaces/chbench/persistentvolumeclaims/chbench-fio-data";
+    const FIO_JOB_FILE: &str = "/api/v1/namespaces/chbench/configmaps/chbench-fio-job";
+    const FIO_POD: &str = "chbench-storage-baseline-x7k2p";
+
+    /// The ClickHouse pod on its node, its data on the claim `clickhouse-data`.
+    fn clickhouse_pod() -> String {
+        format!(
+            r#"{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"clickhouse"}},"spec":{{"nodeName":"{NODE}",
+            "nodeSelector":{{"node.kubernetes.io/instance-type":"m5.xlarge"}},"containers":[{{"name":"clickhouse"}}],
+            "volumes":[{{"name":"data","persistentVolumeClaim":{{"claimName":"clickhouse-data"}}}}]}}}}"#
+        )
+    }
+
+    fn claim(class: &str) -> String {
+        format!(
+            r#"{{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{{"name":"clickhouse-data"}},
+            "spec":{{"storageClassName":"{class}","resources":{{"requests":{{"storage":"100Gi"}}}}}}}}"#
+        )
+    }
+
+    fn job(status: &str) -> String {
+        format!(
+            r#"{{"apiVersion":"batch/v1","kind":"Job","metadata":{{"name":"chbench-storage-baseline"}},"status":{status}}}"#
+        )
+    }
+
+    fn fio_pods(phase: &str) -> String {
+        format!(
+            r#"{{"apiVersion":"v1","kind":"PodList","metadata":{{}},"items":[{{"metadata":{{"name":"{FIO_POD}"}},
+            "status":{{"phase":"{phase}"}}}}]}}"#
+        )
+    }
+
+    /// The deployment's storage read, leftovers of an earlier run removed (none here), the
+    /// job file, volume and Job applied, in that order, server-side.
+    async fn expect_start(server: &mut ApiServer, class: &str) {
+        expect(server, "GET", "/api/v1/namespaces/chbench/pods/clickhouse", &clickhouse_pod()).await;
+        expect(server, "GET", "/api/v1/namespaces/chbench/persistentvolumeclaims/clickhouse-data", &claim(class)).await;
+        if class == "chbench-gp3" {
+            let gp3 = r#"{"apiVersion":"storage.k8s.io/v1","kind":"StorageClass","metadata":{"name":"chbench-gp3"},
+                "provisioner":"ebs.csi.aws.com","parameters":{"type":"gp3","iops":"3000","throughput":"125"}}"#;
+            expect(server, "GET", "/apis/storage.k8s.io/v1/storageclasses/chbench-gp3", gp3).await;
+        }
+        for (path, kind, name) in [
+            (FIO_JOB, "jobs.batch", "chbench-storage-baseline"),
+            (FIO_CLAIM, "persistentvolumeclaims", "chbench-fio-data"),
+            (FIO_JOB_FILE, "configmaps", "chbench-fio-job"),
+        ] {
+            let (query, _) = expect_status(server, "DELETE", path, 404, &not_found(kind, name)).await;
+            assert!(query.contains("propagationPolicy=Background") || query.is_empty(), "{query}");
+        }
+        let (query, body) =
+            expect_query_and_body(server, "PATCH", FIO_JOB_FILE, r#"{"apiVersion":"v1","kind":"ConfigMap"}"#).await;
+        assert!(query.contains(&format!("fieldManager={FIELD_MANAGER}")) && query.contains("force=true"), "{query}");
+        assert!(body.contains("direct=1") && body.contains(PART_OF.0), "{body}");
+        let (_, body) =
+            expect_query_and_body(server, "PATCH", FIO_CLAIM, r#"{"apiVersion":"v1","kind":"PersistentVolumeClaim"}"#)
+                .await;
+        assert!(body.contains("100Gi"), "{body}");
+        let (query, body) = expect_query_and_body(server, "PATCH", FIO_JOB, &job("{}")).await;
+        assert!(query.contains("fieldManager=chbench"), "{query}");
+        // On the ClickHouse pod's node, through the scheduler.
+        assert!(body.contains(NODE) && body.contains("metadata.name"), "{body}");
+    }
+
+    async fn expect_removal(server: &mut ApiServer) {
+        for path in [FIO_JOB, FIO_CLAIM, FIO_JOB_FILE] {
+            let (query, _) =
+                expect(server, "DELETE", path, r#"{"kind":"Status","apiVersion":"v1","status":"Success"}"#).await;
+            assert!(query.contains("propagationPolicy=Background") || query.is_empty(), "{query}");
+        }
+    }
+
+    #[test]
+    fn the_storage_baseline_runs_fio_on_clickhouses_node_keeps_its_report_and_removes_the_job() {
+        let fio_report =
+            std::fs::read_to_string(chbench::engine::workspace_root().join("fixtures/fio/fio-3.33.json")).unwrap();
+        runtime().block_on(async {
+            let (client, mut server) = mocked();
+            let reader = client.clone();
+            let measuring = tokio::spawn(async move {
+                let mut heard = Vec::new();
+                let result = measure(&client, "chbench", Duration::from_secs(60), Duration::from_millis(1), |line| {
+                    heard.push(line.to_string())
+                })
+                .await;
+                (result, heard)
+            });
+            expect_start(&mut server, "chbench-gp3").await;
+            let pods = "/api/v1/namespaces/chbench/pods";
+            expect(&mut server, "GET", FIO_JOB, &job(r#"{"active":1}"#)).await;
+            let (query, _) = expect(&mut server, "GET", pods, &fio_pods("Pending")).await;
+            assert!(
+                query.contains("labelSelector=batch.kubernetes.io%2Fjob-name%3Dchbench-storage-baseline"),
+                "{query}"
+            );
+            expect(&mut server, "GET", FIO_JOB, &job(r#"{"succeeded":1}"#)).await;
+            expect(&mut server, "GET", pods, &fio_pods("Succeeded")).await;
+            // The whole log (the report), of the fio container.
+            let (request, reply) = server.next_request().await.unwrap();
+            assert_eq!(request.uri().path(), format!("{pods}/{FIO_POD}/log"));
+            let query = request.uri().query().unwrap_or("");
+            assert!(query.contains("container=fio") && !query.contains("tailLines"), "{query}");
+            reply.send_response(Response::builder().body(Body::from(fio_report.clone().into_bytes())).unwrap());
+            let kept = "/api/v1/namespaces/chbench/configmaps/chbench-storage-baseline";
+            let (query, stored) =
+                expect_query_and_body(&mut server, "PATCH", kept, r#"{"apiVersion":"v1","kind":"ConfigMap"}"#).await;
+            assert!(query.contains("fieldManager=chbench"), "{query}");
+            expect_removal(&mut server).await;
+
+            let (result, heard) = measuring.await.unwrap();
+            let baseline = result.unwrap();
+            assert_eq!(baseline.device.variant, "eks-gp3");
+            assert_eq!(baseline.device.node, NODE);
+            assert!(
+                baseline.device.description.contains("(3000 IOPS, 125 MiB/s provisioned), 100 GiB"),
+                "{baseline:?}"
+            );
+            assert_eq!(baseline.seq_read.block_size_bytes, 1 << 20);
+            assert_eq!(heard[1..], [format!("storage baseline: pod {FIO_POD}: Pending")]);
+
+            // The stored ConfigMap, labelled, is what the eks target reads back.
+            let stored: serde_json::Value = serde_json::from_str(&stored).unwrap();
+            assert_eq!(stored["metadata"]["labels"][PART_OF.0], PART_OF.1);
+            let reading = tokio::spawn(async move { read_baseline(&reader, "chbench").await });
+            expect(&mut server, "GET", kept, &stored.to_string()).await;
+            assert_eq!(reading.await.unwrap().unwrap(), Some(baseline));
+        });
+    }
+
+    #[test]
+    fn a_failed_fio_job_is_an_error_with_its_log_and_is_removed_all_the_same() {
+        runtime().block_on(async {
+            let (client, mut server) = mocked();
+            let measuring = tokio::spawn(async move {
+                measure(&client, "chbench", Duration::from_secs(60), Duration::from_millis(1), |_| {}).await
+            });
+            expect_start(&mut server, "standard").await;
+            let failed = r#"{"failed":1,"conditions":[{"type":"Failed","status":"True","reason":"BackoffLimitExceeded",
+                "message":"Job has reached the specified backoff limit"}]}"#;
+            expect(&mut server, "GET", FIO_JOB, &job(failed)).await;
+            expect(&mut server, "GET", "/api/v1/namespaces/chbench/pods", &fio_pods("Failed")).await;
+            let no_events = r#"{"apiVersion":"v1","kind":"EventList","metadata":{},"items":[]}"#;
+            expect(&mut server, "GET", "/api/v1/namespaces/chbench/events", no_events).await;
+            let (request, reply) = server.next_request().await.unwrap();
+            assert_eq!(request.uri().path(), format!("/api/v1/namespaces/chbench/pods/{FIO_POD}/log"));
+            assert!(request.uri().query().unwrap().contains("container=fio"));
+            let log = "fio: pid=7, err=22/file:filesetup.c:805, func=open(chbench-fio.data), error=Invalid argument\n";
+            reply.send_response(Response::builder().body(Body::from(log.as_bytes().to_vec())).unwrap());
+            expect_removal(&mut server).await;
+
+            let error = format!("{:#}", measuring.await.unwrap().unwrap_err());
+            assert!(
+                error.starts_with(
+                    "job chbench/chbench-storage-baseline failed (BackoffLimitExceeded: Job has reached the specified backoff limit)"
+                ),
+                "{error}"
+            );
+            assert!(error.contains("last 40 log lines:\n  fio: pid=7, err=22/file:filesetup.c:805"), "{error}");
+        });
+    }
+
+    #[test]
+    fn no_baseline_in_the_namespace_reads_as_none() {
+        runtime().block_on(async {
+            let (client, mut server) = mocked();
+            let reading = tokio::spawn(async move { read_baseline(&client, "chbench").await });
+            let path = "/api/v1/namespaces/chbench/configmaps/chbench-storage-baseline";
+            expect_status(&mut server, "GET", path, 404, &not_found("configmaps", "chbench-storage-baseline")).await;
+            assert_eq!(reading.await.unwrap().unwrap(), None);
+        });
     }
 }

@@ -3,7 +3,8 @@
 //! Built with the `eks` feature (`cargo nextest run --features chbench/eks`).
 
 use chbench::cluster::manifests::{
-    DEFAULT_IMAGE, Object, PART_OF, Values, Variant, check, manifests_root, parse, render,
+    DEFAULT_IMAGE, Document, Object, PART_OF, Values, Variant, check, check_storage_baseline, manifests_root, parse,
+    render, render_storage_baseline,
 };
 use clap::ValueEnum;
 
@@ -109,6 +110,114 @@ fn no_manifest_exposes_clickhouse_or_floats_a_tag() {
             assert!(labelled >= objects, "{}: {objects} objects, {labelled} labelled", entry.display());
         }
     }
+}
+
+const NODE: &str = "ip-10-0-1-23.ap-northeast-2.compute.internal";
+
+fn baseline_objects(variant: Variant) -> Vec<Object> {
+    let documents = render_storage_baseline(variant, &Values::defaults(variant), NODE)
+        .unwrap_or_else(|error| panic!("{variant}: {error:#}"));
+    parse(&documents).unwrap_or_else(|error| panic!("{variant}: {error:#}"))
+}
+
+/// The storage baseline's fio.yaml, per variant: a job file, a volume like ClickHouse's
+/// (none on NVMe: an emptyDir), a Job that runs once on the ClickHouse pod's node with a
+/// pinned image, direct I/O and JSON output, and nothing more than it needs.
+#[test]
+fn every_variants_storage_baseline_renders_parses_and_passes_the_checks() {
+    for &variant in Variant::value_variants() {
+        let objects = baseline_objects(variant);
+        check_storage_baseline(&objects).unwrap_or_else(|error| panic!("{variant}: {error:#}"));
+        let kinds: Vec<&str> = objects.iter().map(Object::kind).collect();
+        let expected: &[&str] = match variant {
+            Variant::EksNvme => &["ConfigMap", "Job"],
+            Variant::EksGp3 | Variant::Kind => &["ConfigMap", "PersistentVolumeClaim", "Job"],
+        };
+        assert_eq!(kinds, expected, "{variant}");
+        let Some(Object::Job(job)) = objects.iter().find(|object| object.kind() == "Job") else { panic!("no Job") };
+        let spec = job.spec.as_ref().unwrap();
+        assert_eq!(spec.backoff_limit, Some(0));
+        assert!(spec.ttl_seconds_after_finished.is_some() && spec.active_deadline_seconds.is_some());
+        let pod = spec.template.spec.as_ref().unwrap();
+        assert_eq!(pod.restart_policy.as_deref(), Some("Never"));
+        assert_eq!(pod.automount_service_account_token, Some(false));
+        let terms = &pod.affinity.as_ref().unwrap().node_affinity.as_ref().unwrap();
+        let term = &terms.required_during_scheduling_ignored_during_execution.as_ref().unwrap().node_selector_terms[0];
+        let field = &term.match_fields.as_ref().unwrap()[0];
+        assert_eq!((field.key.as_str(), field.values.clone().unwrap()), ("metadata.name", vec![NODE.to_string()]));
+        let tolerates = pod.tolerations.iter().flatten().any(|toleration| toleration.key.as_deref() == Some("chbench"));
+        assert_eq!(tolerates, variant != Variant::Kind, "{variant}");
+        let container = &pod.containers[0];
+        let image = container.image.as_deref().unwrap();
+        assert!(image.starts_with("ghcr.io/kastenhq/kubestr:v"), "{image}");
+        let command = container.command.clone().unwrap();
+        assert_eq!(command[0], "fio");
+        assert!(command.contains(&"--output-format=json".to_string()), "{command:?}");
+        let security = container.security_context.as_ref().unwrap();
+        assert_eq!(security.allow_privilege_escalation, Some(false));
+        assert_eq!(security.capabilities.as_ref().unwrap().drop.clone().unwrap(), ["ALL"]);
+        let data = pod.volumes.iter().flatten().find(|volume| volume.name == "data").unwrap();
+        match variant {
+            Variant::EksNvme => assert!(data.empty_dir.is_some()),
+            _ => assert_eq!(data.persistent_volume_claim.as_ref().unwrap().claim_name, "chbench-fio-data"),
+        }
+    }
+}
+
+/// fio's volume is ClickHouse's kind: the same StorageClass (the gp3 one on eks-gp3, the
+/// default on kind) and the same size.
+#[test]
+fn the_baselines_volume_is_like_clickhouses() {
+    for variant in [Variant::EksGp3, Variant::Kind] {
+        let values = Values { volume_gib: 321, ..Values::defaults(variant) };
+        let claims = |objects: Vec<Object>| -> Vec<_> {
+            objects
+                .into_iter()
+                .filter_map(|object| match object {
+                    Object::PersistentVolumeClaim(claim) => Some(claim.spec.clone().unwrap()),
+                    _ => None,
+                })
+                .collect()
+        };
+        let deployment = claims(objects(variant, &values));
+        let documents = render_storage_baseline(variant, &values, NODE).unwrap();
+        let fio = claims(parse(&documents).unwrap());
+        assert_eq!(fio.len(), 1, "{variant}");
+        assert_eq!(fio[0].storage_class_name, deployment[0].storage_class_name, "{variant}");
+        assert_eq!(fio[0].resources, deployment[0].resources, "{variant}");
+        assert_eq!(fio[0].resources.as_ref().unwrap().requests.as_ref().unwrap()["storage"].0, "321Gi");
+    }
+}
+
+#[test]
+fn a_baseline_job_that_could_run_twice_or_stay_forever_is_refused() {
+    let refused = |change: &dyn Fn(&str) -> String| {
+        let documents: Vec<Document> = render_storage_baseline(Variant::Kind, &Values::defaults(Variant::Kind), NODE)
+            .unwrap()
+            .into_iter()
+            .map(|document| Document { yaml: change(&document.yaml), ..document })
+            .collect();
+        format!("{:#}", check_storage_baseline(&parse(&documents).unwrap()).unwrap_err())
+    };
+    let message = refused(&|yaml| yaml.replace("backoffLimit: 0", "backoffLimit: 3"));
+    assert_eq!(
+        message,
+        "job chbench-storage-baseline: set backoffLimit: 0 (a retry would measure what the first run left)"
+    );
+    let message = refused(&|yaml| yaml.replace("  ttlSecondsAfterFinished: 3600\n", ""));
+    assert!(message.contains("set ttlSecondsAfterFinished and activeDeadlineSeconds"), "{message}");
+    let message =
+        refused(&|yaml| yaml.replace("automountServiceAccountToken: false", "automountServiceAccountToken: true"));
+    assert!(message.ends_with("set automountServiceAccountToken: false (nothing in it calls the Kubernetes API)"));
+    let message = refused(&|yaml| yaml.replace("allowPrivilegeEscalation: false", "allowPrivilegeEscalation: true"));
+    assert_eq!(
+        message,
+        "job chbench-storage-baseline, container fio: set securityContext.allowPrivilegeEscalation: false"
+    );
+    let message = refused(&|yaml| yaml.replace("kubestr:v0.4.49", "kubestr:latest"));
+    assert!(message.contains("is not pinned"), "{message}");
+    let node = render_storage_baseline(Variant::Kind, &Values::defaults(Variant::Kind), "node\nkind: Service");
+    assert!(format!("{:#}", node.unwrap_err()).contains("is not a Kubernetes node name"));
 }
 
 fn walk(folder: &std::path::Path) -> Vec<std::path::PathBuf> {

@@ -18,6 +18,9 @@ use chbench::results::{
     SAMPLES_FILE, SCHEMA_VERSION, Sample, SampleKind, Step, StorageSnapshot, TableBytes, load_bundle,
 };
 use chbench::settings::Settings;
+use chbench::storage_baseline::{
+    Device, Latency, NOT_RECORDED_BEFORE, RandRead, SeqRead, StorageBaseline, StorageBaselineRecord,
+};
 use chbench::targets::{StatsSource, TargetInfo, TargetKind};
 
 fn stats(count: u64) -> QueryStats {
@@ -52,6 +55,37 @@ fn sample(value: f64, count: u64, attempt: u32) -> Sample {
     }
 }
 
+/// A storage baseline with every number set to `value` or `count`.
+fn baseline(value: f64, count: u64) -> StorageBaseline {
+    let depth = u32::try_from(count).unwrap_or(u32::MAX);
+    StorageBaseline {
+        fio_version: "fio-3.33".to_string(),
+        measured_at: jiff::Timestamp::from_second(1_796_007_000).unwrap(),
+        device: Device {
+            variant: "eks-gp3".to_string(),
+            description: "a new gp3 EBS volume".to_string(),
+            node: "ip-10-0-1-23".to_string(),
+        },
+        direct: true,
+        file_size_bytes: count,
+        seq_read: SeqRead {
+            block_size_bytes: count,
+            iodepth: depth,
+            runtime_ms: count,
+            bytes: count,
+            mib_per_s: value,
+        },
+        rand_read: RandRead {
+            block_size_bytes: count,
+            iodepth: depth,
+            runtime_ms: count,
+            ios: count,
+            iops: value,
+            latency_us: Latency { mean: value, p50: value, p99: value },
+        },
+    }
+}
+
 /// A bundle with every number set to `value` or `count`.
 fn extreme_bundle(value: f64, count: u64) -> RunBundle {
     let step = Step { seconds: value, stats: Some(stats(count)) };
@@ -75,6 +109,7 @@ fn extreme_bundle(value: f64, count: u64) -> RunBundle {
             engine_version: "26.7.2.1".to_string(),
             endpoint: "libchdb".to_string(),
         },
+        storage_baseline: StorageBaselineRecord::Measured(Box::new(baseline(value, count))),
         session_settings: Settings::session_defaults(),
         sql_files: vec!["logs/schema.sql".to_string()],
         machine: Some(MachineInfo {
@@ -148,6 +183,7 @@ fn empty_bundle() -> RunBundle {
         finished_at: None,
         sql_files: Vec::new(),
         machine: None,
+        storage_baseline: StorageBaselineRecord::Unknown { reason: "the target measures none".to_string() },
         benchmark: BenchmarkResults::Logs(LogsResults {
             dataset: LogsDataset { rows: 1, step_ms: 1, warm_runs: 1 },
             volume_limit_mib_per_s: None,
@@ -194,6 +230,40 @@ fn bundles_with_extreme_and_missing_values_round_trip_and_report() {
     let (read, report) = write_read_and_report(&empty_bundle());
     assert_eq!(read, empty_bundle());
     assert!(report.contains("**Incomplete run**"), "{report}");
+}
+
+/// The source's Q3: a direct-I/O scan reading 130 MiB/s from a volume fio measured at
+/// 125 MiB/s is volume-bound; an older bundle without a baseline still loads, and says
+/// the verdict is unknown.
+#[test]
+fn the_report_says_whether_a_scan_was_volume_bound() {
+    let mut bundle = extreme_bundle(125.0, 7);
+    let BenchmarkResults::Logs(logs) = &mut bundle.benchmark;
+    logs.queries[0].query = "q3".to_string();
+    logs.queries[0].samples[0].breakdown.read_mib_per_s = Some(130.0);
+    let (_, report) = write_read_and_report(&bundle);
+    assert!(report.contains("| against the storage baseline |"), "{report}");
+    assert!(report.contains("| volume-bound (104 % of 125.0 MiB/s) |"), "{report}");
+    assert!(
+        report.contains("- storage baseline (fio on the target's volume): sequential read 125.0 MiB/s"),
+        "{report}"
+    );
+
+    // As a bundle written before the field existed.
+    let root = tempfile::tempdir().unwrap();
+    let writer = BundleWriter::create(root.path(), bundle.clone(), ExistingFolder::Refuse).unwrap();
+    let path = writer.dir().join(RESULTS_FILE);
+    let mut json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    json.as_object_mut().unwrap().remove("storage_baseline");
+    std::fs::write(&path, json.to_string()).unwrap();
+    let old = load_bundle(writer.dir()).unwrap();
+    assert_eq!(old.storage_baseline, StorageBaselineRecord::Unknown { reason: NOT_RECORDED_BEFORE.to_string() });
+    assert_eq!(old, RunBundle { storage_baseline: old.storage_baseline.clone(), ..bundle });
+    let report = std::fs::read_to_string(write_report(writer.dir()).unwrap()).unwrap();
+    assert!(
+        report.contains(&format!("- storage baseline (fio on the target's volume): unknown ({NOT_RECORDED_BEFORE})"))
+    );
+    assert!(report.contains("| unknown (no storage baseline) |"), "{report}");
 }
 
 /// Q1 as it is started, before its first sample.

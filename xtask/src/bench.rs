@@ -59,7 +59,8 @@ fn run(flags: &RunFlags, benchmark: &dyn Benchmark) -> Result<()> {
             ExistingFolder::AddSuffix,
         ),
     };
-    let bundle = benchmarks::new_bundle(benchmark, &run_id, &target);
+    let bundle = benchmarks::new_bundle(benchmark, &run_id, &mut target);
+    eprintln!("chbench: storage baseline: {}", bundle.storage_baseline);
     let mut writer = BundleWriter::create(&flags.results_dir, bundle, existing)?;
     let dir = writer.dir().to_path_buf();
     eprintln!("chbench: run {}, results in {}", writer.bundle.run_id, dir.display());

@@ -1,8 +1,9 @@
-//! `cargo xtask eks up|status|collect|down`: a ClickHouse deployment on Kubernetes. The
-//! Kubernetes client is built with the `eks` feature only: an xtask built without it runs
-//! itself again as `cargo run --features eks`, so that the first `eks` command (or the
-//! first `bench --target eks`, see [`open_target`]) compiles the client and a laptop that
-//! never runs one never does.
+//! `cargo xtask eks up|status|baseline|collect|down`: a ClickHouse deployment on
+//! Kubernetes, and the storage baseline fio measures beside it. The Kubernetes client is
+//! built with the `eks` feature only: an xtask built without it runs itself again as
+//! `cargo run --features eks`, so that the first `eks` command (or the first
+//! `bench --target eks`, see [`open_target`]) compiles the client and a laptop that never
+//! runs one never does.
 
 use anyhow::Result;
 use chbench::targets::{Target, TargetKind, open_target_of_kind};
@@ -21,6 +22,7 @@ impl Eks {
             crate::flags::EksCommand::Status(status) => with_client::status(&status),
             crate::flags::EksCommand::Down(down) => with_client::down(&down),
             crate::flags::EksCommand::Collect(collect) => with_client::collect(&collect),
+            crate::flags::EksCommand::Baseline(baseline) => with_client::baseline(&baseline),
         }
     }
 }
@@ -47,9 +49,9 @@ mod with_client {
     use std::time::Duration;
 
     use anyhow::{Context, Result, bail};
-    use chbench::cluster::{DownOutcome, UpOutcome, Values, down_blocking, status_blocking, up as deploy};
+    use chbench::cluster::{DownOutcome, UpOutcome, Values, baseline, down_blocking, status_blocking, up as deploy};
 
-    use crate::flags::{EksCollect, EksDown, EksStatus, EksUp};
+    use crate::flags::{EksBaseline, EksCollect, EksDown, EksStatus, EksUp};
 
     fn progress(line: &str) {
         eprintln!("chbench: {line}");
@@ -101,6 +103,14 @@ mod with_client {
             }
             UpOutcome::Ready { namespace, run } => {
                 progress(&format!("ClickHouse is Ready in namespace {namespace} ({}), run {run}", flags.variant));
+                if !flags.no_baseline {
+                    measure_baseline(&namespace, baseline::DEFAULT_TIMEOUT).with_context(|| {
+                        format!(
+                            "ClickHouse is Ready in namespace {namespace}, but its storage baseline failed; \
+                             `cargo xtask eks baseline` tries again"
+                        )
+                    })?;
+                }
             }
         }
         Ok(())
@@ -128,6 +138,17 @@ mod with_client {
                 }
             }
         }
+        Ok(())
+    }
+
+    pub fn baseline(flags: &EksBaseline) -> Result<()> {
+        measure_baseline(&flags.namespace, timeout(flags.timeout_seconds)?)
+    }
+
+    fn measure_baseline(namespace: &str, timeout: Duration) -> Result<()> {
+        let measured = baseline::run(namespace, timeout, progress)?;
+        progress(&format!("storage baseline: {}", measured.summary()));
+        progress(&format!("kept in {namespace}/{}", baseline::RESULT_CONFIG_MAP));
         Ok(())
     }
 }

@@ -52,6 +52,10 @@ pub enum EksCommand {
     /// Show the deployment: its run and whether it was collected, the pod (image digest,
     /// restarts), its node (instance type, architecture, zone), the volume and its class.
     Status(EksStatus),
+    /// Measure the storage ClickHouse uses with fio (sequential read MiB/s, random read
+    /// IOPS and latency, direct I/O) on its node, and keep the result in the namespace,
+    /// where every results bundle of the eks target reads it. `up` runs it too.
+    Baseline(EksBaseline),
     /// Copy what a run on the deployment leaves out of the cluster: deployment.json (server,
     /// pod, node, volume), the run's system.query_log rows, and the bench bundles of its eks
     /// target; then mark the run collected, which down checks.
@@ -103,6 +107,16 @@ pub struct EksCollect {
 }
 
 #[derive(Debug, Clone, Args)]
+pub struct EksBaseline {
+    /// The namespace of the deployment to measure.
+    #[arg(long, default_value = chbench::cluster::DEFAULT_NAMESPACE)]
+    pub namespace: String,
+    /// How long to wait for fio, in seconds.
+    #[arg(long, default_value_t = 600)]
+    pub timeout_seconds: u64,
+}
+
+#[derive(Debug, Clone, Args)]
 pub struct EksUp {
     /// Where ClickHouse runs: eks-gp3 (the source's setup), eks-nvme (local NVMe) or kind.
     #[arg(long, value_enum, default_value = "eks-gp3")]
@@ -131,6 +145,10 @@ pub struct EksUp {
     /// Render and check the manifests and print them; send nothing to a cluster.
     #[arg(long)]
     pub dry_run: bool,
+    /// Do not measure the storage baseline (fio) once the pod is Ready; `cargo xtask eks
+    /// baseline` measures it later.
+    #[arg(long)]
+    pub no_baseline: bool,
 }
 
 /// The two forms of `measure`, spelt out under `measure --help`.

@@ -158,3 +158,15 @@ fn bench_on_the_eks_target_without_a_cluster_is_one_line() {
     let line = error_line(&output);
     assert!(line.starts_with("error: CHBENCH_NAMESPACE=\"Bench_DB\": namespace \"Bench_DB\""), "{line}");
 }
+
+#[test]
+fn the_baseline_checks_its_flags_then_needs_a_cluster() {
+    let line = error_line(&xtask(&["eks", "baseline", "--timeout-seconds", "0"]));
+    assert_eq!(line, "error: --timeout-seconds must be at least 1");
+    let line = error_line(&xtask(&["eks", "baseline", "--namespace", "bench-2"]));
+    assert!(line.starts_with("error: cannot reach a cluster: kube reads KUBECONFIG or ~/.kube/config"), "{line}");
+    // A dry run measures nothing, with or without --no-baseline.
+    let output = xtask(&["eks", "up", "--variant", "kind", "--dry-run", "--no-baseline"]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(!String::from_utf8_lossy(&output.stdout).contains("kind: Job"));
+}

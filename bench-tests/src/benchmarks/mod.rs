@@ -15,6 +15,7 @@ use anyhow::Result;
 use crate::machine::{MachineWatch, SeenProcess};
 use crate::results::{BenchmarkResults, BundleWriter, Phase, RunBundle, RunStatus, SCHEMA_VERSION};
 use crate::settings::Settings;
+use crate::storage_baseline::StorageBaselineRecord;
 use crate::targets::Target;
 
 /// One kind of benchmark.
@@ -65,8 +66,11 @@ pub trait Progress {
     fn warn(&self, line: &str);
 }
 
-/// A new bundle for a run of `benchmark` on `target`, not yet written.
-pub fn new_bundle(benchmark: &dyn Benchmark, run_id: &str, target: &Target) -> RunBundle {
+/// A new bundle for a run of `benchmark` on `target`, not yet written, with the target's
+/// storage baseline (or why it is unknown: a baseline that cannot be read does not stop
+/// the run).
+pub fn new_bundle(benchmark: &dyn Benchmark, run_id: &str, target: &mut Target) -> RunBundle {
+    let storage_baseline = StorageBaselineRecord::from_answer(target.storage_baseline());
     RunBundle {
         schema_version: SCHEMA_VERSION,
         run_id: run_id.to_string(),
@@ -75,6 +79,7 @@ pub fn new_bundle(benchmark: &dyn Benchmark, run_id: &str, target: &Target) -> R
         started_at: jiff::Timestamp::now(),
         finished_at: None,
         target: target.info().clone(),
+        storage_baseline,
         session_settings: Settings::session_defaults(),
         sql_files: benchmark.sql_files(),
         machine: None,

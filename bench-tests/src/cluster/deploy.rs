@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use k8s_openapi::ByteString;
-use k8s_openapi::api::core::v1::{Event, Namespace, PersistentVolumeClaim, Pod, Secret, Service};
+use k8s_openapi::api::core::v1::{Event, Namespace, Pod, PodStatus, Secret};
 use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, ListParams, LogParams, Patch, PatchParams, PostParams};
@@ -57,24 +57,10 @@ pub async fn apply(client: &Client, objects: &[Object]) -> Result<Applied> {
             Object::Namespace(namespace) => {
                 let (namespace, id) = with_run(client, namespace).await?;
                 run = Some(id);
-                apply_one(Api::<Namespace>::all(client.clone()), &namespace).await
+                apply_one(Api::<Namespace>::all(client.clone()), &namespace).await?;
             }
-            Object::StorageClass(class) => apply_one(Api::<StorageClass>::all(client.clone()), class).await,
-            Object::PersistentVolumeClaim(claim) => {
-                apply_one(
-                    Api::<PersistentVolumeClaim>::namespaced(client.clone(), namespace_of(claim.as_ref())?),
-                    claim.as_ref(),
-                )
-                .await
-            }
-            Object::Pod(pod) => {
-                apply_one(Api::<Pod>::namespaced(client.clone(), namespace_of(pod.as_ref())?), pod.as_ref()).await
-            }
-            Object::Service(service) => {
-                apply_one(Api::<Service>::namespaced(client.clone(), namespace_of(service.as_ref())?), service.as_ref())
-                    .await
-            }
-        }?;
+            other => apply_object(client, other).await?,
+        }
     }
     let password = password.context("the manifests define nothing but a Namespace")?;
     let run = run.context("the manifests define no Namespace")?;
@@ -110,6 +96,31 @@ async fn with_run(client: &Client, namespace: &Namespace) -> Result<(Namespace, 
     let mut annotated = namespace.clone();
     annotated.metadata.annotations.get_or_insert_with(BTreeMap::new).insert(RUN_ANNOTATION.to_string(), run.clone());
     Ok((annotated, run))
+}
+
+/// Applies one object server-side, owning its fields (taking over those another
+/// manager set), in its namespace.
+pub async fn apply_object(client: &Client, object: &Object) -> Result<()> {
+    match object {
+        Object::Namespace(namespace) => apply_one(Api::<Namespace>::all(client.clone()), namespace).await,
+        Object::StorageClass(class) => apply_one(Api::<StorageClass>::all(client.clone()), class).await,
+        Object::PersistentVolumeClaim(claim) => apply_namespaced(client, claim.as_ref()).await,
+        Object::Pod(pod) => apply_namespaced(client, pod.as_ref()).await,
+        Object::Service(service) => apply_namespaced(client, service.as_ref()).await,
+        Object::ConfigMap(map) => apply_namespaced(client, map.as_ref()).await,
+        Object::Job(job) => apply_namespaced(client, job.as_ref()).await,
+    }
+}
+
+async fn apply_namespaced<K>(client: &Client, object: &K) -> Result<()>
+where
+    K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + DeserializeOwned
+        + Serialize
+        + Debug,
+{
+    apply_one(Api::<K>::namespaced(client.clone(), namespace_of(object)?), object).await
 }
 
 async fn apply_one<K>(api: Api<K>, object: &K) -> Result<()>
@@ -210,16 +221,8 @@ pub async fn wait_for_ready(
             return Ok(());
         }
         let phase = status.phase.clone().unwrap_or_else(|| "Unknown".to_string());
-        // A container that cannot start will not start by waiting: say why now.
-        let stuck = status.container_statuses.iter().flatten().find_map(|container| {
-            let waiting = container.state.as_ref()?.waiting.as_ref()?;
-            let reason = waiting.reason.as_deref()?;
-            FATAL_WAITING.contains(&reason).then(|| {
-                format!("container {} is {reason}: {}", container.name, waiting.message.as_deref().unwrap_or("").trim())
-            })
-        });
-        if let Some(stuck) = stuck {
-            let why = why_not_ready(client, namespace, pod).await;
+        if let Some(stuck) = cannot_start(&status) {
+            let why = why_it_failed(client, namespace, pod, CLICKHOUSE).await;
             bail!("pod {namespace}/{pod} cannot start: {stuck}{why}");
         }
         if phase != last_phase {
@@ -227,7 +230,7 @@ pub async fn wait_for_ready(
             last_phase = phase.clone();
         }
         if started.elapsed() >= timeout {
-            let why = why_not_ready(client, namespace, pod).await;
+            let why = why_it_failed(client, namespace, pod, CLICKHOUSE).await;
             bail!("pod {namespace}/{pod} was not Ready after {} s (phase {phase}){why}", timeout.as_secs());
         }
         tokio::time::sleep(poll).await;
@@ -238,10 +241,22 @@ pub async fn wait_for_ready(
 const FATAL_WAITING: [&str; 5] =
     ["ImagePullBackOff", "ErrImagePull", "InvalidImageName", "CreateContainerConfigError", "CrashLoopBackOff"];
 
+/// Why a container of the pod cannot start, when waiting will not cure it (an image that
+/// cannot be pulled, a crash loop): say so now rather than at the timeout.
+pub(crate) fn cannot_start(status: &PodStatus) -> Option<String> {
+    status.container_statuses.iter().flatten().find_map(|container| {
+        let waiting = container.state.as_ref()?.waiting.as_ref()?;
+        let reason = waiting.reason.as_deref()?;
+        FATAL_WAITING.contains(&reason).then(|| {
+            format!("container {} is {reason}: {}", container.name, waiting.message.as_deref().unwrap_or("").trim())
+        })
+    })
+}
+
 /// The namespace's events (the pod's, and its volume claim's: a volume that cannot be
-/// provisioned says so there) and the pod's last log lines, as text after a failed wait;
-/// what cannot be read says why, since the wait's error matters more.
-async fn why_not_ready(client: &Client, namespace: &str, pod: &str) -> String {
+/// provisioned says so there) and the last log lines of the pod's `container`, as text
+/// after a failed wait; what cannot be read says why, since the wait's error matters more.
+pub(crate) async fn why_it_failed(client: &Client, namespace: &str, pod: &str, container: &str) -> String {
     let events = Api::<Event>::namespaced(client.clone(), namespace);
     let listed = events.list(&ListParams::default()).await;
     let events = match listed {
@@ -264,7 +279,7 @@ async fn why_not_ready(client: &Client, namespace: &str, pod: &str) -> String {
     let events = if events.is_empty() { "(none)".to_string() } else { events };
     let pods = Api::<Pod>::namespaced(client.clone(), namespace);
     let params =
-        LogParams { tail_lines: Some(LOG_LINES), container: Some(CLICKHOUSE.to_string()), ..LogParams::default() };
+        LogParams { tail_lines: Some(LOG_LINES), container: Some(container.to_string()), ..LogParams::default() };
     let logs = match pods.logs(pod, &params).await {
         Ok(logs) if logs.trim().is_empty() => "(none)".to_string(),
         Ok(logs) => logs.trim_end().replace('\n', "\n  "),
@@ -311,7 +326,7 @@ pub fn up(
 
 /// Runs `work` with a client for the cluster the kubeconfig names, blocking: the target
 /// API is blocking, so the Kubernetes client runs on a runtime of its own. What every
-/// blocking `eks` command (up, status, down) goes through.
+/// blocking `eks` command (up, status, down, baseline) goes through.
 pub fn on_cluster<T, Work>(work: impl FnOnce(Client) -> Work) -> Result<T>
 where
     Work: Future<Output = Result<T>>,

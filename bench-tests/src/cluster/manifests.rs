@@ -1,14 +1,18 @@
 //! The manifests of a deployment: `manifests/<variant>/*.yaml` with `${name}` values
 //! filled from flags, split into documents that know their file and line, parsed into
 //! the Kubernetes API types and checked: every object labelled, image tags pinned,
-//! requests and limits set, a readiness probe, nothing that exposes ClickHouse.
+//! requests and limits set, a readiness probe, nothing that exposes ClickHouse, no
+//! privilege escalation and no service-account token. A variant's `fio.yaml` is the
+//! storage baseline's Job ([`render_storage_baseline`]), rendered apart from the
+//! deployment (`up` applies the rest) since it runs on the node the pod was given.
 
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, anyhow, bail};
-use k8s_openapi::api::core::v1::{Namespace, PersistentVolumeClaim, Pod, Service};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, PersistentVolumeClaim, Pod, PodSpec, Service};
 use k8s_openapi::api::storage::v1::StorageClass;
 use serde::de::DeserializeOwned;
 
@@ -20,6 +24,9 @@ use crate::sql::is_identifier;
 pub const PART_OF: (&str, &str) = ("app.kubernetes.io/part-of", "chbench");
 
 pub use super::DEFAULT_IMAGE;
+
+/// The storage baseline's file in each variant's folder; the deployment is the others.
+pub const STORAGE_BASELINE_FILE: &str = "fio.yaml";
 
 /// One YAML document of a rendered manifest file.
 #[derive(Debug, Clone)]
@@ -44,6 +51,8 @@ pub enum Object {
     PersistentVolumeClaim(Box<PersistentVolumeClaim>),
     Pod(Box<Pod>),
     Service(Box<Service>),
+    ConfigMap(Box<ConfigMap>),
+    Job(Box<Job>),
 }
 
 impl Object {
@@ -54,6 +63,8 @@ impl Object {
             Object::PersistentVolumeClaim(_) => "PersistentVolumeClaim",
             Object::Pod(_) => "Pod",
             Object::Service(_) => "Service",
+            Object::ConfigMap(_) => "ConfigMap",
+            Object::Job(_) => "Job",
         }
     }
 
@@ -64,6 +75,8 @@ impl Object {
             Object::PersistentVolumeClaim(object) => object.metadata.labels.as_ref(),
             Object::Pod(object) => object.metadata.labels.as_ref(),
             Object::Service(object) => object.metadata.labels.as_ref(),
+            Object::ConfigMap(object) => object.metadata.labels.as_ref(),
+            Object::Job(object) => object.metadata.labels.as_ref(),
         }
     }
 }
@@ -73,11 +86,34 @@ pub fn manifests_root() -> PathBuf {
     crate::engine::workspace_root().join("manifests")
 }
 
-/// The variant's files, rendered with `values` and split into documents. A `${name}`
-/// without a value, or a value that is not one (an image without a pinned tag, an empty
-/// node type on EKS), is an error naming the file and line.
+/// The variant's deployment (its files but [`STORAGE_BASELINE_FILE`]), rendered with
+/// `values` and split into documents. A `${name}` without a value, or a value that is
+/// not one (an image without a pinned tag, an empty node type on EKS), is an error
+/// naming the file and line.
 pub fn render(variant: Variant, values: &Values) -> Result<Vec<Document>> {
     check_values(variant, values)?;
+    let files = variant_files(variant)?;
+    let deployment = files.into_iter().filter(|path| !path.ends_with(STORAGE_BASELINE_FILE)).collect();
+    render_files(deployment, &values.by_name())
+}
+
+/// The variant's storage baseline Job ([`STORAGE_BASELINE_FILE`]), rendered with the
+/// deployment's `values` and `node_name`, the node the ClickHouse pod runs on.
+pub fn render_storage_baseline(variant: Variant, values: &Values, node_name: &str) -> Result<Vec<Document>> {
+    check_values(variant, values)?;
+    // A node name is a DNS subdomain: it can go into the YAML as it is.
+    let subdomain = node_name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.');
+    if node_name.is_empty() || node_name.len() > 253 || !subdomain {
+        bail!("node name {node_name:?} is not a Kubernetes node name");
+    }
+    let path = manifests_root().join(variant.folder()).join(STORAGE_BASELINE_FILE);
+    let mut by_name = values.by_name();
+    by_name.insert("node_name", node_name.to_string());
+    render_files(vec![path], &by_name)
+}
+
+/// The `.yaml` and `.yml` files of the variant's folder, sorted.
+fn variant_files(variant: Variant) -> Result<Vec<PathBuf>> {
     let folder = manifests_root().join(variant.folder());
     let mut files: Vec<PathBuf> = fs::read_dir(&folder)
         .with_context(|| format!("cannot list {}", shown(&folder)))?
@@ -88,11 +124,14 @@ pub fn render(variant: Variant, values: &Values) -> Result<Vec<Document>> {
     if files.is_empty() {
         bail!("{} holds no .yaml or .yml file", shown(&folder));
     }
-    let by_name = values.by_name();
+    Ok(files)
+}
+
+fn render_files(files: Vec<PathBuf>, by_name: &BTreeMap<&'static str, String>) -> Result<Vec<Document>> {
     let mut documents = Vec::new();
     for path in files {
         let text = fs::read_to_string(&path).with_context(|| format!("cannot read {}", shown(&path)))?;
-        documents.extend(split_documents(&shown(&path), &fill(&path, &text, &by_name)?));
+        documents.extend(split_documents(&shown(&path), &fill(&path, &text, by_name)?));
     }
     Ok(documents)
 }
@@ -163,9 +202,11 @@ pub fn parse(documents: &[Document]) -> Result<Vec<Object>> {
                 "PersistentVolumeClaim" => Object::PersistentVolumeClaim(Box::new(typed(document, &kind)?)),
                 "Pod" => Object::Pod(Box::new(typed(document, &kind)?)),
                 "Service" => Object::Service(Box::new(typed(document, &kind)?)),
+                "ConfigMap" => Object::ConfigMap(Box::new(typed(document, &kind)?)),
+                "Job" => Object::Job(Box::new(typed(document, &kind)?)),
                 other => bail!(
                     "{}: kind {other:?} is not one a deployment uses (Namespace, StorageClass, \
-                     PersistentVolumeClaim, Pod, Service)",
+                     PersistentVolumeClaim, Pod, Service, ConfigMap, Job)",
                     document.location()
                 ),
             };
@@ -213,6 +254,23 @@ fn lost_key(written: &serde_json::Value, kept: &serde_json::Value, path: String)
 
 /// What every deployment must be; the error names the object and what to change.
 pub fn check(objects: &[Object]) -> Result<()> {
+    check_objects(objects)?;
+    if !objects.iter().any(|object| matches!(object, Object::Pod(_))) {
+        bail!("the manifests define no Pod to run ClickHouse in");
+    }
+    Ok(())
+}
+
+/// What the storage baseline's objects must be: those of a deployment, and one Job.
+pub fn check_storage_baseline(objects: &[Object]) -> Result<()> {
+    check_objects(objects)?;
+    if objects.iter().filter(|object| matches!(object, Object::Job(_))).count() != 1 {
+        bail!("the storage baseline's manifest must define one Job to run fio in");
+    }
+    Ok(())
+}
+
+fn check_objects(objects: &[Object]) -> Result<()> {
     for object in objects {
         let labelled = object.labels().and_then(|labels| labels.get(PART_OF.0)).is_some_and(|value| value == PART_OF.1);
         if !labelled {
@@ -227,22 +285,55 @@ pub fn check(objects: &[Object]) -> Result<()> {
                     );
                 }
             }
-            Object::Pod(pod) => check_pod(pod)?,
+            Object::Pod(pod) => {
+                let name = format!("pod {}", pod.metadata.name.as_deref().unwrap_or_default());
+                let spec = pod.spec.as_ref().with_context(|| format!("{name} has no spec"))?;
+                check_pod_spec(&name, spec, Probe::Readiness)?;
+            }
+            Object::Job(job) => check_job(job)?,
             _ => {}
         }
-    }
-    if !objects.iter().any(|object| matches!(object, Object::Pod(_))) {
-        bail!("the manifests define no Pod to run ClickHouse in");
     }
     Ok(())
 }
 
-fn check_pod(pod: &Pod) -> Result<()> {
-    let name = pod.metadata.name.clone().unwrap_or_default();
-    let spec = pod.spec.as_ref().with_context(|| format!("pod {name} has no spec"))?;
+/// Whether a pod's containers must have a readiness probe: a server's do (`up` waits on
+/// it), a Job's run to completion.
+#[derive(Clone, Copy, PartialEq)]
+enum Probe {
+    Readiness,
+    None,
+}
+
+/// A Job runs once: never retried (a retry would measure a volume the first run warmed),
+/// bounded in time, removed after a while even when nothing else removes it.
+fn check_job(job: &Job) -> Result<()> {
+    let name = format!("job {}", job.metadata.name.as_deref().unwrap_or_default());
+    let spec = job.spec.as_ref().with_context(|| format!("{name} has no spec"))?;
+    if spec.backoff_limit != Some(0) {
+        bail!("{name}: set backoffLimit: 0 (a retry would measure what the first run left)");
+    }
+    if spec.ttl_seconds_after_finished.is_none() || spec.active_deadline_seconds.is_none() {
+        bail!("{name}: set ttlSecondsAfterFinished and activeDeadlineSeconds (a Job nobody removes stays)");
+    }
+    let template_labelled = spec.template.metadata.as_ref().and_then(|metadata| metadata.labels.as_ref());
+    if template_labelled.and_then(|labels| labels.get(PART_OF.0)).is_none_or(|value| value != PART_OF.1) {
+        bail!("{name}: its pod template lacks the label {}: {}, which status and down select on", PART_OF.0, PART_OF.1);
+    }
+    let pod_spec = spec.template.spec.as_ref().with_context(|| format!("{name} has no pod template spec"))?;
+    if pod_spec.restart_policy.as_deref() != Some("Never") {
+        bail!("{name}: set restartPolicy: Never (a restarted container would measure twice)");
+    }
+    check_pod_spec(&name, pod_spec, Probe::None)
+}
+
+fn check_pod_spec(name: &str, spec: &PodSpec, probe: Probe) -> Result<()> {
+    if spec.automount_service_account_token != Some(false) {
+        bail!("{name}: set automountServiceAccountToken: false (nothing in it calls the Kubernetes API)");
+    }
     for container in &spec.containers {
         let image = container.image.clone().unwrap_or_default();
-        check_image(&image).with_context(|| format!("pod {name}, container {}", container.name))?;
+        check_image(&image).with_context(|| format!("{name}, container {}", container.name))?;
         let resources = container.resources.as_ref();
         let has = |part: Option<&BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>>| {
             part.is_some_and(|quantities| quantities.contains_key("cpu") && quantities.contains_key("memory"))
@@ -251,21 +342,25 @@ fn check_pod(pod: &Pod) -> Result<()> {
             || !has(resources.and_then(|resources| resources.limits.as_ref()))
         {
             bail!(
-                "pod {name}, container {}: set cpu and memory requests and limits (a benchmark measures a known share of a node)",
+                "{name}, container {}: set cpu and memory requests and limits (a benchmark measures a known share of a node)",
                 container.name
             );
         }
-        if container.readiness_probe.is_none() {
-            bail!("pod {name}, container {}: add a readiness probe (up waits on it)", container.name);
+        if probe == Probe::Readiness && container.readiness_probe.is_none() {
+            bail!("{name}, container {}: add a readiness probe (up waits on it)", container.name);
+        }
+        let escalates = container.security_context.as_ref().and_then(|context| context.allow_privilege_escalation);
+        if escalates != Some(false) {
+            bail!("{name}, container {}: set securityContext.allowPrivilegeEscalation: false", container.name);
         }
         for port in container.ports.iter().flatten() {
             if port.host_port.is_some() {
-                bail!("pod {name}, container {}: a hostPort would expose ClickHouse on the node", container.name);
+                bail!("{name}, container {}: a hostPort would expose ClickHouse on the node", container.name);
             }
         }
     }
     if spec.host_network == Some(true) {
-        bail!("pod {name}: hostNetwork would expose ClickHouse on the node's network");
+        bail!("{name}: hostNetwork would expose ClickHouse on the node's network");
     }
     Ok(())
 }

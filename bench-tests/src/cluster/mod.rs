@@ -1,13 +1,16 @@
 //! Kubernetes deployments of ClickHouse for the `eks` target: the manifests under
 //! `manifests/`, rendered from flags and checked before anything is applied
 //! ([`manifests`]), then applied and waited for ([`deploy`]), shown and taken away
-//! ([`lifecycle`]); the port-forward the target reaches the pod through
-//! ([`portforward`]); what a run leaves, copied out before `down` ([`collect`]).
+//! ([`lifecycle`]); the storage baseline fio measures beside it ([`baseline`]); the
+//! port-forward the target reaches the pod through ([`portforward`]); what a run leaves,
+//! copied out before `down` ([`collect`]).
 //!
 //! The variants and their values are always built (the command line names them); the
 //! rest only with the `eks` cargo feature (it brings the Kubernetes client and API
 //! types), so that a laptop that never touches a cluster does not compile them.
 
+#[cfg(feature = "eks")]
+pub mod baseline;
 #[cfg(feature = "eks")]
 pub mod collect;
 #[cfg(feature = "eks")]

@@ -19,7 +19,9 @@ use crate::units::{human_bytes, number};
 pub fn write_report(bundle_dir: &Path) -> Result<PathBuf> {
     let bundle = load_bundle(bundle_dir)?;
     let (section, charts) = match &bundle.benchmark {
-        BenchmarkResults::Logs(results) => (logs::report::markdown(results), logs::report::charts(results)?),
+        BenchmarkResults::Logs(results) => {
+            (logs::report::markdown(results, bundle.storage_baseline.measured()), logs::report::charts(results)?)
+        }
     };
     for (name, svg) in &charts {
         write_atomically(&bundle_dir.join(name), svg)?;
@@ -29,7 +31,8 @@ pub fn write_report(bundle_dir: &Path) -> Result<PathBuf> {
     Ok(path)
 }
 
-/// The envelope's part: title, whether the run is complete, target, settings, machine.
+/// The envelope's part: title, whether the run is complete, target, settings, storage
+/// baseline, machine.
 pub fn header(bundle: &RunBundle) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "# {} benchmark, run {}\n", bundle.benchmark.kind(), bundle.run_id);
@@ -56,6 +59,7 @@ pub fn header(bundle: &RunBundle) -> String {
             .collect::<Vec<_>>()
             .join(", ")
     );
+    let _ = writeln!(out, "- storage baseline (fio on the target's volume): {}", bundle.storage_baseline);
     out.push('\n');
     machine_section(&mut out, bundle);
     out

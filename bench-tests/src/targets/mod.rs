@@ -28,6 +28,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::settings::Settings;
 use crate::sql::one_line;
+use crate::storage_baseline::StorageBaseline;
 
 /// The environment variable that chooses the target.
 pub const TARGET_ENV: &str = "CHBENCH_TARGET";
@@ -211,6 +212,13 @@ pub trait Backend {
     /// Where the engine is, for output and results: a library path, an image, or a URL
     /// without credentials.
     fn endpoint(&self) -> String;
+
+    /// What fio measured on the volume the engine keeps its data on
+    /// ([`crate::storage_baseline`]): `Ok(None)` for a target that measures none (the
+    /// default); an error says why one the target should have cannot be read.
+    fn storage_baseline(&mut self) -> Result<Option<StorageBaseline>> {
+        Ok(None)
+    }
 }
 
 /// How a target's statements are measured: the measurement core's one branch point.
@@ -312,6 +320,12 @@ impl Target {
     /// [`Capabilities::engine_in_process`], the machine check's branch point.
     pub fn engine_in_process(&self) -> bool {
         self.capabilities.engine_in_process
+    }
+
+    /// The storage baseline of the target's volume, as [`Backend::storage_baseline`]
+    /// says: a results bundle records it, or why it is unknown.
+    pub fn storage_baseline(&mut self) -> Result<Option<StorageBaseline>> {
+        self.backend.storage_baseline().context("cannot read the storage baseline")
     }
 
     /// The database unqualified table names refer to.

@@ -9,6 +9,7 @@ use anyhow::Result;
 use super::results::LogsResults;
 use crate::report::charts::{self, Bars};
 use crate::results::{QueryRuns, QueryVariant, ratio};
+use crate::storage_baseline::{ReadVerdict, StorageBaseline, VOLUME_BOUND_SHARE};
 use crate::units::{exact, human_bytes, milliseconds, number, per_second, percent, times};
 
 /// What the ClickHouse on EKS field benchmark (docs/sources.md) reported: one m5.xlarge (3.5 vCPU limit), gp3 100 GiB at
@@ -50,8 +51,9 @@ pub mod source {
 }
 
 /// The section: dataset, ingest, storage, queries, bloom filter, cost; each part only
-/// when it was measured.
-pub fn markdown(logs: &LogsResults) -> String {
+/// when it was measured. `baseline` is the bundle's storage baseline, which each query's
+/// direct-I/O read rate is compared with.
+pub fn markdown(logs: &LogsResults, baseline: Option<&StorageBaseline>) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -63,7 +65,7 @@ pub fn markdown(logs: &LogsResults) -> String {
     );
     ingest(&mut out, logs);
     storage(&mut out, logs);
-    queries(&mut out, logs);
+    queries(&mut out, logs, baseline);
     bloom_filter(&mut out, logs);
     cost(&mut out, logs);
     out
@@ -186,7 +188,7 @@ fn storage(out: &mut String, logs: &LogsResults) {
     );
 }
 
-fn queries(out: &mut String, logs: &LogsResults) {
+fn queries(out: &mut String, logs: &LogsResults, baseline: Option<&StorageBaseline>) {
     if logs.queries.is_empty() {
         return;
     }
@@ -194,9 +196,9 @@ fn queries(out: &mut String, logs: &LogsResults) {
         writeln!(out, "## Queries: caches dropped, one direct-I/O run, then warm runs\n\n![queries](queries.svg)\n");
     let _ = writeln!(
         out,
-        "| query | variant | runs | direct I/O | warm min | warm median | read_rows | read_bytes | direct-I/O read MiB/s | direct I/O bound | warm bound | harness overhead (median) | source direct / warm / read_rows |"
+        "| query | variant | runs | direct I/O | warm min | warm median | read_rows | read_bytes | direct-I/O read MiB/s | against the storage baseline | direct I/O bound | warm bound | harness overhead (median) | source direct / warm / read_rows |"
     );
-    let _ = writeln!(out, "|{}", " --- |".repeat(13));
+    let _ = writeln!(out, "|{}", " --- |".repeat(14));
     for runs in &logs.queries {
         let direct = runs.direct_io();
         let direct_ms = direct.map(|sample| sample.stats.server_ms());
@@ -206,6 +208,11 @@ fn queries(out: &mut String, logs: &LogsResults) {
                 None => number(rate, 1),
             }
         });
+        // Only the direct-I/O run reads the volume: warm runs read the page cache.
+        let against_volume = match direct {
+            Some(sample) => ReadVerdict::of(sample.breakdown.read_mib_per_s, baseline).label(),
+            None => "-".to_string(),
+        };
         let warm_bound = runs.warm_median_sample().map_or("-", |sample| sample.breakdown.bottleneck.label());
         let source_query = source::QUERIES
             .iter()
@@ -214,7 +221,7 @@ fn queries(out: &mut String, logs: &LogsResults) {
             .unwrap_or_default();
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             runs.query,
             runs.variant.label(),
             runs.samples.len(),
@@ -224,6 +231,7 @@ fn queries(out: &mut String, logs: &LogsResults) {
             direct.map_or("-".to_string(), |sample| sample.stats.read_rows.to_string()),
             direct.map_or("-".to_string(), |sample| human_bytes(sample.stats.read_bytes)),
             throughput,
+            against_volume,
             direct.map_or("-", |sample| sample.breakdown.bottleneck.label()),
             warm_bound,
             milliseconds(runs.harness_overhead_ms()),
@@ -232,7 +240,8 @@ fn queries(out: &mut String, logs: &LogsResults) {
     }
     let _ = writeln!(
         out,
-        "\nTimes are server-side. Every sample is in `results.json`. \"Harness overhead\" is the client-observed time minus the server's, over the warm runs.\n\n## Where the time went\n\n![time breakdown](breakdown.svg)\n\nShares of thread time from ProfileEvents: CPU (user + system), read wait (`DiskReadElapsedMicroseconds`), the rest. The rest includes threads idling while they wait for work. A query is read-bound when its read wait is at least 1.5 times its CPU time, CPU-bound the other way round, and mixed in between.\n"
+        "\nTimes are server-side. Every sample is in `results.json`. \"Harness overhead\" is the client-observed time minus the server's, over the warm runs. \"Against the storage baseline\": the direct-I/O run's read rate (bytes read from files over the server-side duration) is volume-bound when it reaches {:.0} % of the sequential read rate fio measured on the volume (docs/storage-baseline.md), below the volume's rate otherwise, and unknown without a baseline.\n\n## Where the time went\n\n![time breakdown](breakdown.svg)\n\nShares of thread time from ProfileEvents: CPU (user + system), read wait (`DiskReadElapsedMicroseconds`), the rest. The rest includes threads idling while they wait for work. A query is read-bound when its read wait is at least 1.5 times its CPU time, CPU-bound the other way round, and mixed in between.\n",
+        VOLUME_BOUND_SHARE * 100.0
     );
 }
 

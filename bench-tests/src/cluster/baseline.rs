@@ -1,0 +1,358 @@
+//! The storage baseline on a cluster: fio, as a Job on the ClickHouse pod's node, on a
+//! volume like ClickHouse's (the variant's `fio.yaml`), its JSON report read from the
+//! pod's log, parsed ([`crate::storage_baseline`]) and kept in the namespace as the
+//! ConfigMap [`RESULT_CONFIG_MAP`], where the `eks` target reads it
+//! ([`read_baseline`]) for every results bundle. The Job, its volume and its job file
+//! are removed once the report is read, whether fio succeeded or not.
+//!
+//! The variant and its values are read from the running deployment (the pod's volume,
+//! its claim, the claim's StorageClass), so the baseline always measures the storage
+//! ClickHouse has, whatever flags `up` was given.
+
+use std::collections::BTreeMap;
+use std::fmt::Debug;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use k8s_openapi::NamespaceResourceScope;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::storage::v1::StorageClass;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::{Api, DeleteParams, ListParams, LogParams};
+use kube::{Client, Resource};
+use serde::de::DeserializeOwned;
+
+use super::deploy::{CLICKHOUSE, apply_object, cannot_start, on_cluster, why_it_failed};
+use super::manifests::{self, Object, PART_OF, Values, Variant};
+use crate::storage_baseline::{Device, StorageBaseline, parse_fio_output};
+
+/// The fio Job, as `fio.yaml` names it.
+pub const JOB: &str = "chbench-storage-baseline";
+/// Its container.
+const FIO_CONTAINER: &str = "fio";
+/// The ConfigMap holding the last baseline measured in a namespace.
+pub const RESULT_CONFIG_MAP: &str = "chbench-storage-baseline";
+/// Its key: the [`StorageBaseline`] as JSON.
+pub const RESULT_KEY: &str = "baseline.json";
+/// How long `up` and `baseline` wait for fio by default: a volume to provision and
+/// attach, the image to pull, a 2 GiB file to lay out and two 17-second jobs.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// `cargo xtask eks baseline`, and `up` after the pod is Ready: measures the storage of
+/// the deployment in `namespace` and keeps the result there. Blocking: the client runs
+/// on a runtime of its own.
+pub fn run(namespace: &str, timeout: Duration, mut progress: impl FnMut(&str)) -> Result<StorageBaseline> {
+    on_cluster(
+        |client| async move { measure(&client, namespace, timeout, Duration::from_secs(2), &mut progress).await },
+    )
+}
+
+/// Runs fio on a volume like ClickHouse's, on its node, and stores what it measured in
+/// [`RESULT_CONFIG_MAP`]; asks how the Job does every `poll`, and gives up after
+/// `timeout`. A Job that fails, or does not finish in time, is an error carrying its
+/// pod's events and log. Whatever happens once the Job was applied, its objects are
+/// removed.
+pub async fn measure(
+    client: &Client,
+    namespace: &str,
+    timeout: Duration,
+    poll: Duration,
+    mut progress: impl FnMut(&str),
+) -> Result<StorageBaseline> {
+    let deployment = deployment_storage(client, namespace).await?;
+    let documents = manifests::render_storage_baseline(deployment.variant, &deployment.values, &deployment.node)?;
+    let objects = manifests::parse(&documents)?;
+    manifests::check_storage_baseline(&objects)?;
+    // A run killed before its clean-up leaves a Job that cannot be applied again (its
+    // pod template may differ, and a finished Job would be read as this run's).
+    remove(client, namespace, &objects, Wait::UntilGone { timeout }).await?;
+    progress(&format!(
+        "storage baseline: fio on node {} ({}: {})",
+        deployment.node, deployment.variant, deployment.description
+    ));
+    let measured = async {
+        for object in &objects {
+            apply_object(client, object).await?;
+        }
+        let pod = wait_for_job(client, namespace, timeout, poll, &mut progress).await?;
+        let pods = Api::<Pod>::namespaced(client.clone(), namespace);
+        let params = LogParams { container: Some(FIO_CONTAINER.to_string()), ..LogParams::default() };
+        let log =
+            pods.logs(&pod, &params).await.with_context(|| format!("cannot read the log of pod {namespace}/{pod}"))?;
+        let device = Device {
+            variant: deployment.variant.to_string(),
+            description: deployment.description.clone(),
+            node: deployment.node.clone(),
+        };
+        let baseline = parse_fio_output(&log, device).with_context(|| format!("pod {namespace}/{pod}"))?;
+        store(client, namespace, &baseline).await?;
+        Ok::<_, anyhow::Error>(baseline)
+    }
+    .await;
+    let removed = remove(client, namespace, &objects, Wait::No).await;
+    match (measured, removed) {
+        (Ok(baseline), Ok(())) => Ok(baseline),
+        (Ok(_), Err(error)) => {
+            Err(error.context(format!("the storage baseline is stored in {namespace}/{RESULT_CONFIG_MAP}, but")))
+        }
+        (Err(error), Ok(())) => Err(error),
+        (Err(error), Err(removal)) => {
+            // The measurement's error is the one to report; the leftovers are said too.
+            progress(&format!("{removal:#}"));
+            Err(error)
+        }
+    }
+}
+
+/// The last baseline measured in `namespace`, for the `eks` target; `None` when none
+/// was. A ConfigMap that does not hold one is an error naming it.
+pub async fn read_baseline(client: &Client, namespace: &str) -> Result<Option<StorageBaseline>> {
+    let maps = Api::<ConfigMap>::namespaced(client.clone(), namespace);
+    let name = format!("{namespace}/{RESULT_CONFIG_MAP}");
+    let Some(map) = maps.get_opt(RESULT_CONFIG_MAP).await.with_context(|| format!("cannot read configmap {name}"))?
+    else {
+        return Ok(None);
+    };
+    let text = map
+        .data
+        .as_ref()
+        .and_then(|data| data.get(RESULT_KEY))
+        .with_context(|| format!("configmap {name} has no {RESULT_KEY}: run `cargo xtask eks baseline` again"))?;
+    let baseline = serde_json::from_str(text).with_context(|| {
+        format!("configmap {name} does not hold a storage baseline: run `cargo xtask eks baseline` again")
+    })?;
+    Ok(Some(baseline))
+}
+
+/// The ConfigMap keeping `baseline` in `namespace`.
+pub fn result_config_map(namespace: &str, baseline: &StorageBaseline) -> Result<ConfigMap> {
+    let json = serde_json::to_string_pretty(baseline).context("cannot serialise the storage baseline")?;
+    Ok(ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(RESULT_CONFIG_MAP.to_string()),
+            namespace: Some(namespace.to_string()),
+            labels: Some(BTreeMap::from([(PART_OF.0.to_string(), PART_OF.1.to_string())])),
+            ..ObjectMeta::default()
+        },
+        data: Some(BTreeMap::from([(RESULT_KEY.to_string(), json)])),
+        ..ConfigMap::default()
+    })
+}
+
+async fn store(client: &Client, namespace: &str, baseline: &StorageBaseline) -> Result<()> {
+    apply_object(client, &Object::ConfigMap(Box::new(result_config_map(namespace, baseline)?))).await
+}
+
+/// The storage of the deployment in a namespace, as its pod and claim say.
+struct DeploymentStorage {
+    variant: Variant,
+    values: Values,
+    /// The node the ClickHouse pod runs on.
+    node: String,
+    description: String,
+}
+
+/// Reads the variant from the ClickHouse pod's data volume: an emptyDir is the node's
+/// NVMe (eks-nvme); a claim of the namespace's gp3 StorageClass is eks-gp3, of another
+/// class kind.
+async fn deployment_storage(client: &Client, namespace: &str) -> Result<DeploymentStorage> {
+    let pods = Api::<Pod>::namespaced(client.clone(), namespace);
+    let pod = pods.get_opt(CLICKHOUSE).await.with_context(|| format!("cannot read pod {namespace}/{CLICKHOUSE}"))?;
+    let pod = pod.with_context(|| {
+        format!("no pod {namespace}/{CLICKHOUSE} to measure the storage of: run `cargo xtask eks up` first")
+    })?;
+    let spec = pod.spec.unwrap_or_default();
+    let node = spec.node_name.clone().with_context(|| {
+        format!("pod {namespace}/{CLICKHOUSE} is not on a node yet: wait for `cargo xtask eks up` to see it Ready")
+    })?;
+    let data = spec.volumes.iter().flatten().find(|volume| volume.name == "data").with_context(|| {
+        format!("pod {namespace}/{CLICKHOUSE} has no volume named data, which the manifests give it")
+    })?;
+    let mut values = Values { namespace: namespace.to_string(), ..Values::defaults(Variant::Kind) };
+    let instance_type =
+        spec.node_selector.as_ref().and_then(|selector| selector.get("node.kubernetes.io/instance-type"));
+    let on_instance = instance_type.map(|name| format!(" ({name})")).unwrap_or_default();
+    if data.empty_dir.is_some() {
+        let variant = Variant::EksNvme;
+        values = Values { node_type: instance_type.cloned().unwrap_or(Values::defaults(variant).node_type), ..values };
+        let description =
+            format!("the node's instance-store NVMe{on_instance}, through an emptyDir as ClickHouse's data");
+        return Ok(DeploymentStorage { variant, values, node, description });
+    }
+    let claim_name =
+        data.persistent_volume_claim.as_ref().map(|claim| claim.claim_name.clone()).with_context(|| {
+            format!("pod {namespace}/{CLICKHOUSE}: its data volume is neither a claim nor an emptyDir")
+        })?;
+    let claims = Api::<PersistentVolumeClaim>::namespaced(client.clone(), namespace);
+    let claim = claims.get(&claim_name).await.with_context(|| format!("cannot read claim {namespace}/{claim_name}"))?;
+    let claim_spec = claim.spec.unwrap_or_default();
+    let size = claim_spec
+        .resources
+        .and_then(|resources| resources.requests)
+        .and_then(|mut requests| requests.remove("storage").map(|quantity| quantity.0));
+    values.volume_gib = size.as_deref().and_then(gibibytes).with_context(|| {
+        format!("claim {namespace}/{claim_name} requests {size:?}, not a size in Gi (as the manifests give it)")
+    })?;
+    let class = claim_spec.storage_class_name.unwrap_or_default();
+    if class != format!("{namespace}-gp3") {
+        let shown =
+            if class.is_empty() { "the default StorageClass".to_string() } else { format!("StorageClass {class}") };
+        let description = format!("a new volume of {shown}, {} GiB, as ClickHouse's", values.volume_gib);
+        return Ok(DeploymentStorage { variant: Variant::Kind, values, node, description });
+    }
+    let variant = Variant::EksGp3;
+    let classes = Api::<StorageClass>::all(client.clone());
+    let parameters = classes
+        .get(&class)
+        .await
+        .with_context(|| format!("cannot read StorageClass {class}"))?
+        .parameters
+        .unwrap_or_default();
+    let parameter = |name: &str| parameters.get(name).and_then(|value| value.parse::<u32>().ok());
+    let defaults = Values::defaults(variant);
+    values = Values {
+        node_type: instance_type.cloned().unwrap_or(defaults.node_type),
+        iops: parameter("iops").unwrap_or(defaults.iops),
+        throughput_mibps: parameter("throughput").unwrap_or(defaults.throughput_mibps),
+        ..values
+    };
+    let description = format!(
+        "a new gp3 EBS volume of StorageClass {class} ({} IOPS, {} MiB/s provisioned), {} GiB, as ClickHouse's, \
+         on{on_instance} the same node",
+        values.iops, values.throughput_mibps, values.volume_gib
+    );
+    Ok(DeploymentStorage { variant, values, node, description })
+}
+
+/// `100Gi` as 100; the manifests give every size in Gi.
+fn gibibytes(quantity: &str) -> Option<u32> {
+    quantity.strip_suffix("Gi")?.parse().ok().filter(|gib| *gib > 0)
+}
+
+/// Waits for the Job to finish, asking every `poll`; `progress` hears its pod's phase
+/// when it changes. Returns the pod that ran fio. A Job that failed, a pod that cannot
+/// start, or a timeout is an error with the pod's events and log.
+async fn wait_for_job(
+    client: &Client,
+    namespace: &str,
+    timeout: Duration,
+    poll: Duration,
+    mut progress: impl FnMut(&str),
+) -> Result<String> {
+    let jobs = Api::<Job>::namespaced(client.clone(), namespace);
+    let pods = Api::<Pod>::namespaced(client.clone(), namespace);
+    // The label the Job controller gives its pods (Kubernetes 1.27 and later).
+    let of_job = ListParams::default().labels(&format!("batch.kubernetes.io/job-name={JOB}"));
+    let started = tokio::time::Instant::now();
+    let mut last_phase = String::new();
+    loop {
+        let status = jobs.get(JOB).await.with_context(|| format!("cannot read job {namespace}/{JOB}"))?.status;
+        let status = status.unwrap_or_default();
+        let listed =
+            pods.list(&of_job).await.with_context(|| format!("cannot list the pods of job {namespace}/{JOB}"))?;
+        // backoffLimit 0: one pod at most.
+        let pod = listed.items.into_iter().next();
+        let pod_name = pod.as_ref().and_then(|pod| pod.metadata.name.clone());
+        let why = async |pod: &Option<String>| match pod {
+            Some(pod) => why_it_failed(client, namespace, pod, FIO_CONTAINER).await,
+            None => "\n(no pod of the job to show the events and log of)".to_string(),
+        };
+        if status.succeeded.unwrap_or(0) > 0 {
+            return pod_name.with_context(|| format!("job {namespace}/{JOB} succeeded, but its pod is gone"));
+        }
+        let failed = status
+            .conditions
+            .iter()
+            .flatten()
+            .find(|condition| condition.type_ == "Failed" && condition.status == "True");
+        if failed.is_some() || status.failed.unwrap_or(0) > 0 {
+            let reason = failed
+                .map(|condition| {
+                    format!(
+                        "{}: {}",
+                        condition.reason.as_deref().unwrap_or("Failed"),
+                        condition.message.as_deref().unwrap_or("").trim()
+                    )
+                })
+                .unwrap_or_else(|| "its pod failed".to_string());
+            bail!("job {namespace}/{JOB} failed ({reason}){}", why(&pod_name).await);
+        }
+        let pod_status = pod.and_then(|pod| pod.status).unwrap_or_default();
+        if let Some(stuck) = cannot_start(&pod_status) {
+            bail!("job {namespace}/{JOB} cannot start fio: {stuck}{}", why(&pod_name).await);
+        }
+        let phase = match &pod_name {
+            Some(name) => format!("pod {name}: {}", pod_status.phase.as_deref().unwrap_or("Unknown")),
+            None => "no pod yet".to_string(),
+        };
+        if phase != last_phase {
+            progress(&format!("storage baseline: {phase}"));
+            last_phase = phase.clone();
+        }
+        if started.elapsed() >= timeout {
+            bail!("job {namespace}/{JOB} did not finish in {} s ({phase}){}", timeout.as_secs(), why(&pod_name).await);
+        }
+        tokio::time::sleep(poll).await;
+    }
+}
+
+/// Whether [`remove`] waits for the objects to be gone.
+#[derive(Clone, Copy)]
+enum Wait {
+    No,
+    UntilGone { timeout: Duration },
+}
+
+/// Deletes the baseline's objects, the Job's pods with it; one that is not there is
+/// fine. With [`Wait::UntilGone`], returns once none exists (a claim being deleted
+/// would otherwise be applied again and never bind).
+async fn remove(client: &Client, namespace: &str, objects: &[Object], wait: Wait) -> Result<()> {
+    for object in objects.iter().rev() {
+        match object {
+            Object::Job(job) => delete(client, namespace, job.as_ref(), wait).await?,
+            Object::PersistentVolumeClaim(claim) => delete(client, namespace, claim.as_ref(), wait).await?,
+            Object::ConfigMap(map) => delete(client, namespace, map.as_ref(), wait).await?,
+            other => bail!("the storage baseline's manifest has a {}, which it does not remove", other.kind()),
+        }
+    }
+    Ok(())
+}
+
+async fn delete<K>(client: &Client, namespace: &str, object: &K, wait: Wait) -> Result<()>
+where
+    K: Resource<DynamicType = (), Scope = NamespaceResourceScope> + Clone + DeserializeOwned + Debug,
+{
+    let name = object.meta().name.clone().context("an object without a name")?;
+    let kind = K::kind(&()).to_string();
+    let api = Api::<K>::namespaced(client.clone(), namespace);
+    // Background: the Job's pods go too (the default for Jobs through the API is to orphan them).
+    match api.delete(&name, &DeleteParams::background()).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(status)) if status.code == 404 => return Ok(()),
+        Err(error) => return Err(error).with_context(|| format!("cannot delete {kind} {namespace}/{name}")),
+    }
+    let Wait::UntilGone { timeout } = wait else { return Ok(()) };
+    let started = tokio::time::Instant::now();
+    while api.get_opt(&name).await.with_context(|| format!("cannot read {kind} {namespace}/{name}"))?.is_some() {
+        if started.elapsed() >= timeout {
+            bail!("{kind} {namespace}/{name} left by an earlier baseline is still there after {} s", timeout.as_secs());
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn claim_sizes_are_read_in_gibibytes() {
+        assert_eq!(gibibytes("100Gi"), Some(100));
+        assert_eq!(gibibytes("10Gi"), Some(10));
+        for other in ["100G", "0Gi", "1Ti", "", "Gi"] {
+            assert_eq!(gibibytes(other), None, "{other}");
+        }
+    }
+}
