@@ -75,9 +75,11 @@ mod with_client {
     use kube::{Api, Client};
 
     use super::{CAPABILITIES, HTTP_PORT, endpoint};
+    use crate::cluster::baseline::read_baseline;
     use crate::cluster::deploy::{CLICKHOUSE, PASSWORD_SECRET, connect, read_password};
     use crate::cluster::portforward::{PortForward, client_runtime};
     use crate::settings::Settings;
+    use crate::storage_baseline::StorageBaseline;
     use crate::targets::server::{BENCH_USER, ServerConfig, ServerTarget};
     use crate::targets::{Backend, ResultCounters, Target, TargetKind};
 
@@ -138,11 +140,15 @@ mod with_client {
     }
 
     /// The deployment's ClickHouse through a port-forward. Fields drop in order: the HTTP
-    /// client, then the forward, then the runtime the forward's Kubernetes client uses.
+    /// client, then the forward and the Kubernetes client, then the runtime they use.
     pub struct EksTarget {
         server: ServerTarget,
         forward: PortForward,
-        _kubernetes: tokio::runtime::Runtime,
+        /// For what the target reads of the cluster besides ClickHouse (the storage
+        /// baseline), on the runtime below.
+        client: Client,
+        namespace: String,
+        kubernetes: tokio::runtime::Runtime,
         endpoint: String,
     }
 
@@ -156,7 +162,7 @@ mod with_client {
                 let deployment = find_deployment(&client, namespace).await?;
                 Ok::<_, anyhow::Error>((client, deployment))
             })?;
-            let forward = PortForward::start(client, namespace, CLICKHOUSE, HTTP_PORT)?;
+            let forward = PortForward::start(client.clone(), namespace, CLICKHOUSE, HTTP_PORT)?;
             let endpoint = endpoint(namespace, CLICKHOUSE, &deployment.image, &forward.url());
             let config = ServerConfig::new(&forward.url(), BENCH_USER, &deployment.password)?;
             let server = match ServerTarget::connect(config) {
@@ -167,7 +173,7 @@ mod with_client {
                     None => return Err(error.context(format!("{endpoint} does not answer"))),
                 },
             };
-            Ok(EksTarget { server, forward, _kubernetes: kubernetes, endpoint })
+            Ok(EksTarget { server, forward, client, namespace: namespace.to_string(), kubernetes, endpoint })
         }
 
         /// The port-forward's first failure, if any.
@@ -188,6 +194,21 @@ mod with_client {
 
         fn endpoint(&self) -> String {
             self.endpoint.clone()
+        }
+
+        /// The baseline `up` (or `eks baseline`) measured on the pod's node and kept in
+        /// the namespace; none there is an error saying how to measure one, which the
+        /// bundle keeps as the reason it is unknown.
+        fn storage_baseline(&mut self) -> Result<Option<StorageBaseline>> {
+            let namespace = &self.namespace;
+            let stored = self.kubernetes.block_on(read_baseline(&self.client, namespace))?;
+            match stored {
+                Some(baseline) => Ok(Some(baseline)),
+                None => bail!(
+                    "no storage baseline in namespace {namespace} (up --no-baseline, or it failed): \
+                     `cargo xtask eks baseline --namespace {namespace}` measures one"
+                ),
+            }
         }
     }
 
