@@ -31,17 +31,27 @@ impl Eks {
 /// target's [`MissingFeature`](chbench::targets::MissingFeature)) is opened by this
 /// command run again from an xtask built with it.
 pub fn open_target(kind: TargetKind) -> Result<Target> {
-    let opened = open_target_of_kind(kind);
+    or_rerun_with_the_eks_feature(kind, open_target_of_kind(kind))
+}
+
+/// `outcome` of work that opened a target of `kind` (and did nothing before that could
+/// not be done again), or, when the target needs the `eks` feature this xtask was built
+/// without, this command run again from an xtask built with it.
+pub fn or_rerun_with_the_eks_feature<T>(kind: TargetKind, outcome: Result<T>) -> Result<T> {
     #[cfg(not(feature = "eks"))]
-    if let Err(error) = &opened
-        && error.downcast_ref::<chbench::targets::MissingFeature>().is_some_and(|missing| missing.feature == "eks")
+    if let Err(error) = &outcome
+        && error.chain().any(|cause| {
+            cause.downcast_ref::<chbench::targets::MissingFeature>().is_some_and(|missing| missing.feature == "eks")
+        })
     {
         eprintln!(
             "chbench: target {kind} needs the eks feature: building xtask with it (the first time takes a while)"
         );
         return rerun_with_the_eks_feature().map(|never| match never {});
     }
-    opened
+    #[cfg(feature = "eks")]
+    let _ = kind;
+    outcome
 }
 
 #[cfg(feature = "eks")]

@@ -18,7 +18,6 @@ use chbench::fixtures::{Fixture, Params, fixtures_root};
 use chbench::measure::{StatementTag, measure};
 use chbench::packs::{AlsoMeasure, CLAIMS_FILE, Pack, known_packs};
 use chbench::settings::Settings;
-use chbench::targets::open_target_of_kind;
 
 use crate::flags::{Measure, parse_count};
 
@@ -49,7 +48,7 @@ impl Measure {
             let statements = fixture.render(&Params::new())?;
             files.push((file, fixture.name(), statements));
         }
-        let mut target = open_target_of_kind(self.target.target)?;
+        let mut target = crate::eks::open_target(self.target.target)?;
         for (file, name, mut statements) in files {
             let Some(last) = statements.pop() else { continue };
             for statement in &statements {
@@ -73,7 +72,10 @@ impl Measure {
             PackCase::check(&self.args, self.design.as_deref(), self.rows.as_deref())?;
         // No skip-index-free second run: that is for a claim that compares the two, and
         // here nothing is claimed.
-        let observation = pack.observe(self.target.target, &query, &design, rows, AlsoMeasure::Nothing)?;
+        let observation = crate::eks::or_rerun_with_the_eks_feature(
+            self.target.target,
+            pack.observe(self.target.target, &query, &design, rows, AlsoMeasure::Nothing),
+        )?;
         // One JSON document on stdout, as the file form prints, so that it pipes into jq.
         let record = serde_json::json!({
             "pack": pack.name,
