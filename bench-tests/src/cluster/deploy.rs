@@ -194,6 +194,12 @@ pub fn password_secret(namespace: &str) -> (Secret, String) {
     (secret, password)
 }
 
+/// Whether a pod's Ready condition is True: the one test of readiness `up`, `status` and
+/// the eks target share.
+pub fn is_ready(status: &PodStatus) -> bool {
+    status.conditions.iter().flatten().any(|condition| condition.type_ == "Ready" && condition.status == "True")
+}
+
 /// Waits until the pod is Ready, asking every `poll`; `progress` hears the pod's phase
 /// when it changes. After `timeout` the error says so and carries the pod's events and
 /// its last log lines, which is where the reason is (an image that cannot be pulled, a
@@ -212,12 +218,7 @@ pub async fn wait_for_ready(
     loop {
         let current = pods.get(pod).await.with_context(|| format!("cannot read pod {namespace}/{pod}"))?;
         let status = current.status.unwrap_or_default();
-        let ready = status
-            .conditions
-            .iter()
-            .flatten()
-            .any(|condition| condition.type_ == "Ready" && condition.status == "True");
-        if ready {
+        if is_ready(&status) {
             return Ok(());
         }
         let phase = status.phase.clone().unwrap_or_else(|| "Unknown".to_string());

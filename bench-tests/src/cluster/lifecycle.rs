@@ -19,7 +19,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio::time::Instant;
 
-use super::deploy::{CLICKHOUSE, on_cluster};
+use super::deploy::{CLICKHOUSE, is_ready, on_cluster};
 use super::manifests::PART_OF;
 use super::{COLLECTED_ANNOTATION, RUN_ANNOTATION};
 
@@ -229,8 +229,7 @@ fn run_of(namespace: &Namespace) -> Run {
 
 fn pod_state(pod: &Pod) -> PodState {
     let status = pod.status.clone().unwrap_or_default();
-    let ready =
-        status.conditions.iter().flatten().any(|condition| condition.type_ == "Ready" && condition.status == "True");
+    let ready = is_ready(&status);
     let container = status.container_statuses.iter().flatten().find(|container| container.name == CLICKHOUSE);
     let spec_image = pod
         .spec

@@ -76,7 +76,7 @@ mod with_client {
 
     use super::{CAPABILITIES, HTTP_PORT, endpoint};
     use crate::cluster::baseline::read_baseline;
-    use crate::cluster::deploy::{CLICKHOUSE, PASSWORD_SECRET, connect, read_password};
+    use crate::cluster::deploy::{CLICKHOUSE, PASSWORD_SECRET, connect, is_ready, read_password};
     use crate::cluster::portforward::{PortForward, client_runtime};
     use crate::settings::Settings;
     use crate::storage_baseline::StorageBaseline;
@@ -118,12 +118,7 @@ mod with_client {
             .with_context(|| format!("cannot read pod {namespace}/{CLICKHOUSE}"))?
             .with_context(|| format!("no pod {namespace}/{CLICKHOUSE}, so no ClickHouse to use: {up}"))?;
         let status = pod.status.clone().unwrap_or_default();
-        let ready = status
-            .conditions
-            .iter()
-            .flatten()
-            .any(|condition| condition.type_ == "Ready" && condition.status == "True");
-        if !ready {
+        if !is_ready(&status) {
             bail!(
                 "pod {namespace}/{CLICKHOUSE} is not Ready (phase {}): {up}, which waits for it and says why not",
                 status.phase.as_deref().unwrap_or("Unknown")
