@@ -59,7 +59,9 @@ mod with_client {
     use std::time::Duration;
 
     use anyhow::{Context, Result, bail};
-    use chbench::cluster::{DownOutcome, UpOutcome, Values, baseline, down_blocking, status_blocking, up as deploy};
+    use chbench::cluster::{
+        DownOutcome, UpOutcome, Values, baseline, check_namespace, down_blocking, status_blocking, up as deploy,
+    };
 
     use crate::flags::{EksBaseline, EksCollect, EksDown, EksStatus, EksUp};
 
@@ -127,6 +129,7 @@ mod with_client {
     }
 
     pub fn status(flags: &EksStatus) -> Result<()> {
+        check_namespace(&flags.namespace)?;
         let status = status_blocking(&flags.namespace)?;
         if flags.json {
             let json = serde_json::to_string_pretty(&status).context("cannot write the status as JSON")?;
@@ -138,6 +141,7 @@ mod with_client {
     }
 
     pub fn down(flags: &EksDown) -> Result<()> {
+        check_namespace(&flags.namespace)?;
         let timeout = timeout(flags.timeout_seconds)?;
         match down_blocking(&flags.namespace, flags.force, flags.dry_run, timeout, progress)? {
             DownOutcome::Planned(plan) => print!("{plan}"),
@@ -152,6 +156,7 @@ mod with_client {
     }
 
     pub fn baseline(flags: &EksBaseline) -> Result<()> {
+        check_namespace(&flags.namespace)?;
         measure_baseline(&flags.namespace, timeout(flags.timeout_seconds)?)
     }
 
@@ -163,24 +168,32 @@ mod with_client {
     }
 }
 
-/// Runs this command again from an xtask built with the `eks` feature, passing on its
-/// exit code; returns only when cargo cannot be started. In the same folder, with the
-/// same arguments and environment, so that relative paths (`--results-dir`, `--out`) and
-/// `CHBENCH_TARGET` mean what they meant. Through std::process rather than xshell: xshell
-/// reports a failed child as an error of its own, and the child has already printed its
-/// one error line.
+/// Runs this command again from an xtask built with the `eks` feature: this process
+/// becomes `cargo run --features eks -- <its arguments>` (`exec`), so that Ctrl-C or
+/// SIGTERM reach cargo and the rebuilt xtask directly and their exit code (130 after
+/// Ctrl-C) is this command's; no parent is left to pass them on. Same folder, arguments
+/// and environment, so that relative paths (`--results-dir`, `--out`) and
+/// `CHBENCH_TARGET` mean what they meant. Returns only when cargo cannot be started. Unix
+/// only, as the whole workspace is (chbench's signal handling and hard-linked copies).
 #[cfg(not(feature = "eks"))]
 fn rerun_with_the_eks_feature() -> Result<std::convert::Infallible> {
+    use std::io::Write;
+    use std::os::unix::process::CommandExt;
+
     use anyhow::Context;
+
     let arguments: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let manifest = chbench::engine::workspace_root().join("Cargo.toml");
-    let status = std::process::Command::new(cargo)
+    // Nothing of this process runs after exec: what it printed must be out first.
+    let _ = std::io::stdout().flush();
+    let error = std::process::Command::new(&cargo)
         .args(["run", "--quiet", "--package", "xtask", "--features", "eks", "--bin", "xtask", "--manifest-path"])
         .arg(&manifest)
         .arg("--")
         .args(&arguments)
-        .status()
-        .context("cannot run cargo to build xtask with the eks feature")?;
-    std::process::exit(status.code().unwrap_or(1));
+        .exec();
+    Err(error).with_context(|| {
+        format!("cannot run {} to build xtask with the eks feature", std::path::Path::new(&cargo).display())
+    })
 }

@@ -170,3 +170,16 @@ fn the_baseline_checks_its_flags_then_needs_a_cluster() {
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     assert!(!String::from_utf8_lossy(&output.stdout).contains("kind: Job"));
 }
+
+#[test]
+fn a_bad_namespace_is_one_line_naming_it_before_any_cluster_is_contacted() {
+    for command in ["status", "down", "baseline"] {
+        // A kubeconfig that would be read, were a cluster contacted: it is not there, and
+        // its error would be "cannot reach a cluster".
+        let line = error_line(&xtask(&["eks", command, "--namespace", "Bad_NS"]));
+        assert!(line.starts_with("error: namespace \"Bad_NS\": lowercase letters, digits and -"), "{command}: {line}");
+        assert!(!line.contains("cluster"), "{command}: {line}");
+    }
+    let line = error_line(&xtask(&["eks", "down", "--namespace=-bench", "--dry-run"]));
+    assert!(line.starts_with("error: namespace \"-bench\""), "{line}");
+}

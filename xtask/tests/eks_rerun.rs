@@ -1,0 +1,71 @@
+//! An xtask built without the `eks` feature runs an `eks` command again as
+//! `cargo run --features eks`, by becoming that cargo process (`exec`): the signals sent
+//! to the command reach it, and its end (a signal, an exit code) is the command's. Checked
+//! with a stand-in for cargo (`CARGO` names the cargo xtask runs) that records its pid and
+//! arguments, then ends as SIGTERM ends a process.
+
+#![cfg(not(feature = "eks"))]
+
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::ExitStatusExt;
+use std::process::Command;
+
+#[test]
+fn the_rerun_is_this_process_so_signals_and_exit_codes_are_direct() {
+    let folder = tempfile::tempdir().unwrap();
+    let record = folder.path().join("record");
+    let cargo = folder.path().join("cargo");
+    std::fs::write(
+        &cargo,
+        format!("#!/bin/sh\nprintf '%s\\n' \"$$\" \"$(pwd -P)\" \"$*\" > '{}'\nkill -TERM $$\n", record.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&cargo, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let working_dir = folder.path().join("here");
+    std::fs::create_dir(&working_dir).unwrap();
+
+    let child = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args(["eks", "status", "--namespace", "bench-2"])
+        .env("CARGO", &cargo)
+        .current_dir(&working_dir)
+        .spawn()
+        .expect("cannot run xtask");
+    let pid = child.id();
+    let output = child.wait_with_output().unwrap();
+
+    // Ended by the signal, as a shell sees it (128 + 15), not with exit code 1.
+    assert_eq!(output.status.signal(), Some(15), "{:?}", output.status);
+    let recorded = std::fs::read_to_string(&record).unwrap();
+    let [recorded_pid, recorded_dir, arguments] = recorded.lines().collect::<Vec<_>>()[..] else {
+        panic!("unexpected record {recorded:?}")
+    };
+    assert_eq!(recorded_pid, pid.to_string(), "cargo ran as a child, not in xtask's place");
+    assert_eq!(recorded_dir, working_dir.canonicalize().unwrap().display().to_string());
+    let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().join("Cargo.toml");
+    assert_eq!(
+        arguments,
+        format!(
+            "run --quiet --package xtask --features eks --bin xtask --manifest-path {} -- eks status --namespace bench-2",
+            manifest.display()
+        )
+    );
+}
+
+#[test]
+fn a_cargo_that_cannot_start_is_one_line() {
+    let output = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args(["eks", "status"])
+        .env("CARGO", "/nonexistent/cargo")
+        .output()
+        .expect("cannot run xtask");
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let errors: Vec<&str> = stderr.lines().filter(|line| line.starts_with("error: ")).collect();
+    assert_eq!(
+        errors,
+        [
+            "error: cannot run /nonexistent/cargo to build xtask with the eks feature: No such file or directory (os error 2)"
+        ],
+        "{stderr}"
+    );
+}
