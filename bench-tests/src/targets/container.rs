@@ -22,6 +22,11 @@
 //!   when its last container target closes; one left by a killed process is removed by
 //!   the next open.
 //!
+//! - A container that ended (an OOM kill, `docker stop`) is started again by the next
+//!   open, once ([`container_action`]): it keeps its data and password, so one crash does
+//!   not fail every later test of the run. Ending again is an error carrying the tail of
+//!   its log.
+//!
 //! By hand: `docker rm -f $(docker ps -aq --filter label=chbench.scope)`.
 //!
 //! Docker is driven through bollard (testcontainers' configured client and re-export)
@@ -40,16 +45,17 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
+use futures_util::StreamExt;
 use sysinfo::{Pid, ProcessRefreshKind, ProcessesToUpdate, System};
 use testcontainers_modules::clickhouse::ClickHouse;
 use testcontainers_modules::testcontainers::ImageExt;
 use testcontainers_modules::testcontainers::bollard::Docker;
 use testcontainers_modules::testcontainers::bollard::errors::Error as DockerError;
 use testcontainers_modules::testcontainers::bollard::models::{
-    ContainerCreateBody, ContainerStateStatusEnum, HostConfig, PortBinding, PortMap, ResourcesUlimits,
+    ContainerCreateBody, ContainerState, ContainerStateStatusEnum, HostConfig, PortBinding, PortMap, ResourcesUlimits,
 };
 use testcontainers_modules::testcontainers::bollard::query_parameters::{
-    CreateContainerOptions, ListContainersOptions, RemoveContainerOptions,
+    CreateContainerOptions, ListContainersOptions, LogsOptions, RemoveContainerOptions,
 };
 use testcontainers_modules::testcontainers::core::client::docker_client_instance;
 use testcontainers_modules::testcontainers::runners::AsyncRunner;
@@ -217,6 +223,12 @@ impl ProcessIdentity {
     }
 }
 
+/// Whether any process on this machine has `pid` (a later one given it counts too, so
+/// the answer errs toward "runs"), for records that keep a pid alone.
+pub fn pid_runs(pid: u32) -> bool {
+    process_info(Pid::from_u32(pid)).is_some()
+}
+
 /// A process's identity and its parent's pid, if it runs.
 fn process_info(pid: Pid) -> Option<(ProcessIdentity, Option<Pid>)> {
     let mut system = System::new();
@@ -228,6 +240,23 @@ fn process_info(pid: Pid) -> Option<(ProcessIdentity, Option<Pid>)> {
 /// This machine's name, for the owner's host label (empty when unknown).
 fn host_name() -> String {
     System::host_name().unwrap_or_default()
+}
+
+/// The nextest run this process is a test of (`NEXTEST_RUN_ID`), `None` outside nextest.
+/// The one reading of the variable: the container's scope and the names of scenario
+/// databases on shared servers both follow it.
+pub fn nextest_run_id() -> Result<Option<uuid::Uuid>> {
+    match std::env::var(NEXTEST_RUN_ID_ENV) {
+        Ok(run_id) => parse_run_id(&run_id).map(Some),
+        Err(std::env::VarError::NotPresent) => Ok(None),
+        Err(std::env::VarError::NotUnicode(_)) => bail!("{NEXTEST_RUN_ID_ENV} is not valid UTF-8"),
+    }
+}
+
+/// A run id, checked, since it becomes part of container and database names.
+fn parse_run_id(run_id: &str) -> Result<uuid::Uuid> {
+    uuid::Uuid::parse_str(run_id.trim())
+        .map_err(|_| anyhow!("{NEXTEST_RUN_ID_ENV}={run_id:?} is not a UUID (nextest sets one per run)"))
 }
 
 /// Which processes share one container, and whose end ends its use.
@@ -246,19 +275,19 @@ pub struct ContainerScope {
 impl ContainerScope {
     /// One nextest run's when `NEXTEST_RUN_ID` is set, else this process's own.
     pub fn from_env() -> Result<ContainerScope> {
-        match std::env::var(NEXTEST_RUN_ID_ENV) {
-            Ok(run_id) => ContainerScope::nextest_run(&run_id, ProcessIdentity::parent()?),
-            Err(std::env::VarError::NotPresent) => Ok(ContainerScope::process(ProcessIdentity::current()?)),
-            Err(std::env::VarError::NotUnicode(_)) => bail!("{NEXTEST_RUN_ID_ENV} is not valid UTF-8"),
+        match nextest_run_id()? {
+            Some(run_id) => Ok(ContainerScope::of_run(run_id, ProcessIdentity::parent()?)),
+            None => Ok(ContainerScope::process(ProcessIdentity::current()?)),
         }
     }
 
     /// The container every test process of one nextest run shares, owned by the runner.
     pub fn nextest_run(run_id: &str, runner: ProcessIdentity) -> Result<ContainerScope> {
-        // Checked, since it becomes part of a container name.
-        let run_id = uuid::Uuid::parse_str(run_id.trim())
-            .map_err(|_| anyhow!("{NEXTEST_RUN_ID_ENV}={run_id:?} is not a UUID (nextest sets one per run)"))?;
-        Ok(ContainerScope { key: format!("run-{}", run_id.hyphenated()), owner: runner, shared: true })
+        Ok(ContainerScope::of_run(parse_run_id(run_id)?, runner))
+    }
+
+    fn of_run(run_id: uuid::Uuid, runner: ProcessIdentity) -> ContainerScope {
+        ContainerScope { key: format!("run-{}", run_id.hyphenated()), owner: runner, shared: true }
     }
 
     /// A container of this process's own.
@@ -431,28 +460,108 @@ async fn existing_password(docker: &Docker, name: &str) -> Result<Option<Passwor
     }
 }
 
-/// The container's loopback HTTP port once it runs; `None` while it is not started yet,
-/// in which case this process starts it (its creator may have ended before it could).
-async fn running_port(docker: &Docker, name: &str) -> Result<Option<u16>> {
+/// What an opening process does about its scope's container, from the state Docker
+/// reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ContainerAction {
+    /// It runs: connect to its loopback port.
+    Connect,
+    /// Start it: it was never started (its creator may have ended before it could), or it
+    /// ended (an OOM kill, `docker stop`) before this open started it. It keeps its data
+    /// and its password, so the run's processes go on with it.
+    Start,
+    /// Docker is restarting it: ask again.
+    Wait,
+    /// It ended again after this open started it, or is in a state chbench does not
+    /// undo (paused, dead, being removed): an error, with the tail of its log.
+    Fail,
+}
+
+/// The decision for a container in `status`; `started` is whether this open has started
+/// it already, so that one crash is survived and a second is an error rather than a loop.
+pub fn container_action(status: Option<ContainerStateStatusEnum>, started: bool) -> ContainerAction {
+    match status {
+        Some(ContainerStateStatusEnum::RUNNING) => ContainerAction::Connect,
+        Some(ContainerStateStatusEnum::CREATED) => ContainerAction::Start,
+        Some(ContainerStateStatusEnum::EXITED) if !started => ContainerAction::Start,
+        Some(ContainerStateStatusEnum::RESTARTING) => ContainerAction::Wait,
+        _ => ContainerAction::Fail,
+    }
+}
+
+/// How many of a failed container's last log lines its error carries.
+const LOG_TAIL_LINES: usize = 20;
+
+/// The last [`LOG_TAIL_LINES`] non-empty lines of `log`, trimmed and joined with ` | `
+/// (an error is one line), each occurrence of `password` shown as `<hidden>`.
+pub fn log_tail(log: &str, password: &Password) -> String {
+    let lines: Vec<&str> = log.lines().map(str::trim).filter(|line| !line.is_empty()).collect();
+    let tail = lines[lines.len().saturating_sub(LOG_TAIL_LINES)..].join(" | ");
+    if password.0.is_empty() { tail } else { tail.replace(&password.0, "<hidden>") }
+}
+
+/// The container's last log lines (stdout and stderr) as [`log_tail`] gives them, or why
+/// they cannot be read.
+async fn container_log_tail(docker: &Docker, name: &str, password: &Password) -> String {
+    let options = LogsOptions { stdout: true, stderr: true, tail: LOG_TAIL_LINES.to_string(), ..Default::default() };
+    let mut log = String::new();
+    let mut chunks = docker.logs(name, Some(options));
+    while let Some(chunk) = chunks.next().await {
+        match chunk {
+            Ok(chunk) => log.push_str(&chunk.to_string()),
+            Err(error) => return format!("cannot read its log ({error}); see `docker logs {name}`"),
+        }
+    }
+    match log_tail(&log, password) {
+        tail if tail.is_empty() => "its log is empty".to_string(),
+        tail => format!("its last log lines: {tail}"),
+    }
+}
+
+/// The container's loopback HTTP port once it runs; `None` while it is not running yet,
+/// after starting it when [`container_action`] says so (`started` records that).
+async fn running_port(docker: &Docker, name: &str, password: &Password, started: &mut bool) -> Result<Option<u16>> {
     let container =
         docker.inspect_container(name, None).await.with_context(|| format!("cannot inspect container {name}"))?;
-    match container.state.and_then(|state| state.status) {
-        Some(ContainerStateStatusEnum::RUNNING) => {
+    let state = container.state.unwrap_or_default();
+    match container_action(state.status, *started) {
+        ContainerAction::Connect => {
             let ports = container.network_settings.and_then(|settings| settings.ports).unwrap_or_default();
             let port = loopback_port(&ports);
             port.map(Some).with_context(|| format!("container {name} does not publish {HTTP_PORT} on {LOOPBACK}"))
         }
-        Some(ContainerStateStatusEnum::CREATED) => {
+        ContainerAction::Start => {
+            if state.status == Some(ContainerStateStatusEnum::EXITED) {
+                eprintln!("chbench: container {name} had exited ({}); starting it again", exit_description(&state));
+            }
             // A container already started answers 304, which is not an error.
             docker.start_container(name, None).await.with_context(|| format!("cannot start container {name}"))?;
+            *started = true;
             Ok(None)
         }
-        Some(ContainerStateStatusEnum::RESTARTING) => Ok(None),
-        status => {
-            let status = status.map_or_else(|| "in no known state".to_string(), |status| status.to_string());
-            bail!("container {name} is {status} (see `docker logs {name}`)")
+        ContainerAction::Wait => Ok(None),
+        ContainerAction::Fail => {
+            let tail = container_log_tail(docker, name, password).await;
+            match state.status {
+                Some(ContainerStateStatusEnum::EXITED) => {
+                    bail!(
+                        "container {name} exited again after this process started it ({}); {tail}",
+                        exit_description(&state)
+                    )
+                }
+                status => {
+                    let status = status.map_or_else(|| "in no known state".to_string(), |status| status.to_string());
+                    bail!("container {name} is {status}; {tail}")
+                }
+            }
         }
     }
+}
+
+/// `exit code 137, out of memory` from an ended container's state.
+fn exit_description(state: &ContainerState) -> String {
+    let code = state.exit_code.map_or_else(|| "exit code unknown".to_string(), |code| format!("exit code {code}"));
+    if state.oom_killed == Some(true) { format!("{code}, killed for lack of memory") } else { code }
 }
 
 /// Connects to the container once its server answers, within [`STARTUP_TIMEOUT`].
@@ -463,9 +572,10 @@ fn wait_until_answers(
     password: &Password,
 ) -> Result<ServerTarget> {
     let deadline = Instant::now() + STARTUP_TIMEOUT;
+    let mut started = false;
     loop {
         crate::interrupt::check()?;
-        let last_error = match runtime.block_on(running_port(docker, name))? {
+        let last_error = match runtime.block_on(running_port(docker, name, password, &mut started))? {
             Some(port) => {
                 let config = ServerConfig::new(&format!("http://{LOOPBACK}:{port}"), BENCH_USER, &password.0)?;
                 match ServerTarget::connect(config) {
@@ -684,6 +794,7 @@ mod tests {
         assert!(this.is_running());
         assert!(!ProcessIdentity { started: this.started - 3600, ..this }.is_running());
         assert!(!ProcessIdentity { pid: u32::MAX - 1, started: this.started }.is_running());
+        assert!(pid_runs(this.pid) && !pid_runs(u32::MAX - 1));
     }
 
     #[test]
@@ -701,6 +812,39 @@ mod tests {
         assert_eq!(body.image.as_deref(), Some("clickhouse/clickhouse-server:26.3.33.24"));
         assert_eq!(body.labels.unwrap(), scope.labels("h"));
         assert_eq!(host_config.ulimits.unwrap()[0].soft, Some(262_144));
+    }
+
+    #[test]
+    fn a_container_that_ended_is_started_once_then_its_end_is_an_error() {
+        use ContainerStateStatusEnum::*;
+        // Not started yet: its creator may have ended before it could start it.
+        assert_eq!(container_action(Some(CREATED), false), ContainerAction::Start);
+        assert_eq!(container_action(Some(RUNNING), false), ContainerAction::Connect);
+        assert_eq!(container_action(Some(RUNNING), true), ContainerAction::Connect);
+        assert_eq!(container_action(Some(RESTARTING), false), ContainerAction::Wait);
+        // One crash (an OOM kill, `docker stop`) of the run's container: started again,
+        // with its data and password.
+        assert_eq!(container_action(Some(EXITED), false), ContainerAction::Start);
+        // Ended again after this open started it: an error, not a loop of restarts.
+        assert_eq!(container_action(Some(EXITED), true), ContainerAction::Fail);
+        for status in [None, Some(EMPTY), Some(PAUSED), Some(REMOVING), Some(DEAD)] {
+            assert_eq!(container_action(status, false), ContainerAction::Fail, "{status:?}");
+        }
+    }
+
+    #[test]
+    fn a_failed_containers_log_tail_is_one_line_without_the_password() {
+        let password = Password("s3cret-pw".to_string());
+        let log: String = (1..=30).map(|line| format!("line {line}\n\n")).collect();
+        let tail = log_tail(&format!("{log}  Memory limit exceeded: s3cret-pw  \n"), &password);
+        assert!(tail.starts_with("line 12 | line 13 | "), "{tail}");
+        assert!(tail.ends_with("line 30 | Memory limit exceeded: <hidden>"), "{tail}");
+        assert_eq!(tail.split(" | ").count(), LOG_TAIL_LINES);
+        assert!(!tail.contains('\n') && !tail.contains("s3cret-pw"), "{tail}");
+        assert_eq!(log_tail("\n \n", &password), "");
+        let state = ContainerState { exit_code: Some(137), oom_killed: Some(true), ..Default::default() };
+        assert_eq!(exit_description(&state), "exit code 137, killed for lack of memory");
+        assert_eq!(exit_description(&ContainerState::default()), "exit code unknown");
     }
 
     #[test]
