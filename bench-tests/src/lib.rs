@@ -4,14 +4,20 @@
 //!
 //! - `CHBENCH_TARGET` chooses the engine every scenario runs on: `embedded` (the real
 //!   ClickHouse engine in-process, libchdb), `container` (`clickhouse/clickhouse-server`
-//!   started by testcontainers), `url` (a running server: `CHBENCH_URL`, `CHBENCH_USER`,
-//!   `CHBENCH_PASSWORD`) or `auto`, the default: `container` when a Docker daemon answers,
-//!   else `embedded`. In the library [`targets::TargetKind::from_env`] is the only code
-//!   that reads it; `xtask` reads it through clap, as `--target`'s default.
+//!   in Docker, one container per nextest run, driven through bollard; testcontainers
+//!   only pulls the image), `url` (a running server: `CHBENCH_URL`, `CHBENCH_USER`,
+//!   `CHBENCH_PASSWORD`), `eks` (the pod `cargo xtask eks up` deployed, through a
+//!   port-forward; needs the `eks` feature) or `auto`, the default: `container` when a
+//!   Docker daemon answers, else `embedded`. In the library
+//!   [`targets::TargetKind::from_env`] is the only code that reads it; `xtask` reads it
+//!   through clap, as `--target`'s default.
 //! - The embedded engine is fetched on first use ([`engine`]); `CHBENCH_LIBCHDB` points
 //!   at an existing `libchdb.so` instead.
-//! - Each scenario works in a database named after itself, dropped and recreated at its
-//!   start and left behind afterwards for inspection.
+//! - Each scenario works in a database of its own, dropped and recreated at its start
+//!   ([`targets::Target::use_scenario_database`]). On the embedded engine it is named
+//!   after the scenario and goes with the process's folder; on a server that processes
+//!   share it is `<scenario>__run<run>_p<pid>`, this process's alone, dropped when the
+//!   target closes (one a killed test left, by a later process of the same run).
 //! - Tests assert structural facts (rows read, granules selected, bytes per column,
 //!   parts) or ratios measured in the same run, never a wall-clock time. Snapshots live
 //!   in the workspace's `snapshots/clickhouse-<version>/` under explicit names and
