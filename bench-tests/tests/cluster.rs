@@ -8,7 +8,7 @@ use std::time::Duration;
 use chbench::cluster::deploy::{FIELD_MANAGER, apply, ensure_password, password_secret, wait_for_ready};
 use chbench::cluster::lifecycle::{DownOutcome, Presence, down, status};
 use chbench::cluster::manifests::{PART_OF, Values, Variant, parse, render};
-use chbench::cluster::{COLLECTED_ANNOTATION, RUN_ANNOTATION};
+use chbench::cluster::{COLLECTED_ANNOTATION, COLLECTED_AT_ANNOTATION, LAST_USED_ANNOTATION, RUN_ANNOTATION};
 use http::{Request, Response};
 use kube::Client;
 use kube::client::Body;
@@ -312,7 +312,8 @@ const POD: &str = "/api/v1/namespaces/chbench/pods/clickhouse";
 const CLAIMS: &str = "/api/v1/namespaces/chbench/persistentvolumeclaims";
 const DIGEST: &str = "sha256:5e2a1b4c8f0d3e6a9b7c2d1e4f8a0b3c6d9e2f5a8b1c4d7e0f3a6b9c2d5e8f1a";
 
-/// The namespace `up` made, with its run and the run `collect` copied out.
+/// The namespace `up` made, with its run and the run `collect` copied out (and when that
+/// collect started, after the last bench's use).
 fn namespace_json(run: Option<&str>, collected: Option<&str>) -> String {
     let mut annotations = serde_json::Map::new();
     if let Some(run) = run {
@@ -320,7 +321,9 @@ fn namespace_json(run: Option<&str>, collected: Option<&str>) -> String {
     }
     if let Some(collected) = collected {
         annotations.insert(COLLECTED_ANNOTATION.to_string(), json!(collected));
+        annotations.insert(COLLECTED_AT_ANNOTATION.to_string(), json!("2026-11-30T05:00:00Z"));
     }
+    annotations.insert(LAST_USED_ANNOTATION.to_string(), json!("2026-11-30T04:00:00.5Z"));
     json!({"apiVersion": "v1", "kind": "Namespace",
         "metadata": {"name": "chbench", "labels": {PART_OF.0: PART_OF.1}, "annotations": annotations},
         "status": {"phase": "Active"}})
@@ -671,9 +674,9 @@ fn down_never_deletes_a_namespace_up_did_not_make_even_with_force() {
 /// their own (a deployment on an m5.xlarge node).
 mod collect_and_target {
     use super::*;
-    use chbench::cluster::collect::{DataVolume, describe_deployment, mark_collected};
+    use chbench::cluster::collect::{BenchUse, DataVolume, describe_deployment, mark_collected};
     use chbench::cluster::portforward::PortForward;
-    use chbench::targets::eks::find_deployment;
+    use chbench::targets::eks::{check_baseline_node, find_deployment};
 
     /// The collected deployment: gp3 through a claim, on an m5.xlarge, as `up` leaves it.
     const RUN: &str = "4f1c2b7e-0d7a-4b57-9d1e-2a3c4b5d6e7f";
@@ -746,14 +749,19 @@ mod collect_and_target {
                 }
             );
 
-            // Everything written: the one annotation, merged into the Namespace.
-            let marking = tokio::spawn(async move { mark_collected(&client, "chbench", RUN).await });
+            // Everything written: the run and when the collect started, merged into the Namespace.
+            let started: jiff::Timestamp = "2026-11-30T05:00:00.25Z".parse().unwrap();
+            let marking = tokio::spawn(async move { mark_collected(&client, "chbench", RUN, started).await });
             let (request, reply) = server.next_request().await.expect("no PATCH");
             assert_eq!((request.method().as_str(), request.uri().path()), ("PATCH", "/api/v1/namespaces/chbench"));
             assert_eq!(request.headers()["content-type"], "application/merge-patch+json");
             let body: serde_json::Value =
                 serde_json::from_slice(&request.into_body().collect_bytes().await.unwrap()).unwrap();
-            assert_eq!(body, serde_json::json!({"metadata": {"annotations": {COLLECTED_ANNOTATION: RUN}}}));
+            assert_eq!(
+                body,
+                serde_json::json!({"metadata": {"annotations": {
+                    COLLECTED_ANNOTATION: RUN, COLLECTED_AT_ANNOTATION: "2026-11-30T05:00:00.25Z"}}})
+            );
             reply.send_response(Response::builder().body(Body::from(namespace.into_bytes())).unwrap());
             marking.await.unwrap().unwrap();
         });
@@ -836,6 +844,174 @@ mod collect_and_target {
         let failure = forward.failure().expect("no failure recorded");
         assert!(failure.starts_with("port-forward to pod chbench/clickhouse port 8123 failed:"), "{failure}");
         assert!(failure.contains("forbidden"), "{failure}");
+    }
+
+    /// The Namespace `up` made (labelled, so down acts on it) with `annotations` beside
+    /// the run.
+    fn labelled_namespace(annotations: &[(&str, &str)]) -> String {
+        let mut all: serde_json::Map<String, Value> =
+            annotations.iter().map(|(k, v)| (k.to_string(), json!(v))).collect();
+        all.insert(RUN_ANNOTATION.to_string(), json!(RUN));
+        json!({"apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": "chbench", "labels": {PART_OF.0: PART_OF.1}, "annotations": all},
+            "status": {"phase": "Active"}})
+        .to_string()
+    }
+
+    #[test]
+    fn down_refuses_a_collected_run_that_a_bench_used_after_the_collect_started() {
+        runtime().block_on(async {
+            let (client, mut server) = mocked();
+            let downing = tokio::spawn(async move {
+                down(&client, "chbench", false, false, Duration::from_secs(60), Duration::from_millis(1), |_| {}).await
+            });
+            let namespace = labelled_namespace(&[
+                (COLLECTED_ANNOTATION, RUN),
+                (COLLECTED_AT_ANNOTATION, "2026-11-30T05:00:00Z"),
+                (LAST_USED_ANNOTATION, "2026-11-30T05:10:00.5Z"),
+            ]);
+            expect(&mut server, "GET", NAMESPACE, &namespace).await;
+            let error = format!("{:#}", downing.await.unwrap().unwrap_err());
+            assert_eq!(
+                error,
+                "a bench used the deployment in namespace chbench at 2026-11-30T05:10:00.5Z, after the last collect \
+                 at 2026-11-30T05:00:00Z: run cargo xtask eks collect again, or down --force"
+            );
+            assert_no_more_requests(&mut server).await;
+        });
+    }
+
+    #[test]
+    fn down_refuses_a_collect_whose_time_is_not_recorded_and_goes_ahead_after_the_last_use() {
+        runtime().block_on(async {
+            let (client, mut server) = mocked();
+            let downing = tokio::spawn(async move {
+                down(&client, "chbench", false, false, Duration::from_secs(60), Duration::from_millis(1), |_| {}).await
+            });
+            // A collect from before chbench recorded its time.
+            expect(&mut server, "GET", NAMESPACE, &labelled_namespace(&[(COLLECTED_ANNOTATION, RUN)])).await;
+            let error = format!("{:#}", downing.await.unwrap().unwrap_err());
+            assert!(error.starts_with("namespace chbench records no chbench.dev/collected-at"), "{error}");
+            assert!(error.ends_with("run cargo xtask eks collect again, or down --force"), "{error}");
+            assert_no_more_requests(&mut server).await;
+        });
+        runtime().block_on(async {
+            let (client, mut server) = mocked();
+            let planning = tokio::spawn(async move {
+                down(&client, "chbench", false, true, Duration::from_secs(60), Duration::from_millis(1), |_| {}).await
+            });
+            let namespace = labelled_namespace(&[
+                (COLLECTED_ANNOTATION, RUN),
+                (COLLECTED_AT_ANNOTATION, "2026-11-30T05:00:00Z"),
+                (LAST_USED_ANNOTATION, "2026-11-30T04:59:59Z"),
+            ]);
+            expect(&mut server, "GET", NAMESPACE, &namespace).await;
+            answer_the_listing(&mut server, json!([]), json!([]), json!([])).await;
+            let DownOutcome::Planned(plan) = planning.await.unwrap().unwrap() else { panic!("a dry run deleted") };
+            assert_eq!(plan.refused, None);
+        });
+    }
+
+    /// Answers the next request, a merge patch of the Namespace, and returns the
+    /// [`LAST_USED_ANNOTATION`] it sets.
+    async fn expect_use_stamp(server: &mut ApiServer, status: u16) -> jiff::Timestamp {
+        let answer_json = if status == 200 { labelled_namespace(&[]) } else { not_found("namespaces", "chbench") };
+        let seen = answer(server, "PATCH", NAMESPACE, status, &answer_json).await;
+        assert_eq!(seen.content_type, "application/merge-patch+json");
+        assert!(seen.query.contains(&format!("fieldManager={FIELD_MANAGER}")), "{}", seen.query);
+        let body: Value = serde_json::from_str(&seen.body).unwrap();
+        let annotations = body["metadata"]["annotations"].as_object().unwrap();
+        assert_eq!(annotations.len(), 1, "{body}");
+        annotations[LAST_USED_ANNOTATION].as_str().unwrap().parse().unwrap()
+    }
+
+    #[test]
+    fn a_bench_use_is_stamped_when_it_begins_and_when_it_ends_and_a_failed_stamp_is_no_error() {
+        // As the eks target holds it: the client's requests on client_runtime, the bench
+        // blocking outside it.
+        let kubernetes = chbench::cluster::portforward::client_runtime().unwrap();
+        let (client, mut server) = {
+            let _entered = kubernetes.enter();
+            mocked()
+        };
+        let answering = kubernetes.spawn(async move {
+            let began = expect_use_stamp(&mut server, 200).await;
+            let ended = expect_use_stamp(&mut server, 200).await;
+            // A second use, whose stamps the API server refuses.
+            expect_use_stamp(&mut server, 404).await;
+            expect_use_stamp(&mut server, 404).await;
+            (began, ended)
+        });
+        let used = BenchUse::begin(client.clone(), "chbench", kubernetes.handle().clone());
+        drop(used);
+        let refused = BenchUse::begin(client, "chbench", kubernetes.handle().clone());
+        drop(refused);
+        let (began, ended) = kubernetes.block_on(answering).unwrap();
+        assert!(began <= ended, "{began} {ended}");
+    }
+
+    /// A storage baseline fio measured on `node`.
+    fn baseline_on(node: &str) -> chbench::storage_baseline::StorageBaseline {
+        let report =
+            std::fs::read_to_string(chbench::engine::workspace_root().join("fixtures/fio/fio-3.33.json")).unwrap();
+        let device = chbench::storage_baseline::Device {
+            variant: "eks-gp3".into(),
+            description: "gp3".into(),
+            node: node.into(),
+        };
+        chbench::storage_baseline::parse_fio_output(&report, device).unwrap()
+    }
+
+    #[test]
+    fn a_storage_baseline_measured_on_another_node_is_the_reason_it_is_unknown() {
+        let deployment = runtime().block_on(async {
+            let (client, mut server) = mocked();
+            let finding = tokio::spawn(async move { find_deployment(&client, "bench-2").await });
+            let secret = r#"{"apiVersion":"v1","kind":"Secret","metadata":{"name":"clickhouse-password"},
+                "data":{"password":"czNjcjN0"}}"#;
+            expect(&mut server, "GET", "/api/v1/namespaces/bench-2/secrets/clickhouse-password", secret).await;
+            let pod = pod_json(r#""emptyDir":{}"#);
+            expect(&mut server, "GET", "/api/v1/namespaces/bench-2/pods/clickhouse", &pod).await;
+            finding.await.unwrap().unwrap()
+        });
+        assert_eq!(deployment.node, NODE);
+        let here = baseline_on(NODE);
+        assert_eq!(check_baseline_node(&deployment, Some(here.clone())).unwrap(), here);
+        let error = format!("{:#}", check_baseline_node(&deployment, Some(baseline_on("ip-10-0-9-9"))).unwrap_err());
+        assert_eq!(
+            error,
+            format!(
+                "the storage baseline was measured on node ip-10-0-9-9, ClickHouse now runs on {NODE}: cargo xtask \
+                 eks baseline --namespace bench-2"
+            )
+        );
+        let error = format!("{:#}", check_baseline_node(&deployment, None).unwrap_err());
+        assert!(error.ends_with("`cargo xtask eks baseline --namespace bench-2` measures one"), "{error}");
+    }
+
+    #[test]
+    fn the_port_forward_keeps_its_latest_failure_and_adds_it_to_a_clients_error() {
+        let forward = runtime().block_on(async {
+            let (client, mut server) = mocked();
+            let forward = PortForward::start(client, "chbench", "clickhouse", 8123).unwrap();
+            let path = "/api/v1/namespaces/chbench/pods/clickhouse/portforward";
+            for (status, message) in [(403, "first: forbidden"), (404, "then: pods \\\"clickhouse\\\" not found")] {
+                let mut connection = tokio::net::TcpStream::connect(forward.local_addr()).await.unwrap();
+                let failure = format!(
+                    r#"{{"kind":"Status","apiVersion":"v1","metadata":{{}},"status":"Failure","message":"{message}",
+                    "code":{status}}}"#
+                );
+                expect_status(&mut server, "GET", path, status, &failure).await;
+                let mut rest = Vec::new();
+                tokio::io::AsyncReadExt::read_to_end(&mut connection, &mut rest).await.unwrap();
+            }
+            forward
+        });
+        let failure = forward.failure().expect("no failure recorded");
+        assert!(failure.contains("then: pods \"clickhouse\" not found"), "{failure}");
+        let explained = format!("{:#}", forward.explain(anyhow::anyhow!("connection closed")));
+        assert!(explained.starts_with("port-forward to pod chbench/clickhouse port 8123 failed:"), "{explained}");
+        assert!(explained.contains("then: pods") && explained.ends_with(": connection closed"), "{explained}");
     }
 }
 

@@ -6,13 +6,17 @@
 //!   throughput from its claim, volume and class), or that there is none;
 //! - `query_log.jsonl`: the `system.query_log` rows of chbench's measured statements
 //!   (their `log_comment` is a [`StatementTag`]) since the Namespace was made;
-//! - `bundles/`: copies of the results bundles `cargo xtask bench` wrote for this
+//! - `bundles/`: copies of the finished results bundles `cargo xtask bench` wrote for this
 //!   deployment since then.
 //!
-//! Only when all of it is written is the Namespace annotated as collected
-//! ([`COLLECTED_ANNOTATION`], which `down` checks); a step that fails leaves what the others
-//! wrote, says what failed, and leaves the annotation as it was. The password is never
-//! read here: the ClickHouse half goes through the `eks` target.
+//! Only when all of it is written, and no bundle of the deployment is unfinished (a bench
+//! still running, or killed), is the Namespace annotated as collected: the run
+//! ([`COLLECTED_ANNOTATION`]) and when this collect started ([`COLLECTED_AT_ANNOTATION`]).
+//! A step that fails leaves what the others wrote, says what failed, and leaves the
+//! annotations as they were. The `eks` target stamps [`LAST_USED_ANNOTATION`] when a
+//! bench opens and closes it ([`stamp_last_used`]); `down` refuses unless the collected
+//! run is the run and the collect started after the last use ([`down_refusal`]). The
+//! password is never read here: the ClickHouse half goes through the `eks` target.
 //!
 //! The cluster half ([`describe_deployment`], [`mark_collected`]) is async, on kube's
 //! client; the ClickHouse half ([`server_facts`], [`query_log`]) takes a [`Target`];
@@ -28,8 +32,8 @@ use kube::Client;
 use kube::api::{Api, Patch, PatchParams};
 use serde::{Deserialize, Serialize};
 
-use super::deploy::{CLICKHOUSE, FIELD_MANAGER, connect};
-use super::{COLLECTED_ANNOTATION, RUN_ANNOTATION, check_namespace};
+use super::deploy::{CLICKHOUSE, FIELD_MANAGER, on_cluster};
+use super::{COLLECTED_ANNOTATION, COLLECTED_AT_ANNOTATION, LAST_USED_ANNOTATION, RUN_ANNOTATION, check_namespace};
 use crate::measure::StatementTag;
 use crate::results::{RESULTS_FILE, check_run_id, write_atomically};
 use crate::settings::Settings;
@@ -117,7 +121,10 @@ pub async fn describe_deployment(client: &Client, namespace: &str) -> Result<Dep
         .with_context(|| format!("no namespace {namespace}: nothing to collect (up made none, or down removed it)"))?;
     let annotations = found.metadata.annotations.clone().unwrap_or_default();
     let run_id = annotations.get(RUN_ANNOTATION).cloned().with_context(|| {
-        format!("namespace {namespace} has no {RUN_ANNOTATION} annotation (an older up made it): run cargo xtask eks up again")
+        format!(
+            "namespace {namespace} has no {RUN_ANNOTATION} annotation (an older up made it): run {} again",
+            eks::command("up", namespace)
+        )
     })?;
     // The run id names the output folder: it must be a safe folder name.
     check_run_id(&format!("{namespace}-{run_id}"))
@@ -135,7 +142,7 @@ pub async fn describe_deployment(client: &Client, namespace: &str) -> Result<Dep
         .get_opt(CLICKHOUSE)
         .await
         .with_context(|| format!("cannot read pod {namespace}/{CLICKHOUSE}"))?
-        .with_context(|| format!("no pod {namespace}/{CLICKHOUSE}: run cargo xtask eks up again"))?;
+        .with_context(|| format!("no pod {namespace}/{CLICKHOUSE}: run {} again", eks::command("up", namespace)))?;
     let spec = pod.spec.clone().with_context(|| format!("pod {namespace}/{CLICKHOUSE} has no spec"))?;
     let container = spec
         .containers
@@ -250,17 +257,124 @@ fn volume_source(volume: &k8s_openapi::api::core::v1::Volume) -> String {
         .unwrap_or_else(|| "unknown".to_string())
 }
 
-/// Annotates the Namespace as collected for `run_id` (what `down` checks). A merge patch
-/// of the one annotation: an apply by the manager that owns the whole Namespace would
-/// drop the fields it did not repeat.
-pub async fn mark_collected(client: &Client, namespace: &str, run_id: &str) -> Result<()> {
-    let patch = serde_json::json!({ "metadata": { "annotations": { COLLECTED_ANNOTATION: run_id } } });
+/// Annotates the Namespace as collected for `run_id` by a collect that started at
+/// `started` (what `down` checks).
+pub async fn mark_collected(client: &Client, namespace: &str, run_id: &str, started: jiff::Timestamp) -> Result<()> {
+    annotate(
+        client,
+        namespace,
+        serde_json::json!({
+            COLLECTED_ANNOTATION: run_id,
+            COLLECTED_AT_ANNOTATION: started.to_string(),
+        }),
+    )
+    .await
+}
+
+/// Stamps the Namespace with the time a bench used the deployment (what the `eks` target
+/// does when it opens and when it closes).
+pub async fn stamp_last_used(client: &Client, namespace: &str, at: jiff::Timestamp) -> Result<()> {
+    annotate(client, namespace, serde_json::json!({ LAST_USED_ANNOTATION: at.to_string() })).await
+}
+
+/// How long stamping a use may take: a bench does not wait long on its bookkeeping.
+const STAMP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// A bench's use of the deployment in a namespace: stamped on the Namespace
+/// ([`LAST_USED_ANNOTATION`]) when it begins and again when it ends (is dropped), so that
+/// `down` knows results may have been written after the last collect. Best effort, since
+/// the measurement matters more: a stamp that fails is one line on stderr, never an error.
+pub struct BenchUse {
+    client: Client,
+    namespace: String,
+    /// Runs the client's requests; the caller blocks on it, from outside any runtime.
+    runtime: tokio::runtime::Handle,
+}
+
+impl BenchUse {
+    /// Stamps the beginning of a use.
+    pub fn begin(client: Client, namespace: &str, runtime: tokio::runtime::Handle) -> BenchUse {
+        let used = BenchUse { client, namespace: namespace.to_string(), runtime };
+        used.stamp();
+        used
+    }
+
+    fn stamp(&self) {
+        let namespace = &self.namespace;
+        // block_on inside another runtime would panic.
+        let stamped = if tokio::runtime::Handle::try_current().is_ok() {
+            Err(anyhow::anyhow!("called inside an async runtime"))
+        } else {
+            self.runtime.block_on(async {
+                let stamping = stamp_last_used(&self.client, namespace, jiff::Timestamp::now());
+                tokio::time::timeout(STAMP_TIMEOUT, stamping)
+                    .await
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("no answer in {} s", STAMP_TIMEOUT.as_secs())))
+            })
+        };
+        if let Err(error) = stamped {
+            eprintln!(
+                "chbench: {error:#}: down may not know that a bench used the deployment in {namespace} after the \
+                 last collect"
+            );
+        }
+    }
+}
+
+/// The end of a use: results may have been written up to now.
+impl Drop for BenchUse {
+    fn drop(&mut self) {
+        self.stamp();
+    }
+}
+
+/// A merge patch of `annotations` alone: an apply by the manager that owns the whole
+/// Namespace (`up`'s) would drop the fields it did not repeat.
+async fn annotate(client: &Client, namespace: &str, annotations: serde_json::Value) -> Result<()> {
+    let names: Vec<&str> = annotations.as_object().into_iter().flat_map(|all| all.keys()).map(String::as_str).collect();
+    let names = names.join(" and ");
+    let patch = serde_json::json!({ "metadata": { "annotations": &annotations } });
     let params = PatchParams { field_manager: Some(FIELD_MANAGER.to_string()), ..PatchParams::default() };
     Api::<Namespace>::all(client.clone())
         .patch(namespace, &params, &Patch::Merge(&patch))
         .await
-        .with_context(|| format!("cannot annotate namespace {namespace} with {COLLECTED_ANNOTATION}"))?;
+        .with_context(|| format!("cannot annotate namespace {namespace} with {names}"))?;
     Ok(())
+}
+
+/// Why `down` (without `--force`) must refuse although the collected run is the
+/// Namespace's run: a bench used the deployment after the collect started, or the
+/// collect's time is not recorded. `None` when the last collect covers every use.
+pub fn down_refusal(namespace: &Namespace) -> Option<String> {
+    let name = namespace.metadata.name.as_deref().unwrap_or("?");
+    let annotation = |key: &str| namespace.metadata.annotations.as_ref().and_then(|all| all.get(key));
+    let again = format!("run {} again, or down --force", eks::command("collect", name));
+    let time = |key: &str| -> std::result::Result<Option<jiff::Timestamp>, String> {
+        match annotation(key) {
+            None => Ok(None),
+            Some(text) => text.parse().map(Some).map_err(|error| {
+                format!("namespace {name}'s annotation {key} is not an RFC 3339 time ({text:?}: {error}): {again}")
+            }),
+        }
+    };
+    let collected_at = match time(COLLECTED_AT_ANNOTATION) {
+        Ok(Some(at)) => at,
+        Ok(None) => {
+            return Some(format!(
+                "namespace {name} records no {COLLECTED_AT_ANNOTATION} (an older collect marked it), so results \
+                 written since may not be collected: {again}"
+            ));
+        }
+        Err(why) => return Some(why),
+    };
+    match time(LAST_USED_ANNOTATION) {
+        Ok(Some(used)) if used > collected_at => Some(format!(
+            "a bench used the deployment in namespace {name} at {used}, after the last collect at {collected_at}: \
+             {again}"
+        )),
+        Ok(_) => None,
+        Err(why) => Some(why),
+    }
 }
 
 /// `version()` and `timezone()` of the server.
@@ -294,19 +408,31 @@ pub fn query_log(target: &mut Target, since: jiff::Timestamp) -> Result<String> 
 #[derive(Deserialize)]
 struct BundleHead {
     started_at: jiff::Timestamp,
+    /// Set when the bench ended in its process (done, failed or interrupted); none while
+    /// it runs, or when it was killed.
+    finished_at: Option<jiff::Timestamp>,
     target: TargetInfo,
 }
 
+/// The bundles of a deployment, by folder name.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Bundles {
+    /// Written to the end: what collect copies.
+    pub finished: Vec<PathBuf>,
+    /// Without a finished time: a bench still running, or killed.
+    pub unfinished: Vec<PathBuf>,
+}
+
 /// The bundle folders under `results_dir` that `cargo xtask bench` wrote for the `eks`
-/// target in `namespace` since `since`, by name. A folder whose `results.json` does not
-/// read as a bundle is not one of them.
-pub fn bundles_of(results_dir: &Path, namespace: &str, since: jiff::Timestamp) -> Result<Vec<PathBuf>> {
+/// target in `namespace` since `since`. A folder whose `results.json` does not read as a
+/// bundle is not one of them.
+pub fn bundles_of(results_dir: &Path, namespace: &str, since: jiff::Timestamp) -> Result<Bundles> {
     let entries = match fs::read_dir(results_dir) {
         Ok(entries) => entries,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Bundles::default()),
         Err(error) => return Err(error).with_context(|| format!("cannot list {}", results_dir.display())),
     };
-    let mut bundles = Vec::new();
+    let mut bundles = Bundles::default();
     for entry in entries {
         let folder = entry.with_context(|| format!("cannot list {}", results_dir.display()))?.path();
         let Ok(text) = fs::read_to_string(folder.join(RESULTS_FILE)) else { continue };
@@ -315,10 +441,14 @@ pub fn bundles_of(results_dir: &Path, namespace: &str, since: jiff::Timestamp) -
             && eks::endpoint_namespace(&head.target.endpoint) == Some(namespace)
             && head.started_at >= since
         {
-            bundles.push(folder);
+            match head.finished_at {
+                Some(_) => bundles.finished.push(folder),
+                None => bundles.unfinished.push(folder),
+            }
         }
     }
-    bundles.sort();
+    bundles.finished.sort();
+    bundles.unfinished.sort();
     Ok(bundles)
 }
 
@@ -385,15 +515,12 @@ pub fn collect(
             bail!("{} is not a folder; give {flag} a folder", folder.display());
         }
     }
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the Kubernetes client's runtime")?;
-    let (client, facts) = runtime.block_on(async {
-        let client = connect().await?;
-        let facts = describe_deployment(&client, namespace).await?;
-        Ok::<_, anyhow::Error>((client, facts))
-    })?;
+    // What down compares with the last bench's use: a bench that opens the target from
+    // now on used the deployment after this collect.
+    let started = jiff::Timestamp::now();
+    // The cluster half on a runtime of its own, twice: the ClickHouse half in between
+    // blocks on the eks target's runtimes, which cannot run inside another's block_on.
+    let facts = on_cluster(|client| async move { describe_deployment(&client, namespace).await })?;
     let folder = match out {
         Some(out) => out.to_path_buf(),
         None => results_dir.join("eks").join(format!("{namespace}-{}", facts.run_id)),
@@ -421,17 +548,30 @@ pub fn collect(
         failures.push(format!("from ClickHouse: {error:#}"));
     }
     let mut bundles = Vec::new();
+    let name_of =
+        |bundle: &Path| bundle.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
     let copied = bundles_of(results_dir, namespace, facts.namespace_created_at).and_then(|found| {
-        for bundle in found {
-            let name = bundle.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
-            copy_folder(&bundle, &folder.join(BUNDLES_FOLDER).join(&name))?;
+        for bundle in &found.finished {
+            let name = name_of(bundle);
+            copy_folder(bundle, &folder.join(BUNDLES_FOLDER).join(&name))?;
             bundles.push(name);
         }
-        Ok(())
+        Ok(found.unfinished)
     });
     progress(&format!("{BUNDLES_FOLDER}: {} from {}", bundles.len(), results_dir.display()));
-    if let Err(error) = copied {
-        failures.push(format!("copying bundles: {error:#}"));
+    match copied {
+        Err(error) => failures.push(format!("copying bundles: {error:#}")),
+        Ok(unfinished) if !unfinished.is_empty() => {
+            let names: Vec<String> = unfinished.iter().map(|bundle| name_of(bundle)).collect();
+            failures.push(format!(
+                "bundle {} in {} has no finished time, so it was not copied: if its bench is still running, wait \
+                 for it to end; if it was killed, it stays unfinished: move it out of {} and collect again, or down --force",
+                names.join(", "),
+                results_dir.display(),
+                results_dir.display()
+            ));
+        }
+        Ok(_) => {}
     }
     if !failures.is_empty() {
         bail!(
@@ -441,7 +581,8 @@ pub fn collect(
             folder.display()
         );
     }
-    runtime.block_on(mark_collected(&client, namespace, &facts.run_id))?;
+    let run_id = &facts.run_id;
+    on_cluster(|client| async move { mark_collected(&client, namespace, run_id, started).await })?;
     Ok(Collected { folder, run_id: facts.run_id, query_log_rows, bundles })
 }
 
@@ -462,16 +603,20 @@ mod tests {
     fn the_bundles_of_a_deployment_are_the_eks_targets_in_its_namespace_since_it_was_made() {
         let results = tempfile::tempdir().unwrap();
         let since = jiff::Timestamp::from_second(1_000_000).unwrap();
-        let write = |name: &str, kind: TargetKind, endpoint: &str, started: i64| {
+        let write_bundle = |name: &str, kind: TargetKind, endpoint: &str, started: i64, finished: bool| {
             let folder = results.path().join(name);
             fs::create_dir_all(folder.join("sql")).unwrap();
             let target = TargetInfo { kind, engine_version: "26.3.1.1".into(), endpoint: endpoint.into() };
             let head = serde_json::json!({
                 "schema_version": 2, "run_id": name, "target": target,
                 "started_at": jiff::Timestamp::from_second(started).unwrap(),
+                "finished_at": finished.then(|| jiff::Timestamp::from_second(started + 60).unwrap()),
             });
             fs::write(folder.join(RESULTS_FILE), head.to_string()).unwrap();
             fs::write(folder.join("sql").join("q.sql"), "SELECT 1").unwrap();
+        };
+        let write = |name: &str, kind: TargetKind, endpoint: &str, started: i64| {
+            write_bundle(name, kind, endpoint, started, true)
         };
         let here = eks::endpoint("chbench", "clickhouse", "ch:1", "http://127.0.0.1:5");
         let elsewhere = eks::endpoint("other", "clickhouse", "ch:1", "http://127.0.0.1:5");
@@ -481,7 +626,11 @@ mod tests {
         write("d-url", TargetKind::Url, "http://127.0.0.1:8123", 1_000_001);
         fs::create_dir_all(results.path().join("eks")).unwrap();
         fs::write(results.path().join("e-not-a-bundle"), "x").unwrap();
-        let found = bundles_of(results.path(), "chbench", since).unwrap();
+        // A bench still running (or killed) has no finished time: not copied, but told.
+        write_bundle("f-running", TargetKind::Eks, &here, 1_000_002, false);
+        let all = bundles_of(results.path(), "chbench", since).unwrap();
+        assert_eq!(all.unfinished, [results.path().join("f-running")]);
+        let found = all.finished;
         assert_eq!(found, [results.path().join("a-ours")]);
 
         let copy = results.path().join("eks").join("copy");
@@ -490,6 +639,6 @@ mod tests {
         copy_folder(&found[0], &copy).unwrap();
         assert!(copy.join(RESULTS_FILE).is_file() && copy.join("sql").join("q.sql").is_file());
         assert!(!copy.join("stale").exists(), "a copy replaces the earlier one");
-        assert!(bundles_of(&results.path().join("nothing-here"), "chbench", since).unwrap().is_empty());
+        assert_eq!(bundles_of(&results.path().join("nothing-here"), "chbench", since).unwrap(), Bundles::default());
     }
 }

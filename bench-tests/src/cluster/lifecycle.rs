@@ -540,7 +540,8 @@ pub async fn down(
 ) -> Result<DownOutcome> {
     let object = deployment_namespace(client, namespace).await?;
     let run = run_of(&object);
-    let refused = (!run.collected).then(|| refusal(namespace, &run));
+    // Collected means this run, by a collect that started after the last bench's use.
+    let refused = (!run.collected).then(|| refusal(namespace, &run)).or_else(|| super::collect::down_refusal(&object));
     if let Some(why) = &refused
         && !force
         && !dry_run

@@ -33,6 +33,14 @@ pub const RUN_ANNOTATION: &str = "chbench.dev/run";
 /// Annotation on the deployment's Namespace: the run whose results `collect` last copied
 /// out. `down` refuses (without `--force`) unless it equals [`RUN_ANNOTATION`]'s value.
 pub const COLLECTED_ANNOTATION: &str = "chbench.dev/collected-run";
+/// Annotation on the deployment's Namespace: when (RFC 3339) `collect` that copied out
+/// [`COLLECTED_ANNOTATION`]'s run started. A bench that used the deployment after it
+/// ([`LAST_USED_ANNOTATION`]) makes `down` refuse again.
+pub const COLLECTED_AT_ANNOTATION: &str = "chbench.dev/collected-at";
+/// Annotation on the deployment's Namespace: when (RFC 3339) the `eks` target last opened
+/// or closed a connection to it for a bench, so that `down` can tell results written
+/// after the last collect.
+pub const LAST_USED_ANNOTATION: &str = "chbench.dev/last-used";
 
 /// Refuses what cannot name a Kubernetes namespace (an RFC 1123 label), before a cluster
 /// is asked.

@@ -7,6 +7,7 @@
 //! `Client` sends its requests through a task on the runtime it was made on: make it on
 //! [`client_runtime`], which runs that task without anyone blocking on it.
 
+use std::collections::BTreeSet;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -38,7 +39,7 @@ pub struct PortForward {
     /// `namespace/pod`, for messages.
     pod: String,
     remote_port: u16,
-    failure: Arc<Mutex<Option<String>>>,
+    failures: Arc<Mutex<Failures>>,
     stop: Option<oneshot::Sender<()>>,
     thread: Option<JoinHandle<()>>,
 }
@@ -63,19 +64,19 @@ impl PortForward {
             TcpListener::from_std(listener).context("cannot hand the port-forward's listener to its runtime")?
         };
         let (stop, stopped) = oneshot::channel();
-        let failure = Arc::new(Mutex::new(None));
+        let failures = Arc::new(Mutex::new(Failures::default()));
         let forwarding = Forwarding {
             pods: Api::namespaced(client, namespace),
             pod: pod.to_string(),
             shown: shown.clone(),
             remote_port,
-            failure: Arc::clone(&failure),
+            failures: Arc::clone(&failures),
         };
         let thread = std::thread::Builder::new()
             .name(format!("port-forward {shown}"))
             .spawn(move || runtime.block_on(forwarding.accept_until(listener, stopped)))
             .context("cannot start the port-forward's thread")?;
-        Ok(PortForward { local, pod: shown, remote_port, failure, stop: Some(stop), thread: Some(thread) })
+        Ok(PortForward { local, pod: shown, remote_port, failures, stop: Some(stop), thread: Some(thread) })
     }
 
     /// The loopback port connections are accepted on.
@@ -98,10 +99,19 @@ impl PortForward {
         format!("pod {} port {}", self.pod, self.remote_port)
     }
 
-    /// The first failure of a forwarded connection (it was also said on stderr), if any:
+    /// The latest failure of a forwarded connection (it was also said on stderr), if any:
     /// what to add to a client's "connection closed" error.
     pub fn failure(&self) -> Option<String> {
-        self.failure.lock().ok().and_then(|failure| failure.clone())
+        self.failures.lock().ok().and_then(|failures| failures.latest.clone())
+    }
+
+    /// `error` (a client's, through this forward) with the forward's latest failure as
+    /// its context when there is one: it says more than "connection closed".
+    pub fn explain(&self, error: anyhow::Error) -> anyhow::Error {
+        match self.failure() {
+            Some(failure) => error.context(failure),
+            None => error,
+        }
     }
 }
 
@@ -118,6 +128,13 @@ impl Drop for PortForward {
     }
 }
 
+/// The forward's failures: the latest, for errors, and every one said on stderr.
+#[derive(Default)]
+struct Failures {
+    latest: Option<String>,
+    said: BTreeSet<String>,
+}
+
 /// What the accept loop and each connection's task need.
 #[derive(Clone)]
 struct Forwarding {
@@ -125,7 +142,7 @@ struct Forwarding {
     pod: String,
     shown: String,
     remote_port: u16,
-    failure: Arc<Mutex<Option<String>>>,
+    failures: Arc<Mutex<Failures>>,
 }
 
 impl Forwarding {
@@ -173,14 +190,15 @@ impl Forwarding {
         forwarder.join().await.context("the forward ended with an error")
     }
 
-    /// Says the first failure once on stderr (every connection of a broken forward fails
-    /// alike) and keeps it for [`PortForward::failure`].
+    /// Says each distinct failure once on stderr (every connection of a broken forward
+    /// fails alike) and keeps the latest for [`PortForward::failure`]: a forward that
+    /// failed once, recovered and broke again must not be explained by its first failure.
     fn report(&self, error: &anyhow::Error) {
         let line = format!("port-forward to pod {} port {} failed: {error:#}", self.shown, self.remote_port);
-        let Ok(mut failure) = self.failure.lock() else { return };
-        if failure.is_none() {
+        let Ok(mut failures) = self.failures.lock() else { return };
+        if failures.said.insert(line.clone()) {
             eprintln!("chbench: {line}");
-            *failure = Some(line);
         }
+        failures.latest = Some(line);
     }
 }

@@ -34,6 +34,16 @@ pub fn endpoint_namespace(endpoint: &str) -> Option<&str> {
     endpoint.strip_prefix("pod ")?.split_once('/').map(|(namespace, _)| namespace)
 }
 
+/// `cargo xtask eks <subcommand>` for the deployment in `namespace`, with `--namespace`
+/// when it is not the default: the command a message tells the user to run.
+pub fn command(subcommand: &str, namespace: &str) -> String {
+    if namespace == DEFAULT_NAMESPACE {
+        format!("cargo xtask eks {subcommand}")
+    } else {
+        format!("cargo xtask eks {subcommand} --namespace {namespace}")
+    }
+}
+
 /// `CHBENCH_NAMESPACE`, or the default; a name Kubernetes would refuse is one line.
 pub fn namespace_from_env() -> Result<String> {
     let namespace = match std::env::var(NAMESPACE_ENV) {
@@ -45,11 +55,24 @@ pub fn namespace_from_env() -> Result<String> {
     Ok(namespace)
 }
 
-/// Opens the deployment in `CHBENCH_NAMESPACE` (the `eks` kind's opener for
-/// `TargetKind::spec`). The server keeps its own data: `storage` does not apply.
+/// Opens the deployment in `CHBENCH_NAMESPACE` for a bench (the `eks` kind's opener for
+/// `TargetKind::spec`), stamping its use. The server keeps its own data: `storage` does
+/// not apply.
 #[cfg(feature = "eks")]
 pub fn open(_storage: &Storage) -> Result<Box<dyn Backend>> {
-    Ok(Box::new(with_client::EksTarget::connect(&namespace_from_env()?)?))
+    Ok(Box::new(with_client::EksTarget::connect(&namespace_from_env()?, Use::Bench)?))
+}
+
+/// What the target is opened for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Use {
+    /// A bench or test run: stamps the Namespace's
+    /// [`LAST_USED_ANNOTATION`](crate::cluster::LAST_USED_ANNOTATION) when it opens and
+    /// when it closes, so that `down` knows results may have been written since the last
+    /// collect.
+    Bench,
+    /// `collect` reading the server: no stamp, or every collect would come before a use.
+    Collect,
 }
 
 /// Built without the Kubernetes client: says how to build with it.
@@ -64,7 +87,7 @@ pub fn open(_storage: &Storage) -> Result<Box<dyn Backend>> {
 }
 
 #[cfg(feature = "eks")]
-pub use with_client::{Deployment, EksTarget, find_deployment, open_in};
+pub use with_client::{Deployment, EksTarget, check_baseline_node, find_deployment, open_in};
 
 #[cfg(feature = "eks")]
 mod with_client {
@@ -74,8 +97,9 @@ mod with_client {
     use k8s_openapi::api::core::v1::Pod;
     use kube::{Api, Client};
 
-    use super::{CAPABILITIES, HTTP_PORT, endpoint};
+    use super::{CAPABILITIES, HTTP_PORT, Use, command, endpoint};
     use crate::cluster::baseline::read_baseline;
+    use crate::cluster::collect::BenchUse;
     use crate::cluster::deploy::{CLICKHOUSE, PASSWORD_SECRET, connect, is_ready, read_password};
     use crate::cluster::portforward::{PortForward, client_runtime};
     use crate::settings::Settings;
@@ -83,10 +107,13 @@ mod with_client {
     use crate::targets::server::{BENCH_USER, ServerConfig, ServerTarget};
     use crate::targets::{Backend, ResultCounters, Target, TargetKind};
 
-    /// What the target needs of a deployment: its pod's image and ClickHouse's password.
+    /// What the target needs of a deployment: its pod's image and node, and ClickHouse's
+    /// password.
     pub struct Deployment {
         pub namespace: String,
         pub image: String,
+        /// The pod's `spec.nodeName`: where the storage baseline must have been measured.
+        pub node: String,
         password: String,
     }
 
@@ -96,6 +123,7 @@ mod with_client {
             f.debug_struct("Deployment")
                 .field("namespace", &self.namespace)
                 .field("image", &self.image)
+                .field("node", &self.node)
                 .field("password", &"<hidden>")
                 .finish()
         }
@@ -104,11 +132,7 @@ mod with_client {
     /// Reads (never writes) the deployment in `namespace`: the password Secret, then the
     /// pod, which must be Ready. What is missing is one line saying to run `up`.
     pub async fn find_deployment(client: &Client, namespace: &str) -> Result<Deployment> {
-        let up = if namespace == crate::cluster::DEFAULT_NAMESPACE {
-            "run `cargo xtask eks up`".to_string()
-        } else {
-            format!("run `cargo xtask eks up --namespace {namespace}`")
-        };
+        let up = format!("run `{}`", command("up", namespace));
         let password = read_password(client, namespace)
             .await?
             .with_context(|| format!("no secret {namespace}/{PASSWORD_SECRET}, so no deployment to use: {up}"))?;
@@ -131,26 +155,55 @@ mod with_client {
             .find(|container| container.name == CLICKHOUSE)
             .and_then(|container| container.image.clone())
             .with_context(|| format!("pod {namespace}/{CLICKHOUSE} has no container {CLICKHOUSE} with an image"))?;
-        Ok(Deployment { namespace: namespace.to_string(), image, password })
+        // A Ready pod is on a node.
+        let node = pod
+            .spec
+            .and_then(|spec| spec.node_name)
+            .with_context(|| format!("pod {namespace}/{CLICKHOUSE} is Ready but on no node: {up}"))?;
+        Ok(Deployment { namespace: namespace.to_string(), image, node, password })
+    }
+
+    /// The storage baseline kept in the deployment's namespace, if it was measured on the
+    /// node ClickHouse runs on now; one measured on another node (the pod was made again
+    /// elsewhere) is an error saying how to measure it again, as none is.
+    pub fn check_baseline_node(deployment: &Deployment, stored: Option<StorageBaseline>) -> Result<StorageBaseline> {
+        let namespace = &deployment.namespace;
+        let again = command("baseline", namespace);
+        let Some(baseline) = stored else {
+            bail!(
+                "no storage baseline in namespace {namespace} (up --no-baseline, or it failed): `{again}` measures one"
+            );
+        };
+        if baseline.device.node != deployment.node {
+            bail!(
+                "the storage baseline was measured on node {}, ClickHouse now runs on {}: {again}",
+                baseline.device.node,
+                deployment.node
+            );
+        }
+        Ok(baseline)
     }
 
     /// The deployment's ClickHouse through a port-forward. Fields drop in order: the HTTP
-    /// client, then the forward and the Kubernetes client, then the runtime they use.
+    /// client, the forward, a bench's use (its last stamp), the Kubernetes client, then
+    /// the runtime they use.
     pub struct EksTarget {
         server: ServerTarget,
         forward: PortForward,
-        /// For what the target reads of the cluster besides ClickHouse (the storage
-        /// baseline), on the runtime below.
+        /// A bench's use, held only to be stamped again when it drops.
+        _bench_use: Option<BenchUse>,
+        /// For what the target reads and stamps of the cluster besides ClickHouse (the
+        /// storage baseline, the last use), on the runtime below.
         client: Client,
-        namespace: String,
+        deployment: Deployment,
         kubernetes: tokio::runtime::Runtime,
         endpoint: String,
     }
 
     impl EksTarget {
         /// Finds the deployment in `namespace`, forwards a loopback port to its pod and
-        /// connects as the manifests' user.
-        pub fn connect(namespace: &str) -> Result<EksTarget> {
+        /// connects as the manifests' user; for a bench, stamps the deployment's use.
+        pub fn connect(namespace: &str, used_for: Use) -> Result<EksTarget> {
             let kubernetes = client_runtime()?;
             let (client, deployment) = kubernetes.block_on(async {
                 let client = connect().await?;
@@ -168,10 +221,12 @@ mod with_client {
                     None => return Err(error.context(format!("{endpoint} does not answer"))),
                 },
             };
-            Ok(EksTarget { server, forward, client, namespace: namespace.to_string(), kubernetes, endpoint })
+            let bench_use = (used_for == Use::Bench)
+                .then(|| BenchUse::begin(client.clone(), namespace, kubernetes.handle().clone()));
+            Ok(EksTarget { server, forward, _bench_use: bench_use, client, deployment, kubernetes, endpoint })
         }
 
-        /// The port-forward's first failure, if any.
+        /// The port-forward's latest failure, if any.
         pub fn forward_failure(&self) -> Option<String> {
             self.forward.failure()
         }
@@ -180,11 +235,11 @@ mod with_client {
     /// Everything goes to the server through the forward.
     impl Backend for EksTarget {
         fn run(&mut self, sql: &str, settings: &Settings, format: &str) -> Result<(String, ResultCounters)> {
-            self.server.run(sql, settings, format)
+            self.server.run(sql, settings, format).map_err(|error| self.forward.explain(error))
         }
 
         fn use_database(&mut self, name: &str) -> Result<()> {
-            self.server.use_database(name)
+            self.server.use_database(name).map_err(|error| self.forward.explain(error))
         }
 
         fn endpoint(&self) -> String {
@@ -195,23 +250,16 @@ mod with_client {
         /// the namespace; none there is an error saying how to measure one, which the
         /// bundle keeps as the reason it is unknown.
         fn storage_baseline(&mut self) -> Result<Option<StorageBaseline>> {
-            let namespace = &self.namespace;
-            let stored = self.kubernetes.block_on(read_baseline(&self.client, namespace))?;
-            match stored {
-                Some(baseline) => Ok(Some(baseline)),
-                None => bail!(
-                    "no storage baseline in namespace {namespace} (up --no-baseline, or it failed): \
-                     `cargo xtask eks baseline --namespace {namespace}` measures one"
-                ),
-            }
+            let stored = self.kubernetes.block_on(read_baseline(&self.client, &self.deployment.namespace))?;
+            check_baseline_node(&self.deployment, stored).map(Some)
         }
     }
 
-    /// The deployment in `namespace` as a [`Target`], whatever `CHBENCH_NAMESPACE` says
-    /// (`cargo xtask eks collect --namespace`).
+    /// The deployment in `namespace` as a [`Target`] for collect (it stamps no use),
+    /// whatever `CHBENCH_NAMESPACE` says (`cargo xtask eks collect --namespace`).
     pub fn open_in(namespace: &str) -> Result<Target> {
         crate::cluster::check_namespace(namespace)?;
-        Target::from_backend(TargetKind::Eks, CAPABILITIES, Box::new(EksTarget::connect(namespace)?))
+        Target::from_backend(TargetKind::Eks, CAPABILITIES, Box::new(EksTarget::connect(namespace, Use::Collect)?))
     }
 }
 
