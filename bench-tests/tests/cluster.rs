@@ -9,6 +9,7 @@ use chbench::cluster::deploy::{FIELD_MANAGER, apply, ensure_password, password_s
 use chbench::cluster::lifecycle::{DownOutcome, Presence, down, status};
 use chbench::cluster::manifests::{PART_OF, Values, Variant, parse, render};
 use chbench::cluster::{COLLECTED_ANNOTATION, COLLECTED_AT_ANNOTATION, LAST_USED_ANNOTATION, RUN_ANNOTATION};
+use chbench::interrupt::Interrupted;
 use http::{Request, Response};
 use kube::Client;
 use kube::client::Body;
@@ -97,6 +98,7 @@ fn not_found(kind: &str, name: &str) -> String {
 const SECRET_NOT_FOUND: &str = r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",
     "message":"secrets \"clickhouse-password\" not found","reason":"NotFound","code":404}"#;
 const SECRET: &str = "/api/v1/namespaces/chbench/secrets/clickhouse-password";
+const NETWORK_POLICY: &str = "/apis/networking.k8s.io/v1/namespaces/chbench/networkpolicies/default-deny-ingress";
 
 #[test]
 fn up_applies_every_object_server_side_in_order_with_a_new_password_before_the_pod() {
@@ -117,6 +119,11 @@ fn up_applies_every_object_server_side_in_order_with_a_new_password_before_the_p
         let created = r#"{"apiVersion":"v1","kind":"Secret","metadata":{"name":"clickhouse-password"}}"#;
         expect(&mut server, "POST", "/api/v1/namespaces/chbench/secrets", created).await;
         let rest = [
+            // Before the pod: no moment in which other pods reach it.
+            (
+                NETWORK_POLICY,
+                r#"{"apiVersion":"networking.k8s.io/v1","kind":"NetworkPolicy","metadata":{"name":"default-deny-ingress"}}"#,
+            ),
             (
                 "/api/v1/namespaces/chbench/persistentvolumeclaims/clickhouse-data",
                 r#"{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"clickhouse-data"}}"#,
@@ -141,6 +148,9 @@ async fn answer_the_rest_of_up(server: &mut ApiServer) {
     let existing = r#"{"apiVersion":"v1","kind":"Secret","metadata":{"name":"clickhouse-password"},
         "data":{"password":"czNjcjN0"}}"#;
     expect(server, "GET", SECRET, existing).await;
+    let policy =
+        r#"{"apiVersion":"networking.k8s.io/v1","kind":"NetworkPolicy","metadata":{"name":"default-deny-ingress"}}"#;
+    expect(server, "PATCH", NETWORK_POLICY, policy).await;
     let claim = r#"{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"clickhouse-data"}}"#;
     expect(server, "PATCH", "/api/v1/namespaces/chbench/persistentvolumeclaims/clickhouse-data", claim).await;
     let pod = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"clickhouse"}}"#;
@@ -301,6 +311,48 @@ fn up_on_a_namespace_being_deleted_is_one_line_and_applies_nothing() {
         assert_eq!(
             error,
             "namespace chbench is still being deleted: run up again once it is gone (kubectl get namespace chbench)"
+        );
+        assert_no_more_requests(&mut server).await;
+    });
+}
+
+#[test]
+fn up_refuses_a_namespace_it_did_not_make_and_applies_nothing() {
+    let values = Values { namespace: "team-x".into(), ..Values::defaults(Variant::Kind) };
+    let objects = parse(&render(Variant::Kind, &values).unwrap()).unwrap();
+    runtime().block_on(async {
+        let (client, mut server) = mocked();
+        let applying = tokio::spawn(async move { apply(&client, &objects).await });
+        // Someone's namespace: no part-of label. Labelling it would let down --force delete it.
+        let theirs = json!({"apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": "team-x", "labels": {"team": "x"}}, "status": {"phase": "Active"}});
+        expect(&mut server, "GET", "/api/v1/namespaces/team-x", &theirs.to_string()).await;
+        let error = format!("{:#}", applying.await.unwrap().err().unwrap());
+        assert_eq!(error, "namespace team-x exists and was not made by cargo xtask eks up: choose another --namespace");
+        assert_no_more_requests(&mut server).await;
+    });
+}
+
+/// Ctrl-C during `up`'s wait: the wait stops at its next round with [`Interrupted`]
+/// (xtask exits 130), naming what it waited for. nextest runs each test in a process of
+/// its own, so the stop requested here stays in this test.
+#[test]
+fn ctrl_c_ends_the_wait_for_the_pod() {
+    runtime().block_on(async {
+        let (client, mut server) = mocked();
+        chbench::interrupt::request_stop();
+        let waiting = tokio::spawn(async move {
+            wait_for_ready(&client, "chbench", "clickhouse", Duration::from_secs(600), Duration::from_millis(1), |_| {})
+                .await
+        });
+        let pending =
+            r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"clickhouse"},"status":{"phase":"Pending"}}"#;
+        expect(&mut server, "GET", POD, pending).await;
+        let error = waiting.await.unwrap().unwrap_err();
+        assert!(error.is::<Interrupted>(), "{error:#}");
+        assert_eq!(
+            format!("{error:#}"),
+            "stopped waiting for pod chbench/clickhouse to be Ready: interrupted by Ctrl-C or SIGTERM"
         );
         assert_no_more_requests(&mut server).await;
     });
@@ -579,6 +631,31 @@ fn down_after_collect_deletes_the_namespace_then_the_class_and_waits_until_they_
                 "deleting storage class chbench-gp3",
             ]
         );
+    });
+}
+
+/// Ctrl-C while down waits: the wait stops, saying the cluster goes on deleting; nothing
+/// more is asked (nextest runs each test in a process of its own).
+#[test]
+fn ctrl_c_ends_downs_wait_and_the_cluster_goes_on_deleting() {
+    runtime().block_on(async {
+        let (client, mut server) = mocked();
+        let downing = tokio::spawn(async move {
+            down(&client, "chbench", false, false, Duration::from_secs(600), Duration::from_millis(1), |_| {}).await
+        });
+        expect(&mut server, "GET", NAMESPACE, &namespace_json(Some(RUN), Some(RUN))).await;
+        answer_the_listing(&mut server, json!([]), json!([]), json!([])).await;
+        expect(&mut server, "DELETE", NAMESPACE, &terminating_namespace()).await;
+        chbench::interrupt::request_stop();
+        expect(&mut server, "GET", NAMESPACE, &terminating_namespace()).await;
+        let error = downing.await.unwrap().unwrap_err();
+        assert!(error.is::<Interrupted>(), "{error:#}");
+        assert_eq!(
+            format!("{error:#}"),
+            "stopped waiting for namespace chbench to be gone (the cluster goes on deleting it): interrupted by \
+             Ctrl-C or SIGTERM"
+        );
+        assert_no_more_requests(&mut server).await;
     });
 }
 
@@ -1026,6 +1103,7 @@ mod storage_baseline {
     const FIO_CLAIM: &str = "/api/v1/namespaces/chbench/persistentvolumeclaims/chbench-fio-data";
     const FIO_JOB_FILE: &str = "/api/v1/namespaces/chbench/configmaps/chbench-fio-job";
     const FIO_POD: &str = "chbench-storage-baseline-x7k2p";
+    const RESULT: &str = "/api/v1/namespaces/chbench/configmaps/chbench-storage-baseline";
 
     /// The ClickHouse pod on its node, its data on the claim `clickhouse-data`.
     fn clickhouse_pod() -> String {
@@ -1066,6 +1144,10 @@ mod storage_baseline {
                 "provisioner":"ebs.csi.aws.com","parameters":{"type":"gp3","iops":"3000","throughput":"125"}}"#;
             expect(server, "GET", "/apis/storage.k8s.io/v1/storageclasses/chbench-gp3", gp3).await;
         }
+        // The last baseline is deleted first: a failed measurement leaves none, not an old one.
+        let (query, _) =
+            expect(server, "DELETE", RESULT, r#"{"kind":"Status","apiVersion":"v1","status":"Success"}"#).await;
+        assert!(query.contains("propagationPolicy=Background") || query.is_empty(), "{query}");
         for (path, kind, name) in [
             (FIO_JOB, "jobs.batch", "chbench-storage-baseline"),
             (FIO_CLAIM, "persistentvolumeclaims", "chbench-fio-data"),
@@ -1082,6 +1164,9 @@ mod storage_baseline {
             expect_query_and_body(server, "PATCH", FIO_CLAIM, r#"{"apiVersion":"v1","kind":"PersistentVolumeClaim"}"#)
                 .await;
         assert!(body.contains("100Gi"), "{body}");
+        // ClickHouse's class by name, never left to whatever the default is now.
+        let fio_claim: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(fio_claim["spec"]["storageClassName"], class, "{body}");
         let (query, body) = expect_query_and_body(server, "PATCH", FIO_JOB, &job("{}")).await;
         assert!(query.contains("fieldManager=chbench"), "{query}");
         // On the ClickHouse pod's node, through the scheduler.
@@ -1127,7 +1212,7 @@ mod storage_baseline {
             let query = request.uri().query().unwrap_or("");
             assert!(query.contains("container=fio") && !query.contains("tailLines"), "{query}");
             reply.send_response(Response::builder().body(Body::from(fio_report.clone().into_bytes())).unwrap());
-            let kept = "/api/v1/namespaces/chbench/configmaps/chbench-storage-baseline";
+            let kept = RESULT;
             let (query, stored) =
                 expect_query_and_body(&mut server, "PATCH", kept, r#"{"apiVersion":"v1","kind":"ConfigMap"}"#).await;
             assert!(query.contains("fieldManager=chbench"), "{query}");
@@ -1147,6 +1232,9 @@ mod storage_baseline {
             // The stored ConfigMap, labelled, is what the eks target reads back.
             let stored: serde_json::Value = serde_json::from_str(&stored).unwrap();
             assert_eq!(stored["metadata"]["labels"][PART_OF.0], PART_OF.1);
+            // With the node fio ran on, for the target to compare with the pod's.
+            let kept_baseline: Value = serde_json::from_str(stored["data"]["baseline.json"].as_str().unwrap()).unwrap();
+            assert_eq!(kept_baseline["device"]["node"], NODE);
             let reading = tokio::spawn(async move { read_baseline(&reader, "chbench").await });
             expect(&mut server, "GET", kept, &stored.to_string()).await;
             assert_eq!(reading.await.unwrap().unwrap(), Some(baseline));
@@ -1182,6 +1270,49 @@ mod storage_baseline {
                 "{error}"
             );
             assert!(error.contains("last 40 log lines:\n  fio: pid=7, err=22/file:filesetup.c:805"), "{error}");
+        });
+    }
+
+    /// Ctrl-C while fio runs ends the wait, and the Job, its volume and its job file are
+    /// removed all the same (nextest runs each test in a process of its own).
+    #[test]
+    fn ctrl_c_during_the_baseline_removes_its_job_volume_and_job_file() {
+        runtime().block_on(async {
+            let (client, mut server) = mocked();
+            let measuring = tokio::spawn(async move {
+                measure(&client, "chbench", Duration::from_secs(600), Duration::from_millis(1), |_| {}).await
+            });
+            expect_start(&mut server, "standard").await;
+            chbench::interrupt::request_stop();
+            expect(&mut server, "GET", FIO_JOB, &job(r#"{"active":1}"#)).await;
+            expect(&mut server, "GET", "/api/v1/namespaces/chbench/pods", &fio_pods("Running")).await;
+            expect_removal(&mut server).await;
+            let error = measuring.await.unwrap().unwrap_err();
+            assert!(error.is::<Interrupted>(), "{error:#}");
+            assert_eq!(
+                format!("{error:#}"),
+                "stopped waiting for job chbench/chbench-storage-baseline to finish: interrupted by Ctrl-C or SIGTERM"
+            );
+            assert_no_more_requests(&mut server).await;
+        });
+    }
+
+    #[test]
+    fn a_baseline_without_a_deployment_names_up_with_its_namespace() {
+        runtime().block_on(async {
+            let (client, mut server) = mocked();
+            let measuring = tokio::spawn(async move {
+                measure(&client, "team-x", Duration::from_secs(60), Duration::from_millis(1), |_| {}).await
+            });
+            let path = "/api/v1/namespaces/team-x/pods/clickhouse";
+            expect_status(&mut server, "GET", path, 404, &not_found("pods", "clickhouse")).await;
+            let error = format!("{:#}", measuring.await.unwrap().unwrap_err());
+            assert_eq!(
+                error,
+                "no pod team-x/clickhouse to measure the storage of: run `cargo xtask eks up --namespace team-x` first"
+            );
+            // Nothing measured, so the last baseline stays.
+            assert_no_more_requests(&mut server).await;
         });
     }
 

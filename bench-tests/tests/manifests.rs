@@ -20,9 +20,9 @@ fn every_variant_renders_parses_and_passes_the_checks() {
         check(&objects).unwrap_or_else(|error| panic!("{variant}: {error:#}"));
         let kinds: Vec<&str> = objects.iter().map(Object::kind).collect();
         let expected: &[&str] = match variant {
-            Variant::EksGp3 => &["Namespace", "StorageClass", "PersistentVolumeClaim", "Pod"],
-            Variant::EksNvme => &["Namespace", "Pod"],
-            Variant::Kind => &["Namespace", "PersistentVolumeClaim", "Pod"],
+            Variant::EksGp3 => &["Namespace", "NetworkPolicy", "StorageClass", "PersistentVolumeClaim", "Pod"],
+            Variant::EksNvme => &["Namespace", "NetworkPolicy", "Pod"],
+            Variant::Kind => &["Namespace", "NetworkPolicy", "PersistentVolumeClaim", "Pod"],
         };
         assert_eq!(kinds, expected, "{variant}");
     }
@@ -114,8 +114,18 @@ fn no_manifest_exposes_clickhouse_or_floats_a_tag() {
 
 const NODE: &str = "ip-10-0-1-23.ap-northeast-2.compute.internal";
 
+/// The StorageClass of ClickHouse's claim, as the baseline reads it from the cluster:
+/// the gp3 class on eks-gp3, kind's default on kind, none for an emptyDir.
+fn storage_class(variant: Variant) -> Option<&'static str> {
+    match variant {
+        Variant::EksGp3 => Some("chbench-gp3"),
+        Variant::EksNvme => None,
+        Variant::Kind => Some("standard"),
+    }
+}
+
 fn baseline_objects(variant: Variant) -> Vec<Object> {
-    let documents = render_storage_baseline(variant, &Values::defaults(variant), NODE)
+    let documents = render_storage_baseline(variant, &Values::defaults(variant), NODE, storage_class(variant))
         .unwrap_or_else(|error| panic!("{variant}: {error:#}"));
     parse(&documents).unwrap_or_else(|error| panic!("{variant}: {error:#}"))
 }
@@ -164,8 +174,9 @@ fn every_variants_storage_baseline_renders_parses_and_passes_the_checks() {
     }
 }
 
-/// fio's volume is ClickHouse's kind: the same StorageClass (the gp3 one on eks-gp3, the
-/// default on kind) and the same size.
+/// fio's volume is ClickHouse's kind: the StorageClass of ClickHouse's claim (the gp3
+/// one on eks-gp3; on kind the one the cluster gave it, named rather than left to the
+/// default) and the same size.
 #[test]
 fn the_baselines_volume_is_like_clickhouses() {
     for variant in [Variant::EksGp3, Variant::Kind] {
@@ -180,23 +191,77 @@ fn the_baselines_volume_is_like_clickhouses() {
                 .collect()
         };
         let deployment = claims(objects(variant, &values));
-        let documents = render_storage_baseline(variant, &values, NODE).unwrap();
+        let documents = render_storage_baseline(variant, &values, NODE, storage_class(variant)).unwrap();
         let fio = claims(parse(&documents).unwrap());
         assert_eq!(fio.len(), 1, "{variant}");
-        assert_eq!(fio[0].storage_class_name, deployment[0].storage_class_name, "{variant}");
+        assert_eq!(fio[0].storage_class_name.as_deref(), storage_class(variant), "{variant}");
+        if variant == Variant::EksGp3 {
+            assert_eq!(fio[0].storage_class_name, deployment[0].storage_class_name);
+        }
         assert_eq!(fio[0].resources, deployment[0].resources, "{variant}");
         assert_eq!(fio[0].resources.as_ref().unwrap().requests.as_ref().unwrap()["storage"].0, "321Gi");
+        // Without the class there is no claim to render.
+        let missing = render_storage_baseline(variant, &values, NODE, None).unwrap_err().to_string();
+        assert!(missing.contains("${storage_class} has no value"), "{missing}");
+    }
+    let odd = render_storage_baseline(Variant::Kind, &Values::defaults(Variant::Kind), NODE, Some("x\nkind: Pod"));
+    assert!(format!("{:#}", odd.unwrap_err()).contains("is not a Kubernetes StorageClass name"));
+}
+
+/// Every variant denies ClickHouse's pod all ingress; without the policy, or with one
+/// that lets something in, the manifests are refused.
+#[test]
+fn clickhouse_takes_no_ingress_from_other_pods() {
+    for &variant in Variant::value_variants() {
+        let documents = render(variant, &Values::defaults(variant)).unwrap();
+        let without: Vec<Document> =
+            documents.iter().filter(|document| !document.yaml.contains("kind: NetworkPolicy")).cloned().collect();
+        assert_eq!(without.len(), documents.len() - 1, "{variant}");
+        let message = format!("{:#}", check(&parse(&without).unwrap()).unwrap_err());
+        assert!(
+            message.starts_with("pod clickhouse: no NetworkPolicy in its namespace denies it ingress"),
+            "{message}"
+        );
+
+        let allowing: Vec<Document> = documents
+            .iter()
+            .map(|document| Document {
+                yaml: document
+                    .yaml
+                    .replace("policyTypes: [\"Ingress\"]", "policyTypes: [\"Ingress\"]\n  ingress:\n    - {}"),
+                ..document.clone()
+            })
+            .collect();
+        let message = format!("{:#}", check(&parse(&allowing).unwrap()).unwrap_err());
+        assert!(
+            message.starts_with("networkpolicy default-deny-ingress lets ingress reach pod clickhouse"),
+            "{message}"
+        );
+
+        // A policy for other pods only does not protect ClickHouse's.
+        let elsewhere: Vec<Document> = documents
+            .iter()
+            .map(|document| Document {
+                yaml: document
+                    .yaml
+                    .replace("podSelector: {}", "podSelector:\n    matchLabels: {app.kubernetes.io/name: other}"),
+                ..document.clone()
+            })
+            .collect();
+        let message = format!("{:#}", check(&parse(&elsewhere).unwrap()).unwrap_err());
+        assert!(message.contains("no NetworkPolicy in its namespace denies it ingress"), "{message}");
     }
 }
 
 #[test]
 fn a_baseline_job_that_could_run_twice_or_stay_forever_is_refused() {
     let refused = |change: &dyn Fn(&str) -> String| {
-        let documents: Vec<Document> = render_storage_baseline(Variant::Kind, &Values::defaults(Variant::Kind), NODE)
-            .unwrap()
-            .into_iter()
-            .map(|document| Document { yaml: change(&document.yaml), ..document })
-            .collect();
+        let documents: Vec<Document> =
+            render_storage_baseline(Variant::Kind, &Values::defaults(Variant::Kind), NODE, Some("standard"))
+                .unwrap()
+                .into_iter()
+                .map(|document| Document { yaml: change(&document.yaml), ..document })
+                .collect();
         format!("{:#}", check_storage_baseline(&parse(&documents).unwrap()).unwrap_err())
     };
     let message = refused(&|yaml| yaml.replace("backoffLimit: 0", "backoffLimit: 3"));
@@ -216,7 +281,12 @@ fn a_baseline_job_that_could_run_twice_or_stay_forever_is_refused() {
     );
     let message = refused(&|yaml| yaml.replace("kubestr:v0.4.49", "kubestr:latest"));
     assert!(message.contains("is not pinned"), "{message}");
-    let node = render_storage_baseline(Variant::Kind, &Values::defaults(Variant::Kind), "node\nkind: Service");
+    let node = render_storage_baseline(
+        Variant::Kind,
+        &Values::defaults(Variant::Kind),
+        "node\nkind: Service",
+        Some("standard"),
+    );
     assert!(format!("{:#}", node.unwrap_err()).contains("is not a Kubernetes node name"));
 }
 

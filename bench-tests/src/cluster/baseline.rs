@@ -2,8 +2,10 @@
 //! volume like ClickHouse's (the variant's `fio.yaml`), its JSON report read from the
 //! pod's log, parsed ([`crate::storage_baseline`]) and kept in the namespace as the
 //! ConfigMap [`RESULT_CONFIG_MAP`], where the `eks` target reads it
-//! ([`read_baseline`]) for every results bundle. The Job, its volume and its job file
-//! are removed once the report is read, whether fio succeeded or not.
+//! ([`read_baseline`]) for every results bundle, with the node it ran on. The baseline
+//! kept before is deleted when a new one starts, so that a failed one leaves none rather
+//! than an older one, maybe of another node. The Job, its volume and its job file are
+//! removed once the report is read, whether fio succeeded or not (Ctrl-C included).
 //!
 //! The variant and its values are read from the running deployment (the pod's volume,
 //! its claim, the claim's StorageClass), so the baseline always measures the storage
@@ -19,11 +21,14 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::{Api, DeleteParams, ListParams, LogParams};
+use kube::api::{Api, ListParams, LogParams};
 use kube::{Client, Resource};
 use serde::de::DeserializeOwned;
+use tokio::time::Instant;
 
-use super::deploy::{CLICKHOUSE, apply_object, cannot_start, on_cluster, why_it_failed};
+use super::deploy::{
+    CLICKHOUSE, Poller, apply_object, cannot_start, delete_if_present, on_cluster, up_hint, why_it_failed,
+};
 use super::manifests::{self, Object, PART_OF, Values, Variant};
 use crate::storage_baseline::{Device, StorageBaseline, parse_fio_output};
 
@@ -49,10 +54,10 @@ pub fn run(namespace: &str, timeout: Duration, mut progress: impl FnMut(&str)) -
 }
 
 /// Runs fio on a volume like ClickHouse's, on its node, and stores what it measured in
-/// [`RESULT_CONFIG_MAP`]; asks how the Job does every `poll`, and gives up after
-/// `timeout`. A Job that fails, or does not finish in time, is an error carrying its
-/// pod's events and log. Whatever happens once the Job was applied, its objects are
-/// removed.
+/// [`RESULT_CONFIG_MAP`] (deleting the one there first); asks how the Job does every
+/// `poll`, and gives up after `timeout`. A Job that fails, or does not finish in time, is
+/// an error carrying its pod's events and log. Whatever happens once the Job was applied
+/// (Ctrl-C too), its objects are removed.
 pub async fn measure(
     client: &Client,
     namespace: &str,
@@ -61,12 +66,21 @@ pub async fn measure(
     mut progress: impl FnMut(&str),
 ) -> Result<StorageBaseline> {
     let deployment = deployment_storage(client, namespace).await?;
-    let documents = manifests::render_storage_baseline(deployment.variant, &deployment.values, &deployment.node)?;
+    let documents = manifests::render_storage_baseline(
+        deployment.variant,
+        &deployment.values,
+        &deployment.node,
+        deployment.storage_class.as_deref(),
+    )?;
     let objects = manifests::parse(&documents)?;
     manifests::check_storage_baseline(&objects)?;
+    // From here the last baseline is no longer this deployment's: if this one fails, the
+    // target finds none rather than numbers of another node or volume.
+    let results = Api::<ConfigMap>::namespaced(client.clone(), namespace);
+    delete_if_present(&results, RESULT_CONFIG_MAP, &format!("configmap {namespace}/{RESULT_CONFIG_MAP}")).await?;
     // A run killed before its clean-up leaves a Job that cannot be applied again (its
     // pod template may differ, and a finished Job would be read as this run's).
-    remove(client, namespace, &objects, Wait::UntilGone { timeout }).await?;
+    remove(client, namespace, &objects, Wait::UntilGone { deadline: Instant::now() + timeout, poll }).await?;
     progress(&format!(
         "storage baseline: fio on node {} ({}: {})",
         deployment.node, deployment.variant, deployment.description
@@ -148,8 +162,11 @@ async fn store(client: &Client, namespace: &str, baseline: &StorageBaseline) -> 
 struct DeploymentStorage {
     variant: Variant,
     values: Values,
-    /// The node the ClickHouse pod runs on.
+    /// The node the ClickHouse pod runs on, and fio's Job with it (by node affinity).
     node: String,
+    /// The StorageClass of ClickHouse's claim, which fio's claim names; none for an
+    /// emptyDir.
+    storage_class: Option<String>,
     description: String,
 }
 
@@ -160,11 +177,11 @@ async fn deployment_storage(client: &Client, namespace: &str) -> Result<Deployme
     let pods = Api::<Pod>::namespaced(client.clone(), namespace);
     let pod = pods.get_opt(CLICKHOUSE).await.with_context(|| format!("cannot read pod {namespace}/{CLICKHOUSE}"))?;
     let pod = pod.with_context(|| {
-        format!("no pod {namespace}/{CLICKHOUSE} to measure the storage of: run `cargo xtask eks up` first")
+        format!("no pod {namespace}/{CLICKHOUSE} to measure the storage of: {} first", up_hint(namespace))
     })?;
     let spec = pod.spec.unwrap_or_default();
     let node = spec.node_name.clone().with_context(|| {
-        format!("pod {namespace}/{CLICKHOUSE} is not on a node yet: wait for `cargo xtask eks up` to see it Ready")
+        format!("pod {namespace}/{CLICKHOUSE} is not on a node yet: {} and let it wait for the pod", up_hint(namespace))
     })?;
     let data = spec.volumes.iter().flatten().find(|volume| volume.name == "data").with_context(|| {
         format!("pod {namespace}/{CLICKHOUSE} has no volume named data, which the manifests give it")
@@ -178,7 +195,7 @@ async fn deployment_storage(client: &Client, namespace: &str) -> Result<Deployme
         values = Values { node_type: instance_type.cloned().unwrap_or(Values::defaults(variant).node_type), ..values };
         let description =
             format!("the node's instance-store NVMe{on_instance}, through an emptyDir as ClickHouse's data");
-        return Ok(DeploymentStorage { variant, values, node, description });
+        return Ok(DeploymentStorage { variant, values, node, storage_class: None, description });
     }
     let claim_name =
         data.persistent_volume_claim.as_ref().map(|claim| claim.claim_name.clone()).with_context(|| {
@@ -194,12 +211,15 @@ async fn deployment_storage(client: &Client, namespace: &str) -> Result<Deployme
     values.volume_gib = size.as_deref().and_then(gibibytes).with_context(|| {
         format!("claim {namespace}/{claim_name} requests {size:?}, not a size in Gi (as the manifests give it)")
     })?;
-    let class = claim_spec.storage_class_name.unwrap_or_default();
+    // The API server gives a claim without one the default class when it is made: a
+    // claim with none has no class to make fio's volume of.
+    let class = claim_spec.storage_class_name.filter(|class| !class.is_empty()).with_context(|| {
+        format!("claim {namespace}/{claim_name} has no StorageClass, so no volume like it can be made for fio")
+    })?;
     if class != format!("{namespace}-gp3") {
-        let shown =
-            if class.is_empty() { "the default StorageClass".to_string() } else { format!("StorageClass {class}") };
-        let description = format!("a new volume of {shown}, {} GiB, as ClickHouse's", values.volume_gib);
-        return Ok(DeploymentStorage { variant: Variant::Kind, values, node, description });
+        let description = format!("a new volume of StorageClass {class}, {} GiB, as ClickHouse's", values.volume_gib);
+        let storage_class = Some(class);
+        return Ok(DeploymentStorage { variant: Variant::Kind, values, node, storage_class, description });
     }
     let variant = Variant::EksGp3;
     let classes = Api::<StorageClass>::all(client.clone());
@@ -222,7 +242,7 @@ async fn deployment_storage(client: &Client, namespace: &str) -> Result<Deployme
          on{on_instance} the same node",
         values.iops, values.throughput_mibps, values.volume_gib
     );
-    Ok(DeploymentStorage { variant, values, node, description })
+    Ok(DeploymentStorage { variant, values, node, storage_class: Some(class), description })
 }
 
 /// `100Gi` as 100; the manifests give every size in Gi.
@@ -230,9 +250,10 @@ fn gibibytes(quantity: &str) -> Option<u32> {
     quantity.strip_suffix("Gi")?.parse().ok().filter(|gib| *gib > 0)
 }
 
-/// Waits for the Job to finish, asking every `poll`; `progress` hears its pod's phase
-/// when it changes. Returns the pod that ran fio. A Job that failed, a pod that cannot
-/// start, or a timeout is an error with the pod's events and log.
+/// Waits for the Job to finish, asking every `poll` ([`Poller`]: Ctrl-C ends it);
+/// `progress` hears its pod's phase when it changes. Returns the pod that ran fio. A Job
+/// that failed, a pod that cannot start, or a timeout is an error with the pod's events
+/// and log.
 async fn wait_for_job(
     client: &Client,
     namespace: &str,
@@ -244,7 +265,7 @@ async fn wait_for_job(
     let pods = Api::<Pod>::namespaced(client.clone(), namespace);
     // The label the Job controller gives its pods (Kubernetes 1.27 and later).
     let of_job = ListParams::default().labels(&format!("batch.kubernetes.io/job-name={JOB}"));
-    let started = tokio::time::Instant::now();
+    let poller = Poller::new(Instant::now() + timeout, poll, format!("job {namespace}/{JOB} to finish"));
     let mut last_phase = String::new();
     loop {
         let status = jobs.get(JOB).await.with_context(|| format!("cannot read job {namespace}/{JOB}"))?.status;
@@ -254,10 +275,6 @@ async fn wait_for_job(
         // backoffLimit 0: one pod at most.
         let pod = listed.items.into_iter().next();
         let pod_name = pod.as_ref().and_then(|pod| pod.metadata.name.clone());
-        let why = async |pod: &Option<String>| match pod {
-            Some(pod) => why_it_failed(client, namespace, pod, FIO_CONTAINER).await,
-            None => "\n(no pod of the job to show the events and log of)".to_string(),
-        };
         if status.succeeded.unwrap_or(0) > 0 {
             return pod_name.with_context(|| format!("job {namespace}/{JOB} succeeded, but its pod is gone"));
         }
@@ -276,11 +293,12 @@ async fn wait_for_job(
                     )
                 })
                 .unwrap_or_else(|| "its pod failed".to_string());
-            bail!("job {namespace}/{JOB} failed ({reason}){}", why(&pod_name).await);
+            bail!("job {namespace}/{JOB} failed ({reason}){}", why_the_job_failed(client, namespace, &pod_name).await);
         }
         let pod_status = pod.and_then(|pod| pod.status).unwrap_or_default();
         if let Some(stuck) = cannot_start(&pod_status) {
-            bail!("job {namespace}/{JOB} cannot start fio: {stuck}{}", why(&pod_name).await);
+            let why = why_the_job_failed(client, namespace, &pod_name).await;
+            bail!("job {namespace}/{JOB} cannot start fio: {stuck}{why}");
         }
         let phase = match &pod_name {
             Some(name) => format!("pod {name}: {}", pod_status.phase.as_deref().unwrap_or("Unknown")),
@@ -288,12 +306,20 @@ async fn wait_for_job(
         };
         if phase != last_phase {
             progress(&format!("storage baseline: {phase}"));
-            last_phase = phase.clone();
+            last_phase = phase;
         }
-        if started.elapsed() >= timeout {
-            bail!("job {namespace}/{JOB} did not finish in {} s ({phase}){}", timeout.as_secs(), why(&pod_name).await);
+        if !poller.next_round().await? {
+            let why = why_the_job_failed(client, namespace, &pod_name).await;
+            bail!("job {namespace}/{JOB} did not finish in {} s ({last_phase}){why}", timeout.as_secs());
         }
-        tokio::time::sleep(poll).await;
+    }
+}
+
+/// The events and fio's log of the Job's pod, after a failed wait.
+async fn why_the_job_failed(client: &Client, namespace: &str, pod: &Option<String>) -> String {
+    match pod {
+        Some(pod) => why_it_failed(client, namespace, pod, FIO_CONTAINER).await,
+        None => "\n(no pod of the job to show the events and log of)".to_string(),
     }
 }
 
@@ -301,7 +327,11 @@ async fn wait_for_job(
 #[derive(Clone, Copy)]
 enum Wait {
     No,
-    UntilGone { timeout: Duration },
+    /// Asking every `poll` ([`Poller`]: Ctrl-C ends it).
+    UntilGone {
+        deadline: Instant,
+        poll: Duration,
+    },
 }
 
 /// Deletes the baseline's objects, the Job's pods with it; one that is not there is
@@ -324,21 +354,18 @@ where
     K: Resource<DynamicType = (), Scope = NamespaceResourceScope> + Clone + DeserializeOwned + Debug,
 {
     let name = object.meta().name.clone().context("an object without a name")?;
-    let kind = K::kind(&()).to_string();
+    let shown = format!("{} {namespace}/{name}", K::kind(&()));
     let api = Api::<K>::namespaced(client.clone(), namespace);
-    // Background: the Job's pods go too (the default for Jobs through the API is to orphan them).
-    match api.delete(&name, &DeleteParams::background()).await {
-        Ok(_) => {}
-        Err(kube::Error::Api(status)) if status.code == 404 => return Ok(()),
-        Err(error) => return Err(error).with_context(|| format!("cannot delete {kind} {namespace}/{name}")),
+    let deleting = delete_if_present(&api, &name, &shown).await?;
+    let Wait::UntilGone { deadline, poll } = wait else { return Ok(()) };
+    if !deleting {
+        return Ok(());
     }
-    let Wait::UntilGone { timeout } = wait else { return Ok(()) };
-    let started = tokio::time::Instant::now();
-    while api.get_opt(&name).await.with_context(|| format!("cannot read {kind} {namespace}/{name}"))?.is_some() {
-        if started.elapsed() >= timeout {
-            bail!("{kind} {namespace}/{name} left by an earlier baseline is still there after {} s", timeout.as_secs());
+    let poller = Poller::new(deadline, poll, format!("{shown} to be gone"));
+    while api.get_opt(&name).await.with_context(|| format!("cannot read {shown}"))?.is_some() {
+        if !poller.next_round().await? {
+            bail!("{shown} left by an earlier baseline is still being deleted: run the baseline again once it is gone");
         }
-        tokio::time::sleep(Duration::from_secs(1)).await;
     }
     Ok(())
 }

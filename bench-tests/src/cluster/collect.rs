@@ -32,7 +32,7 @@ use kube::Client;
 use kube::api::{Api, Patch, PatchParams};
 use serde::{Deserialize, Serialize};
 
-use super::deploy::{CLICKHOUSE, FIELD_MANAGER, on_cluster};
+use super::deploy::{CLICKHOUSE, DATA_PATH, FIELD_MANAGER, on_cluster};
 use super::{COLLECTED_ANNOTATION, COLLECTED_AT_ANNOTATION, LAST_USED_ANNOTATION, RUN_ANNOTATION, check_namespace};
 use crate::measure::StatementTag;
 use crate::results::{RESULTS_FILE, check_run_id, write_atomically};
@@ -43,8 +43,6 @@ use crate::targets::{Target, TargetInfo, TargetKind, eks};
 pub const DEPLOYMENT_FILE: &str = "deployment.json";
 pub const QUERY_LOG_FILE: &str = "query_log.jsonl";
 pub const BUNDLES_FOLDER: &str = "bundles";
-/// Where ClickHouse keeps its data in the pod: the mount that says which volume it is.
-const DATA_PATH: &str = "/var/lib/clickhouse";
 
 /// What the cluster says about a deployment: the cluster half of `deployment.json`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -123,7 +121,7 @@ pub async fn describe_deployment(client: &Client, namespace: &str) -> Result<Dep
     let run_id = annotations.get(RUN_ANNOTATION).cloned().with_context(|| {
         format!(
             "namespace {namespace} has no {RUN_ANNOTATION} annotation (an older up made it): run {} again",
-            eks::command("up", namespace)
+            super::eks_command("up", namespace)
         )
     })?;
     // The run id names the output folder: it must be a safe folder name.
@@ -142,7 +140,9 @@ pub async fn describe_deployment(client: &Client, namespace: &str) -> Result<Dep
         .get_opt(CLICKHOUSE)
         .await
         .with_context(|| format!("cannot read pod {namespace}/{CLICKHOUSE}"))?
-        .with_context(|| format!("no pod {namespace}/{CLICKHOUSE}: run {} again", eks::command("up", namespace)))?;
+        .with_context(|| {
+            format!("no pod {namespace}/{CLICKHOUSE}: run {} again", super::eks_command("up", namespace))
+        })?;
     let spec = pod.spec.clone().with_context(|| format!("pod {namespace}/{CLICKHOUSE} has no spec"))?;
     let container = spec
         .containers
@@ -348,7 +348,7 @@ async fn annotate(client: &Client, namespace: &str, annotations: serde_json::Val
 pub fn down_refusal(namespace: &Namespace) -> Option<String> {
     let name = namespace.metadata.name.as_deref().unwrap_or("?");
     let annotation = |key: &str| namespace.metadata.annotations.as_ref().and_then(|all| all.get(key));
-    let again = format!("run {} again, or down --force", eks::command("collect", name));
+    let again = format!("run {} again, or down --force", super::eks_command("collect", name));
     let time = |key: &str| -> std::result::Result<Option<jiff::Timestamp>, String> {
         match annotation(key) {
             None => Ok(None),

@@ -5,7 +5,9 @@
 //!
 //! The steps are async, on kube's client; [`up`], what `cargo xtask eks up` runs, is
 //! blocking and drives them on a runtime of its own ([`on_cluster`], which every blocking
-//! `eks` command uses), as the server targets do.
+//! `eks` command uses), as the server targets do. What the `eks` commands share lives here
+//! too: the one wait they all poll with ([`Poller`], which Ctrl-C ends), the one
+//! delete ([`delete_if_present`]) and the hint to run `up` ([`up_hint`]).
 
 use std::collections::BTreeMap;
 use std::fmt::Debug;
@@ -16,13 +18,14 @@ use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{Event, Namespace, Pod, PodStatus, Secret};
 use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::{Api, ListParams, LogParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, LogParams, Patch, PatchParams, PostParams};
 use kube::{Client, Resource};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use tokio::time::Instant;
 
 use super::RUN_ANNOTATION;
-use super::manifests::{self, Document, Object, PART_OF, Values, Variant};
+use super::manifests::{self, Document, Object, PART_OF, Values, Variant, is_part_of};
 
 /// The field manager of every server-side apply: what `kubectl` shows as the owner.
 pub const FIELD_MANAGER: &str = "chbench";
@@ -30,6 +33,8 @@ pub const FIELD_MANAGER: &str = "chbench";
 pub const CLICKHOUSE: &str = "clickhouse";
 /// The Secret holding ClickHouse's password (the manifests read it by this name).
 pub const PASSWORD_SECRET: &str = "clickhouse-password";
+/// Where the manifests mount ClickHouse's data: the volume mounted there is the data's.
+pub const DATA_PATH: &str = "/var/lib/clickhouse";
 /// Log lines of the pod shown when a wait fails.
 const LOG_LINES: i64 = 40;
 
@@ -76,7 +81,8 @@ pub struct Applied {
 }
 
 /// The Namespace to apply, annotated with its run: the run it already carries, or a new
-/// one (a UUID v4) when it does not exist yet or carries none. Server-side apply drops an
+/// one (a UUID v4) when it does not exist yet or carries none. An existing namespace
+/// without the part-of label is refused: `up` did not make it. Server-side apply drops an
 /// annotation the applied object leaves out, so the existing one is read and kept.
 async fn with_run(client: &Client, namespace: &Namespace) -> Result<(Namespace, String)> {
     let name = namespace.metadata.name.clone().context("a Namespace without a name")?;
@@ -88,6 +94,13 @@ async fn with_run(client: &Client, namespace: &Namespace) -> Result<(Namespace, 
     let phase = existing.as_ref().and_then(|existing| existing.status.as_ref()?.phase.as_deref());
     if phase == Some("Terminating") {
         bail!("namespace {name} is still being deleted: run up again once it is gone (kubectl get namespace {name})");
+    }
+    // The forced apply would label a namespace someone else made as chbench's, and a
+    // `down --force` would then delete it with everything in it.
+    if let Some(existing) = &existing
+        && !is_part_of(existing.metadata.labels.as_ref())
+    {
+        bail!("namespace {name} exists and was not made by cargo xtask eks up: choose another --namespace");
     }
     let run = existing
         .as_ref()
@@ -109,6 +122,59 @@ pub async fn apply_object(client: &Client, object: &Object) -> Result<()> {
         Object::Service(service) => apply_namespaced(client, service.as_ref()).await,
         Object::ConfigMap(map) => apply_namespaced(client, map.as_ref()).await,
         Object::Job(job) => apply_namespaced(client, job.as_ref()).await,
+        Object::NetworkPolicy(policy) => apply_namespaced(client, policy.as_ref()).await,
+    }
+}
+
+/// Deletes one object (`what` names it in the error), its dependents in the background
+/// (a Job's pods: deleting a Job through the API orphans them by default); one already
+/// gone is fine (a `down` or a clean-up run again). Whether there was one to delete.
+pub async fn delete_if_present<K>(api: &Api<K>, name: &str, what: &str) -> Result<bool>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug,
+{
+    match api.delete(name, &DeleteParams::background()).await {
+        Ok(_) => Ok(true),
+        Err(kube::Error::Api(status)) if status.is_not_found() => Ok(false),
+        Err(error) => Err(error).with_context(|| format!("cannot delete {what}")),
+    }
+}
+
+/// What to run to make the deployment in `namespace`: `up` with its `--namespace` unless
+/// it is the default one.
+pub fn up_hint(namespace: &str) -> String {
+    format!("run `{}`", super::eks_command("up", namespace))
+}
+
+/// The one wait of the `eks` commands: a loop asks the cluster, returns when what it
+/// waits for is done, and otherwise calls [`Poller::next_round`], which ends the wait at
+/// the deadline or on Ctrl-C and sleeps between rounds. (A loop rather than a closure
+/// handed to a helper: the future of an async closure cannot be shown to be `Send`, and
+/// the client's work is spawned.)
+pub struct Poller {
+    deadline: Instant,
+    every: Duration,
+    waiting_for: String,
+}
+
+impl Poller {
+    /// Rounds every `every` until `deadline`; `waiting_for` ("pod ns/clickhouse to be
+    /// Ready") is what the error of an interrupted wait says it stopped waiting for.
+    pub fn new(deadline: Instant, every: Duration, waiting_for: impl Into<String>) -> Poller {
+        Poller { deadline, every, waiting_for: waiting_for.into() }
+    }
+
+    /// After a round that found the wait not over: `false` once the deadline has passed
+    /// (the caller says what it waited for and why it may be stuck); otherwise, after
+    /// `every`, `true` for the next round. Ctrl-C ends the wait with
+    /// [`crate::interrupt::Interrupted`], saying what it stopped waiting for.
+    pub async fn next_round(&self) -> Result<bool> {
+        if Instant::now() >= self.deadline {
+            return Ok(false);
+        }
+        crate::interrupt::check().with_context(|| format!("stopped waiting for {}", self.waiting_for))?;
+        tokio::time::sleep(self.every).await;
+        Ok(true)
     }
 }
 
@@ -200,10 +266,10 @@ pub fn is_ready(status: &PodStatus) -> bool {
     status.conditions.iter().flatten().any(|condition| condition.type_ == "Ready" && condition.status == "True")
 }
 
-/// Waits until the pod is Ready, asking every `poll`; `progress` hears the pod's phase
-/// when it changes. After `timeout` the error says so and carries the pod's events and
-/// its last log lines, which is where the reason is (an image that cannot be pulled, a
-/// volume that cannot bind, a server that exits).
+/// Waits until the pod is Ready, asking every `poll` ([`Poller`]: Ctrl-C ends it);
+/// `progress` hears the pod's phase when it changes. After `timeout` the error says so
+/// and carries the pod's events and its last log lines, which is where the reason is (an
+/// image that cannot be pulled, a volume that cannot bind, a server that exits).
 pub async fn wait_for_ready(
     client: &Client,
     namespace: &str,
@@ -213,7 +279,7 @@ pub async fn wait_for_ready(
     mut progress: impl FnMut(&str),
 ) -> Result<()> {
     let pods = Api::<Pod>::namespaced(client.clone(), namespace);
-    let started = tokio::time::Instant::now();
+    let poller = Poller::new(Instant::now() + timeout, poll, format!("pod {namespace}/{pod} to be Ready"));
     let mut last_phase = String::new();
     loop {
         let current = pods.get(pod).await.with_context(|| format!("cannot read pod {namespace}/{pod}"))?;
@@ -221,20 +287,19 @@ pub async fn wait_for_ready(
         if is_ready(&status) {
             return Ok(());
         }
-        let phase = status.phase.clone().unwrap_or_else(|| "Unknown".to_string());
         if let Some(stuck) = cannot_start(&status) {
             let why = why_it_failed(client, namespace, pod, CLICKHOUSE).await;
             bail!("pod {namespace}/{pod} cannot start: {stuck}{why}");
         }
+        let phase = status.phase.unwrap_or_else(|| "Unknown".to_string());
         if phase != last_phase {
             progress(&format!("pod {namespace}/{pod}: {phase}"));
-            last_phase = phase.clone();
+            last_phase = phase;
         }
-        if started.elapsed() >= timeout {
+        if !poller.next_round().await? {
             let why = why_it_failed(client, namespace, pod, CLICKHOUSE).await;
-            bail!("pod {namespace}/{pod} was not Ready after {} s (phase {phase}){why}", timeout.as_secs());
+            bail!("pod {namespace}/{pod} was not Ready after {} s (phase {last_phase}){why}", timeout.as_secs());
         }
-        tokio::time::sleep(poll).await;
     }
 }
 

@@ -13,18 +13,16 @@ use anyhow::{Context, Result, bail};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, Secret, Service};
 use k8s_openapi::api::storage::v1::StorageClass;
-use kube::api::{Api, DeleteParams, ListParams};
+use kube::api::{Api, ListParams};
 use kube::{Client, Resource};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio::time::Instant;
 
-use super::deploy::{CLICKHOUSE, is_ready, on_cluster};
-use super::manifests::PART_OF;
+use super::deploy::{CLICKHOUSE, DATA_PATH, Poller, delete_if_present, is_ready, on_cluster};
+use super::manifests::{PART_OF, is_part_of};
 use super::{COLLECTED_ANNOTATION, RUN_ANNOTATION};
 
-/// Where the manifests mount ClickHouse's data: the volume mounted there is the data's.
-const DATA_PATH: &str = "/var/lib/clickhouse";
 /// How often `down` asks whether what it deleted is gone.
 const POLL: Duration = Duration::from_secs(2);
 
@@ -204,8 +202,7 @@ async fn deployment_namespace(client: &Client, namespace: &str) -> Result<Namesp
     let Some(object) = object else {
         bail!("no chbench deployment in namespace {namespace}: run cargo xtask eks up");
     };
-    let labelled = object.metadata.labels.as_ref().and_then(|labels| labels.get(PART_OF.0)).map(String::as_str);
-    if labelled != Some(PART_OF.1) {
+    if !is_part_of(object.metadata.labels.as_ref()) {
         bail!(
             "no chbench deployment in namespace {namespace}: it lacks the label {}: {}, so cargo xtask eks up did \
              not make it",
@@ -558,7 +555,7 @@ pub async fn down(
     let deadline = Instant::now() + timeout;
     progress(&format!("deleting namespace {namespace} and everything in it"));
     let namespaces = Api::<Namespace>::all(client.clone());
-    delete(&namespaces, namespace, "namespace").await?;
+    delete_if_present(&namespaces, namespace, &format!("namespace {namespace}")).await?;
     wait_until_gone(&namespaces, namespace, "namespace", deadline, poll, &mut progress, |object| {
         namespace_progress(object)
     })
@@ -574,7 +571,7 @@ pub async fn down(
     let classes = Api::<StorageClass>::all(client.clone());
     for class in plan.delete.iter().filter(|listed| listed.kind == "StorageClass") {
         progress(&format!("deleting storage class {}", class.name));
-        delete(&classes, &class.name, "storage class").await?;
+        delete_if_present(&classes, &class.name, &format!("storage class {}", class.name)).await?;
     }
     Ok(DownOutcome::Deleted(plan))
 }
@@ -680,21 +677,9 @@ fn names<K: Resource<DynamicType = ()>>(objects: Vec<K>) -> Vec<String> {
     objects.into_iter().filter_map(|object| object.meta().name.clone()).collect()
 }
 
-/// Deletes one object; one already gone is fine (a down run again).
-async fn delete<K>(api: &Api<K>, name: &str, what: &str) -> Result<()>
-where
-    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug,
-{
-    match api.delete(name, &DeleteParams::default()).await {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(status)) if status.is_not_found() => Ok(()),
-        Err(error) => Err(error).with_context(|| format!("cannot delete {what} {name}")),
-    }
-}
-
-/// Asks every `poll` until the object is gone, telling `progress` what `describe` says
-/// of it when that changes; at `deadline` the error says what is left. Ctrl-C ends the
-/// wait (the cluster goes on deleting).
+/// Asks every `poll` until the object is gone ([`Poller`]: Ctrl-C ends the wait,
+/// the cluster goes on deleting), telling `progress` what `describe` says of it when that
+/// changes; at `deadline` the error says what is left.
 async fn wait_until_gone<K>(
     api: &Api<K>,
     name: &str,
@@ -707,6 +692,7 @@ async fn wait_until_gone<K>(
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug,
 {
+    let poller = Poller::new(deadline, poll, format!("{what} {name} to be gone (the cluster goes on deleting it)"));
     let mut last = String::new();
     loop {
         let object = api.get_opt(name).await.with_context(|| format!("cannot read {what} {name}"))?;
@@ -719,12 +705,9 @@ where
             progress(&format!("{what} {name}: {now}"));
             last = now;
         }
-        if Instant::now() >= deadline {
+        if !poller.next_round().await? {
             bail!("{what} {name} is not gone yet ({last}); the cluster goes on deleting it: run down again to wait");
         }
-        crate::interrupt::check()
-            .with_context(|| format!("{what} {name} is not gone yet; the cluster goes on deleting it"))?;
-        tokio::time::sleep(poll).await;
     }
 }
 

@@ -1,10 +1,11 @@
 //! The manifests of a deployment: `manifests/<variant>/*.yaml` with `${name}` values
 //! filled from flags, split into documents that know their file and line, parsed into
 //! the Kubernetes API types and checked: every object labelled, image tags pinned,
-//! requests and limits set, a readiness probe, nothing that exposes ClickHouse, no
-//! privilege escalation and no service-account token. A variant's `fio.yaml` is the
-//! storage baseline's Job ([`render_storage_baseline`]), rendered apart from the
-//! deployment (`up` applies the rest) since it runs on the node the pod was given.
+//! requests and limits set, a readiness probe, nothing that exposes ClickHouse (and a
+//! NetworkPolicy that denies its pod all ingress), no privilege escalation and no
+//! service-account token. A variant's `fio.yaml` is the storage baseline's Job
+//! ([`render_storage_baseline`]), rendered apart from the deployment (`up` applies the
+//! rest) since it runs on the node the pod was given.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -13,7 +14,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, anyhow, bail};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, PersistentVolumeClaim, Pod, PodSpec, Service};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::api::storage::v1::StorageClass;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde::de::DeserializeOwned;
 
 pub use super::{Values, Variant};
@@ -22,6 +25,11 @@ use crate::sql::is_identifier;
 
 /// The label every object carries; `status` and `down` select on it.
 pub const PART_OF: (&str, &str) = ("app.kubernetes.io/part-of", "chbench");
+
+/// Whether labels carry [`PART_OF`], the mark of what chbench made.
+pub fn is_part_of(labels: Option<&BTreeMap<String, String>>) -> bool {
+    labels.and_then(|labels| labels.get(PART_OF.0)).is_some_and(|value| value == PART_OF.1)
+}
 
 pub use super::DEFAULT_IMAGE;
 
@@ -53,6 +61,7 @@ pub enum Object {
     Service(Box<Service>),
     ConfigMap(Box<ConfigMap>),
     Job(Box<Job>),
+    NetworkPolicy(Box<NetworkPolicy>),
 }
 
 impl Object {
@@ -65,6 +74,7 @@ impl Object {
             Object::Service(_) => "Service",
             Object::ConfigMap(_) => "ConfigMap",
             Object::Job(_) => "Job",
+            Object::NetworkPolicy(_) => "NetworkPolicy",
         }
     }
 
@@ -77,6 +87,7 @@ impl Object {
             Object::Service(object) => object.metadata.labels.as_ref(),
             Object::ConfigMap(object) => object.metadata.labels.as_ref(),
             Object::Job(object) => object.metadata.labels.as_ref(),
+            Object::NetworkPolicy(object) => object.metadata.labels.as_ref(),
         }
     }
 }
@@ -98,18 +109,37 @@ pub fn render(variant: Variant, values: &Values) -> Result<Vec<Document>> {
 }
 
 /// The variant's storage baseline Job ([`STORAGE_BASELINE_FILE`]), rendered with the
-/// deployment's `values` and `node_name`, the node the ClickHouse pod runs on.
-pub fn render_storage_baseline(variant: Variant, values: &Values, node_name: &str) -> Result<Vec<Document>> {
+/// deployment's `values`, `node_name`, the node the ClickHouse pod runs on, and
+/// `storage_class`, the StorageClass of ClickHouse's claim (`${storage_class}`; none on
+/// eks-nvme, whose data is an emptyDir).
+pub fn render_storage_baseline(
+    variant: Variant,
+    values: &Values,
+    node_name: &str,
+    storage_class: Option<&str>,
+) -> Result<Vec<Document>> {
     check_values(variant, values)?;
-    // A node name is a DNS subdomain: it can go into the YAML as it is.
-    let subdomain = node_name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.');
-    if node_name.is_empty() || node_name.len() > 253 || !subdomain {
+    // A node name and a StorageClass name are DNS subdomains: they go into the YAML as
+    // they are.
+    if !is_subdomain(node_name) {
         bail!("node name {node_name:?} is not a Kubernetes node name");
     }
     let path = manifests_root().join(variant.folder()).join(STORAGE_BASELINE_FILE);
     let mut by_name = values.by_name();
     by_name.insert("node_name", node_name.to_string());
+    if let Some(class) = storage_class {
+        if !is_subdomain(class) {
+            bail!("storage class {class:?} is not a Kubernetes StorageClass name");
+        }
+        by_name.insert("storage_class", class.to_string());
+    }
     render_files(vec![path], &by_name)
+}
+
+/// A DNS subdomain (RFC 1123), what Kubernetes names nodes and StorageClasses with.
+fn is_subdomain(name: &str) -> bool {
+    let characters = name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.');
+    !name.is_empty() && name.len() <= 253 && characters
 }
 
 /// The `.yaml` and `.yml` files of the variant's folder, sorted.
@@ -204,9 +234,10 @@ pub fn parse(documents: &[Document]) -> Result<Vec<Object>> {
                 "Service" => Object::Service(Box::new(typed(document, &kind)?)),
                 "ConfigMap" => Object::ConfigMap(Box::new(typed(document, &kind)?)),
                 "Job" => Object::Job(Box::new(typed(document, &kind)?)),
+                "NetworkPolicy" => Object::NetworkPolicy(Box::new(typed(document, &kind)?)),
                 other => bail!(
                     "{}: kind {other:?} is not one a deployment uses (Namespace, StorageClass, \
-                     PersistentVolumeClaim, Pod, Service, ConfigMap, Job)",
+                     PersistentVolumeClaim, Pod, Service, ConfigMap, Job, NetworkPolicy)",
                     document.location()
                 ),
             };
@@ -258,7 +289,70 @@ pub fn check(objects: &[Object]) -> Result<()> {
     if !objects.iter().any(|object| matches!(object, Object::Pod(_))) {
         bail!("the manifests define no Pod to run ClickHouse in");
     }
+    for object in objects {
+        if let Object::Pod(pod) = object {
+            check_no_ingress(pod, objects)?;
+        }
+    }
     Ok(())
+}
+
+/// No other pod in the cluster may reach the pod on its IP: a NetworkPolicy of its
+/// namespace must select it for Ingress with no rule, and none may let anything in (the
+/// rules of the policies selecting a pod add up). The client's port-forward goes
+/// through the kubelet, which a NetworkPolicy does not filter.
+fn check_no_ingress(pod: &Pod, objects: &[Object]) -> Result<()> {
+    let name = pod.metadata.name.as_deref().unwrap_or_default();
+    let labels = pod.metadata.labels.clone().unwrap_or_default();
+    let policies = objects.iter().filter_map(|object| match object {
+        Object::NetworkPolicy(policy) if policy.metadata.namespace == pod.metadata.namespace => Some(policy),
+        _ => None,
+    });
+    let mut denied = false;
+    for policy in policies {
+        let policy_name = policy.metadata.name.as_deref().unwrap_or_default();
+        let spec = policy.spec.as_ref().with_context(|| format!("networkpolicy {policy_name} has no spec"))?;
+        if !selects(spec.pod_selector.as_ref(), &labels) {
+            continue;
+        }
+        let rules = spec.ingress.as_ref().map_or(0, Vec::len);
+        if rules > 0 {
+            bail!(
+                "networkpolicy {policy_name} lets ingress reach pod {name}: ClickHouse takes none, the client reaches \
+                 it through a port-forward"
+            );
+        }
+        // Without policyTypes, Ingress is implied.
+        let types = spec.policy_types.as_ref();
+        denied |= types.is_none_or(|types| types.iter().any(|policy_type| policy_type == "Ingress"));
+    }
+    if !denied {
+        bail!(
+            "pod {name}: no NetworkPolicy in its namespace denies it ingress, so any pod in the cluster reaches \
+             ClickHouse on its pod IP; add one with podSelector: {{}} and policyTypes: [Ingress]"
+        );
+    }
+    Ok(())
+}
+
+/// Whether a NetworkPolicy's pod selector selects a pod with `labels` (no selector, or
+/// an empty one, selects every pod of the namespace).
+fn selects(selector: Option<&LabelSelector>, labels: &BTreeMap<String, String>) -> bool {
+    let Some(selector) = selector else { return true };
+    let by_labels = selector.match_labels.iter().flatten().all(|(key, value)| labels.get(key) == Some(value));
+    let by_expressions = selector.match_expressions.iter().flatten().all(|expression| {
+        let value = labels.get(&expression.key);
+        let listed = |value: &String| expression.values.iter().flatten().any(|listed| listed == value);
+        match expression.operator.as_str() {
+            "In" => value.is_some_and(listed),
+            "NotIn" => !value.is_some_and(listed),
+            "Exists" => value.is_some(),
+            "DoesNotExist" => value.is_none(),
+            // An operator the API server would refuse selects nothing.
+            _ => false,
+        }
+    });
+    by_labels && by_expressions
 }
 
 /// What the storage baseline's objects must be: those of a deployment, and one Job.
@@ -272,8 +366,7 @@ pub fn check_storage_baseline(objects: &[Object]) -> Result<()> {
 
 fn check_objects(objects: &[Object]) -> Result<()> {
     for object in objects {
-        let labelled = object.labels().and_then(|labels| labels.get(PART_OF.0)).is_some_and(|value| value == PART_OF.1);
-        if !labelled {
+        if !is_part_of(object.labels()) {
             bail!("a {} lacks the label {}: {}, which status and down select on", object.kind(), PART_OF.0, PART_OF.1);
         }
         match object {
@@ -317,7 +410,7 @@ fn check_job(job: &Job) -> Result<()> {
         bail!("{name}: set ttlSecondsAfterFinished and activeDeadlineSeconds (a Job nobody removes stays)");
     }
     let template_labelled = spec.template.metadata.as_ref().and_then(|metadata| metadata.labels.as_ref());
-    if template_labelled.and_then(|labels| labels.get(PART_OF.0)).is_none_or(|value| value != PART_OF.1) {
+    if !is_part_of(template_labelled) {
         bail!("{name}: its pod template lacks the label {}: {}, which status and down select on", PART_OF.0, PART_OF.1);
     }
     let pod_spec = spec.template.spec.as_ref().with_context(|| format!("{name} has no pod template spec"))?;

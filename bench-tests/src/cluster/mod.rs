@@ -42,6 +42,16 @@ pub const COLLECTED_AT_ANNOTATION: &str = "chbench.dev/collected-at";
 /// after the last collect.
 pub const LAST_USED_ANNOTATION: &str = "chbench.dev/last-used";
 
+/// `cargo xtask eks <subcommand>` for the deployment in `namespace`, with `--namespace`
+/// when it is not the default: the command a message tells the user to run.
+pub fn eks_command(subcommand: &str, namespace: &str) -> String {
+    if namespace == DEFAULT_NAMESPACE {
+        format!("cargo xtask eks {subcommand}")
+    } else {
+        format!("cargo xtask eks {subcommand} --namespace {namespace}")
+    }
+}
+
 /// Refuses what cannot name a Kubernetes namespace (an RFC 1123 label), before a cluster
 /// is asked.
 pub fn check_namespace(namespace: &str) -> anyhow::Result<()> {

@@ -34,16 +34,6 @@ pub fn endpoint_namespace(endpoint: &str) -> Option<&str> {
     endpoint.strip_prefix("pod ")?.split_once('/').map(|(namespace, _)| namespace)
 }
 
-/// `cargo xtask eks <subcommand>` for the deployment in `namespace`, with `--namespace`
-/// when it is not the default: the command a message tells the user to run.
-pub fn command(subcommand: &str, namespace: &str) -> String {
-    if namespace == DEFAULT_NAMESPACE {
-        format!("cargo xtask eks {subcommand}")
-    } else {
-        format!("cargo xtask eks {subcommand} --namespace {namespace}")
-    }
-}
-
 /// `CHBENCH_NAMESPACE`, or the default; a name Kubernetes would refuse is one line.
 pub fn namespace_from_env() -> Result<String> {
     let namespace = match std::env::var(NAMESPACE_ENV) {
@@ -97,10 +87,11 @@ mod with_client {
     use k8s_openapi::api::core::v1::Pod;
     use kube::{Api, Client};
 
-    use super::{CAPABILITIES, HTTP_PORT, Use, command, endpoint};
+    use super::{CAPABILITIES, HTTP_PORT, Use, endpoint};
     use crate::cluster::baseline::read_baseline;
     use crate::cluster::collect::BenchUse;
     use crate::cluster::deploy::{CLICKHOUSE, PASSWORD_SECRET, connect, is_ready, read_password};
+    use crate::cluster::eks_command;
     use crate::cluster::portforward::{PortForward, client_runtime};
     use crate::settings::Settings;
     use crate::storage_baseline::StorageBaseline;
@@ -132,7 +123,7 @@ mod with_client {
     /// Reads (never writes) the deployment in `namespace`: the password Secret, then the
     /// pod, which must be Ready. What is missing is one line saying to run `up`.
     pub async fn find_deployment(client: &Client, namespace: &str) -> Result<Deployment> {
-        let up = format!("run `{}`", command("up", namespace));
+        let up = format!("run `{}`", eks_command("up", namespace));
         let password = read_password(client, namespace)
             .await?
             .with_context(|| format!("no secret {namespace}/{PASSWORD_SECRET}, so no deployment to use: {up}"))?;
@@ -168,7 +159,7 @@ mod with_client {
     /// elsewhere) is an error saying how to measure it again, as none is.
     pub fn check_baseline_node(deployment: &Deployment, stored: Option<StorageBaseline>) -> Result<StorageBaseline> {
         let namespace = &deployment.namespace;
-        let again = command("baseline", namespace);
+        let again = eks_command("baseline", namespace);
         let Some(baseline) = stored else {
             bail!(
                 "no storage baseline in namespace {namespace} (up --no-baseline, or it failed): `{again}` measures one"
