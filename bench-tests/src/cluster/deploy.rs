@@ -238,10 +238,42 @@ pub async fn read_password(client: &Client, namespace: &str) -> Result<Option<St
 }
 
 /// The client for the cluster the kubeconfig names (or the one this process runs in).
+/// kube's own error is not shown: for a kubeconfig that does not parse it quotes the
+/// lines around the fault, which hold tokens and keys. What is said instead comes from
+/// the files alone: missing, empty, or not readable as a kubeconfig.
 pub async fn connect() -> Result<Client> {
-    Client::try_default()
-        .await
-        .context("cannot reach a cluster: kube reads KUBECONFIG or ~/.kube/config (for EKS: aws eks update-kubeconfig)")
+    match Client::try_default().await {
+        Ok(client) => Ok(client),
+        Err(_) => bail!(
+            "cannot reach a cluster: kube reads KUBECONFIG or ~/.kube/config (for EKS: aws eks update-kubeconfig): {}",
+            kubeconfig_problem(std::env::var_os("KUBECONFIG"), std::env::var_os("HOME"))
+        ),
+    }
+}
+
+/// Why no client could be made, from the kubeconfig files kube reads (`KUBECONFIG`, a
+/// `:`-separated list, else `~/.kube/config`), never from their contents.
+pub fn kubeconfig_problem(kubeconfig: Option<std::ffi::OsString>, home: Option<std::ffi::OsString>) -> String {
+    let paths: Vec<std::path::PathBuf> = match (&kubeconfig, home) {
+        (Some(list), _) if !list.is_empty() => std::env::split_paths(list).collect(),
+        (_, Some(home)) => vec![std::path::Path::new(&home).join(".kube/config")],
+        (_, None) => return "KUBECONFIG is not set and there is no HOME to find ~/.kube/config in".to_string(),
+    };
+    let problems: Vec<String> = paths
+        .iter()
+        .map(|path| match std::fs::metadata(path) {
+            Err(_) => format!("{} does not exist", path.display()),
+            Ok(meta) if !meta.is_file() => format!("{} is not a file", path.display()),
+            Ok(meta) if meta.len() == 0 => format!("{} is empty", path.display()),
+            // Not shown: its contents are credentials.
+            Ok(_) => format!(
+                "{} is not a usable kubeconfig (it does not parse, names no current context, or its certificates \
+                 do not load; what it holds is not shown: credentials)",
+                path.display()
+            ),
+        })
+        .collect();
+    problems.join("; ")
 }
 
 /// A new password Secret (labelled as every object is) and its password.
@@ -406,4 +438,27 @@ where
         let client = connect().await?;
         work(client).await
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::kubeconfig_problem;
+
+    #[test]
+    fn a_kubeconfig_problem_names_the_file_and_never_its_contents() {
+        let folder = tempfile::tempdir().unwrap();
+        let empty = folder.path().join("empty");
+        std::fs::write(&empty, "").unwrap();
+        let broken = folder.path().join("broken");
+        std::fs::write(&broken, "users:\n- user:\n    token: s3cr3t-token\n  name: [unclosed\n").unwrap();
+        let missing = folder.path().join("missing");
+        let list = std::env::join_paths([&missing, &empty, &broken]).unwrap();
+        let said = kubeconfig_problem(Some(list), None);
+        assert!(said.contains(&format!("{} does not exist", missing.display())), "{said}");
+        assert!(said.contains(&format!("{} is empty", empty.display())), "{said}");
+        assert!(said.contains(&format!("{} is not a usable kubeconfig", broken.display())), "{said}");
+        assert!(!said.contains("s3cr3t"), "{said}");
+        let said = kubeconfig_problem(None, Some(folder.path().into()));
+        assert_eq!(said, format!("{} does not exist", folder.path().join(".kube/config").display()));
+    }
 }

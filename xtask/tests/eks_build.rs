@@ -1,0 +1,54 @@
+//! The default build and the `eks` build (what `cargo xtask eks ...` runs itself as) turn
+//! on the same features in every crate they share, so that switching between them
+//! relinks chbench and xtask and rebuilds nothing else (see "One build for both" in
+//! bench-tests/Cargo.toml). When a dependency's features drift, this names the crate
+//! and the features to add there.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::process::Command;
+
+/// Each crate of xtask's build (its normal dependencies, with what they build on) and the
+/// features it is built with, as `cargo tree` resolves them from the lock file.
+fn features_of_each_crate(extra: &[&str]) -> BTreeMap<String, BTreeSet<String>> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let output = Command::new(cargo)
+        .args(["tree", "--locked", "-p", "xtask", "-e", "normal", "--prefix", "none", "-f", "{p} [{f}]"])
+        .args(extra)
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+        .output()
+        .expect("cannot run cargo tree");
+    assert!(output.status.success(), "cargo tree failed: {}", String::from_utf8_lossy(&output.stderr));
+    let mut crates: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for line in String::from_utf8_lossy(&output.stdout).lines() {
+        let Some((package, features)) = line.trim_end_matches(" (*)").split_once(" [") else { continue };
+        // A crate built for the host (a proc-macro's dependency) and for the target shows
+        // twice; what matters is that the two builds ask for the same features of it.
+        let features = features.trim_end_matches(']').split(',').filter(|f| !f.is_empty()).map(str::to_string);
+        crates.entry(package.to_string()).or_default().extend(features);
+    }
+    crates
+}
+
+#[test]
+fn the_eks_build_turns_on_no_feature_the_default_build_lacks() {
+    let default = features_of_each_crate(&[]);
+    let eks = features_of_each_crate(&["--features", "xtask/eks"]);
+    assert!(default.len() > 100, "cargo tree listed only {} crates", default.len());
+    let drifted: Vec<String> = default
+        .iter()
+        .filter(|(package, _)| !package.starts_with("chbench ") && !package.starts_with("xtask "))
+        .filter_map(|(package, features)| {
+            let with_eks = eks.get(package)?;
+            (with_eks != features).then(|| {
+                let added: Vec<&String> = with_eks.difference(features).collect();
+                format!("{package}: the eks build adds {added:?}")
+            })
+        })
+        .collect();
+    assert!(
+        drifted.is_empty(),
+        "each switch between `cargo xtask` and `cargo xtask eks` would rebuild these and what depends on them; \
+         turn the same features on in bench-tests/Cargo.toml (\"One build for both\"):\n{}",
+        drifted.join("\n")
+    );
+}
