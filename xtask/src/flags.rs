@@ -29,7 +29,7 @@ pub enum Command {
         after_long_help = MEASURE_FORMS
     )]
     Measure(Measure),
-    /// A ClickHouse deployment on Kubernetes (EKS, or kind): up, status, collect, down.
+    /// A ClickHouse deployment on Kubernetes (EKS, or kind): up, status, baseline, collect, down.
     Eks(Eks),
     /// Remove the `container` target's containers whose run or process has ended (what
     /// every open of the target does first), so that none is left running after a run.
@@ -69,7 +69,7 @@ pub enum EksCommand {
 #[derive(Debug, Clone, Args)]
 pub struct EksStatus {
     /// The deployment's namespace.
-    #[arg(long, default_value = chbench::cluster::DEFAULT_NAMESPACE)]
+    #[arg(long, env = chbench::targets::eks::NAMESPACE_ENV, default_value = chbench::cluster::DEFAULT_NAMESPACE)]
     pub namespace: String,
     /// Print JSON (a part that is absent is {"absent": "why"}) instead of text.
     #[arg(long)]
@@ -79,7 +79,7 @@ pub struct EksStatus {
 #[derive(Debug, Clone, Args)]
 pub struct EksDown {
     /// The deployment's namespace.
-    #[arg(long, default_value = chbench::cluster::DEFAULT_NAMESPACE)]
+    #[arg(long, env = chbench::targets::eks::NAMESPACE_ENV, default_value = chbench::cluster::DEFAULT_NAMESPACE)]
     pub namespace: String,
     /// Delete even when the run's results were not collected (they are lost with it).
     #[arg(long)]
@@ -95,7 +95,7 @@ pub struct EksDown {
 #[derive(Debug, Clone, Args)]
 pub struct EksCollect {
     /// The deployment's namespace.
-    #[arg(long, default_value = chbench::cluster::DEFAULT_NAMESPACE)]
+    #[arg(long, env = chbench::targets::eks::NAMESPACE_ENV, default_value = chbench::cluster::DEFAULT_NAMESPACE)]
     pub namespace: String,
     /// Where the files go [default: RESULTS_DIR/eks/NAMESPACE-RUN, RUN the id `up` stamped
     /// on the namespace].
@@ -109,7 +109,7 @@ pub struct EksCollect {
 #[derive(Debug, Clone, Args)]
 pub struct EksBaseline {
     /// The namespace of the deployment to measure.
-    #[arg(long, default_value = chbench::cluster::DEFAULT_NAMESPACE)]
+    #[arg(long, env = chbench::targets::eks::NAMESPACE_ENV, default_value = chbench::cluster::DEFAULT_NAMESPACE)]
     pub namespace: String,
     /// How long to wait for fio, in seconds.
     #[arg(long, default_value_t = 600)]
@@ -122,7 +122,7 @@ pub struct EksUp {
     #[arg(long, value_enum, default_value = "eks-gp3")]
     pub variant: chbench::cluster::Variant,
     /// The namespace every object goes in (and `down` removes).
-    #[arg(long, default_value = chbench::cluster::DEFAULT_NAMESPACE)]
+    #[arg(long, env = chbench::targets::eks::NAMESPACE_ENV, default_value = chbench::cluster::DEFAULT_NAMESPACE)]
     pub namespace: String,
     /// The benchmark node's instance type [default: m5.xlarge; m6id.xlarge for eks-nvme].
     #[arg(long)]
