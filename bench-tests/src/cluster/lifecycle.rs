@@ -97,6 +97,9 @@ pub struct Run {
     pub collected_run: Presence<String>,
     /// Whether the collected run is this run.
     pub collected: bool,
+    /// When it is: what was done on the deployment since that collect (a bench after
+    /// it), which a `down` refuses to lose.
+    pub used_since_collect: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -221,7 +224,8 @@ fn run_of(namespace: &Namespace) -> Run {
     });
     let collected_run = Presence::or_absent(annotation(COLLECTED_ANNOTATION), || "never collected".to_string());
     let collected = id.present().is_some() && id.present() == collected_run.present();
-    Run { id, collected_run, collected }
+    let used_since_collect = if collected { super::collect::down_refusal(namespace) } else { None };
+    Run { id, collected_run, collected, used_since_collect }
 }
 
 fn pod_state(pod: &Pod) -> PodState {
@@ -377,7 +381,10 @@ impl Display for Status {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         row(f, false, "namespace", &self.namespace)?;
         let collected = match (&self.run.collected, &self.run.collected_run) {
-            (true, _) => "collected".to_string(),
+            (true, _) => match &self.run.used_since_collect {
+                None => "collected".to_string(),
+                Some(why) => format!("collected, but {why}"),
+            },
             (false, Presence::Present(other)) => {
                 format!("not collected (the last collect was of run {other}; cargo xtask eks collect)")
             }
@@ -538,7 +545,7 @@ pub async fn down(
     let object = deployment_namespace(client, namespace).await?;
     let run = run_of(&object);
     // Collected means this run, by a collect that started after the last bench's use.
-    let refused = (!run.collected).then(|| refusal(namespace, &run)).or_else(|| super::collect::down_refusal(&object));
+    let refused = if run.collected { run.used_since_collect.clone() } else { Some(refusal(namespace, &run)) };
     if let Some(why) = &refused
         && !force
         && !dry_run
@@ -764,5 +771,22 @@ mod tests {
         let no_run = run_of(&namespace(&[]));
         assert!(!no_run.collected);
         assert!(refusal("chbench", &no_run).ends_with("cargo xtask eks collect first, or down --force"));
+        // Collected, then used by a bench: status says so, as down's refusal does.
+        let used_after = run_of(&namespace(&[
+            (RUN_ANNOTATION, "a"),
+            (COLLECTED_ANNOTATION, "a"),
+            (crate::cluster::COLLECTED_AT_ANNOTATION, "2026-11-30T10:00:00Z"),
+            (crate::cluster::LAST_USED_ANNOTATION, "2026-11-30T11:00:00Z"),
+        ]));
+        assert!(used_after.collected);
+        let why = used_after.used_since_collect.expect("a bench after the collect");
+        assert!(why.starts_with("a bench used the deployment in namespace chbench at 2026-11-30T11:00:00Z"), "{why}");
+        let used_before = run_of(&namespace(&[
+            (RUN_ANNOTATION, "a"),
+            (COLLECTED_ANNOTATION, "a"),
+            (crate::cluster::COLLECTED_AT_ANNOTATION, "2026-11-30T12:00:00Z"),
+            (crate::cluster::LAST_USED_ANNOTATION, "2026-11-30T11:00:00Z"),
+        ]));
+        assert_eq!(used_before.used_since_collect, None);
     }
 }
