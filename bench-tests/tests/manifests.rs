@@ -86,6 +86,8 @@ fn unpinned_images_and_impossible_volumes_are_refused_before_rendering() {
     assert!(message.starts_with("image \"clickhouse/clickhouse-server:latest\" is not pinned"), "{message}");
     let message = refused(Values { image: "clickhouse/clickhouse-server".into(), ..defaults.clone() });
     assert!(message.contains("is not pinned"), "{message}");
+    let message = refused(Values { image: String::new(), ..defaults.clone() });
+    assert!(message.starts_with("the image is empty"), "{message}");
     let message = refused(Values { iops: 100, ..defaults.clone() });
     assert_eq!(message, "gp3 takes 3000 to 16000 IOPS and 125 to 1000 MiB/s, not 100 and 125");
     let message = refused(Values { node_type: " ".into(), ..defaults.clone() });

@@ -461,6 +461,9 @@ fn check_pod_spec(name: &str, spec: &PodSpec, probe: Probe) -> Result<()> {
 /// An image must name a tag or digest, and not `latest`: two runs of one manifest must
 /// run the same server.
 pub fn check_image(image: &str) -> Result<()> {
+    if image.is_empty() {
+        bail!("the image is empty: give one pinned by tag or digest (--image clickhouse/clickhouse-server:26.3.33.24)");
+    }
     if image.chars().any(char::is_whitespace) {
         bail!("image {image:?} has whitespace in it");
     }
