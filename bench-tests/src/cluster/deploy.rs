@@ -241,13 +241,52 @@ pub async fn read_password(client: &Client, namespace: &str) -> Result<Option<St
 /// kube's own error is not shown: for a kubeconfig that does not parse it quotes the
 /// lines around the fault, which hold tokens and keys. What is said instead comes from
 /// the files alone: missing, empty, or not readable as a kubeconfig.
-pub async fn connect() -> Result<Client> {
-    match Client::try_default().await {
-        Ok(client) => Ok(client),
-        Err(_) => bail!(
+pub async fn connect() -> Result<Cluster> {
+    let unusable = || {
+        anyhow::anyhow!(
             "cannot reach a cluster: kube reads KUBECONFIG or ~/.kube/config (for EKS: aws eks update-kubeconfig): {}",
             kubeconfig_problem(std::env::var_os("KUBECONFIG"), std::env::var_os("HOME"))
-        ),
+        )
+    };
+    let config = kube::Config::infer().await.map_err(|_| unusable())?;
+    // Scheme, host and port only: a URL may carry a user and password before its host.
+    let uri = &config.cluster_url;
+    let url = match (uri.scheme_str(), uri.host(), uri.port_u16()) {
+        (Some(scheme), Some(host), Some(port)) => format!("{scheme}://{host}:{port}"),
+        (Some(scheme), Some(host), None) => format!("{scheme}://{host}"),
+        _ => "(the kubeconfig's server)".to_string(),
+    };
+    let client = Client::try_from(config).map_err(|_| unusable())?;
+    Ok(Cluster { client, url })
+}
+
+/// A client, and the API server's address the kubeconfig gave it (for messages: scheme,
+/// host and port, nothing else).
+pub struct Cluster {
+    pub client: Client,
+    pub url: String,
+}
+
+impl Cluster {
+    /// `error` of work on this cluster; when the API server did not answer at all, with
+    /// its address first, since kube's own words ("ServiceError: ... Connection refused")
+    /// name neither it nor the kubeconfig.
+    pub fn explain(&self, error: anyhow::Error) -> anyhow::Error {
+        explain_unanswered(&self.url, error)
+    }
+}
+
+/// [`Cluster::explain`], for the API server at `url`.
+pub fn explain_unanswered(url: &str, error: anyhow::Error) -> anyhow::Error {
+    let unanswered = error.chain().any(|cause| {
+        matches!(cause.downcast_ref::<kube::Error>(), Some(kube::Error::Service(_) | kube::Error::HyperError(_)))
+    });
+    if unanswered {
+        error.context(format!(
+            "the API server at {url} does not answer: is the kubeconfig's current context the cluster you mean?"
+        ))
+    } else {
+        error
     }
 }
 
@@ -435,14 +474,28 @@ where
         .context("cannot start the Kubernetes client's runtime")?;
     runtime.block_on(async {
         // Inside the runtime: the client spawns its request buffer on it.
-        let client = connect().await?;
-        work(client).await
+        let cluster = connect().await?;
+        work(cluster.client.clone()).await.map_err(|error| cluster.explain(error))
     })
 }
 
 #[cfg(test)]
 mod tests {
-    use super::kubeconfig_problem;
+    use super::{explain_unanswered, kubeconfig_problem};
+
+    #[test]
+    fn an_api_server_that_does_not_answer_is_named_and_other_errors_are_left_alone() {
+        let refused = anyhow::Error::new(kube::Error::Service("tcp connect error: Connection refused".into()))
+            .context("cannot read namespace chbench");
+        let said = format!("{:#}", explain_unanswered("https://10.0.0.1:443", refused));
+        assert!(said.starts_with("the API server at https://10.0.0.1:443 does not answer"), "{said}");
+        assert!(said.contains("does not answer: is the kubeconfig's current context the cluster you mean?: cannot read namespace chbench: ServiceError"), "{said}");
+        let refusal = anyhow::anyhow!("run r1 in namespace chbench is not collected");
+        assert_eq!(
+            format!("{:#}", explain_unanswered("https://10.0.0.1:443", refusal)),
+            "run r1 in namespace chbench is not collected"
+        );
+    }
 
     #[test]
     fn a_kubeconfig_problem_names_the_file_and_never_its_contents() {

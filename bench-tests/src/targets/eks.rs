@@ -197,9 +197,10 @@ mod with_client {
         pub fn connect(namespace: &str, used_for: Use) -> Result<EksTarget> {
             let kubernetes = client_runtime()?;
             let (client, deployment) = kubernetes.block_on(async {
-                let client = connect().await?;
-                let deployment = find_deployment(&client, namespace).await?;
-                Ok::<_, anyhow::Error>((client, deployment))
+                let cluster = connect().await?;
+                let deployment =
+                    find_deployment(&cluster.client, namespace).await.map_err(|error| cluster.explain(error))?;
+                Ok::<_, anyhow::Error>((cluster.client, deployment))
             })?;
             let forward = PortForward::start(client.clone(), namespace, CLICKHOUSE, HTTP_PORT)?;
             let endpoint = endpoint(namespace, CLICKHOUSE, &deployment.image, &forward.url());
