@@ -1105,11 +1105,13 @@ mod storage_baseline {
     const FIO_POD: &str = "chbench-storage-baseline-x7k2p";
     const RESULT: &str = "/api/v1/namespaces/chbench/configmaps/chbench-storage-baseline";
 
-    /// The ClickHouse pod on its node, its data on the claim `clickhouse-data`.
+    /// The ClickHouse pod on its node, its data on the claim `clickhouse-data`, mounted
+    /// where the manifests mount it.
     fn clickhouse_pod() -> String {
         format!(
             r#"{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"clickhouse"}},"spec":{{"nodeName":"{NODE}",
-            "nodeSelector":{{"node.kubernetes.io/instance-type":"m5.xlarge"}},"containers":[{{"name":"clickhouse"}}],
+            "nodeSelector":{{"node.kubernetes.io/instance-type":"m5.xlarge"}},"containers":[{{"name":"clickhouse",
+            "volumeMounts":[{{"name":"data","mountPath":"/var/lib/clickhouse"}}]}}],
             "volumes":[{{"name":"data","persistentVolumeClaim":{{"claimName":"clickhouse-data"}}}}]}}}}"#
         )
     }

@@ -27,7 +27,8 @@ use serde::de::DeserializeOwned;
 use tokio::time::Instant;
 
 use super::deploy::{
-    CLICKHOUSE, Poller, apply_object, cannot_start, delete_if_present, on_cluster, up_hint, why_it_failed,
+    CLICKHOUSE, DATA_PATH, Poller, apply_object, cannot_start, data_volume, delete_if_present, on_cluster, up_hint,
+    why_it_failed,
 };
 use super::manifests::{self, Object, PART_OF, Values, Variant};
 use crate::storage_baseline::{Device, StorageBaseline, parse_fio_output};
@@ -183,8 +184,8 @@ async fn deployment_storage(client: &Client, namespace: &str) -> Result<Deployme
     let node = spec.node_name.clone().with_context(|| {
         format!("pod {namespace}/{CLICKHOUSE} is not on a node yet: {} and let it wait for the pod", up_hint(namespace))
     })?;
-    let data = spec.volumes.iter().flatten().find(|volume| volume.name == "data").with_context(|| {
-        format!("pod {namespace}/{CLICKHOUSE} has no volume named data, which the manifests give it")
+    let data = data_volume(&spec).with_context(|| {
+        format!("pod {namespace}/{CLICKHOUSE} mounts no volume at {DATA_PATH}, where the manifests keep its data")
     })?;
     let mut values = Values { namespace: namespace.to_string(), ..Values::defaults(Variant::Kind) };
     let instance_type =

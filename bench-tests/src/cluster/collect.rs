@@ -32,7 +32,7 @@ use kube::Client;
 use kube::api::{Api, Patch, PatchParams};
 use serde::{Deserialize, Serialize};
 
-use super::deploy::{CLICKHOUSE, DATA_PATH, FIELD_MANAGER, on_cluster};
+use super::deploy::{CLICKHOUSE, FIELD_MANAGER, data_volume, on_cluster};
 use super::{COLLECTED_ANNOTATION, COLLECTED_AT_ANNOTATION, LAST_USED_ANNOTATION, RUN_ANNOTATION, check_namespace};
 use crate::measure::StatementTag;
 use crate::results::{RESULTS_FILE, check_run_id, write_atomically};
@@ -176,14 +176,7 @@ pub async fn describe_deployment(client: &Client, namespace: &str) -> Result<Dep
         architecture: labels.get("kubernetes.io/arch").cloned(),
     };
 
-    // The volume mounted where ClickHouse keeps its data.
-    let mounted = container
-        .volume_mounts
-        .iter()
-        .flatten()
-        .find(|mount| mount.mount_path.trim_end_matches('/') == DATA_PATH)
-        .and_then(|mount| spec.volumes.iter().flatten().find(|volume| volume.name == mount.name));
-    let volume = match mounted {
+    let volume = match data_volume(&spec) {
         None => DataVolume::None { source: "the container's own filesystem".to_string(), size_limit: None },
         Some(volume) => match &volume.persistent_volume_claim {
             Some(claim) => persistent_volume(client, namespace, &claim.claim_name).await?,

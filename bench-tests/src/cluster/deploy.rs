@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use k8s_openapi::ByteString;
-use k8s_openapi::api::core::v1::{Event, Namespace, Pod, PodStatus, Secret};
+use k8s_openapi::api::core::v1::{Event, Namespace, Pod, PodSpec, PodStatus, Secret, Volume};
 use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, DeleteParams, ListParams, LogParams, Patch, PatchParams, PostParams};
@@ -329,6 +329,18 @@ pub fn password_secret(namespace: &str) -> (Secret, String) {
         ..Secret::default()
     };
     (secret, password)
+}
+
+/// The pod volume ClickHouse's container mounts at [`DATA_PATH`]: what holds the data, a
+/// claim or an emptyDir. The one way `status`, `collect` and the baseline find it.
+pub fn data_volume(spec: &PodSpec) -> Option<&Volume> {
+    let mount = spec
+        .containers
+        .iter()
+        .filter(|container| container.name == CLICKHOUSE)
+        .flat_map(|container| container.volume_mounts.iter().flatten())
+        .find(|mount| mount.mount_path.trim_end_matches('/') == DATA_PATH)?;
+    spec.volumes.iter().flatten().find(|volume| volume.name == mount.name)
 }
 
 /// Whether a pod's Ready condition is True: the one test of readiness `up`, `status` and

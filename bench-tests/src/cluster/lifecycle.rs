@@ -19,7 +19,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio::time::Instant;
 
-use super::deploy::{CLICKHOUSE, DATA_PATH, Poller, delete_if_present, is_ready, on_cluster};
+use super::deploy::{self, CLICKHOUSE, Poller, delete_if_present, is_ready, on_cluster};
 use super::manifests::{PART_OF, is_part_of};
 use super::{COLLECTED_ANNOTATION, RUN_ANNOTATION};
 
@@ -284,19 +284,12 @@ async fn node_state(client: &Client, name: &str) -> Presence<NodeState> {
 enum DataVolume {
     Claim(String),
     EmptyDir,
-    /// No pod, or one that mounts nothing at [`DATA_PATH`].
+    /// No pod, or one that mounts nothing at [`deploy::DATA_PATH`].
     Unknown,
 }
 
 fn data_volume(pod: Option<&Pod>) -> DataVolume {
-    let Some(spec) = pod.and_then(|pod| pod.spec.as_ref()) else { return DataVolume::Unknown };
-    let mounted = spec
-        .containers
-        .iter()
-        .filter(|container| container.name == CLICKHOUSE)
-        .flat_map(|container| container.volume_mounts.iter().flatten())
-        .find(|mount| mount.mount_path == DATA_PATH);
-    let volume = mounted.and_then(|mount| spec.volumes.iter().flatten().find(|volume| volume.name == mount.name));
+    let volume = pod.and_then(|pod| pod.spec.as_ref()).and_then(deploy::data_volume);
     match volume {
         Some(volume) if volume.persistent_volume_claim.is_some() => DataVolume::Claim(
             volume.persistent_volume_claim.as_ref().map(|claim| claim.claim_name.clone()).unwrap_or_default(),
