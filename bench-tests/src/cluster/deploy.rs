@@ -480,10 +480,7 @@ pub fn on_cluster<T, Work>(work: impl FnOnce(Client) -> Work) -> Result<T>
 where
     Work: Future<Output = Result<T>>,
 {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the Kubernetes client's runtime")?;
+    let runtime = crate::targets::blocking_runtime("the Kubernetes client")?;
     runtime.block_on(async {
         // Inside the runtime: the client spawns its request buffer on it.
         let cluster = connect().await?;

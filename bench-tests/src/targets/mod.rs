@@ -9,7 +9,8 @@
 //! target's name. [`TargetKind::spec`] is the only code that maps a kind to its file.
 //!
 //! The API is blocking: the embedded engine is a synchronous C library, and the server
-//! targets drive their async HTTP client on a private single-threaded runtime.
+//! targets drive their async HTTP client on a private single-threaded runtime
+//! ([`blocking_runtime`], which the Kubernetes client uses too).
 
 pub mod chdb;
 pub mod container;
@@ -566,6 +567,16 @@ fn clickhouse_version(answer: &str) -> Option<String> {
 pub struct EventsSnapshot {
     pub values: BTreeMap<String, u64>,
     pub read_counters: ResultCounters,
+}
+
+/// The runtime a blocking API drives one async client on (the HTTP client, Docker's, the
+/// Kubernetes client): current-thread, with I/O and timers, running only inside its
+/// `block_on`. `what` names the client for the error: "the HTTP client".
+pub fn blocking_runtime(what: &str) -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .with_context(|| format!("cannot start {what}'s runtime"))
 }
 
 /// Opens the target chosen by `CHBENCH_TARGET` and prints which one it is.

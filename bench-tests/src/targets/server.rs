@@ -10,7 +10,7 @@
 
 use std::fmt;
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Result, anyhow, bail};
 
 use super::{Backend, Capabilities, DatasetProvision, ResultCounters, StatsSource, Storage};
 use crate::settings::Settings;
@@ -120,10 +120,7 @@ pub struct ServerTarget {
 impl ServerTarget {
     /// Builds a client with the session defaults and checks that the server answers.
     pub fn connect(config: ServerConfig) -> Result<ServerTarget> {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .context("cannot start the HTTP client's runtime")?;
+        let runtime = super::blocking_runtime("the HTTP client")?;
         let mut client =
             clickhouse::Client::default().with_url(&config.url).with_user(&config.user).with_password(&config.password);
         for (name, value) in Settings::session_defaults().iter() {
