@@ -142,6 +142,15 @@ impl Lexer<'_> {
         self.chars.get(self.at + offset).copied()
     }
 
+    /// Takes `inner`, a character inside quotes, into `quoted` as it is, counting lines.
+    fn take_quoted(&mut self, quoted: &mut Word, inner: char) {
+        if inner == '\n' {
+            self.line += 1;
+        }
+        quoted.text.push(inner);
+        self.at += 1;
+    }
+
     /// Tokens up to the end of the script, or (inside `$(...)`) up to its closing `)`.
     fn lex(&mut self, in_substitution: bool) -> Result<Vec<Token>, String> {
         let mut tokens = Vec::new();
@@ -245,13 +254,7 @@ impl Lexer<'_> {
                         match self.peek(0) {
                             None => return Err(format!("line {here}: a single quote is not closed")),
                             Some('\'') => break,
-                            Some(inner) => {
-                                if inner == '\n' {
-                                    self.line += 1;
-                                }
-                                quoted.text.push(inner);
-                                self.at += 1;
-                            }
+                            Some(inner) => self.take_quoted(quoted, inner),
                         }
                     }
                     self.at += 1;
@@ -273,13 +276,7 @@ impl Lexer<'_> {
                             }
                             Some('$') => self.dollar(quoted)?,
                             Some('`') => return Err(format!("line {}: backquotes: use $(...)", self.line)),
-                            Some(inner) => {
-                                if inner == '\n' {
-                                    self.line += 1;
-                                }
-                                quoted.text.push(inner);
-                                self.at += 1;
-                            }
+                            Some(inner) => self.take_quoted(quoted, inner),
                         }
                     }
                     self.at += 1;
