@@ -10,7 +10,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::measure::QueryStats;
+use crate::stats::QueryStats;
 
 /// One kind of work must exceed the other by this factor to name the bottleneck.
 const BOUND_FACTOR: f64 = 1.5;
@@ -92,7 +92,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
-    use crate::targets::StatsSource;
+    use crate::stats::StatsSource;
 
     fn stats(events: &[(&str, u64)], server_duration_us: u64) -> QueryStats {
         QueryStats {

@@ -18,6 +18,8 @@ use object::read::elf::{FileHeader, ProgramHeader};
 use object::{Endianness, FileKind, Object, ObjectKind, ObjectSegment, ReadRef, elf};
 use sha2::{Digest, Sha256};
 
+use crate::files::chbench_dir;
+
 /// The pinned engine build. Every snapshot and results bundle records the ClickHouse
 /// version reported by this library (`SELECT version()`), not this npm version.
 pub const CHDB_NPM_VERSION: &str = "26.7.3-stable.1";
@@ -56,19 +58,6 @@ pub fn engine_package() -> Result<EnginePackage> {
 /// Where the cached library lives: `<target dir>/chbench/libchdb/<npm version>/libchdb.so`.
 pub fn cache_dir() -> PathBuf {
     chbench_dir().join("libchdb").join(CHDB_NPM_VERSION)
-}
-
-/// `<target dir>/chbench`: everything this tool keeps between runs (engine, datasets,
-/// per-process storage). `CARGO_TARGET_DIR` moves it with the rest of the build.
-pub fn chbench_dir() -> PathBuf {
-    let target_dir =
-        std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| workspace_root().join("target"));
-    target_dir.join("chbench")
-}
-
-/// The workspace root, known at compile time from this crate's manifest directory.
-pub fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."))
 }
 
 /// Where the library to load came from. It decides the advice for a bad file: the

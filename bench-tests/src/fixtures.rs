@@ -13,13 +13,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, anyhow, bail};
 
+use crate::files::{fixtures_root, shown};
 use crate::sql::{Scanner, Sql, is_identifier, split_statements_at_lines};
 use crate::targets::Target;
-
-/// The `fixtures/` folder of this workspace.
-pub fn fixtures_root() -> PathBuf {
-    crate::engine::workspace_root().join("fixtures")
-}
 
 /// One SQL file, read from disk.
 #[derive(Debug, Clone)]
@@ -87,12 +83,6 @@ impl Fixture {
         }
         Ok(())
     }
-}
-
-/// A path as errors show it: relative to the workspace when it is inside it.
-pub fn shown(path: &Path) -> String {
-    let root = crate::engine::workspace_root();
-    path.strip_prefix(&root).unwrap_or(path).display().to_string()
 }
 
 /// One statement of a fixture file, rendered, with the file and line it starts on.

@@ -25,24 +25,40 @@
 //! - SQL comes from `fixtures/`, never from Rust strings, except the system-table
 //!   queries the measurement core itself runs.
 
-pub mod benchmarks;
-pub mod breakdown;
-pub mod cluster;
-pub mod cost;
-pub mod dataset;
+// The layers, bottom up (ARCHITECTURE.md, "Layers"; tests/layers.rs keeps them).
+// Text, numbers, files and the engine library:
 pub mod engine;
-pub mod explain;
-pub mod fixtures;
+pub mod files;
 pub mod interrupt;
 pub mod invariant;
+pub mod markdown;
+pub mod numbers;
+pub mod runtime;
+pub mod sql;
+pub mod units;
+// What a results bundle records:
+pub mod breakdown;
 pub mod machine;
-pub mod measure;
-pub mod packs;
-pub mod parts;
+pub mod query_runs;
+pub mod settings;
+pub mod stats;
+pub mod storage_baseline;
+pub mod table_bytes;
+pub mod target_info;
+// The bundle and its report:
 pub mod report;
 pub mod results;
-pub mod settings;
-pub mod sql;
-pub mod storage_baseline;
+// Kubernetes deployments:
+pub mod cluster;
+// Targets:
 pub mod targets;
-pub mod units;
+// Measurement on a target:
+pub mod explain;
+pub mod fixtures;
+pub mod measure;
+pub mod parts;
+// Prepared datasets:
+pub mod dataset;
+// Scenario packs and benchmarks:
+pub mod benchmarks;
+pub mod packs;

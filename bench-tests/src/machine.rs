@@ -21,7 +21,7 @@ use sysinfo::{
     CpuRefreshKind, MemoryRefreshKind, Pid, ProcessRefreshKind, ProcessesToUpdate, RefreshKind, System, UpdateKind,
 };
 
-use crate::results::nan_if_null;
+use crate::numbers::nan_if_null;
 
 /// Other processes may use this much CPU, in cores on average over the run, before the
 /// machine counts as busy: background daemons use a few hundredths of a core; a build
@@ -102,7 +102,7 @@ impl MachineWatch {
         let cpu = System::new_with_specifics(RefreshKind::nothing().with_cpu(CpuRefreshKind::everything()));
         let system =
             System::new_with_specifics(RefreshKind::nothing().with_memory(MemoryRefreshKind::nothing().with_ram()));
-        let build_dir = crate::engine::chbench_dir().parent().map(Path::to_path_buf).unwrap_or_default();
+        let build_dir = crate::files::chbench_dir().parent().map(Path::to_path_buf).unwrap_or_default();
         let cpu_model = cpu.cpus().first().map(|core| core.brand().trim().to_string()).unwrap_or_default();
         let logical_cores = cpu.cpus().len();
         let mut watch = MachineWatch {

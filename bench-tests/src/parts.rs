@@ -15,6 +15,7 @@ use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
 use crate::sql::sql_string;
+use crate::table_bytes::ColumnBytes;
 use crate::targets::Target;
 
 /// Active parts of one table.
@@ -32,22 +33,6 @@ pub struct PartsSummary {
     /// Column data of every active part, whatever its kind.
     pub data_compressed_bytes: u64,
     pub data_uncompressed_bytes: u64,
-}
-
-/// Compressed and uncompressed bytes of one column over the table's active parts.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ColumnBytes {
-    pub column: String,
-    pub compressed_bytes: u64,
-    pub uncompressed_bytes: u64,
-    pub marks_bytes: u64,
-}
-
-impl ColumnBytes {
-    /// Uncompressed over compressed (0 for an empty column).
-    pub fn compression_ratio(&self) -> f64 {
-        if self.compressed_bytes == 0 { 0.0 } else { self.uncompressed_bytes as f64 / self.compressed_bytes as f64 }
-    }
 }
 
 pub fn parts_summary(target: &mut Target, table: &str) -> Result<PartsSummary> {
@@ -100,7 +85,7 @@ pub fn column_sizes_of(target: &mut Target, table: &str, parts: &PartsSummary) -
         });
     }
     let share = crate::units::percent(
-        crate::results::ratio(parts.compact_compressed_bytes as f64, parts.data_compressed_bytes as f64),
+        crate::numbers::ratio(parts.compact_compressed_bytes as f64, parts.data_compressed_bytes as f64),
         "an unknown share",
     );
     Ok(ColumnSizes::WideOnly {

@@ -11,7 +11,7 @@ use std::fmt;
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
-use crate::results::{nan_if_null, ratio};
+use crate::numbers::{nan_if_null, ratio};
 use crate::units::{human_bytes, number};
 
 /// The fio job measuring sequential reads (its `[name]` in the job file).

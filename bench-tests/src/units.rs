@@ -1,4 +1,5 @@
-//! Numbers as people read them: byte sizes, durations, rates and ratios. A value that
+//! Numbers as people read and write them: byte sizes, durations, rates, ratios and row
+//! counts (`10M`). A value that
 //! was not measured (`None`, or NaN and infinities read back from a bundle) reads
 //! `unknown`, never 0.
 
@@ -74,6 +75,23 @@ pub fn compact(value: f64) -> String {
     }
 }
 
+/// `10M` is 10,000,000; plain numbers and `_` separators work too.
+pub fn parse_count(text: &str) -> Result<u64, String> {
+    let cleaned = text.trim().replace('_', "");
+    let (digits, multiplier) = match cleaned.chars().last() {
+        Some('k' | 'K') => (&cleaned[..cleaned.len() - 1], 1_000),
+        Some('m' | 'M') => (&cleaned[..cleaned.len() - 1], 1_000_000),
+        Some('g' | 'G') => (&cleaned[..cleaned.len() - 1], 1_000_000_000),
+        _ => (cleaned.as_str(), 1),
+    };
+    let count: u64 = digits.parse().map_err(|_| format!("{text:?} is not a row count (e.g. 1000000 or 10M)"))?;
+    let rows = count.checked_mul(multiplier).ok_or_else(|| format!("{text:?} is too large"))?;
+    if rows == 0 {
+        return Err("the row count must be positive".to_string());
+    }
+    Ok(rows)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -99,5 +117,15 @@ mod tests {
         assert_eq!(number(1e300, 2), "1.00e300");
         assert_eq!(exact(1e-300), "1e-300");
         assert_eq!(exact(0.0912), "0.0912");
+    }
+
+    #[test]
+    fn row_counts_take_suffixes() {
+        assert_eq!(parse_count("10M"), Ok(10_000_000));
+        assert_eq!(parse_count("100m"), Ok(100_000_000));
+        assert_eq!(parse_count("1_000"), Ok(1000));
+        assert_eq!(parse_count("2k"), Ok(2000));
+        assert!(parse_count("ten").unwrap_err().contains("not a row count"));
+        assert!(parse_count("0").is_err());
     }
 }

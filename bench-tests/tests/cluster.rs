@@ -1030,7 +1030,7 @@ mod collect_and_target {
     /// A storage baseline fio measured on `node`.
     fn baseline_on(node: &str) -> chbench::storage_baseline::StorageBaseline {
         let report =
-            std::fs::read_to_string(chbench::engine::workspace_root().join("fixtures/fio/fio-3.33.json")).unwrap();
+            std::fs::read_to_string(chbench::files::workspace_root().join("fixtures/fio/fio-3.33.json")).unwrap();
         let device = chbench::storage_baseline::Device {
             variant: "eks-gp3".into(),
             description: "gp3".into(),
@@ -1186,7 +1186,7 @@ mod storage_baseline {
     #[test]
     fn the_storage_baseline_runs_fio_on_clickhouses_node_keeps_its_report_and_removes_the_job() {
         let fio_report =
-            std::fs::read_to_string(chbench::engine::workspace_root().join("fixtures/fio/fio-3.33.json")).unwrap();
+            std::fs::read_to_string(chbench::files::workspace_root().join("fixtures/fio/fio-3.33.json")).unwrap();
         runtime().block_on(async {
             let (client, mut server) = mocked();
             let reader = client.clone();

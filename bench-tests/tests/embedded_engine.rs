@@ -2,8 +2,9 @@
 //! libchdb whatever `CHBENCH_TARGET` says: these are facts about this one target.
 
 use chbench::settings::Settings;
+use chbench::target_info::TargetKind;
 use chbench::targets::chdb::Connection;
-use chbench::targets::{TargetKind, open_target_of_kind};
+use chbench::targets::open_target_of_kind;
 
 fn embedded() -> chbench::targets::Target {
     open_target_of_kind(TargetKind::Embedded).expect("cannot open the embedded engine")
@@ -91,7 +92,7 @@ fn the_embedded_engine_has_no_query_log_so_measurement_uses_the_events_delta() {
     let exists =
         target.query_text("SELECT count() FROM system.tables WHERE database = 'system' AND name = 'query_log'");
     assert_eq!(exists.unwrap(), "0\n");
-    assert_eq!(target.stats_source(), chbench::targets::StatsSource::ResultAndEventsDelta);
+    assert_eq!(target.stats_source(), chbench::stats::StatsSource::ResultAndEventsDelta);
 }
 
 /// Merges leave the parts they replaced on disk for minutes; a dataset build removes

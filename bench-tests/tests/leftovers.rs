@@ -6,10 +6,10 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
-use chbench::dataset::logs::{SOURCE_DESIGN, pack};
+use chbench::benchmarks::logs::dataset::{SOURCE_DESIGN, pack};
 use chbench::dataset::{Dataset, datasets_root};
 use chbench::fixtures::Params;
-use chbench::targets::TargetKind;
+use chbench::target_info::TargetKind;
 use chbench::targets::embedded::storage_dir_of_process;
 
 /// The dataset the children open: the `logs` pack's, so built once for both.

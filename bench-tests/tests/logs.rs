@@ -29,14 +29,18 @@
 
 mod common;
 
-use chbench::dataset::logs::{INDEX_GRANULARITY, NO_BLOOM_FILTER_DESIGN, SOURCE_DESIGN, codecs_dataset, pack};
+use chbench::benchmarks::logs::dataset::{
+    INDEX_GRANULARITY, NO_BLOOM_FILTER_DESIGN, SOURCE_DESIGN, codecs_dataset, pack,
+};
 use chbench::dataset::{Dataset, DatasetManifest};
 use chbench::explain::{TableRead, explain_indexes};
 use chbench::fixtures::{Fixture, Params, Statement};
 use chbench::invariant::{Check, assert_holds, claim, significant};
-use chbench::measure::{Measured, StatementTag, measure};
-use chbench::parts::{ColumnBytes, column_bytes, parts_summary, skip_index_bytes};
+use chbench::measure::{Measured, measure};
+use chbench::parts::{column_bytes, parts_summary, skip_index_bytes};
 use chbench::settings::Settings;
+use chbench::stats::StatementTag;
+use chbench::table_bytes::ColumnBytes;
 use chbench::targets::Target;
 use rstest::rstest;
 use serde::Serialize;

@@ -5,10 +5,12 @@ mod common;
 
 use chbench::explain::explain_indexes;
 use chbench::fixtures::{Fixture, Params};
-use chbench::measure::{StatementTag, drop_caches, measure};
+use chbench::measure::{drop_caches, measure};
 use chbench::parts::{ColumnSizes, column_bytes, column_sizes, parts_summary};
 use chbench::settings::Settings;
-use chbench::targets::{StatsSource, Target};
+use chbench::stats::StatementTag;
+use chbench::stats::StatsSource;
+use chbench::targets::Target;
 
 /// A 200 k-row MergeTree table in the scenario's database, one part.
 fn with_numbers_table(scenario: &str) -> Target {

@@ -153,7 +153,7 @@ fn keys_known_at(text_with_unknown_key: &str) -> Vec<String> {
 
 #[test]
 fn every_key_of_the_claims_vocabulary_is_documented() {
-    let docs = fs::read_to_string(chbench::engine::workspace_root().join("docs/packs.md")).unwrap();
+    let docs = fs::read_to_string(chbench::files::workspace_root().join("docs/packs.md")).unwrap();
     let levels = [
         "scales = [1]\nunknown = 1\n",
         "scales = [1]\n[queries.q]\nunknown = 1\n",
@@ -178,7 +178,7 @@ fn every_key_of_the_claims_vocabulary_is_documented() {
 
 #[test]
 fn the_claims_example_in_the_docs_parses() {
-    let docs = fs::read_to_string(chbench::engine::workspace_root().join("docs/packs.md")).unwrap();
+    let docs = fs::read_to_string(chbench::files::workspace_root().join("docs/packs.md")).unwrap();
     let example = docs.split("```toml\n").nth(1).and_then(|rest| rest.split("```").next()).unwrap();
     let file = chbench::packs::claims::parse("docs/packs.md", example).unwrap();
     assert_eq!(file.queries.len(), 1);
@@ -189,7 +189,7 @@ fn the_claims_example_in_the_docs_parses() {
 /// load on its own from a fresh folder, and take at most 25 lines beyond its schemas.
 #[test]
 fn the_readme_example_pack_is_fixtures_tenants_and_complete() {
-    let root = chbench::engine::workspace_root();
+    let root = chbench::files::workspace_root();
     let readme = fs::read_to_string(root.join("README.md")).unwrap();
     let mut shown: Vec<(String, String)> = Vec::new();
     let lines: Vec<&str> = readme.lines().collect();

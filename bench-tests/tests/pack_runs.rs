@@ -5,7 +5,7 @@
 use std::fs;
 
 use chbench::packs::{Case, Pack};
-use chbench::targets::TargetKind;
+use chbench::target_info::TargetKind;
 
 const SCHEMA: &str = "CREATE TABLE t (k UInt64, v UInt64) ENGINE = MergeTree ORDER BY k \
                       SETTINGS index_granularity = 256;\n";

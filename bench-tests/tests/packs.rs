@@ -15,9 +15,9 @@ mod common;
 
 use std::sync::Arc;
 
-use chbench::fixtures::shown;
+use chbench::files::shown;
 use chbench::packs::{CLAIMS_FILE, Case, Pack, discover};
-use chbench::targets::TargetKind;
+use chbench::target_info::TargetKind;
 use libtest_mimic::{Arguments, Failed, Trial};
 
 fn main() {

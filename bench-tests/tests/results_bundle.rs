@@ -6,22 +6,24 @@
 
 use std::collections::BTreeMap;
 
-use chbench::benchmarks::logs::{BloomFilter, HarnessIngest, Ingest, IngestTiming, LogsDataset, LogsResults};
+use chbench::benchmarks::kinds::write_report;
+use chbench::benchmarks::logs::cost::{CostInputs, CostModel};
+use chbench::benchmarks::logs::{
+    BloomFilter, HarnessIngest, Ingest, IngestTiming, LogsBundle, LogsDataset, LogsQueryRuns, LogsResults, QueryVariant,
+};
 use chbench::breakdown::{Bottleneck, TimeBreakdown};
-use chbench::cost::{CostInputs, CostModel};
 use chbench::machine::{LoadAverage, MachineInfo, SeenProcess};
-use chbench::measure::QueryStats;
-use chbench::parts::ColumnBytes;
-use chbench::report::write_report;
+use chbench::query_runs::{Sample, SampleKind, Step};
 use chbench::results::{
-    BenchmarkResults, BundleWriter, ExistingFolder, Phase, QueryRuns, QueryVariant, RESULTS_FILE, RunBundle, RunStatus,
-    SAMPLES_FILE, SCHEMA_VERSION, Sample, SampleKind, Step, StorageSnapshot, TableBytes, load_bundle,
+    BundleWriter, DONE, ExistingFolder, RESULTS_FILE, RunStatus, SAMPLES_FILE, SCHEMA_VERSION, STARTING, load_bundle,
 };
 use chbench::settings::Settings;
+use chbench::stats::{QueryStats, StatsSource};
 use chbench::storage_baseline::{
     Device, Latency, NOT_RECORDED_BEFORE, RandRead, SeqRead, StorageBaseline, StorageBaselineRecord,
 };
-use chbench::targets::{StatsSource, TargetInfo, TargetKind};
+use chbench::table_bytes::{ColumnBytes, StorageSnapshot, TableBytes};
+use chbench::target_info::{TargetInfo, TargetKind};
 
 fn stats(count: u64) -> QueryStats {
     QueryStats {
@@ -87,7 +89,7 @@ fn baseline(value: f64, count: u64) -> StorageBaseline {
 }
 
 /// A bundle with every number set to `value` or `count`.
-fn extreme_bundle(value: f64, count: u64) -> RunBundle {
+fn extreme_bundle(value: f64, count: u64) -> LogsBundle {
     let step = Step { seconds: value, stats: Some(stats(count)) };
     let load = LoadAverage { one: value, five: value, fifteen: value };
     let inputs = CostInputs {
@@ -97,11 +99,11 @@ fn extreme_bundle(value: f64, count: u64) -> RunBundle {
         rows_per_day: count,
         retention_days: count,
     };
-    RunBundle {
+    LogsBundle {
         schema_version: SCHEMA_VERSION,
         run_id: "extreme".to_string(),
         status: RunStatus::Complete,
-        phase: Phase::Done,
+        phase: DONE.to_string(),
         started_at: jiff::Timestamp::from_second(1_796_007_599).unwrap(),
         finished_at: Some(jiff::Timestamp::MAX),
         target: TargetInfo {
@@ -124,7 +126,7 @@ fn extreme_bundle(value: f64, count: u64) -> RunBundle {
             noise: vec!["busy".to_string()],
         }),
         error: Some("a\nmultiline \"error\"".to_string()),
-        benchmark: BenchmarkResults::Logs(LogsResults {
+        benchmark: LogsResults {
             dataset: LogsDataset { rows: count, step_ms: count, warm_runs: u32::MAX },
             volume_limit_mib_per_s: Some(value),
             ingest: Some(Ingest {
@@ -155,7 +157,7 @@ fn extreme_bundle(value: f64, count: u64) -> RunBundle {
                 columns_note: Some("compact parts".to_string()),
             }],
             zstd_reinsert: Some(step.clone()),
-            queries: vec![QueryRuns {
+            queries: vec![LogsQueryRuns {
                 query: "q1".to_string(),
                 variant: QueryVariant::Default,
                 sql_file: "logs/queries/q1.sql".to_string(),
@@ -170,21 +172,21 @@ fn extreme_bundle(value: f64, count: u64) -> RunBundle {
                 table_compressed_bytes: count,
             }),
             cost: Some(CostModel::new(inputs, count, count)),
-        }),
+        },
     }
 }
 
 /// A bundle that stopped before measuring anything.
-fn empty_bundle() -> RunBundle {
-    RunBundle {
+fn empty_bundle() -> LogsBundle {
+    LogsBundle {
         status: RunStatus::Incomplete,
-        phase: Phase::Starting,
+        phase: STARTING.to_string(),
         error: None,
         finished_at: None,
         sql_files: Vec::new(),
         machine: None,
         storage_baseline: StorageBaselineRecord::Unknown { reason: "the target measures none".to_string() },
-        benchmark: BenchmarkResults::Logs(LogsResults {
+        benchmark: LogsResults {
             dataset: LogsDataset { rows: 1, step_ms: 1, warm_runs: 1 },
             volume_limit_mib_per_s: None,
             ingest: None,
@@ -193,16 +195,17 @@ fn empty_bundle() -> RunBundle {
             queries: Vec::new(),
             bloom_filter: None,
             cost: None,
-        }),
+        },
         ..extreme_bundle(1.0, 1)
     }
 }
 
 /// Writes `bundle` as the writer does, reads it back and renders its report.
-fn write_read_and_report(bundle: &RunBundle) -> (RunBundle, String) {
+fn write_read_and_report(bundle: &LogsBundle) -> (LogsBundle, String) {
     let root = tempfile::tempdir().unwrap();
     let writer = BundleWriter::create(root.path(), bundle.clone(), ExistingFolder::Refuse).unwrap();
-    let read = load_bundle(writer.dir()).unwrap_or_else(|error| panic!("the reader refused the bundle: {error:#}"));
+    let read = load_bundle::<LogsResults>(writer.dir())
+        .unwrap_or_else(|error| panic!("the reader refused the bundle: {error:#}"));
     let report = write_report(writer.dir()).unwrap_or_else(|error| panic!("the report refused the bundle: {error:#}"));
     (read, std::fs::read_to_string(report).unwrap())
 }
@@ -238,7 +241,7 @@ fn bundles_with_extreme_and_missing_values_round_trip_and_report() {
 #[test]
 fn the_report_says_whether_a_scan_was_volume_bound() {
     let mut bundle = extreme_bundle(125.0, 7);
-    let BenchmarkResults::Logs(logs) = &mut bundle.benchmark;
+    let logs = &mut bundle.benchmark;
     logs.queries[0].query = "q3".to_string();
     logs.queries[0].samples[0].breakdown.read_mib_per_s = Some(130.0);
     let (_, report) = write_read_and_report(&bundle);
@@ -256,9 +259,9 @@ fn the_report_says_whether_a_scan_was_volume_bound() {
     let mut json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     json.as_object_mut().unwrap().remove("storage_baseline");
     std::fs::write(&path, json.to_string()).unwrap();
-    let old = load_bundle(writer.dir()).unwrap();
+    let old = load_bundle::<LogsResults>(writer.dir()).unwrap();
     assert_eq!(old.storage_baseline, StorageBaselineRecord::Unknown { reason: NOT_RECORDED_BEFORE.to_string() });
-    assert_eq!(old, RunBundle { storage_baseline: old.storage_baseline.clone(), ..bundle });
+    assert_eq!(old, LogsBundle { storage_baseline: old.storage_baseline.clone(), ..bundle });
     let report = std::fs::read_to_string(write_report(writer.dir()).unwrap()).unwrap();
     assert!(
         report.contains(&format!("- storage baseline (fio on the target's volume): unknown ({NOT_RECORDED_BEFORE})"))
@@ -267,8 +270,8 @@ fn the_report_says_whether_a_scan_was_volume_bound() {
 }
 
 /// Q1 as it is started, before its first sample.
-fn no_samples_yet() -> QueryRuns {
-    QueryRuns {
+fn no_samples_yet() -> LogsQueryRuns {
+    LogsQueryRuns {
         query: "q1".to_string(),
         variant: QueryVariant::Default,
         sql_file: "logs/queries/q1.sql".to_string(),
@@ -293,12 +296,12 @@ fn the_journal_keeps_samples_up_to_a_line_cut_short_by_a_kill() {
     let mut text = std::fs::read_to_string(&journal).unwrap();
     text.push_str("{\"query_index\":0,\"answer\":null,\"sam");
     std::fs::write(&journal, &text).unwrap();
-    let bundle = load_bundle(&dir).unwrap();
-    assert_eq!(bundle.benchmark.queries()[0].samples.len(), 3);
-    assert_eq!(bundle.benchmark.queries()[0].answer, "615\n");
+    let bundle = load_bundle::<LogsResults>(&dir).unwrap();
+    assert_eq!(bundle.benchmark.queries[0].samples.len(), 3);
+    assert_eq!(bundle.benchmark.queries[0].answer, "615\n");
     // A damaged line that is not the last one is an error naming the file and line.
     std::fs::write(&journal, format!("not json\n{text}")).unwrap();
-    let error = format!("{:#}", load_bundle(&dir).unwrap_err());
+    let error = format!("{:#}", load_bundle::<LogsResults>(&dir).unwrap_err());
     assert!(error.contains(&format!("{}:1 is not a sample record", journal.display())), "{error}");
 }
 
@@ -311,8 +314,8 @@ fn a_finished_bundle_has_its_samples_in_results_json_and_no_journal() {
     writer.finish(Some("interrupted".to_string())).unwrap();
     assert!(!writer.dir().join(SAMPLES_FILE).exists());
     let text = std::fs::read_to_string(writer.dir().join(RESULTS_FILE)).unwrap();
-    let bundle: RunBundle = serde_json::from_str(&text).unwrap();
-    assert_eq!(bundle.benchmark.queries()[0].samples.len(), 1);
+    let bundle: LogsBundle = serde_json::from_str(&text).unwrap();
+    assert_eq!(bundle.benchmark.queries[0].samples.len(), 1);
 }
 
 #[test]
@@ -321,7 +324,7 @@ fn a_schema_1_bundle_gets_one_line_saying_what_to_do() {
     let dir = root.path().join("old");
     std::fs::create_dir(&dir).unwrap();
     std::fs::write(dir.join(RESULTS_FILE), r#"{"schema_version": 1, "run_id": "old", "queries": []}"#).unwrap();
-    let error = format!("{:#}", load_bundle(&dir).unwrap_err());
+    let error = format!("{:#}", load_bundle::<LogsResults>(&dir).unwrap_err());
     assert!(error.contains("has results schema 1, written by an earlier chbench"), "{error}");
     assert!(error.contains("run the benchmark again (`cargo xtask bench`)"), "{error}");
     assert!(!error.contains('\n'), "{error}");
@@ -362,7 +365,7 @@ fn field_paths(value: &serde_json::Value, path: &str, paths: &mut Vec<String>) {
 
 #[test]
 fn every_field_of_a_bundle_is_documented() {
-    let docs_path = chbench::engine::workspace_root().join("docs/results.md");
+    let docs_path = chbench::files::workspace_root().join("docs/results.md");
     let docs = std::fs::read_to_string(&docs_path).unwrap();
     let mut paths = Vec::new();
     field_paths(&serde_json::to_value(extreme_bundle(1.5, 7)).unwrap(), "", &mut paths);
@@ -382,7 +385,7 @@ fn every_field_of_a_bundle_is_documented() {
 fn run_ids_that_could_name_a_path_elsewhere_are_refused() {
     let root = tempfile::tempdir().unwrap();
     for run_id in ["../escaped", "/tmp/absolute", "a/b", ".hidden", "-flag", "", "é", &"x".repeat(101)] {
-        let bundle = RunBundle { run_id: run_id.to_string(), ..empty_bundle() };
+        let bundle = LogsBundle { run_id: run_id.to_string(), ..empty_bundle() };
         let error = BundleWriter::create(root.path(), bundle, ExistingFolder::Refuse).err().unwrap().to_string();
         assert!(error.contains("is not a usable run id"), "{run_id}: {error}");
     }
@@ -393,7 +396,7 @@ fn run_ids_that_could_name_a_path_elsewhere_are_refused() {
 #[test]
 fn a_run_id_taken_by_another_run_is_refused_or_numbered() {
     let root = tempfile::tempdir().unwrap();
-    let bundle = RunBundle { run_id: "same".to_string(), ..empty_bundle() };
+    let bundle = LogsBundle { run_id: "same".to_string(), ..empty_bundle() };
     BundleWriter::create(root.path(), bundle.clone(), ExistingFolder::Refuse).unwrap();
     let error = BundleWriter::create(root.path(), bundle.clone(), ExistingFolder::Refuse).err().unwrap().to_string();
     assert!(error.contains("already exists; choose another run id"), "{error}");

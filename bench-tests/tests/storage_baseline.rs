@@ -3,7 +3,7 @@
 //! and short runs. The parsed values are the report's own numbers; anything that is not
 //! a whole fio report is one error line. No engine and no cluster are needed.
 
-use chbench::engine::workspace_root;
+use chbench::files::workspace_root;
 use chbench::storage_baseline::{Device, parse_fio_output};
 use serde_json::Value;
 

@@ -8,42 +8,28 @@
 //! second Ctrl-C stops at once; the bundle on disk is valid all the same.
 
 use anyhow::{Context, Result};
-use chbench::benchmarks::logs::LogsBenchmark;
-use chbench::benchmarks::{self, Benchmark};
-use chbench::cost::CostInputs;
-use chbench::interrupt::Interrupted;
-use chbench::report::write_report;
-use chbench::results::{BundleWriter, ExistingFolder, check_run_id, prepare_results_folder};
+use chbench::benchmarks::kinds::default_kind;
+use chbench::benchmarks::{AnyBenchmark, BundlePlace};
+use chbench::results::{ExistingFolder, check_run_id, prepare_results_folder};
+use clap::FromArgMatches;
 
-use crate::flags::{Bench, BenchKind, LogsBench, RunFlags};
+use crate::flags::{Bench, RunFlags};
 use crate::progress::TerminalProgress;
 
 impl Bench {
     pub fn run(self) -> Result<()> {
-        match self.kind.unwrap_or(BenchKind::Logs(self.logs)) {
-            BenchKind::Logs(logs) => run(&logs.run, &logs_benchmark(&logs)),
-        }
-    }
-}
-
-fn logs_benchmark(flags: &LogsBench) -> LogsBenchmark {
-    LogsBenchmark {
-        rows: flags.rows,
-        warm_runs: flags.runs,
-        cost: CostInputs {
-            node_usd_per_hour: flags.node_usd_per_hour,
-            volume_usd_per_gb_month: flags.volume_usd_per_gb_month,
-            volume_gib: flags.volume_gib,
-            rows_per_day: flags.rows_per_day,
-            retention_days: flags.retention_days,
-        },
-        volume_limit_mib_per_s: flags.volume_mib_per_s,
+        let (kind, matches) = match &self.kind {
+            Some(chosen) => (chosen.kind, &chosen.matches),
+            None => (default_kind(), &self.default_kind.matches),
+        };
+        let flags = RunFlags::from_arg_matches(matches).context("cannot read the run's flags")?;
+        run(&flags, (kind.benchmark)(matches)?.as_ref())
     }
 }
 
 /// Checks the inputs, opens the target, creates the bundle, runs every phase, and
 /// finishes the bundle and its report whatever happened.
-fn run(flags: &RunFlags, benchmark: &dyn Benchmark) -> Result<()> {
+fn run(flags: &RunFlags, benchmark: &dyn AnyBenchmark) -> Result<()> {
     // Bad inputs end here, before the engine starts.
     if let Some(run_id) = &flags.run_id {
         check_run_id(run_id)?;
@@ -59,36 +45,24 @@ fn run(flags: &RunFlags, benchmark: &dyn Benchmark) -> Result<()> {
             ExistingFolder::AddSuffix,
         ),
     };
-    let bundle = benchmarks::new_bundle(benchmark, &run_id, &mut target);
-    eprintln!("chbench: storage baseline: {}", bundle.storage_baseline);
-    let mut writer = BundleWriter::create(&flags.results_dir, bundle, existing)?;
-    let dir = writer.dir().to_path_buf();
-    eprintln!("chbench: run {}, results in {}", writer.bundle.run_id, dir.display());
-    // An interruption is one fact, not a failure of the statement it came before.
-    let outcome = benchmarks::run(benchmark, &mut target, &mut writer, &TerminalProgress::new())
-        .map_err(|error| if error.is::<Interrupted>() { Interrupted.into() } else { error });
-    // Whatever happened, what was measured is saved and reported.
-    let saved = writer
-        .finish(outcome.as_ref().err().map(|error| format!("{error:#}")))
-        .with_context(|| format!("cannot save the results in {}", dir.display()));
-    let report = saved.and_then(|()| write_report(&dir));
-    if let Err(error) = outcome {
+    let place = BundlePlace { root: flags.results_dir.clone(), run_id, existing };
+    let end = benchmark.run_to_bundle(&mut target, &place, &TerminalProgress::new())?;
+    if let Err(error) = end.outcome {
         // The run's error stays the error (and sets the exit code); a failure to save or
         // report is said beside it.
-        let report = match report {
+        let report = match end.report {
             Ok(report) => format!("its report is {}", report.display()),
             Err(report_error) => format!("its report could not be written ({report_error:#})"),
         };
-        let (run_id, phase) = (&writer.bundle.run_id, writer.bundle.phase.label());
+        let (run_id, phase, dir) = (&end.run_id, &end.phase, end.dir.display());
         return Err(error).with_context(|| {
             format!(
-                "run {run_id} stopped during {phase}; what it measured is in {} ({report}); run `cargo xtask \
-                 bench` again for a complete bundle",
-                dir.display()
+                "run {run_id} stopped during {phase}; what it measured is in {dir} ({report}); run `cargo xtask \
+                 bench` again for a complete bundle"
             )
         });
     }
-    println!("report: {}", report?.display());
+    println!("report: {}", end.report?.display());
     Ok(())
 }
 

@@ -6,7 +6,8 @@
 //! runs one never does.
 
 use anyhow::Result;
-use chbench::targets::{Target, TargetKind, open_target_of_kind};
+use chbench::target_info::TargetKind;
+use chbench::targets::{Target, open_target_of_kind};
 
 use crate::flags::Eks;
 
@@ -184,7 +185,7 @@ fn rerun_with_the_eks_feature() -> Result<std::convert::Infallible> {
 
     let arguments: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let manifest = chbench::engine::workspace_root().join("Cargo.toml");
+    let manifest = chbench::files::workspace_root().join("Cargo.toml");
     // Nothing of this process runs after exec: what it printed must be out first.
     let _ = std::io::stdout().flush();
     let error = std::process::Command::new(&cargo)

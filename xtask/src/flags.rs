@@ -1,9 +1,14 @@
-//! The whole command line, in one place.
+//! The whole command line, in one place; each benchmark kind's own flags are declared in
+//! the kind's folder and added here from the registry.
 
+use std::ffi::OsStr;
 use std::path::PathBuf;
 
-use chbench::targets::TargetKind;
-use clap::{Args, Parser, Subcommand};
+use chbench::benchmarks::kinds::{self, Kind};
+use chbench::target_info::{TARGET_ENV, TargetKind};
+use clap::builder::{PossibleValue, TypedValueParser};
+use clap::error::ErrorKind;
+use clap::{Arg, ArgMatches, Args, FromArgMatches, Parser, Subcommand, ValueEnum};
 
 #[derive(Debug, Parser)]
 #[command(name = "cargo xtask", about = "Measure how ClickHouse behaves on your schema, node and storage")]
@@ -176,14 +181,30 @@ Examples:
   cargo xtask measure primary_key one_device_one_hour --rows 1M
   cargo xtask measure tenants one_tenant_one_hour --design time_first";
 
-/// Which target to run on; the same names and variable as the tests.
+// Which target to run on; the same names and variable as the tests. (A `//` comment: a
+// doc comment would become the about text of the commands that take it.)
 #[derive(Debug, Clone, Args)]
 pub struct TargetFlag {
-    /// The engine to run on: auto (container when Docker answers, else embedded),
-    /// embedded, container, url (reads CHBENCH_URL, CHBENCH_USER, CHBENCH_PASSWORD), or eks
-    /// (the pod `cargo xtask eks up` made, in CHBENCH_NAMESPACE, default chbench).
-    #[arg(long, env = "CHBENCH_TARGET", value_parser = parse_target, default_value = "auto")]
+    /// The engine to run on.
+    #[arg(long, env = TARGET_ENV, value_parser = TargetParser, default_value = "auto")]
     pub target: TargetKind,
+}
+
+/// `--target`'s parser: the strict parse `CHBENCH_TARGET` gets in the tests (empty means
+/// auto), with the possible values, and their help, from the enum itself.
+#[derive(Debug, Clone, Copy)]
+struct TargetParser;
+
+impl TypedValueParser for TargetParser {
+    type Value = TargetKind;
+
+    fn parse_ref(&self, command: &clap::Command, arg: Option<&Arg>, value: &OsStr) -> Result<TargetKind, clap::Error> {
+        TypedValueParser::parse_ref(&parse_target, command, arg, value)
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
+        Some(Box::new(TargetKind::value_variants().iter().filter_map(ValueEnum::to_possible_value)))
+    }
 }
 
 #[derive(Debug, Args)]
@@ -193,25 +214,81 @@ pub struct Setup {}
 pub struct CleanContainers {}
 
 /// `cargo xtask bench [KIND] [FLAGS]`: a kind's flags follow its name; without a kind,
-/// the flags are the logs benchmark's.
+/// the flags are the default kind's. The kinds and their flags are the library's
+/// registry (`chbench::kinds::KINDS`), each kind's flags declared in its folder;
+/// every kind takes [`RunFlags`] too.
 #[derive(Debug, Args)]
 #[command(args_conflicts_with_subcommands = true)]
 pub struct Bench {
     #[command(subcommand)]
-    pub kind: Option<BenchKind>,
+    pub kind: Option<ChosenKind>,
     #[command(flatten)]
-    pub logs: LogsBench,
+    pub default_kind: DefaultKindFlags,
 }
 
-/// The benchmark kinds.
-#[derive(Debug, Subcommand)]
-pub enum BenchKind {
-    /// The ClickHouse on EKS field benchmark's measurement: ingest, storage by column,
-    /// Q1-Q5 cold and warm, a bloom filter, cost (the default).
-    Logs(LogsBench),
+/// A kind named after `bench`, and its flags as clap parsed them (the kind reads its own).
+#[derive(Debug, Clone)]
+pub struct ChosenKind {
+    pub kind: &'static Kind,
+    pub matches: ArgMatches,
 }
 
-/// What every benchmark kind takes: where to run and where the bundle goes.
+impl FromArgMatches for ChosenKind {
+    fn from_arg_matches(matches: &ArgMatches) -> Result<ChosenKind, clap::Error> {
+        let (name, flags) = matches.subcommand().ok_or_else(|| clap::Error::new(ErrorKind::MissingSubcommand))?;
+        let kind = kinds::kind_named(name).ok_or_else(|| clap::Error::new(ErrorKind::InvalidSubcommand))?;
+        Ok(ChosenKind { kind, matches: flags.clone() })
+    }
+
+    fn update_from_arg_matches(&mut self, matches: &ArgMatches) -> Result<(), clap::Error> {
+        *self = ChosenKind::from_arg_matches(matches)?;
+        Ok(())
+    }
+}
+
+impl Subcommand for ChosenKind {
+    fn augment_subcommands(command: clap::Command) -> clap::Command {
+        kinds::KINDS.iter().fold(command, |command, kind| command.subcommand(RunFlags::augment_args((kind.command)())))
+    }
+
+    fn augment_subcommands_for_update(command: clap::Command) -> clap::Command {
+        ChosenKind::augment_subcommands(command)
+    }
+
+    fn has_subcommand(name: &str) -> bool {
+        kinds::kind_named(name).is_some()
+    }
+}
+
+/// The default kind's flags and [`RunFlags`], for `bench` without a kind.
+#[derive(Debug, Clone)]
+pub struct DefaultKindFlags {
+    pub matches: ArgMatches,
+}
+
+impl FromArgMatches for DefaultKindFlags {
+    fn from_arg_matches(matches: &ArgMatches) -> Result<DefaultKindFlags, clap::Error> {
+        Ok(DefaultKindFlags { matches: matches.clone() })
+    }
+
+    fn update_from_arg_matches(&mut self, matches: &ArgMatches) -> Result<(), clap::Error> {
+        self.matches = matches.clone();
+        Ok(())
+    }
+}
+
+impl Args for DefaultKindFlags {
+    fn augment_args(command: clap::Command) -> clap::Command {
+        RunFlags::augment_args((kinds::default_kind().flags)(command))
+    }
+
+    fn augment_args_for_update(command: clap::Command) -> clap::Command {
+        DefaultKindFlags::augment_args(command)
+    }
+}
+
+// What every benchmark kind takes: where to run and where the bundle goes. (A `//`
+// comment: a doc comment would become the about text of every kind's command.)
 #[derive(Debug, Clone, Args)]
 pub struct RunFlags {
     #[command(flatten)]
@@ -223,36 +300,6 @@ pub struct RunFlags {
     /// target, kind and scale, with `-2`, `-3`... if another run took it in the same second).
     #[arg(long)]
     pub run_id: Option<String>,
-}
-
-#[derive(Debug, Clone, Args)]
-pub struct LogsBench {
-    #[command(flatten)]
-    pub run: RunFlags,
-    /// Rows to generate (K, M and G suffixes work: 10M; the source's scale is 100M).
-    #[arg(long, default_value = "10M", value_parser = parse_count)]
-    pub rows: u64,
-    /// Warm runs per query after the direct-I/O run.
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
-    pub runs: u32,
-    /// Node price, USD per hour (the source: m5.xlarge, Seoul, 2026-09).
-    #[arg(long, default_value_t = 0.236)]
-    pub node_usd_per_hour: f64,
-    /// Volume price, USD per GB-month (the source: gp3, Seoul, 2026-09).
-    #[arg(long, default_value_t = 0.0912)]
-    pub volume_usd_per_gb_month: f64,
-    /// Provisioned volume size, GiB (billed whatever the data uses).
-    #[arg(long, default_value_t = 100.0)]
-    pub volume_gib: f64,
-    /// Retention projection: rows arriving per day.
-    #[arg(long, default_value = "100M", value_parser = parse_count)]
-    pub rows_per_day: u64,
-    /// Retention projection: days kept.
-    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..))]
-    pub retention_days: u64,
-    /// The volume's read limit in MiB/s, shown beside direct-I/O read rates (gp3 default: 125).
-    #[arg(long)]
-    pub volume_mib_per_s: Option<f64>,
 }
 
 #[derive(Debug, Args)]
@@ -288,36 +335,9 @@ fn parse_target(text: &str) -> Result<TargetKind, String> {
     TargetKind::parse(text).map_err(|error| error.to_string())
 }
 
-/// `10M` is 10,000,000; plain numbers and `_` separators work too.
-pub fn parse_count(text: &str) -> Result<u64, String> {
-    let cleaned = text.trim().replace('_', "");
-    let (digits, multiplier) = match cleaned.chars().last() {
-        Some('k' | 'K') => (&cleaned[..cleaned.len() - 1], 1_000),
-        Some('m' | 'M') => (&cleaned[..cleaned.len() - 1], 1_000_000),
-        Some('g' | 'G') => (&cleaned[..cleaned.len() - 1], 1_000_000_000),
-        _ => (cleaned.as_str(), 1),
-    };
-    let count: u64 = digits.parse().map_err(|_| format!("{text:?} is not a row count (e.g. 1000000 or 10M)"))?;
-    let rows = count.checked_mul(multiplier).ok_or_else(|| format!("{text:?} is too large"))?;
-    if rows == 0 {
-        return Err("the row count must be positive".to_string());
-    }
-    Ok(rows)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn row_counts_take_suffixes() {
-        assert_eq!(parse_count("10M"), Ok(10_000_000));
-        assert_eq!(parse_count("100m"), Ok(100_000_000));
-        assert_eq!(parse_count("1_000"), Ok(1000));
-        assert_eq!(parse_count("2k"), Ok(2000));
-        assert!(parse_count("ten").unwrap_err().contains("not a row count"));
-        assert!(parse_count("0").is_err());
-    }
 
     #[test]
     fn the_target_is_parsed_by_clap_into_its_kind() {
@@ -336,7 +356,7 @@ mod tests {
         for wrong in ["Embedded", "kubernetes", "EKS"] {
             let error = target(wrong).unwrap_err();
             assert_eq!(error.kind(), clap::error::ErrorKind::ValueValidation, "{wrong}: {error}");
-            assert!(error.to_string().contains("choose one of auto, embedded, container, url, eks"), "{error}");
+            assert!(error.to_string().contains(&format!("choose one of {}", TargetKind::names())), "{error}");
         }
     }
 

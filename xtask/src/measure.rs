@@ -14,12 +14,15 @@
 use std::path::{Component, Path, PathBuf};
 
 use anyhow::{Context, Result, anyhow, bail};
-use chbench::fixtures::{Fixture, Params, fixtures_root};
-use chbench::measure::{StatementTag, measure};
+use chbench::files::fixtures_root;
+use chbench::fixtures::{Fixture, Params};
+use chbench::measure::measure;
 use chbench::packs::{AlsoMeasure, CLAIMS_FILE, Pack, known_packs};
 use chbench::settings::Settings;
+use chbench::stats::StatementTag;
+use chbench::units::parse_count;
 
-use crate::flags::{Measure, parse_count};
+use crate::flags::Measure;
 
 impl Measure {
     pub fn run(self) -> Result<()> {

@@ -50,6 +50,13 @@ impl Progress for TerminalProgress {
         }
     }
 
+    fn note(&self, line: &str) {
+        match self.bar.borrow().as_ref() {
+            Some(bar) => bar.println(format!("chbench: {line}")),
+            None => eprintln!("chbench: {line}"),
+        }
+    }
+
     fn finish(&self, summary: &str) {
         if let Some(bar) = self.bar.borrow_mut().take() {
             bar.finish_and_clear();

@@ -1,7 +1,7 @@
 //! `cargo xtask report <run-id>`: render a bundle's report from the bundle alone.
 
 use anyhow::{Result, bail};
-use chbench::report::write_report;
+use chbench::benchmarks::kinds::write_report;
 use chbench::results::{RESULTS_FILE, check_run_id};
 
 use crate::flags::Report;

@@ -2,7 +2,8 @@
 
 use anyhow::Result;
 use chbench::engine;
-use chbench::targets::{TargetKind, open_target_of_kind};
+use chbench::target_info::TargetKind;
+use chbench::targets::open_target_of_kind;
 
 use crate::flags::Setup;
 

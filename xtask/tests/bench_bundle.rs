@@ -8,14 +8,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use chbench::benchmarks::logs::LogsResults;
-use chbench::results::{BenchmarkResults, Phase, RunBundle, RunStatus, SAMPLES_FILE, load_bundle};
+use chbench::benchmarks::logs::{LogsBundle, LogsResults};
+use chbench::results::{RunStatus, SAMPLES_FILE, load_bundle};
 use chbench::targets::embedded::storage_dir_of_process;
 
-fn logs(bundle: &RunBundle) -> &LogsResults {
-    match &bundle.benchmark {
-        BenchmarkResults::Logs(logs) => logs,
-    }
+fn logs(bundle: &LogsBundle) -> &LogsResults {
+    &bundle.benchmark
 }
 
 fn xtask() -> Command {
@@ -40,7 +38,7 @@ fn a_finished_run_is_complete_round_trips_and_reports() {
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     assert!(!storage_dir_of_process(pid).exists(), "the run left its engine folder");
     let dir = results.path().join("small");
-    let bundle = load_bundle(&dir).unwrap();
+    let bundle = load_bundle::<LogsResults>(&dir).unwrap();
     assert_eq!(bundle.status, RunStatus::Complete);
     assert_eq!(bundle.target.engine_version.split('.').count(), 4);
     let logs = logs(&bundle);
@@ -56,7 +54,7 @@ fn a_finished_run_is_complete_round_trips_and_reports() {
     assert!(logs.queries.iter().flat_map(|runs| &runs.samples).all(|sample| !sample.stats.raw.is_null()));
     // The typed bundle survives a round trip through JSON unchanged.
     let text = serde_json::to_string(&bundle).unwrap();
-    assert_eq!(serde_json::from_str::<chbench::results::RunBundle>(&text).unwrap(), bundle);
+    assert_eq!(serde_json::from_str::<LogsBundle>(&text).unwrap(), bundle);
     for file in ["report.md", "storage.svg", "queries.svg", "breakdown.svg", "sql/logs/generator.sql"] {
         assert!(dir.join(file).is_file(), "{file} is missing from the bundle");
     }
@@ -109,7 +107,7 @@ fn kill(child: &mut Child) {
 /// Starts a run, waits until its ingest is recorded, interrupts it with `interrupt`,
 /// then checks the bundle it left and that the report renders from it. Returns the
 /// bundle and the run's process id.
-fn interrupt_after_ingest(run_id: &str, interrupt: impl FnOnce(&mut std::process::Child)) -> (RunBundle, u32) {
+fn interrupt_after_ingest(run_id: &str, interrupt: impl FnOnce(&mut std::process::Child)) -> (LogsBundle, u32) {
     let results = tempfile::tempdir().unwrap();
     let mut child = xtask()
         .args(["bench", "--target", "embedded", "--rows", "4M", "--runs", "3", "--run-id", run_id])
@@ -130,7 +128,7 @@ fn interrupt_after_ingest(run_id: &str, interrupt: impl FnOnce(&mut std::process
     let status = child.wait().unwrap();
     assert!(!status.success(), "the interrupted run should not succeed: {status:?}");
 
-    let bundle = load_bundle(&dir).expect("an interrupted run leaves a readable bundle");
+    let bundle = load_bundle::<LogsResults>(&dir).expect("an interrupted run leaves a readable bundle");
     assert_eq!(bundle.status, RunStatus::Incomplete);
     assert_eq!(logs(&bundle).ingest.as_ref().unwrap().harness.as_ref().unwrap().rows, 4_000_000);
     // The report renders from what there is, and says the run is incomplete.
@@ -142,7 +140,8 @@ fn interrupt_after_ingest(run_id: &str, interrupt: impl FnOnce(&mut std::process
 }
 
 fn ingest_recorded(dir: &Path) -> bool {
-    load_bundle(dir).is_ok_and(|bundle| logs(&bundle).ingest.as_ref().is_some_and(|ingest| ingest.harness.is_some()))
+    load_bundle::<LogsResults>(dir)
+        .is_ok_and(|bundle| logs(&bundle).ingest.as_ref().is_some_and(|ingest| ingest.harness.is_some()))
 }
 
 /// A run that would take days: Q1 over and over. Returns it once `samples` of its Q1
@@ -167,8 +166,8 @@ fn endless_run(results: &Path, run_id: &str, samples: usize) -> (Child, PathBuf)
     (child, dir)
 }
 
-fn q1_samples(bundle: &RunBundle) -> usize {
-    bundle.benchmark.queries().iter().find(|runs| runs.query == "q1").map_or(0, |runs| runs.samples.len())
+fn q1_samples(bundle: &LogsBundle) -> usize {
+    bundle.benchmark.queries.iter().find(|runs| runs.query == "q1").map_or(0, |runs| runs.samples.len())
 }
 
 #[test]
@@ -188,9 +187,9 @@ fn ctrl_c_in_the_middle_of_a_query_keeps_its_samples_says_where_and_reports() {
     assert!(errors[0].contains("report.md") && errors[0].ends_with("interrupted by Ctrl-C or SIGTERM"), "{stderr}");
     // The interruption is not blamed on the query it came before.
     assert!(!errors[0].contains(".sql"), "{stderr}");
-    let bundle = load_bundle(&dir).unwrap();
+    let bundle = load_bundle::<LogsResults>(&dir).unwrap();
     assert_eq!(bundle.status, RunStatus::Incomplete);
-    assert_eq!(bundle.phase, Phase::Queries);
+    assert_eq!(bundle.phase, "queries");
     assert!(q1_samples(&bundle) >= 20, "only {} samples kept", q1_samples(&bundle));
     // Everything is in results.json now; the journal is gone.
     assert!(!dir.join(SAMPLES_FILE).exists());
@@ -203,7 +202,7 @@ fn a_kill_in_the_middle_of_a_query_keeps_every_sample_journaled() {
     let results = tempfile::tempdir().unwrap();
     let (mut child, dir) = endless_run(results.path(), "killed-in-q1", 20);
     kill(&mut child);
-    let bundle = load_bundle(&dir).unwrap();
+    let bundle = load_bundle::<LogsResults>(&dir).unwrap();
     assert_eq!(bundle.status, RunStatus::Incomplete);
     assert!(q1_samples(&bundle) >= 20, "only {} samples kept", q1_samples(&bundle));
     // The bundle's folder, as the run printed it, works as well as its id.
@@ -226,7 +225,7 @@ fn a_run_beside_another_chbench_run_warns_that_the_machine_was_not_quiet() {
         "{stderr}"
     );
     assert!(stderr.contains("warning: the machine was not quiet: other chbench processes ran"), "{stderr}");
-    let bundle = load_bundle(&results.path().join("beside")).unwrap();
+    let bundle = load_bundle::<LogsResults>(&results.path().join("beside")).unwrap();
     let machine = bundle.machine.unwrap();
     assert!(machine.other_chbench_processes.iter().any(|process| process.pid == busy.id()), "{machine:?}");
     assert!(!machine.quiet());
@@ -266,7 +265,7 @@ fn two_runs_with_the_same_run_id_get_one_folder_and_one_clear_error() {
     let errors: Vec<&str> = stderr.lines().filter(|line| line.starts_with("error: ")).collect();
     assert_eq!(errors.len(), 1, "{stderr}");
     assert!(errors[0].contains("twice already exists; choose another run id"), "{stderr}");
-    assert_eq!(load_bundle(&results.path().join("twice")).unwrap().status, RunStatus::Complete);
+    assert_eq!(load_bundle::<LogsResults>(&results.path().join("twice")).unwrap().status, RunStatus::Complete);
 }
 
 #[test]
@@ -288,7 +287,7 @@ fn runs_started_together_without_a_run_id_get_folders_of_their_own() {
     let folders: Vec<_> = std::fs::read_dir(results.path()).unwrap().flatten().collect();
     assert_eq!(folders.len(), 2);
     for folder in folders {
-        assert_eq!(load_bundle(&folder.path()).unwrap().status, RunStatus::Complete);
+        assert_eq!(load_bundle::<LogsResults>(&folder.path()).unwrap().status, RunStatus::Complete);
     }
 }
 
@@ -297,7 +296,7 @@ fn a_run_on_compact_parts_reports_column_sizes_as_unknown_not_zero() {
     let results = tempfile::tempdir().unwrap();
     let output = small_run(results.path(), "compact");
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    let bundle = load_bundle(&results.path().join("compact")).unwrap();
+    let bundle = load_bundle::<LogsResults>(&results.path().join("compact")).unwrap();
     for snapshot in &logs(&bundle).storage {
         // 1,000 rows make compact parts: no per-column sizes, but the table's are known.
         assert!(snapshot.columns.is_empty() && snapshot.compact_parts > 0, "{snapshot:?}");
@@ -322,7 +321,7 @@ fn a_run_of_one_row_completes_and_reports() {
         .output()
         .unwrap();
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    let bundle = load_bundle(&results.path().join("one")).unwrap();
+    let bundle = load_bundle::<LogsResults>(&results.path().join("one")).unwrap();
     assert_eq!(bundle.status, RunStatus::Complete);
     assert_eq!(logs(&bundle).ingest.as_ref().unwrap().harness.as_ref().unwrap().rows, 1);
 }
@@ -350,7 +349,7 @@ fn a_run_beside_a_busy_process_measures_the_cpu_it_took() {
     busy.kill().unwrap();
     busy.wait().unwrap();
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    let machine = load_bundle(&results.path().join("busy-cpu")).unwrap().machine.unwrap();
+    let machine = load_bundle::<LogsResults>(&results.path().join("busy-cpu")).unwrap().machine.unwrap();
     // A whole core was taken for the whole run; other tests may take more.
     let others = machine.others_cpu_cores.expect("measured on the embedded engine");
     assert!(others > chbench::machine::QUIET_OTHERS_CPU_CORES, "others used {others} cores");

@@ -1,56 +1,102 @@
 //! Benchmarks: measurements that run on a target and write a results bundle.
 //!
-//! Every kind implements [`Benchmark`]: the phases it runs, in order, each a method of
-//! its own, and the results it starts from. [`run`] is the one runner: it checks the
-//! inputs, watches the machine, records each phase in the bundle before it starts, and
-//! leaves the bundle incomplete when a phase fails or Ctrl-C stops it. Each kind lives
-//! in a folder of its own (`logs/`), with its results types and its report section.
+//! A benchmark kind is a plug-in: a folder of its own (`logs/`) with a type implementing
+//! [`Benchmark`], which carries everything the kind does: its flags, its phases (its own
+//! [`Phase`] type, recorded in the bundle by name), its results body, its report section
+//! and charts, and the comparison of two of its bundles. The kind is then one line in
+//! [`kinds::KINDS`], the registry the command line, the report and the comparison read;
+//! nothing else names a kind.
 //!
-//! Nothing here draws: progress goes through [`Progress`], implemented by the command line.
+//! [`run`] is the one runner: it checks the inputs, watches the machine, records each
+//! phase in the bundle before it starts, and leaves the bundle incomplete when a phase
+//! fails or Ctrl-C stops it. [`AnyBenchmark::run_to_bundle`] wraps it for a kind chosen
+//! at run time: bundle created, phases run, bundle finished and reported whatever
+//! happened. Nothing here draws: progress goes through [`Progress`], implemented by the
+//! command line.
 
+pub mod kinds;
 pub mod logs;
 
-use anyhow::Result;
+use std::fmt;
+use std::path::{Path, PathBuf};
 
+use anyhow::{Context, Result, bail};
+
+use crate::files::write_atomically;
+use crate::interrupt::Interrupted;
 use crate::machine::{MachineWatch, SeenProcess};
-use crate::results::{BenchmarkResults, BundleWriter, Phase, RunBundle, RunStatus, SCHEMA_VERSION};
+use crate::report::{self, Section};
+use crate::results::{
+    self, BundleWriter, ExistingFolder, KindResults, RunBundle, RunStatus, SCHEMA_VERSION, load_bundle,
+};
 use crate::settings::Settings;
 use crate::storage_baseline::StorageBaselineRecord;
 use crate::targets::Target;
 
-/// One kind of benchmark.
-pub trait Benchmark {
+/// One phase of a kind: each kind lists its own.
+pub trait Phase: Copy + PartialEq + fmt::Debug + 'static {
+    /// Every phase of the kind, in the order it runs them.
+    const ALL: &'static [Self];
+    /// The phase's name in the bundle (`phase`): lowercase, `_` between words.
+    fn name(self) -> &'static str;
+    /// How messages and reports say it.
+    fn label(self) -> &'static str;
+}
+
+/// One kind of benchmark: what it takes, runs, records, reports and compares.
+pub trait Benchmark: Sized + 'static {
+    /// Its part of a bundle, tagged with its name.
+    type Results: KindResults;
+    /// Its phases.
+    type Phase: Phase;
+    /// Its flags, as `cargo xtask bench <kind>` takes them (the command line adds where
+    /// to run and where the bundle goes).
+    type Flags: clap::Args + clap::FromArgMatches;
+    /// One line for `cargo xtask bench --help`.
+    const ABOUT: &'static str;
+
+    /// The benchmark its flags ask for.
+    fn from_flags(flags: Self::Flags) -> Self;
     /// Refuses inputs that would put meaningless numbers in the results, before the
     /// engine starts.
     fn check(&self) -> Result<()>;
-    /// The phases it runs, in order.
-    fn phases(&self) -> &'static [Phase];
     /// The fixture files it runs, relative to `fixtures/`; the bundle keeps a copy.
     fn sql_files(&self) -> Vec<String>;
     /// Its results before anything is measured.
-    fn new_results(&self) -> BenchmarkResults;
+    fn new_results(&self) -> Self::Results;
     /// What a default run id says after the time and target, e.g. `logs-10M`.
     fn run_label(&self) -> String;
-    /// Runs one phase, recording what it measures in `run.writer.bundle`.
-    fn run_phase(&self, phase: Phase, run: &mut Run<'_>) -> Result<()>;
+    /// Runs one phase, recording what it measures in `run.results()`.
+    fn run_phase(&self, phase: Self::Phase, run: &mut Run<'_, Self::Results>) -> Result<()>;
     /// Removes what the run made on the target, after the phases, whether they ran to the
     /// end or not.
-    fn clean_up(&self, _run: &mut Run<'_>) -> Result<()> {
+    fn clean_up(&self, _run: &mut Run<'_, Self::Results>) -> Result<()> {
         Ok(())
+    }
+    /// Its report section and charts, made from its bundle alone.
+    fn report(bundle: &RunBundle<Self::Results>) -> Result<Section>;
+    /// What differs between two of its bundles, as Markdown.
+    fn compare(_before: &RunBundle<Self::Results>, _after: &RunBundle<Self::Results>) -> Result<String> {
+        bail!("comparing two {} bundles is not implemented yet", Self::Results::KIND)
     }
 }
 
 /// What a phase works with.
-pub struct Run<'a> {
+pub struct Run<'a, Results> {
     pub target: &'a mut Target,
-    pub writer: &'a mut BundleWriter,
+    pub writer: &'a mut BundleWriter<Results>,
     pub progress: &'a dyn Progress,
 }
 
-impl Run<'_> {
+impl<Results> Run<'_, Results> {
     /// The run's id, which tags every statement it measures.
     pub fn run_id(&self) -> String {
         self.writer.bundle.run_id.clone()
+    }
+
+    /// The kind's results in the bundle being written.
+    pub fn results(&mut self) -> &mut Results {
+        &mut self.writer.bundle.benchmark
     }
 }
 
@@ -64,18 +110,20 @@ pub trait Progress {
     fn finish(&self, summary: &str);
     /// Something the user should know now (e.g. the machine is not quiet).
     fn warn(&self, line: &str);
+    /// A line of information (where the bundle is, the storage baseline).
+    fn note(&self, line: &str);
 }
 
 /// A new bundle for a run of `benchmark` on `target`, not yet written, with the target's
 /// storage baseline (or why it is unknown: a baseline that cannot be read does not stop
 /// the run).
-pub fn new_bundle(benchmark: &dyn Benchmark, run_id: &str, target: &mut Target) -> RunBundle {
+pub fn new_bundle<B: Benchmark>(benchmark: &B, run_id: &str, target: &mut Target) -> RunBundle<B::Results> {
     let storage_baseline = StorageBaselineRecord::from_answer(target.storage_baseline());
     RunBundle {
         schema_version: SCHEMA_VERSION,
         run_id: run_id.to_string(),
         status: RunStatus::Incomplete,
-        phase: Phase::Starting,
+        phase: results::STARTING.to_string(),
         started_at: jiff::Timestamp::now(),
         finished_at: None,
         target: target.info().clone(),
@@ -91,10 +139,10 @@ pub fn new_bundle(benchmark: &dyn Benchmark, run_id: &str, target: &mut Target) 
 /// Runs every phase of `benchmark`, recording each in the bundle before it starts, and
 /// watches the machine throughout. On error (an interruption included) the bundle keeps
 /// what was measured and stays incomplete; the caller records the error and finishes it.
-pub fn run(
-    benchmark: &dyn Benchmark,
+pub fn run<B: Benchmark>(
+    benchmark: &B,
     target: &mut Target,
-    writer: &mut BundleWriter,
+    writer: &mut BundleWriter<B::Results>,
     progress: &dyn Progress,
 ) -> Result<()> {
     benchmark.check()?;
@@ -102,14 +150,15 @@ pub fn run(
     warn_about_processes(progress, &machine.info().other_chbench_processes);
     writer.bundle.machine = Some(machine.info().clone());
     let mut outcome = Ok(());
-    for &phase in benchmark.phases() {
+    for &phase in B::Phase::ALL {
         if let Err(error) = crate::interrupt::check() {
             outcome = Err(error);
             break;
         }
         warn_about_processes(progress, &machine.observe());
         writer.bundle.machine = Some(machine.info().clone());
-        outcome = writer.phase(phase).and_then(|()| benchmark.run_phase(phase, &mut Run { target, writer, progress }));
+        outcome =
+            writer.phase(phase.name()).and_then(|()| benchmark.run_phase(phase, &mut Run { target, writer, progress }));
         if outcome.is_err() {
             break;
         }
@@ -137,4 +186,87 @@ fn warn_about_processes(progress: &dyn Progress, processes: &[SeenProcess]) {
             process.name, process.pid
         ));
     }
+}
+
+/// Where a run's bundle goes: under `root`, in a folder named `run_id`.
+#[derive(Debug, Clone)]
+pub struct BundlePlace {
+    pub root: PathBuf,
+    pub run_id: String,
+    pub existing: ExistingFolder,
+}
+
+/// How a run ended, once its bundle is finished: the run's own outcome (the error that
+/// stopped it), and its report or why it could not be written.
+#[derive(Debug)]
+pub struct RunEnd {
+    pub run_id: String,
+    pub dir: PathBuf,
+    /// The phase it stopped in, as messages say it.
+    pub phase: String,
+    pub outcome: Result<()>,
+    pub report: Result<PathBuf>,
+}
+
+/// A benchmark of a kind chosen at run time, from the command line.
+pub trait AnyBenchmark {
+    fn check(&self) -> Result<()>;
+    fn run_label(&self) -> String;
+    /// Creates the bundle at `place`, runs every phase into it, and finishes it and its
+    /// report whatever happened. An error is returned only when there is no bundle to keep
+    /// what was measured; otherwise the run's own error is in [`RunEnd::outcome`].
+    fn run_to_bundle(&self, target: &mut Target, place: &BundlePlace, progress: &dyn Progress) -> Result<RunEnd>;
+}
+
+impl<B: Benchmark> AnyBenchmark for B {
+    fn check(&self) -> Result<()> {
+        Benchmark::check(self)
+    }
+
+    fn run_label(&self) -> String {
+        Benchmark::run_label(self)
+    }
+
+    fn run_to_bundle(&self, target: &mut Target, place: &BundlePlace, progress: &dyn Progress) -> Result<RunEnd> {
+        let bundle = new_bundle(self, &place.run_id, target);
+        progress.note(&format!("storage baseline: {}", bundle.storage_baseline));
+        let mut writer = BundleWriter::create(&place.root, bundle, place.existing)?;
+        let dir = writer.dir().to_path_buf();
+        progress.note(&format!("run {}, results in {}", writer.bundle.run_id, dir.display()));
+        // An interruption is one fact, not a failure of the statement it came before.
+        let outcome = run(self, target, &mut writer, progress)
+            .map_err(|error| if error.is::<Interrupted>() { Interrupted.into() } else { error });
+        // Whatever happened, what was measured is saved and reported.
+        let saved = writer
+            .finish(outcome.as_ref().err().map(|error| format!("{error:#}")))
+            .with_context(|| format!("cannot save the results in {}", dir.display()));
+        let report = saved.and_then(|()| write_report_of::<B>(&dir));
+        Ok(RunEnd {
+            run_id: writer.bundle.run_id.clone(),
+            phase: phase_label::<B>(&writer.bundle.phase).to_string(),
+            dir,
+            outcome,
+            report,
+        })
+    }
+}
+
+/// Renders `report.md` and the charts of a bundle of `B`'s kind into its folder;
+/// returns the report's path.
+fn write_report_of<B: Benchmark>(bundle_dir: &Path) -> Result<PathBuf> {
+    let bundle = load_bundle::<B::Results>(bundle_dir)?;
+    let section = B::report(&bundle)?;
+    for (name, svg) in &section.charts {
+        write_atomically(&bundle_dir.join(name), svg)?;
+    }
+    let path = bundle_dir.join(report::REPORT_FILE);
+    let header = report::header(&bundle, phase_label::<B>(&bundle.phase));
+    write_atomically(&path, &(header + &section.markdown))?;
+    Ok(path)
+}
+
+/// How messages say a phase the bundle names: the kind's label for it, or the name as it
+/// is (`starting`, `done`, or a phase of another build).
+fn phase_label<B: Benchmark>(name: &str) -> &str {
+    B::Phase::ALL.iter().find(|phase| phase.name() == name).map_or(name, |phase| phase.label())
 }

@@ -34,11 +34,13 @@ use serde::{Deserialize, Serialize};
 
 use super::deploy::{CLICKHOUSE, FIELD_MANAGER, data_volume, on_cluster};
 use super::{COLLECTED_ANNOTATION, COLLECTED_AT_ANNOTATION, LAST_USED_ANNOTATION, RUN_ANNOTATION, check_namespace};
-use crate::measure::StatementTag;
-use crate::results::{RESULTS_FILE, check_run_id, write_atomically};
+use crate::files::write_atomically;
+use crate::results::{RESULTS_FILE, check_run_id};
 use crate::settings::Settings;
 use crate::sql::sql_string;
-use crate::targets::{Target, TargetInfo, TargetKind, eks};
+use crate::stats::StatementTag;
+use crate::target_info::{TargetInfo, TargetKind};
+use crate::targets::{Target, eks};
 
 pub const DEPLOYMENT_FILE: &str = "deployment.json";
 pub const QUERY_LOG_FILE: &str = "query_log.jsonl";
@@ -582,7 +584,7 @@ pub fn collect(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::targets::TargetInfo;
+    use crate::target_info::TargetInfo;
 
     #[test]
     fn the_query_log_is_read_from_the_deployments_start_for_chbench_tags_only() {

@@ -480,7 +480,7 @@ pub fn on_cluster<T, Work>(work: impl FnOnce(Client) -> Work) -> Result<T>
 where
     Work: Future<Output = Result<T>>,
 {
-    let runtime = crate::targets::blocking_runtime("the Kubernetes client")?;
+    let runtime = crate::runtime::blocking_runtime("the Kubernetes client")?;
     runtime.block_on(async {
         // Inside the runtime: the client spawns its request buffer on it.
         let cluster = connect().await?;

@@ -20,7 +20,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde::de::DeserializeOwned;
 
 pub use super::{Values, Variant};
-use crate::fixtures::shown;
+use crate::files::shown;
 use crate::sql::is_identifier;
 
 /// The label every object carries; `status` and `down` select on it.
@@ -94,7 +94,7 @@ impl Object {
 
 /// `manifests/` of this workspace.
 pub fn manifests_root() -> PathBuf {
-    crate::engine::workspace_root().join("manifests")
+    crate::files::workspace_root().join("manifests")
 }
 
 /// The variant's deployment (its files but [`STORAGE_BASELINE_FILE`]), rendered with

@@ -54,7 +54,7 @@ impl PortForward {
             .with_context(|| format!("cannot listen on 127.0.0.1 for a port-forward to pod {shown}"))?;
         listener.set_nonblocking(true).context("cannot make the port-forward's listener non-blocking")?;
         let local = listener.local_addr().context("the port-forward's listener has no address")?;
-        let runtime = crate::targets::blocking_runtime("the port-forward")?;
+        let runtime = crate::runtime::blocking_runtime("the port-forward")?;
         let listener = {
             // Registered with the runtime that will accept on it.
             let _entered = runtime.enter();

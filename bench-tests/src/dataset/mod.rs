@@ -24,8 +24,6 @@
 //!
 //! One submodule per dataset says how its parameters scale.
 
-pub mod logs;
-
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -38,9 +36,8 @@ use sha2::{Digest, Sha256};
 use crate::fixtures::{Fixture, Params, Statement};
 use crate::parts::wait_for_mutations;
 use crate::sql::sql_string;
-use crate::targets::{
-    DatasetProvision, Storage, Target, TargetKind, open_target_of_kind, open_target_on, resolve_kind,
-};
+use crate::target_info::TargetKind;
+use crate::targets::{DatasetProvision, Storage, Target, open_target_of_kind, open_target_on, resolve_kind};
 
 /// How long a build may wait for one fixture's mutations.
 const MUTATION_TIMEOUT: Duration = Duration::from_secs(600);
@@ -117,7 +114,7 @@ impl Dataset {
     /// [`Dataset::open`] on a target of the given kind (`auto` asks Docker first).
     pub fn open_on(&self, kind: TargetKind) -> Result<(Target, DatasetManifest)> {
         let kind = resolve_kind(kind);
-        match kind.spec().capabilities.datasets {
+        match crate::targets::spec(kind).capabilities.datasets {
             DatasetProvision::HardLinkedCopy => self.open_copy(kind),
             DatasetProvision::SharedDatabase => self.open_on_server(open_target_of_kind(kind)?),
         }
@@ -271,7 +268,7 @@ fn server_manifest(target: &mut Target, database: &str) -> Result<Option<Dataset
 /// `target/chbench/datasets/`: the built datasets, their build locks, and the folders of
 /// builds in progress (`<name>-<key>.building`).
 pub fn datasets_root() -> PathBuf {
-    crate::engine::chbench_dir().join("datasets")
+    crate::files::chbench_dir().join("datasets")
 }
 
 /// A build's `.building` folder: removed when dropped, so a failed build leaves nothing,
@@ -379,7 +376,7 @@ fn engine_version(kind: TargetKind) -> Result<String> {
     if let Some((_, version)) = versions.iter().find(|(known, _)| *known == kind) {
         return Ok(version.clone());
     }
-    let mut engine = (kind.spec().open)(&Storage::Scratch)?;
+    let mut engine = (crate::targets::spec(kind).open)(&Storage::Scratch)?;
     let (version, _) = engine
         .run("SELECT version()", &crate::settings::Settings::new(), "TabSeparatedRaw")
         .with_context(|| format!("cannot read the {kind} engine's version"))?;

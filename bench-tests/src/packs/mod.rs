@@ -31,12 +31,14 @@ use serde::Serialize;
 
 use crate::dataset::Dataset;
 use crate::explain::{IndexStage, TableRead, explain_indexes};
-use crate::fixtures::{Fixture, Params, Statement, fixtures_root, shown};
+use crate::files::{fixtures_root, shown};
+use crate::fixtures::{Fixture, Params, Statement};
 use crate::invariant::{Check, Violation, claim};
-use crate::measure::{StatementTag, measure};
+use crate::measure::measure;
 use crate::parts::{ColumnSizes, PartsSummary, column_sizes_of, parts_summary};
 use crate::settings::Settings;
-use crate::targets::TargetKind;
+use crate::stats::StatementTag;
+use crate::target_info::TargetKind;
 use claims::{Claim, Rule, Stage};
 use toml::Spanned;
 
@@ -699,7 +701,7 @@ pub struct Observation {
     pub columns: Option<ColumnSizes>,
     /// With the claimed skip index ignored (or every one, when the claim names none).
     pub read_rows_without_skip_index: Option<u64>,
-    pub stats: crate::measure::QueryStats,
+    pub stats: crate::stats::QueryStats,
 }
 
 /// What a snapshot keeps of an observation: structure only (counts, never a time or a
@@ -1045,7 +1047,7 @@ fn compression_ratio(observed: &Observation, column: Option<&str>) -> Result<f64
     Ok(uncompressed as f64 / compressed as f64)
 }
 
-fn column_of(observed: &Observation, column: &str) -> Result<crate::parts::ColumnBytes, String> {
+fn column_of(observed: &Observation, column: &str) -> Result<crate::table_bytes::ColumnBytes, String> {
     let columns = match observed.columns.as_ref().ok_or_else(no_table)? {
         ColumnSizes::Known(columns) => columns,
         ColumnSizes::WideOnly { note, .. } | ColumnSizes::Unknown { reason: note } => return Err(note.clone()),

@@ -1,46 +1,35 @@
 //! Reports: Markdown and SVG charts made from a results bundle alone, never from a live
-//! target. The envelope's part (the run, the target, the machine) is rendered here; each
-//! benchmark kind renders its own section (`benchmarks/<kind>/report.rs`), chosen by the
-//! bundle's kind. Reports depend on results types only, never on a runner.
+//! target. The envelope's part (the run, the target, the machine) is rendered here, and
+//! the charts ([`charts`]); each benchmark kind renders its own [`Section`]
+//! (`benchmarks/<kind>/report.rs`), and `benchmarks::write_report` puts the two together
+//! for the bundle's kind. Reports depend on results types only, never on a runner.
 
 pub mod charts;
 
-use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
-
-use anyhow::Result;
-
-use crate::benchmarks::logs;
-use crate::results::{BenchmarkResults, RunBundle, RunStatus, load_bundle, write_atomically};
+use crate::machine::LoadAverage;
+use crate::results::{KindResults, RunBundle, RunStatus};
 use crate::units::{human_bytes, number};
+use std::fmt::Write as _;
 
-/// Renders `report.md` and the charts into the bundle folder; returns the report path.
-/// Each file is written whole, then renamed into place.
-pub fn write_report(bundle_dir: &Path) -> Result<PathBuf> {
-    let bundle = load_bundle(bundle_dir)?;
-    let (section, charts) = match &bundle.benchmark {
-        BenchmarkResults::Logs(results) => {
-            (logs::report::markdown(results, bundle.storage_baseline.measured()), logs::report::charts(results)?)
-        }
-    };
-    for (name, svg) in &charts {
-        write_atomically(&bundle_dir.join(name), svg)?;
-    }
-    let path = bundle_dir.join("report.md");
-    write_atomically(&path, &(header(&bundle) + &section))?;
-    Ok(path)
+/// The report's file in a bundle folder, beside the charts.
+pub const REPORT_FILE: &str = "report.md";
+
+/// A kind's part of a report: its Markdown section and its charts (file name, SVG).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Section {
+    pub markdown: String,
+    pub charts: Vec<(&'static str, String)>,
 }
 
 /// The envelope's part: title, whether the run is complete, target, settings, storage
-/// baseline, machine.
-pub fn header(bundle: &RunBundle) -> String {
+/// baseline, machine. `phase` is how the kind says the phase the bundle stopped in.
+pub fn header<Results: KindResults>(bundle: &RunBundle<Results>, phase: &str) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "# {} benchmark, run {}\n", bundle.benchmark.kind(), bundle.run_id);
+    let _ = writeln!(out, "# {} benchmark, run {}\n", Results::KIND, bundle.run_id);
     if bundle.status == RunStatus::Incomplete {
         let _ = writeln!(
             out,
-            "**Incomplete run**: stopped during `{}`{}. Everything below was measured before that.\n",
-            bundle.phase.label(),
+            "**Incomplete run**: stopped during `{phase}`{}. Everything below was measured before that.\n",
             bundle.error.as_ref().map(|error| format!(" ({error})")).unwrap_or_default()
         );
     }
@@ -66,7 +55,7 @@ pub fn header(bundle: &RunBundle) -> String {
 }
 
 /// The machine the run measured on, with a warning first when it was not quiet.
-fn machine_section(out: &mut String, bundle: &RunBundle) {
+fn machine_section<Results>(out: &mut String, bundle: &RunBundle<Results>) {
     let Some(machine) = &bundle.machine else { return };
     if !machine.quiet() {
         let _ = writeln!(
@@ -75,7 +64,7 @@ fn machine_section(out: &mut String, bundle: &RunBundle) {
             machine.noise.join("; ")
         );
     }
-    let load = |load: &crate::machine::LoadAverage| {
+    let load = |load: &LoadAverage| {
         format!("{} / {} / {}", number(load.one, 2), number(load.five, 2), number(load.fifteen, 2))
     };
     let _ = writeln!(

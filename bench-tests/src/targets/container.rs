@@ -343,7 +343,7 @@ pub fn loopback_port(ports: &PortMap) -> Option<u16> {
 
 /// Whether a Docker daemon answers a ping (used to resolve `auto`).
 pub fn docker_answers() -> bool {
-    let Ok(runtime) = super::blocking_runtime("the container client") else { return false };
+    let Ok(runtime) = crate::runtime::blocking_runtime("the container client") else { return false };
     runtime.block_on(async {
         match docker_client_instance().await {
             Ok(docker) => {
@@ -390,7 +390,7 @@ impl ContainerTarget {
         let spec = ContainerSpec::new(&password);
         let image = spec.image_reference();
         let name = scope.container_name();
-        let runtime = super::blocking_runtime("the container client")?;
+        let runtime = crate::runtime::blocking_runtime("the container client")?;
         let docker = runtime.block_on(docker_client())?;
         let mut open_own = OPEN_OWN_TARGETS.lock().map_err(|_| anyhow!("the container count is poisoned"))?;
         for removed in runtime.block_on(remove_abandoned(&docker, &host, Some(&scope.key))).unwrap_or_default() {
@@ -634,7 +634,7 @@ pub struct ContainerCleanup {
 /// Removes chbench's containers whose owner has ended on this machine (what every open
 /// of the target does first): `cargo xtask clean-containers`.
 pub fn clean_containers() -> Result<ContainerCleanup> {
-    let runtime = super::blocking_runtime("the container client")?;
+    let runtime = crate::runtime::blocking_runtime("the container client")?;
     let removed = runtime.block_on(async { remove_abandoned(&docker_client().await?, &host_name(), None).await })?;
     Ok(ContainerCleanup { removed })
 }

@@ -215,7 +215,7 @@ pub fn storage_dir_of_process(pid: u32) -> PathBuf {
 }
 
 fn storage_root() -> PathBuf {
-    crate::engine::chbench_dir().join("embedded")
+    crate::files::chbench_dir().join("embedded")
 }
 
 /// Removes storage folders of processes that no longer run (Linux: `/proc/<pid>`).

@@ -6,7 +6,7 @@
 //! ([`Target::run`], [`Target::execute`], [`Target::query_text`]). What a scenario or the
 //! measurement core may depend on is declared per kind in [`Capabilities`] (how statements
 //! are measured, how datasets are provided, ...); callers branch on those, never on the
-//! target's name. [`TargetKind::spec`] is the only code that maps a kind to its file.
+//! target's name. [`spec`] is the only code that maps a kind to its file.
 //!
 //! The API is blocking: the embedded engine is a synchronous C library, and the server
 //! targets drive their async HTTP client on a private single-threaded runtime
@@ -24,34 +24,13 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use clap::ValueEnum;
 use serde::{Deserialize, Serialize};
 
 use crate::settings::Settings;
 use crate::sql::one_line;
+use crate::stats::StatsSource;
 use crate::storage_baseline::StorageBaseline;
-
-/// The environment variable that chooses the target.
-pub const TARGET_ENV: &str = "CHBENCH_TARGET";
-
-/// Which engine to run on, as named in `CHBENCH_TARGET` or `--target`. The names are
-/// the variants' in lowercase (clap's and serde's); the doc comments are `--help`'s.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
-#[serde(rename_all = "lowercase")]
-#[value(rename_all = "lowercase")]
-pub enum TargetKind {
-    /// `container` when a Docker daemon answers, else `embedded`.
-    Auto,
-    /// The real ClickHouse engine in-process (libchdb).
-    Embedded,
-    /// `clickhouse/clickhouse-server` in Docker, one container per nextest run.
-    Container,
-    /// Any running server given by `CHBENCH_URL`, `CHBENCH_USER`, `CHBENCH_PASSWORD`.
-    Url,
-    /// The pod `cargo xtask eks up` deployed (namespace `CHBENCH_NAMESPACE`, default
-    /// chbench), through a port-forward; needs the `eks` feature.
-    Eks,
-}
+use crate::target_info::{TargetInfo, TargetKind};
 
 /// What the code needs to know about one kind of target: what it can do and how to open it.
 #[derive(Clone, Copy)]
@@ -62,62 +41,16 @@ pub struct TargetSpec {
     pub open: fn(&Storage) -> Result<Box<dyn Backend>>,
 }
 
-impl TargetKind {
-    /// The one place kinds are named: each kind's capabilities and opener, declared in
-    /// its own file. A new target is a new file, a variant above and a line here.
-    pub fn spec(self) -> TargetSpec {
-        match self {
-            TargetKind::Embedded => TargetSpec { capabilities: embedded::CAPABILITIES, open: embedded::open },
-            TargetKind::Container => TargetSpec { capabilities: container::CAPABILITIES, open: container::open },
-            TargetKind::Url => TargetSpec { capabilities: server::CAPABILITIES, open: server::open },
-            TargetKind::Eks => TargetSpec { capabilities: eks::CAPABILITIES, open: eks::open },
-            // Not an engine: the spec of the kind it resolves to (asking Docker).
-            TargetKind::Auto => resolve_kind(self).spec(),
-        }
-    }
-
-    /// The known names, for messages: `auto, embedded, container, url, eks`.
-    pub fn names() -> String {
-        TargetKind::value_variants().iter().map(TargetKind::to_string).collect::<Vec<_>>().join(", ")
-    }
-
-    /// Parses a target name strictly: an unknown name is an error that lists the known ones.
-    pub fn parse(name: &str) -> Result<TargetKind> {
-        match name.trim() {
-            "" => Ok(TargetKind::Auto),
-            name => match <TargetKind as ValueEnum>::from_str(name, false) {
-                Ok(kind) => Ok(kind),
-                Err(_) => bail!("{name:?} is not a target; choose one of {}", TargetKind::names()),
-            },
-        }
-    }
-
-    /// The kind named by `CHBENCH_TARGET` (unset means `auto`).
-    pub fn from_env() -> Result<TargetKind> {
-        match std::env::var(TARGET_ENV) {
-            Ok(name) => TargetKind::parse(&name).with_context(|| format!("{TARGET_ENV}={name:?}")),
-            Err(std::env::VarError::NotPresent) => Ok(TargetKind::Auto),
-            Err(std::env::VarError::NotUnicode(_)) => bail!("{TARGET_ENV} is not valid UTF-8"),
-        }
-    }
-
-    /// Resolves `auto` from whether a Docker daemon answered; other kinds stay as they are.
-    pub fn resolve(self, docker_answers: bool) -> TargetKind {
-        match self {
-            TargetKind::Auto if docker_answers => TargetKind::Container,
-            TargetKind::Auto => TargetKind::Embedded,
-            chosen => chosen,
-        }
-    }
-}
-
-impl fmt::Display for TargetKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // Every variant has a name: none is skipped with `#[value(skip)]`.
-        match self.to_possible_value() {
-            Some(value) => f.write_str(value.get_name()),
-            None => write!(f, "{self:?}"),
-        }
+/// The one place kinds are named: each kind's capabilities and opener, declared in
+/// its own file. A new target is a new file, a variant above and a line here.
+pub fn spec(kind: TargetKind) -> TargetSpec {
+    match kind {
+        TargetKind::Embedded => TargetSpec { capabilities: embedded::CAPABILITIES, open: embedded::open },
+        TargetKind::Container => TargetSpec { capabilities: container::CAPABILITIES, open: container::open },
+        TargetKind::Url => TargetSpec { capabilities: server::CAPABILITIES, open: server::open },
+        TargetKind::Eks => TargetSpec { capabilities: eks::CAPABILITIES, open: eks::open },
+        // Not an engine: the spec of the kind it resolves to (asking Docker).
+        TargetKind::Auto => spec(resolve_kind(kind)),
     }
 }
 
@@ -219,33 +152,6 @@ pub trait Backend {
     /// default); an error says why one the target should have cannot be read.
     fn storage_baseline(&mut self) -> Result<Option<StorageBaseline>> {
         Ok(None)
-    }
-}
-
-/// How a target's statements are measured: the measurement core's one branch point.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StatsSource {
-    /// The statement's `system.query_log` row, found by its `log_comment` (servers).
-    QueryLog,
-    /// The result's storage counters and the `system.events` delta around the statement
-    /// (the embedded engine, which has no query_log).
-    ResultAndEventsDelta,
-}
-
-/// What a run records about the target it measured. Never holds a credential.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TargetInfo {
-    pub kind: TargetKind,
-    /// `SELECT version()` on the target.
-    pub engine_version: String,
-    /// Where the engine is: a library path, an image, or a URL without credentials.
-    pub endpoint: String,
-}
-
-impl fmt::Display for TargetInfo {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "target {} (ClickHouse {}, {})", self.kind, self.engine_version, self.endpoint)
     }
 }
 
@@ -569,16 +475,6 @@ pub struct EventsSnapshot {
     pub read_counters: ResultCounters,
 }
 
-/// The runtime a blocking API drives one async client on (the HTTP client, Docker's, the
-/// Kubernetes client): current-thread, with I/O and timers, running only inside its
-/// `block_on`. `what` names the client for the error: "the HTTP client".
-pub fn blocking_runtime(what: &str) -> Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .with_context(|| format!("cannot start {what}'s runtime"))
-}
-
 /// Opens the target chosen by `CHBENCH_TARGET` and prints which one it is.
 pub fn open_target() -> Result<Target> {
     open_target_of_kind(TargetKind::from_env()?)
@@ -602,7 +498,7 @@ pub fn open_target_of_kind(kind: TargetKind) -> Result<Target> {
 /// in-process engine's data, and prints which one it is.
 pub fn open_target_on(kind: TargetKind, storage: &Storage) -> Result<Target> {
     let kind = resolve_kind(kind);
-    let spec = kind.spec();
+    let spec = spec(kind);
     let backend = (spec.open)(storage)?;
     let mut target = Target::from_backend(kind, spec.capabilities, backend)?;
     eprintln!("chbench: {}", target.info());
@@ -615,19 +511,6 @@ pub fn open_target_on(kind: TargetKind, storage: &Storage) -> Result<Target> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn target_names_parse_strictly() {
-        assert_eq!(TargetKind::parse("embedded").unwrap(), TargetKind::Embedded);
-        assert_eq!(TargetKind::parse("container").unwrap(), TargetKind::Container);
-        assert_eq!(TargetKind::parse("url").unwrap(), TargetKind::Url);
-        assert_eq!(TargetKind::parse("").unwrap(), TargetKind::Auto);
-        assert_eq!(TargetKind::parse("auto").unwrap(), TargetKind::Auto);
-        let error = TargetKind::parse("Embeded").unwrap_err().to_string();
-        assert!(error.contains("\"Embeded\" is not a target"), "{error}");
-        assert!(error.contains("auto, embedded, container, url, eks"), "{error}");
-        assert_eq!(TargetKind::parse("eks").unwrap(), TargetKind::Eks);
-    }
 
     /// Without the feature the kind still parses (CHBENCH_TARGET=eks is no typo), and
     /// opening it says how to build with it.
@@ -645,18 +528,8 @@ mod tests {
     }
 
     #[test]
-    fn names_are_lowercase_in_messages_flags_and_results() {
-        for kind in TargetKind::value_variants() {
-            let name = kind.to_string();
-            assert_eq!(name, name.to_lowercase());
-            assert_eq!(TargetKind::parse(&name).unwrap(), *kind);
-            assert_eq!(serde_json::to_value(kind).unwrap(), serde_json::Value::String(name));
-        }
-    }
-
-    #[test]
     fn each_kind_declares_the_capabilities_the_docs_describe() {
-        let embedded = TargetKind::Embedded.spec().capabilities;
+        let embedded = spec(TargetKind::Embedded).capabilities;
         assert_eq!(
             embedded,
             Capabilities {
@@ -670,7 +543,7 @@ mod tests {
                 engine_in_process: true,
             }
         );
-        let url = TargetKind::Url.spec().capabilities;
+        let url = spec(TargetKind::Url).capabilities;
         assert_eq!(
             url,
             Capabilities {
@@ -685,9 +558,9 @@ mod tests {
             }
         );
         // The container is a server chbench started, so it may restart it.
-        assert_eq!(TargetKind::Container.spec().capabilities, Capabilities { restartable: true, ..url });
+        assert_eq!(spec(TargetKind::Container).capabilities, Capabilities { restartable: true, ..url });
         // The eks pod is `up`'s and `down`'s to start and stop, not a run's.
-        assert_eq!(TargetKind::Eks.spec().capabilities, url);
+        assert_eq!(spec(TargetKind::Eks).capabilities, url);
     }
 
     #[test]
@@ -729,7 +602,7 @@ mod tests {
         assert_eq!(DatabaseOwner::of_database("a__run_p__run1f79aa0d4ec8_p7"), Some(other));
         // Every kind of server target shares its datasets, so every one gets the suffix.
         for kind in [TargetKind::Url, TargetKind::Container, TargetKind::Eks] {
-            assert_eq!(kind.spec().capabilities.datasets, DatasetProvision::SharedDatabase);
+            assert_eq!(spec(kind).capabilities.datasets, DatasetProvision::SharedDatabase);
         }
     }
 
@@ -766,13 +639,5 @@ mod tests {
         assert!(!is_left_behind("logs", &current, |_| false), "a dataset or a user's database");
         // The decision asks about the pid the name holds.
         assert!(is_left_behind(ended, &current, |pid| pid != 7));
-    }
-
-    #[test]
-    fn auto_means_container_only_when_docker_answers() {
-        assert_eq!(TargetKind::Auto.resolve(true), TargetKind::Container);
-        assert_eq!(TargetKind::Auto.resolve(false), TargetKind::Embedded);
-        assert_eq!(TargetKind::Url.resolve(true), TargetKind::Url);
-        assert_eq!(TargetKind::Embedded.resolve(true), TargetKind::Embedded);
     }
 }

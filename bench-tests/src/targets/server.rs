@@ -120,7 +120,7 @@ pub struct ServerTarget {
 impl ServerTarget {
     /// Builds a client with the session defaults and checks that the server answers.
     pub fn connect(config: ServerConfig) -> Result<ServerTarget> {
-        let runtime = super::blocking_runtime("the HTTP client")?;
+        let runtime = crate::runtime::blocking_runtime("the HTTP client")?;
         let mut client =
             clickhouse::Client::default().with_url(&config.url).with_user(&config.user).with_password(&config.password);
         for (name, value) in Settings::session_defaults().iter() {

@@ -28,7 +28,7 @@ fn snapshot_dir(engine_version: &str) -> PathBuf {
         !engine_version.is_empty() && engine_version.chars().all(|c| c.is_ascii_digit() || c == '.'),
         "engine version {engine_version:?} is not digits and dots"
     );
-    chbench::engine::workspace_root().join("snapshots").join(format!("clickhouse-{engine_version}"))
+    chbench::files::workspace_root().join("snapshots").join(format!("clickhouse-{engine_version}"))
 }
 
 /// Snapshots a scenario's structural facts as `snapshots/clickhouse-<version>/<name>.snap`,

@@ -1,18 +1,21 @@
 //! The `logs` benchmark: the measurement of the ClickHouse on EKS field benchmark
 //! (docs/sources.md) on any target, one method per phase:
 //!
-//! 1. [`Phase::Ingest`]: the generator's `INSERT ... SELECT`, first straight on the engine
+//! 1. [`LogsPhase::Ingest`]: the generator's `INSERT ... SELECT`, first straight on the engine
 //!    into a table that is then dropped (the raw figure), then through the harness. The
 //!    harness figure is the one reported. Each is recorded as soon as it ran.
-//! 2. [`Phase::Storage`]: bytes by column, as ingested: LZ4 (the default), then the ZSTD(3)
+//! 2. [`LogsPhase::Storage`]: bytes by column, as ingested: LZ4 (the default), then the ZSTD(3)
 //!    copy and the time its re-insert took. Background merges pause meanwhile, and the
 //!    copy is dropped once measured, to bound disk use (`fixtures/logs/pause_merges.sql`).
-//! 3. [`Phase::Queries`]: Q1-Q5, each with caches dropped, one direct-I/O run, then N warm
+//! 3. [`LogsPhase::Queries`]: Q1-Q5, each with caches dropped, one direct-I/O run, then N warm
 //!    runs. Every sample is journaled as it is measured, with its time breakdown.
-//! 4. [`Phase::BloomFilter`]: add, materialize (waiting for the mutation), its size, and
+//! 4. [`LogsPhase::BloomFilter`]: add, materialize (waiting for the mutation), its size, and
 //!    Q5 again.
-//! 5. [`Phase::Cost`]: the cost model, from the measured bytes per row.
+//! 5. [`LogsPhase::Cost`]: the cost model, from the measured bytes per row.
 
+pub mod cost;
+pub mod dataset;
+mod flags;
 pub mod report;
 mod results;
 
@@ -20,19 +23,25 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
-pub use self::results::{BloomFilter, HarnessIngest, Ingest, IngestTiming, LogsDataset, LogsResults};
+use self::cost::{CostInputs, CostModel};
+use self::dataset::step_ms;
+pub use self::flags::LogsFlags;
+pub use self::results::{
+    BloomFilter, HarnessIngest, Ingest, IngestTiming, LogsBundle, LogsDataset, LogsQueryRuns, LogsResults, QueryVariant,
+};
 use super::{Benchmark, Run};
 use crate::breakdown::TimeBreakdown;
-use crate::cost::{CostInputs, CostModel};
-use crate::dataset::logs::step_ms;
 use crate::fixtures::{Fixture, Params};
-use crate::measure::{StatementTag, drop_caches, measure};
+use crate::measure::{drop_caches, measure};
+use crate::numbers::ratio;
 use crate::parts::{ColumnSizes, column_sizes_of, parts_summary, skip_index_bytes, wait_for_mutations};
-use crate::results::{
-    BenchmarkResults, Phase, QueryRuns, QueryVariant, Sample, SampleKind, Step, StorageSnapshot, TableBytes, ratio,
-};
+use crate::query_runs::{QueryRuns, Sample, SampleKind, Step};
+use crate::report::Section;
+use crate::results::RunBundle;
 use crate::settings::Settings;
 use crate::sql::one_line;
+use crate::stats::StatementTag;
+use crate::table_bytes::{StorageSnapshot, TableBytes};
 use crate::targets::Target;
 use crate::units::{human_bytes, milliseconds, per_second, percent, times};
 
@@ -53,8 +62,44 @@ pub const SQL_FILES: [&str; 12] = [
     "logs/queries/q5.sql",
 ];
 pub const QUERIES: [&str; 5] = ["q1", "q2", "q3", "q4", "q5"];
-const PHASES: [Phase; 5] = [Phase::Ingest, Phase::Storage, Phase::Queries, Phase::BloomFilter, Phase::Cost];
 const MATERIALIZE_TIMEOUT: Duration = Duration::from_secs(3600);
+
+/// The benchmark's phases, in the order it runs them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogsPhase {
+    /// Loading the dataset.
+    Ingest,
+    /// Bytes per table and column, under each codec.
+    Storage,
+    /// The measured queries.
+    Queries,
+    /// Adding a skip index and running the query it serves again.
+    BloomFilter,
+    /// The cost arithmetic.
+    Cost,
+}
+
+impl super::Phase for LogsPhase {
+    const ALL: &'static [LogsPhase] =
+        &[LogsPhase::Ingest, LogsPhase::Storage, LogsPhase::Queries, LogsPhase::BloomFilter, LogsPhase::Cost];
+
+    fn name(self) -> &'static str {
+        match self {
+            LogsPhase::Ingest => "ingest",
+            LogsPhase::Storage => "storage",
+            LogsPhase::Queries => "queries",
+            LogsPhase::BloomFilter => "bloom_filter",
+            LogsPhase::Cost => "cost",
+        }
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            LogsPhase::BloomFilter => "bloom filter",
+            phase => phase.name(),
+        }
+    }
+}
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -67,6 +112,16 @@ pub struct LogsBenchmark {
 }
 
 impl Benchmark for LogsBenchmark {
+    type Results = LogsResults;
+    type Phase = LogsPhase;
+    type Flags = LogsFlags;
+    const ABOUT: &'static str = "The ClickHouse on EKS field benchmark's measurement: ingest, storage by column, \
+                                 Q1-Q5 cold and warm, a bloom filter, cost (the default)";
+
+    fn from_flags(flags: LogsFlags) -> LogsBenchmark {
+        flags.benchmark()
+    }
+
     fn check(&self) -> Result<()> {
         self.cost.check()?;
         if let Some(limit) = self.volume_limit_mib_per_s
@@ -77,16 +132,12 @@ impl Benchmark for LogsBenchmark {
         Ok(())
     }
 
-    fn phases(&self) -> &'static [Phase] {
-        &PHASES
-    }
-
     fn sql_files(&self) -> Vec<String> {
         SQL_FILES.iter().map(|file| file.to_string()).collect()
     }
 
-    fn new_results(&self) -> BenchmarkResults {
-        BenchmarkResults::Logs(LogsResults {
+    fn new_results(&self) -> LogsResults {
+        LogsResults {
             dataset: LogsDataset { rows: self.rows, step_ms: step_ms(self.rows), warm_runs: self.warm_runs },
             volume_limit_mib_per_s: self.volume_limit_mib_per_s,
             ingest: None,
@@ -95,7 +146,7 @@ impl Benchmark for LogsBenchmark {
             queries: Vec::new(),
             bloom_filter: None,
             cost: None,
-        })
+        }
     }
 
     fn run_label(&self) -> String {
@@ -104,32 +155,34 @@ impl Benchmark for LogsBenchmark {
 
     /// The run's database goes: on a shared server it would hold a copy of the dataset
     /// for nothing (the measurements are in the bundle).
-    fn clean_up(&self, run: &mut Run<'_>) -> Result<()> {
+    fn clean_up(&self, run: &mut LogsRun<'_>) -> Result<()> {
         run.target.execute(&format!("DROP DATABASE IF EXISTS {} SYNC", database(run)))
     }
 
-    fn run_phase(&self, phase: Phase, run: &mut Run<'_>) -> Result<()> {
+    fn run_phase(&self, phase: LogsPhase, run: &mut LogsRun<'_>) -> Result<()> {
         match phase {
-            Phase::Ingest => self.ingest(run),
-            Phase::Storage => self.storage(run),
-            Phase::Queries => self.queries(run),
-            Phase::BloomFilter => self.bloom_filter(run),
-            Phase::Cost => self.cost(run),
-            Phase::Starting | Phase::Done => Ok(()),
+            LogsPhase::Ingest => self.ingest(run),
+            LogsPhase::Storage => self.storage(run),
+            LogsPhase::Queries => self.queries(run),
+            LogsPhase::BloomFilter => self.bloom_filter(run),
+            LogsPhase::Cost => self.cost(run),
         }
     }
+
+    fn report(bundle: &RunBundle<LogsResults>) -> Result<Section> {
+        Ok(Section {
+            markdown: report::markdown(&bundle.benchmark, bundle.storage_baseline.measured()),
+            charts: report::charts(&bundle.benchmark)?,
+        })
+    }
 }
+
+/// What a phase of this benchmark works with.
+type LogsRun<'a> = Run<'a, LogsResults>;
 
 /// The run's own database, so that two runs on one server never share one.
-fn database(run: &Run<'_>) -> String {
+fn database(run: &LogsRun<'_>) -> String {
     format!("chbench_{}", run.run_id().replace(['.', '-'], "_"))
-}
-
-/// The logs results of the bundle being written.
-fn results<'a>(run: &'a mut Run<'_>) -> &'a mut LogsResults {
-    match &mut run.writer.bundle.benchmark {
-        BenchmarkResults::Logs(logs) => logs,
-    }
 }
 
 impl LogsBenchmark {
@@ -144,7 +197,7 @@ impl LogsBenchmark {
         1 + u64::from(self.warm_runs)
     }
 
-    fn ingest(&self, run: &mut Run<'_>) -> Result<()> {
+    fn ingest(&self, run: &mut LogsRun<'_>) -> Result<()> {
         let params = self.params();
         run.target.use_fresh_database(&database(run))?;
         let schema = Fixture::load("logs/schema.sql")?;
@@ -157,7 +210,7 @@ impl LogsBenchmark {
         let seconds = raw.counters.elapsed_us.map_or(raw.client_elapsed.as_secs_f64(), |us| us as f64 / 1e6);
         let raw_engine = IngestTiming { seconds, rows_per_second: ratio(self.rows as f64, seconds) };
         run.progress.advance(&format!("raw engine: {} rows/s", per_second(raw_engine.rows_per_second)));
-        results(run).ingest = Some(Ingest { rows: self.rows, raw_engine: Some(raw_engine), harness: None });
+        run.results().ingest = Some(Ingest { rows: self.rows, raw_engine: Some(raw_engine), harness: None });
         run.writer.save()?;
 
         run.target.execute("DROP TABLE logs SYNC")?;
@@ -168,7 +221,7 @@ impl LogsBenchmark {
         let table = parts_summary(run.target, "logs")?;
         let timing = IngestTiming { seconds, rows_per_second: ratio(table.rows as f64, seconds) };
         run.progress.advance(&format!("harness: {} rows/s", per_second(timing.rows_per_second)));
-        let ingest = results(run).ingest.get_or_insert(Ingest { rows: self.rows, raw_engine: None, harness: None });
+        let ingest = run.results().ingest.get_or_insert(Ingest { rows: self.rows, raw_engine: None, harness: None });
         ingest.harness = Some(HarnessIngest {
             timing,
             rows: table.rows,
@@ -182,11 +235,11 @@ impl LogsBenchmark {
         Ok(())
     }
 
-    fn storage(&self, run: &mut Run<'_>) -> Result<()> {
+    fn storage(&self, run: &mut LogsRun<'_>) -> Result<()> {
         let params = self.params();
         run.progress.start("storage by column: LZ4 as ingested, then the ZSTD(3) copy", Some(2));
         let lz4 = storage_snapshot(run.target, "logs", "LZ4 (default)", "as ingested")?;
-        results(run).storage.push(lz4.clone());
+        run.results().storage.push(lz4.clone());
         run.writer.save()?;
         run.progress.advance("LZ4");
         Fixture::load("logs/zstd_schema.sql")?.apply(run.target, &params)?;
@@ -211,12 +264,12 @@ impl LogsBenchmark {
     }
 
     /// Writes the ZSTD(3) copy (merges paused), measures it, records it and drops it.
-    fn zstd_copy(&self, run: &mut Run<'_>) -> Result<StorageSnapshot> {
+    fn zstd_copy(&self, run: &mut LogsRun<'_>) -> Result<StorageSnapshot> {
         let reinsert = Fixture::load("logs/zstd_insert.sql")?.render_one(&self.params())?;
         let tag = StatementTag::new(&run.run_id(), "logs", "zstd", 1);
         let reinsert = measure(run.target, &reinsert, &tag, &Settings::new()).context("the ZSTD(3) copy failed")?;
         let zstd = storage_snapshot(run.target, "logs_zstd", "ZSTD(3)", "as inserted, merges paused")?;
-        let logs = results(run);
+        let logs = run.results();
         logs.zstd_reinsert =
             Some(Step { seconds: reinsert.stats.server_duration_us as f64 / 1e6, stats: Some(reinsert.stats) });
         logs.storage.push(zstd.clone());
@@ -226,18 +279,18 @@ impl LogsBenchmark {
         Ok(zstd)
     }
 
-    fn queries(&self, run: &mut Run<'_>) -> Result<()> {
+    fn queries(&self, run: &mut LogsRun<'_>) -> Result<()> {
         run.progress
             .start("Q1-Q5: caches dropped, one direct-I/O run, then warm runs", Some(5 * self.samples_per_query()));
         for query in QUERIES {
             let variant = if query == "q5" { QueryVariant::WithoutIndex } else { QueryVariant::Default };
             self.query_runs(run, query, variant)?;
         }
-        run.progress.finish(&queries_summary(&results(run).queries));
+        run.progress.finish(&queries_summary(&run.results().queries));
         Ok(())
     }
 
-    fn bloom_filter(&self, run: &mut Run<'_>) -> Result<()> {
+    fn bloom_filter(&self, run: &mut LogsRun<'_>) -> Result<()> {
         run.progress.start("bloom filter on trace_id: add, materialize, Q5 again", Some(2 + self.samples_per_query()));
         let bloom = Fixture::load("logs/bloom_filter.sql")?.render(&self.params())?;
         let mut steps = Vec::new();
@@ -257,7 +310,7 @@ impl LogsBenchmark {
         let (add_index, materialize) = (steps.next().context("no ADD INDEX")?, steps.next().context("no MATERIALIZE")?);
         // The table as it is now, merges having run since the storage phase.
         let table_compressed_bytes = parts_summary(run.target, "logs")?.data_compressed_bytes;
-        let logs = results(run);
+        let logs = run.results();
         logs.bloom_filter = Some(BloomFilter {
             add_index,
             materialize,
@@ -268,12 +321,12 @@ impl LogsBenchmark {
         run.writer.save()?;
         self.query_runs(run, "q5", QueryVariant::BloomFilter)?;
         run.writer.save()?;
-        run.progress.finish(&bloom_summary(results(run)));
+        run.progress.finish(&bloom_summary(run.results()));
         Ok(())
     }
 
-    fn cost(&self, run: &mut Run<'_>) -> Result<()> {
-        let logs = results(run);
+    fn cost(&self, run: &mut LogsRun<'_>) -> Result<()> {
+        let logs = run.results();
         let used_bytes =
             logs.storage.first().map(StorageSnapshot::compressed_bytes).context("no storage was measured")?;
         logs.cost = Some(CostModel::new(self.cost.clone(), used_bytes, self.rows));
@@ -282,7 +335,7 @@ impl LogsBenchmark {
 
     /// Drops caches, runs `query` once with direct I/O and `warm_runs` times warm; each
     /// sample goes to the bundle's journal as soon as it is measured.
-    fn query_runs(&self, run: &mut Run<'_>, query: &str, variant: QueryVariant) -> Result<()> {
+    fn query_runs(&self, run: &mut LogsRun<'_>, query: &str, variant: QueryVariant) -> Result<()> {
         let sql_file = format!("logs/queries/{query}.sql");
         let sql = Fixture::load(&sql_file)?.render_one(&Params::new())?;
         let scenario = match variant {
@@ -377,7 +430,7 @@ fn storage_summary(lz4: &StorageSnapshot, zstd: &StorageSnapshot) -> String {
     )
 }
 
-fn queries_summary(queries: &[QueryRuns]) -> String {
+fn queries_summary(queries: &[LogsQueryRuns]) -> String {
     let parts: Vec<String> = queries
         .iter()
         .map(|runs| {
@@ -399,8 +452,8 @@ fn bloom_summary(logs: &LogsResults) -> String {
     else {
         return "bloom filter: incomplete".to_string();
     };
-    let rows = |runs: &QueryRuns| runs.samples.last().map_or(0, |sample| sample.stats.read_rows);
-    let warm = |runs: &QueryRuns| milliseconds(runs.warm_min_ms());
+    let rows = |runs: &LogsQueryRuns| runs.samples.last().map_or(0, |sample| sample.stats.read_rows);
+    let warm = |runs: &LogsQueryRuns| milliseconds(runs.warm_min_ms());
     format!(
         "bloom filter: q5 warm {} -> {}, {} -> {} rows read, index {} ({} of the table), materialize {:.1} s",
         warm(before),

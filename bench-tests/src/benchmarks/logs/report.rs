@@ -6,9 +6,9 @@ use std::fmt::Write as _;
 
 use anyhow::Result;
 
-use super::results::LogsResults;
+use super::results::{LogsQueryRuns, LogsResults, QueryVariant};
+use crate::numbers::ratio;
 use crate::report::charts::{self, Bars};
-use crate::results::{QueryRuns, QueryVariant, ratio};
 use crate::storage_baseline::{ReadVerdict, StorageBaseline, VOLUME_BOUND_SHARE};
 use crate::units::{exact, human_bytes, milliseconds, number, per_second, percent, times};
 
@@ -213,7 +213,7 @@ fn queries(out: &mut String, logs: &LogsResults, baseline: Option<&StorageBaseli
             Some(sample) => ReadVerdict::of(sample.breakdown.read_mib_per_s, baseline).label(),
             None => "-".to_string(),
         };
-        let warm_bound = runs.warm_median_sample().map_or("-", |sample| sample.breakdown.bottleneck.label());
+        let warm_bound = runs.warm_upper_median_sample().map_or("-", |sample| sample.breakdown.bottleneck.label());
         let source_query = source::QUERIES
             .iter()
             .find(|(name, ..)| *name == runs.query && runs.variant != QueryVariant::BloomFilter)
@@ -250,13 +250,15 @@ fn bloom_filter(out: &mut String, logs: &LogsResults) {
     let find = |variant: QueryVariant| logs.queries.iter().find(|runs| runs.query == "q5" && runs.variant == variant);
     let _ = writeln!(out, "## Bloom filter on trace_id (Q5)\n");
     let _ = writeln!(out, "| | without index | bloom_filter(0.01) GRANULARITY 4 |\n| --- | --- | --- |");
-    let cell = |runs: Option<&QueryRuns>, value: &dyn Fn(&QueryRuns) -> String| runs.map_or("-".to_string(), value);
+    let cell =
+        |runs: Option<&LogsQueryRuns>, value: &dyn Fn(&LogsQueryRuns) -> String| runs.map_or("-".to_string(), value);
     let (before, after) = (find(QueryVariant::WithoutIndex), find(QueryVariant::BloomFilter));
-    let warm = |runs: &QueryRuns| milliseconds(runs.warm_min_ms());
+    let warm = |runs: &LogsQueryRuns| milliseconds(runs.warm_min_ms());
     let rows =
-        |runs: &QueryRuns| runs.samples.last().map_or("-".to_string(), |sample| sample.stats.read_rows.to_string());
-    let bytes =
-        |runs: &QueryRuns| runs.samples.last().map_or("-".to_string(), |sample| human_bytes(sample.stats.read_bytes));
+        |runs: &LogsQueryRuns| runs.samples.last().map_or("-".to_string(), |sample| sample.stats.read_rows.to_string());
+    let bytes = |runs: &LogsQueryRuns| {
+        runs.samples.last().map_or("-".to_string(), |sample| human_bytes(sample.stats.read_bytes))
+    };
     let _ = writeln!(out, "| warm (min) | {} | {} |", cell(before, &warm), cell(after, &warm));
     let _ = writeln!(out, "| rows read | {} | {} |", cell(before, &rows), cell(after, &rows));
     let _ = writeln!(out, "| bytes read | {} | {} |", cell(before, &bytes), cell(after, &bytes));
@@ -364,7 +366,7 @@ fn breakdown_chart(logs: &LogsResults) -> Result<String> {
             let (cpu, read, other) = sample.breakdown.shares();
             rows.push((format!("{name} direct I/O"), [cpu, read, other]));
         }
-        if let Some(sample) = runs.warm_median_sample() {
+        if let Some(sample) = runs.warm_upper_median_sample() {
             let (cpu, read, other) = sample.breakdown.shares();
             rows.push((format!("{name} warm"), [cpu, read, other]));
         }

@@ -1,11 +1,14 @@
-//! What the logs benchmark records: its part of a results bundle
-//! ([`crate::results::BenchmarkResults::Logs`]).
+//! What the logs benchmark records: its part of a results bundle (`benchmark`, of kind
+//! `logs`), and the forms it measures a query in ([`QueryVariant`]).
 
 use serde::{Deserialize, Serialize};
 
-use crate::cost::CostModel;
-use crate::measure::QueryStats;
-use crate::results::{QueryRuns, Step, StorageSnapshot, nan_if_null, ratio};
+use super::cost::CostModel;
+use crate::numbers::{nan_if_null, ratio};
+use crate::query_runs::{QueryRuns, Step};
+use crate::results::{KindResults, RunBundle};
+use crate::stats::QueryStats;
+use crate::table_bytes::StorageSnapshot;
 
 /// Everything the logs benchmark measured.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -18,9 +21,50 @@ pub struct LogsResults {
     pub storage: Vec<StorageSnapshot>,
     pub zstd_reinsert: Option<Step>,
     /// Q1-Q5, then Q5 again with the bloom filter.
-    pub queries: Vec<QueryRuns>,
+    pub queries: Vec<QueryRuns<QueryVariant>>,
     pub bloom_filter: Option<BloomFilter>,
     pub cost: Option<CostModel>,
+}
+
+/// A bundle of the logs benchmark.
+pub type LogsBundle = RunBundle<LogsResults>;
+/// Every run of one query of the logs benchmark, in one of its variants.
+pub type LogsQueryRuns = QueryRuns<QueryVariant>;
+
+impl KindResults for LogsResults {
+    const KIND: &'static str = "logs";
+    type Variant = QueryVariant;
+
+    fn queries(&self) -> &[QueryRuns<QueryVariant>] {
+        &self.queries
+    }
+
+    fn queries_mut(&mut self) -> &mut Vec<QueryRuns<QueryVariant>> {
+        &mut self.queries
+    }
+}
+
+/// Which form of a query's setting was measured: the same query before and after a
+/// change to the table (e.g. Q5 without and with its bloom filter).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum QueryVariant {
+    /// The query on the table as designed.
+    Default,
+    /// Before the skip index that serves it exists.
+    WithoutIndex,
+    /// After a bloom filter skip index was added and materialized.
+    BloomFilter,
+}
+
+impl QueryVariant {
+    pub fn label(self) -> &'static str {
+        match self {
+            QueryVariant::Default => "default",
+            QueryVariant::WithoutIndex => "without index",
+            QueryVariant::BloomFilter => "bloom filter",
+        }
+    }
 }
 
 /// How the dataset was generated and measured.

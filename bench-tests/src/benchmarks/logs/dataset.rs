@@ -14,7 +14,7 @@
 
 use anyhow::Result;
 
-use super::Dataset;
+use crate::dataset::Dataset;
 use crate::packs::Pack;
 
 /// The pack's folder under `fixtures/`, and the database its datasets fill.

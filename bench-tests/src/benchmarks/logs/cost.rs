@@ -6,7 +6,7 @@
 use anyhow::{Result, bail};
 use serde::{Deserialize, Serialize};
 
-use crate::results::nan_if_null;
+use crate::numbers::nan_if_null;
 
 /// Hours in the month the source's arithmetic uses (AWS bills 730).
 pub const HOURS_PER_MONTH: f64 = 730.0;

@@ -1,0 +1,109 @@
+//! The registry of benchmark kinds: every kind, by name, and what chooses one by name
+//! (`cargo xtask bench <kind>`, a bundle's report, the comparison of two bundles). A new
+//! kind is its folder under `benchmarks/` and one line in [`KINDS`].
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+
+use super::{AnyBenchmark, Benchmark, logs, write_report_of};
+use crate::results::{self, KindResults, bundle_kind, load_bundle};
+
+/// The registry of benchmark kinds: `cargo xtask bench <kind>`, a bundle's report and a
+/// comparison find a kind here by its name. The first is the one `bench` runs when no
+/// kind is named. A new kind is one line here.
+pub const KINDS: &[Kind] = &[Kind::of::<logs::LogsBenchmark>()];
+
+/// A kind as the registry holds it: its name, and what the command line, the report and
+/// the comparison call, each made from the kind's [`Benchmark`] implementation.
+pub struct Kind {
+    pub name: &'static str,
+    /// `bench <name>` and the kind's flags, for the command line.
+    pub command: fn() -> clap::Command,
+    /// The kind's flags added to a command (for `bench` with no kind named).
+    pub flags: fn(clap::Command) -> clap::Command,
+    /// The benchmark parsed flags ask for.
+    pub benchmark: fn(&clap::ArgMatches) -> Result<Box<dyn AnyBenchmark>>,
+    /// Renders a bundle folder's report; returns the report's path.
+    pub write_report: fn(&Path) -> Result<PathBuf>,
+    /// Compares two bundle folders of the kind.
+    pub compare: fn(&Path, &Path) -> Result<String>,
+}
+
+impl Kind {
+    pub const fn of<B: Benchmark>() -> Kind {
+        Kind {
+            name: B::Results::KIND,
+            command: command_of::<B>,
+            flags: <B::Flags as clap::Args>::augment_args,
+            benchmark: benchmark_of::<B>,
+            write_report: write_report_of::<B>,
+            compare: compare_of::<B>,
+        }
+    }
+}
+
+impl fmt::Debug for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Kind").field("name", &self.name).finish_non_exhaustive()
+    }
+}
+
+/// The kind named `name`, if there is one.
+pub fn kind_named(name: &str) -> Option<&'static Kind> {
+    KINDS.iter().find(|kind| kind.name == name)
+}
+
+/// The kind `cargo xtask bench` runs when none is named.
+pub fn default_kind() -> &'static Kind {
+    &KINDS[0]
+}
+
+/// The kind of the bundle in `dir`, or one line saying it is of no kind this build knows.
+fn kind_of_bundle(dir: &Path) -> Result<&'static Kind> {
+    let kind = bundle_kind(dir)?;
+    kind_named(&kind).with_context(|| {
+        format!(
+            "{} holds a {kind:?} benchmark, a kind this chbench does not know (it knows {}); render it with the \
+             chbench that wrote it",
+            dir.join(results::RESULTS_FILE).display(),
+            KINDS.iter().map(|kind| kind.name).collect::<Vec<_>>().join(", ")
+        )
+    })
+}
+
+/// Renders `report.md` and the charts into a bundle folder of any kind; returns the
+/// report's path. Each file is written whole, then renamed into place.
+pub fn write_report(bundle_dir: &Path) -> Result<PathBuf> {
+    (kind_of_bundle(bundle_dir)?.write_report)(bundle_dir)
+}
+
+/// What differs between two bundles of one kind, as Markdown.
+pub fn compare(before: &Path, after: &Path) -> Result<String> {
+    let (kind, other) = (kind_of_bundle(before)?, kind_of_bundle(after)?);
+    if kind.name != other.name {
+        bail!(
+            "{} is a {} benchmark and {} a {} one: only bundles of one kind compare",
+            before.display(),
+            kind.name,
+            after.display(),
+            other.name
+        );
+    }
+    (kind.compare)(before, after)
+}
+
+fn command_of<B: Benchmark>() -> clap::Command {
+    <B::Flags as clap::Args>::augment_args(clap::Command::new(B::Results::KIND).about(B::ABOUT))
+}
+
+fn benchmark_of<B: Benchmark>(matches: &clap::ArgMatches) -> Result<Box<dyn AnyBenchmark>> {
+    let flags = <B::Flags as clap::FromArgMatches>::from_arg_matches(matches)
+        .with_context(|| format!("cannot read the {} benchmark's flags", B::Results::KIND))?;
+    Ok(Box::new(B::from_flags(flags)))
+}
+
+fn compare_of<B: Benchmark>(before: &Path, after: &Path) -> Result<String> {
+    B::compare(&load_bundle::<B::Results>(before)?, &load_bundle::<B::Results>(after)?)
+}

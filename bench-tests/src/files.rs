@@ -1,0 +1,43 @@
+//! Where chbench's files are, and how one is written: the workspace and its `fixtures/`,
+//! the folder the tool keeps between runs, paths as messages show them, and atomic writes.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+/// The workspace root, known at compile time from this crate's manifest directory.
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."))
+}
+
+/// The `fixtures/` folder of this workspace.
+pub fn fixtures_root() -> PathBuf {
+    workspace_root().join("fixtures")
+}
+
+/// `<target dir>/chbench`: everything this tool keeps between runs (engine, datasets,
+/// per-process storage). `CARGO_TARGET_DIR` moves it with the rest of the build.
+pub fn chbench_dir() -> PathBuf {
+    let target_dir =
+        std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| workspace_root().join("target"));
+    target_dir.join("chbench")
+}
+
+/// A path as errors show it: relative to the workspace when it is inside it.
+pub fn shown(path: &Path) -> String {
+    let root = workspace_root();
+    path.strip_prefix(&root).unwrap_or(path).display().to_string()
+}
+
+/// Writes a file whole or not at all: into a temporary file of its own in the same
+/// folder, then renamed into place, so that a reader (or a kill) never sees half of it and
+/// two writers at once do not trip over one temporary name.
+pub fn write_atomically(path: &Path, text: &str) -> Result<()> {
+    let folder = path.parent().unwrap_or(Path::new("."));
+    let mut temporary =
+        tempfile::NamedTempFile::new_in(folder).with_context(|| format!("cannot write into {}", folder.display()))?;
+    temporary.write_all(text.as_bytes()).with_context(|| format!("cannot write {}", path.display()))?;
+    temporary.persist(path).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(())
+}

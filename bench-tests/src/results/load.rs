@@ -1,0 +1,50 @@
+//! Reading a bundle folder: `results.json` of this schema, of the kind asked for, with
+//! the samples journal folded in; and which kind a bundle is, before it is read whole.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+
+use super::journal::fold_journal;
+use super::{KindResults, RESULTS_FILE, RunBundle, SCHEMA_VERSION};
+
+/// Reads a bundle folder of `Results`'s kind: `results.json`, refusing other schema
+/// versions and other kinds, with the samples journal folded in.
+pub fn load_bundle<Results: KindResults>(dir: &Path) -> Result<RunBundle<Results>> {
+    let (path, text, _) = read_results(dir)?;
+    let mut bundle: RunBundle<Results> = serde_json::from_str(&text)
+        .with_context(|| format!("{} does not match results schema {SCHEMA_VERSION}", path.display()))?;
+    fold_journal(dir, &mut bundle)?;
+    Ok(bundle)
+}
+
+/// The kind of benchmark a bundle folder holds (`benchmark.kind`), so that the kind can
+/// read it; other schema versions are refused as [`load_bundle`] refuses them.
+pub fn bundle_kind(dir: &Path) -> Result<String> {
+    let (path, _, value) = read_results(dir)?;
+    match value.pointer("/benchmark/kind").and_then(serde_json::Value::as_str) {
+        Some(kind) => Ok(kind.to_string()),
+        None => bail!("{} does not match results schema {SCHEMA_VERSION}: it names no benchmark kind", path.display()),
+    }
+}
+
+/// `results.json`'s path, text and JSON, once its schema version is this one.
+fn read_results(dir: &Path) -> Result<(PathBuf, String, serde_json::Value)> {
+    let path = dir.join(RESULTS_FILE);
+    let text = fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
+    let value: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))?;
+    match value.get("schema_version").and_then(serde_json::Value::as_u64) {
+        None => bail!("{} is not a results bundle: it has no schema_version", path.display()),
+        Some(1) => bail!(
+            "{} has results schema 1, written by an earlier chbench; this one reads schema {SCHEMA_VERSION}: run \
+             the benchmark again (`cargo xtask bench`), or render it with the chbench that wrote it",
+            path.display()
+        ),
+        Some(found) if found != u64::from(SCHEMA_VERSION) => {
+            bail!("{} has results schema {found}; this version reads schema {SCHEMA_VERSION}", path.display())
+        }
+        Some(_) => Ok((path, text, value)),
+    }
+}

@@ -1,0 +1,148 @@
+//! The results bundle: one directory per benchmark run, `results/<run-id>/`, holding
+//! `results.json` (this module's [`RunBundle`], schema [`SCHEMA_VERSION`], every field
+//! documented in `docs/results.md`), the exact SQL files the run used under `sql/`, and
+//! the report made from them.
+//!
+//! A bundle is a common envelope (run id, status, phase, times, target, settings, SQL
+//! files, machine, error) around one benchmark kind's own results, tagged by the kind's
+//! name: any type that is [`KindResults`]. This module knows no kind; the types it stores
+//! are records of their own modules (statistics, query runs, target and machine
+//! descriptions, the storage baseline).
+//!
+//! The bundle is written as the run goes ([`writer`]). It starts as `incomplete`, and
+//! every recorded step rewrites `results.json` atomically (a temporary file, then a
+//! rename). Every query sample is also appended, as it is measured, to `samples.jsonl`, a
+//! journal ([`journal`]) that [`load_bundle`] folds back in: rewriting `results.json` per
+//! sample would cost time that grows with the run. A run that stops anyhow (an error,
+//! Ctrl-C, a kill) leaves a valid bundle: it is still marked incomplete, and it holds
+//! every step and every sample measured before it stopped. Only a run that finishes marks
+//! it `complete`; a run that ends in this process (finished, failed or interrupted) has
+//! everything in `results.json` and removes the journal. Credentials are never part of a
+//! bundle: [`TargetInfo`] holds none.
+//!
+//! Whatever the writer produces, the reader accepts: a number that is not finite is
+//! written as `null` (JSON has no NaN) and read back as NaN, which reports show as
+//! unknown.
+
+mod journal;
+mod load;
+mod writer;
+
+use std::fmt::Debug;
+
+use anyhow::{Result, bail};
+use serde::de::{DeserializeOwned, Error as _};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+pub use self::load::{bundle_kind, load_bundle};
+pub use self::writer::{BundleWriter, ExistingFolder, prepare_results_folder};
+use crate::machine::MachineInfo;
+use crate::query_runs::QueryRuns;
+use crate::settings::Settings;
+use crate::storage_baseline::StorageBaselineRecord;
+use crate::target_info::TargetInfo;
+
+/// Bumped whenever a field changes meaning or is removed; readers refuse other versions.
+/// Schema 1 was one bundle type for the logs benchmark; schema 2 is the envelope.
+pub const SCHEMA_VERSION: u32 = 2;
+pub const RESULTS_FILE: &str = "results.json";
+/// The journal of samples measured since `results.json` was last written.
+pub const SAMPLES_FILE: &str = "samples.jsonl";
+/// The longest run id accepted (it names a folder).
+const MAX_RUN_ID_LEN: usize = 100;
+
+/// The phase a bundle records before its kind's first phase starts.
+pub const STARTING: &str = "starting";
+/// The phase a bundle records once every phase of its kind ran.
+pub const DONE: &str = "done";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// Running, or stopped before the end: everything recorded so far is valid.
+    Incomplete,
+    Complete,
+}
+
+/// One benchmark kind's part of a bundle: what the envelope holds under `benchmark`,
+/// tagged with the kind's name, and the query runs the samples journal folds into.
+pub trait KindResults: Debug + Clone + PartialEq + Serialize + DeserializeOwned {
+    /// The kind's name, as `cargo xtask bench` takes it and `benchmark.kind` records it.
+    const KIND: &'static str;
+    /// The forms the kind measures a query in (e.g. without and with a skip index).
+    type Variant: Debug + Clone + PartialEq + Serialize + DeserializeOwned;
+
+    /// Every query run of the benchmark, in the order they started.
+    fn queries(&self) -> &[QueryRuns<Self::Variant>];
+    fn queries_mut(&mut self) -> &mut Vec<QueryRuns<Self::Variant>>;
+}
+
+/// Everything one benchmark run measured: the envelope every kind shares, and the kind's
+/// own results.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(bound = "Results: KindResults")]
+pub struct RunBundle<Results> {
+    pub schema_version: u32,
+    pub run_id: String,
+    pub status: RunStatus,
+    /// The phase that was running when the bundle was last written, by the name its kind
+    /// gives it ([`STARTING`] and [`DONE`] before and after every phase).
+    pub phase: String,
+    /// RFC 3339, UTC.
+    pub started_at: jiff::Timestamp,
+    pub finished_at: Option<jiff::Timestamp>,
+    pub target: TargetInfo,
+    /// What fio measured on the target's volume, read from the target when the run
+    /// started, or why it is unknown. A bundle written before the field existed reads as
+    /// unknown, with that reason.
+    #[serde(default)]
+    pub storage_baseline: StorageBaselineRecord,
+    /// Settings in force for every statement unless a sample says otherwise.
+    pub session_settings: Settings,
+    /// The SQL files used, relative to `fixtures/`, copied verbatim under `sql/`.
+    pub sql_files: Vec<String>,
+    /// The machine the run measured on, and whether it was quiet.
+    pub machine: Option<MachineInfo>,
+    /// Why the run stopped early, when it did so with an error.
+    pub error: Option<String>,
+    #[serde(serialize_with = "tagged_with_kind", deserialize_with = "of_kind")]
+    pub benchmark: Results,
+}
+
+/// `{"kind": "<KIND>", ...the kind's fields}`: the kind's results with its name first.
+fn tagged_with_kind<Results: KindResults, S: Serializer>(results: &Results, serializer: S) -> Result<S::Ok, S::Error> {
+    #[derive(Serialize)]
+    struct Tagged<'a, Results> {
+        kind: &'static str,
+        #[serde(flatten)]
+        results: &'a Results,
+    }
+    Tagged { kind: Results::KIND, results }.serialize(serializer)
+}
+
+/// Reads what [`tagged_with_kind`] wrote, refusing another kind's results.
+fn of_kind<'de, Results: KindResults, D: Deserializer<'de>>(deserializer: D) -> Result<Results, D::Error> {
+    let mut fields = serde_json::Map::deserialize(deserializer)?;
+    match fields.remove("kind") {
+        Some(serde_json::Value::String(kind)) if kind == Results::KIND => {}
+        Some(serde_json::Value::String(kind)) => {
+            return Err(D::Error::custom(format!("the benchmark is of kind {kind}, not {}", Results::KIND)));
+        }
+        _ => return Err(D::Error::custom("the benchmark has no kind")),
+    }
+    Results::deserialize(serde_json::Value::Object(fields)).map_err(D::Error::custom)
+}
+
+/// A run id names a folder under the results folder: letters, digits, `.`, `_` and
+/// `-`, not starting with `.` or `-`, so that it can never name a path elsewhere.
+pub fn check_run_id(run_id: &str) -> Result<()> {
+    let safe = run_id.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+    if run_id.is_empty() || run_id.len() > MAX_RUN_ID_LEN || !safe || run_id.starts_with('.') || run_id.starts_with('-')
+    {
+        bail!(
+            "{run_id:?} is not a usable run id: use 1 to {MAX_RUN_ID_LEN} letters, digits, `.`, `_` or `-`, \
+             not starting with `.` or `-` (it names a folder under the results folder)"
+        );
+    }
+    Ok(())
+}

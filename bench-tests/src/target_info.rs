@@ -1,0 +1,129 @@
+//! What a run records about the target it measured: its kind, as `--target` and
+//! `CHBENCH_TARGET` name it ([`TargetKind`], the one list of target names), and its
+//! description ([`TargetInfo`]). Opening a target is `targets`'s.
+
+use std::fmt;
+
+use anyhow::{Context, Result, bail};
+use clap::ValueEnum;
+use serde::{Deserialize, Serialize};
+
+/// The environment variable that chooses the target.
+pub const TARGET_ENV: &str = "CHBENCH_TARGET";
+
+/// Which engine to run on, as named in `CHBENCH_TARGET` or `--target`. The names are
+/// the variants' in lowercase (clap's and serde's); the doc comments are `--help`'s.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
+#[serde(rename_all = "lowercase")]
+#[value(rename_all = "lowercase")]
+pub enum TargetKind {
+    /// `container` when a Docker daemon answers, else `embedded`.
+    Auto,
+    /// The real ClickHouse engine in-process (libchdb).
+    Embedded,
+    /// `clickhouse/clickhouse-server` in Docker, one container per nextest run.
+    Container,
+    /// Any running server given by `CHBENCH_URL`, `CHBENCH_USER`, `CHBENCH_PASSWORD`.
+    Url,
+    /// The pod `cargo xtask eks up` deployed (namespace `CHBENCH_NAMESPACE`, default
+    /// chbench), through a port-forward; needs the `eks` feature.
+    Eks,
+}
+
+impl TargetKind {
+    /// The known names, for messages: `auto, embedded, container, url, eks`.
+    pub fn names() -> String {
+        TargetKind::value_variants().iter().map(TargetKind::to_string).collect::<Vec<_>>().join(", ")
+    }
+
+    /// Parses a target name strictly: an unknown name is an error that lists the known ones.
+    pub fn parse(name: &str) -> Result<TargetKind> {
+        match name.trim() {
+            "" => Ok(TargetKind::Auto),
+            name => match <TargetKind as ValueEnum>::from_str(name, false) {
+                Ok(kind) => Ok(kind),
+                Err(_) => bail!("{name:?} is not a target; choose one of {}", TargetKind::names()),
+            },
+        }
+    }
+
+    /// The kind named by `CHBENCH_TARGET` (unset means `auto`).
+    pub fn from_env() -> Result<TargetKind> {
+        match std::env::var(TARGET_ENV) {
+            Ok(name) => TargetKind::parse(&name).with_context(|| format!("{TARGET_ENV}={name:?}")),
+            Err(std::env::VarError::NotPresent) => Ok(TargetKind::Auto),
+            Err(std::env::VarError::NotUnicode(_)) => bail!("{TARGET_ENV} is not valid UTF-8"),
+        }
+    }
+
+    /// Resolves `auto` from whether a Docker daemon answered; other kinds stay as they are.
+    pub fn resolve(self, docker_answers: bool) -> TargetKind {
+        match self {
+            TargetKind::Auto if docker_answers => TargetKind::Container,
+            TargetKind::Auto => TargetKind::Embedded,
+            chosen => chosen,
+        }
+    }
+}
+
+impl fmt::Display for TargetKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Every variant has a name: none is skipped with `#[value(skip)]`.
+        match self.to_possible_value() {
+            Some(value) => f.write_str(value.get_name()),
+            None => write!(f, "{self:?}"),
+        }
+    }
+}
+
+/// What a run records about the target it measured. Never holds a credential.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TargetInfo {
+    pub kind: TargetKind,
+    /// `SELECT version()` on the target.
+    pub engine_version: String,
+    /// Where the engine is: a library path, an image, or a URL without credentials.
+    pub endpoint: String,
+}
+
+impl fmt::Display for TargetInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "target {} (ClickHouse {}, {})", self.kind, self.engine_version, self.endpoint)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn target_names_parse_strictly() {
+        assert_eq!(TargetKind::parse("embedded").unwrap(), TargetKind::Embedded);
+        assert_eq!(TargetKind::parse("container").unwrap(), TargetKind::Container);
+        assert_eq!(TargetKind::parse("url").unwrap(), TargetKind::Url);
+        assert_eq!(TargetKind::parse("").unwrap(), TargetKind::Auto);
+        assert_eq!(TargetKind::parse("auto").unwrap(), TargetKind::Auto);
+        let error = TargetKind::parse("Embeded").unwrap_err().to_string();
+        assert!(error.contains("\"Embeded\" is not a target"), "{error}");
+        assert!(error.ends_with(&format!("choose one of {}", TargetKind::names())), "{error}");
+        assert_eq!(TargetKind::parse("eks").unwrap(), TargetKind::Eks);
+    }
+
+    #[test]
+    fn names_are_lowercase_in_messages_flags_and_results() {
+        for kind in TargetKind::value_variants() {
+            let name = kind.to_string();
+            assert_eq!(name, name.to_lowercase());
+            assert_eq!(TargetKind::parse(&name).unwrap(), *kind);
+            assert_eq!(serde_json::to_value(kind).unwrap(), serde_json::Value::String(name));
+        }
+    }
+
+    #[test]
+    fn auto_means_container_only_when_docker_answers() {
+        assert_eq!(TargetKind::Auto.resolve(true), TargetKind::Container);
+        assert_eq!(TargetKind::Auto.resolve(false), TargetKind::Embedded);
+        assert_eq!(TargetKind::Url.resolve(true), TargetKind::Url);
+        assert_eq!(TargetKind::Embedded.resolve(true), TargetKind::Embedded);
+    }
+}
