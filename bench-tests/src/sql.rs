@@ -29,12 +29,6 @@ pub fn sql_string(text: &str) -> String {
     format!("'{}'", text.replace('\\', "\\\\").replace('\'', "\\'"))
 }
 
-/// Splits SQL text into statements at `;` outside quotes and comments; drops empty ones
-/// and statements that are only comments.
-pub fn split_statements(text: &str) -> Vec<String> {
-    split_statements_at_lines(text).into_iter().map(|piece| piece.text).collect()
-}
-
 /// One statement of a file, trimmed, with the lines it starts on.
 pub(crate) struct Piece {
     pub(crate) text: String,
@@ -44,7 +38,8 @@ pub(crate) struct Piece {
     pub(crate) code_line: usize,
 }
 
-/// [`split_statements`], with the 1-based lines each statement starts on.
+/// Splits SQL text into statements at `;` outside quotes and comments, with the 1-based
+/// lines each starts on; drops empty ones and statements that are only comments.
 pub(crate) fn split_statements_at_lines(text: &str) -> Vec<Piece> {
     let mut statements = Vec::new();
     let mut current = String::new();
@@ -187,6 +182,10 @@ pub fn is_identifier(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn split_statements(text: &str) -> Vec<String> {
+        split_statements_at_lines(text).into_iter().map(|piece| piece.text).collect()
+    }
 
     #[test]
     fn a_statement_of_comments_only_is_dropped() {

@@ -64,8 +64,8 @@ use super::server::{BENCH_USER, ServerConfig, ServerTarget};
 use super::{Backend, Capabilities, ResultCounters, Storage};
 use crate::settings::Settings;
 
-/// A server chbench started: the `url` target's capabilities, and restartable.
-pub const CAPABILITIES: Capabilities = Capabilities { restartable: true, ..super::server::CAPABILITIES };
+/// A server chbench started, measured as any server: the `url` target's capabilities.
+pub const CAPABILITIES: Capabilities = super::server::CAPABILITIES;
 
 /// Starts or joins the container of this process's scope (the `container` kind's opener
 /// for `TargetKind::spec`). The server keeps its data inside the container: `storage`

@@ -14,7 +14,7 @@ use super::{Backend, Capabilities, Storage};
 use crate::cluster::{DEFAULT_NAMESPACE, check_namespace};
 
 /// A server someone else owns (`up` and `down` do): the `url` target's capabilities,
-/// statistics from its query_log, datasets as shared databases, not restartable.
+/// statistics from its query_log, datasets as shared databases.
 pub const CAPABILITIES: Capabilities = super::server::CAPABILITIES;
 
 /// The environment variable naming the deployment's namespace.

@@ -31,11 +31,6 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     session_settings_persist: true,
     // The engine opens one folder at a time, so each process gets its own copy.
     datasets: DatasetProvision::HardLinkedCopy,
-    // `system.events` is per process: a delta around one statement holds whatever else
-    // ran meanwhile, so statements go one at a time.
-    concurrent_queries: false,
-    // The library is loaded once and never unloaded.
-    restartable: false,
     caches_droppable: true,
     engine_in_process: true,
 };
@@ -98,10 +93,6 @@ impl EmbeddedTarget {
                 .with_context(|| format!("cannot apply `{statement}`"))?;
         }
         Ok(target)
-    }
-
-    pub fn library_path(&self) -> &Path {
-        &self.library
     }
 }
 

@@ -85,13 +85,6 @@ pub struct Capabilities {
     pub session_settings_persist: bool,
     /// How a prepared dataset reaches a process. `dataset` branches on it.
     pub datasets: DatasetProvision,
-    /// Whether statements may run at the same time (from several processes or
-    /// connections) without spoiling each other's measurements. Nothing branches on it
-    /// yet; a scenario that runs queries concurrently must check it first.
-    pub concurrent_queries: bool,
-    /// Whether the harness may restart the engine (it owns it). Nothing branches on it
-    /// yet; a scenario that restarts the engine (a cold start, say) must check it first.
-    pub restartable: bool,
     /// Whether the engine's caches can be dropped (`SYSTEM DROP ... CACHE`), which a cold
     /// (direct-I/O) run needs. [`crate::measure::drop_caches`] refuses targets without it.
     pub caches_droppable: bool,
@@ -536,9 +529,6 @@ mod tests {
                 stats_source: StatsSource::ResultAndEventsDelta,
                 session_settings_persist: true,
                 datasets: DatasetProvision::HardLinkedCopy,
-                // The events delta holds whatever else the process ran meanwhile.
-                concurrent_queries: false,
-                restartable: false,
                 caches_droppable: true,
                 engine_in_process: true,
             }
@@ -550,16 +540,12 @@ mod tests {
                 stats_source: StatsSource::QueryLog,
                 session_settings_persist: false,
                 datasets: DatasetProvision::SharedDatabase,
-                concurrent_queries: true,
-                // Someone else's server.
-                restartable: false,
                 caches_droppable: true,
                 engine_in_process: false,
             }
         );
-        // The container is a server chbench started, so it may restart it.
-        assert_eq!(spec(TargetKind::Container).capabilities, Capabilities { restartable: true, ..url });
-        // The eks pod is `up`'s and `down`'s to start and stop, not a run's.
+        // The container and the eks pod are measured as any server is.
+        assert_eq!(spec(TargetKind::Container).capabilities, url);
         assert_eq!(spec(TargetKind::Eks).capabilities, url);
     }
 

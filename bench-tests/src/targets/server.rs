@@ -21,10 +21,6 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     // Each HTTP request is its own session here (no `session_id`).
     session_settings_persist: false,
     datasets: DatasetProvision::SharedDatabase,
-    // Each statement has its own query_log row, found by its log_comment.
-    concurrent_queries: true,
-    // Not ours to restart.
-    restartable: false,
     caches_droppable: true,
     engine_in_process: false,
 };

@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 use anyhow::Result;
 
 use super::results::{LogsQueryRuns, LogsResults, QueryVariant};
+use crate::markdown::Table;
 use crate::numbers::ratio;
 use crate::report::charts::{self, Bars};
 use crate::storage_baseline::{ReadVerdict, StorageBaseline, VOLUME_BOUND_SHARE};
@@ -85,31 +86,29 @@ fn ingest(out: &mut String, logs: &LogsResults) {
     let raw = ingest.raw_engine.as_ref();
     let harness = ingest.harness.as_ref();
     let _ = writeln!(out, "## Ingest (server-side INSERT ... SELECT)\n");
-    let _ = writeln!(out, "| | this run | source |\n| --- | --- | --- |");
-    let _ = writeln!(
-        out,
-        "| seconds | {} | {} |",
-        harness.map_or("unknown".to_string(), |harness| number(harness.timing.seconds, 1)),
-        source::INGEST_SECONDS
-    );
-    let _ = writeln!(
-        out,
-        "| rows/s | {} | {:.0} |",
-        per_second(harness.and_then(|harness| harness.timing.rows_per_second)),
-        source::INGEST_ROWS_PER_SECOND
-    );
-    let _ = writeln!(
-        out,
-        "| partitions | {} | {} |",
-        harness.map_or("unknown".to_string(), |harness| harness.partitions.to_string()),
-        source::PARTITIONS
-    );
-    let _ = writeln!(
-        out,
-        "| active parts after ingest | {} | {} |",
-        harness.map_or("unknown".to_string(), |harness| harness.active_parts.to_string()),
-        source::ACTIVE_PARTS
-    );
+    let mut table = Table::new(["", "this run", "source"]);
+    table
+        .row([
+            "seconds".to_string(),
+            harness.map_or("unknown".to_string(), |harness| number(harness.timing.seconds, 1)),
+            source::INGEST_SECONDS.to_string(),
+        ])
+        .row([
+            "rows/s".to_string(),
+            per_second(harness.and_then(|harness| harness.timing.rows_per_second)),
+            format!("{:.0}", source::INGEST_ROWS_PER_SECOND),
+        ])
+        .row([
+            "partitions".to_string(),
+            harness.map_or("unknown".to_string(), |harness| harness.partitions.to_string()),
+            source::PARTITIONS.to_string(),
+        ])
+        .row([
+            "active parts after ingest".to_string(),
+            harness.map_or("unknown".to_string(), |harness| harness.active_parts.to_string()),
+            source::ACTIVE_PARTS.to_string(),
+        ]);
+    let _ = write!(out, "{table}");
     let _ = writeln!(
         out,
         "\nHarness overhead on ingest: the same statement straight on the engine ran at {} rows/s; \
@@ -130,23 +129,21 @@ fn storage(out: &mut String, logs: &LogsResults) {
     let _ = writeln!(out, "## Storage by column\n\n![storage](storage.svg)\n");
     // Per-column rows only when the first table has them; what is missing is said below.
     if !first.columns.is_empty() {
-        let _ = write!(out, "| column |");
+        let mut header = vec!["column".to_string()];
         for snapshot in &logs.storage {
-            let _ = write!(out, " {} compressed | ratio |", snapshot.codec);
+            header.extend([format!("{} compressed", snapshot.codec), "ratio".to_string()]);
         }
-        let _ = writeln!(out, " uncompressed | source LZ4 (compressed / uncompressed / ratio) |");
-        let _ = writeln!(out, "|{}", " --- |".repeat(3 + 2 * logs.storage.len()));
+        header.extend(["uncompressed".to_string(), "source LZ4 (compressed / uncompressed / ratio)".to_string()]);
+        let mut table = Table::new(header);
         for column in &first.columns {
-            let _ = write!(out, "| {} |", column.column);
+            let mut cells = vec![column.column.clone()];
             for snapshot in &logs.storage {
                 match snapshot.columns.iter().find(|same| same.column == column.column) {
                     Some(same) => {
                         let column_ratio = ratio(same.uncompressed_bytes as f64, same.compressed_bytes as f64);
-                        let _ = write!(out, " {} | {} |", human_bytes(same.compressed_bytes), times(column_ratio));
+                        cells.extend([human_bytes(same.compressed_bytes), times(column_ratio)]);
                     }
-                    None => {
-                        let _ = write!(out, " unknown | unknown |");
-                    }
+                    None => cells.extend(["unknown".to_string(), "unknown".to_string()]),
                 }
             }
             let source_column = source::LZ4_COLUMNS
@@ -154,8 +151,10 @@ fn storage(out: &mut String, logs: &LogsResults) {
                 .find(|(name, ..)| *name == column.column)
                 .map(|(_, compressed, uncompressed, ratio)| format!("{compressed} / {uncompressed} / {ratio}"))
                 .unwrap_or_default();
-            let _ = writeln!(out, " {} | {source_column} |", human_bytes(column.uncompressed_bytes));
+            cells.extend([human_bytes(column.uncompressed_bytes), source_column]);
+            table.row(cells);
         }
+        let _ = write!(out, "{table}");
         out.push('\n');
     }
     for snapshot in &logs.storage {
@@ -194,11 +193,22 @@ fn queries(out: &mut String, logs: &LogsResults, baseline: Option<&StorageBaseli
     }
     let _ =
         writeln!(out, "## Queries: caches dropped, one direct-I/O run, then warm runs\n\n![queries](queries.svg)\n");
-    let _ = writeln!(
-        out,
-        "| query | variant | runs | direct I/O | warm min | warm median | read_rows | read_bytes | direct-I/O read MiB/s | against the storage baseline | direct I/O bound | warm bound | harness overhead (median) | source direct / warm / read_rows |"
-    );
-    let _ = writeln!(out, "|{}", " --- |".repeat(14));
+    let mut table = Table::new([
+        "query",
+        "variant",
+        "runs",
+        "direct I/O",
+        "warm min",
+        "warm median",
+        "read_rows",
+        "read_bytes",
+        "direct-I/O read MiB/s",
+        "against the storage baseline",
+        "direct I/O bound",
+        "warm bound",
+        "harness overhead (median)",
+        "source direct / warm / read_rows",
+    ]);
     for runs in &logs.queries {
         let direct = runs.direct_io();
         let direct_ms = direct.map(|sample| sample.stats.server_ms());
@@ -219,12 +229,10 @@ fn queries(out: &mut String, logs: &LogsResults, baseline: Option<&StorageBaseli
             .find(|(name, ..)| *name == runs.query && runs.variant != QueryVariant::BloomFilter)
             .map(|(_, direct, warm, rows)| format!("{direct} / {warm} / {rows}"))
             .unwrap_or_default();
-        let _ = writeln!(
-            out,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-            runs.query,
-            runs.variant.label(),
-            runs.samples.len(),
+        table.row([
+            runs.query.clone(),
+            runs.variant.label().to_string(),
+            runs.samples.len().to_string(),
             milliseconds(direct_ms),
             milliseconds(runs.warm_min_ms()),
             milliseconds(runs.warm_median_ms()),
@@ -232,12 +240,13 @@ fn queries(out: &mut String, logs: &LogsResults, baseline: Option<&StorageBaseli
             direct.map_or("-".to_string(), |sample| human_bytes(sample.stats.read_bytes)),
             throughput,
             against_volume,
-            direct.map_or("-", |sample| sample.breakdown.bottleneck.label()),
-            warm_bound,
+            direct.map_or("-", |sample| sample.breakdown.bottleneck.label()).to_string(),
+            warm_bound.to_string(),
             milliseconds(runs.harness_overhead_ms()),
-            source_query
-        );
+            source_query,
+        ]);
     }
+    let _ = write!(out, "{table}");
     let _ = writeln!(
         out,
         "\nTimes are server-side. Every sample is in `results.json`. \"Harness overhead\" is the client-observed time minus the server's, over the warm runs. \"Against the storage baseline\": the direct-I/O run's read rate (bytes read from files over the server-side duration) is volume-bound when it reaches {:.0} % of the sequential read rate fio measured on the volume (docs/storage-baseline.md), below the volume's rate otherwise, and unknown without a baseline.\n\n## Where the time went\n\n![time breakdown](breakdown.svg)\n\nShares of thread time from ProfileEvents: CPU (user + system), read wait (`DiskReadElapsedMicroseconds`), the rest. The rest includes threads idling while they wait for work. A query is read-bound when its read wait is at least 1.5 times its CPU time, CPU-bound the other way round, and mixed in between.\n",
@@ -249,7 +258,6 @@ fn bloom_filter(out: &mut String, logs: &LogsResults) {
     let Some(bloom) = &logs.bloom_filter else { return };
     let find = |variant: QueryVariant| logs.queries.iter().find(|runs| runs.query == "q5" && runs.variant == variant);
     let _ = writeln!(out, "## Bloom filter on trace_id (Q5)\n");
-    let _ = writeln!(out, "| | without index | bloom_filter(0.01) GRANULARITY 4 |\n| --- | --- | --- |");
     let cell =
         |runs: Option<&LogsQueryRuns>, value: &dyn Fn(&LogsQueryRuns) -> String| runs.map_or("-".to_string(), value);
     let (before, after) = (find(QueryVariant::WithoutIndex), find(QueryVariant::BloomFilter));
@@ -259,16 +267,22 @@ fn bloom_filter(out: &mut String, logs: &LogsResults) {
     let bytes = |runs: &LogsQueryRuns| {
         runs.samples.last().map_or("-".to_string(), |sample| human_bytes(sample.stats.read_bytes))
     };
-    let _ = writeln!(out, "| warm (min) | {} | {} |", cell(before, &warm), cell(after, &warm));
-    let _ = writeln!(out, "| rows read | {} | {} |", cell(before, &rows), cell(after, &rows));
-    let _ = writeln!(out, "| bytes read | {} | {} |", cell(before, &bytes), cell(after, &bytes));
-    let _ = writeln!(
-        out,
-        "| index size | - | {} ({} of the table's compressed bytes) |",
-        human_bytes(bloom.index_compressed_bytes),
-        percent(bloom.index_share_of_table(), "unknown share")
-    );
-    let _ = writeln!(out, "| materialize | - | {} |", milliseconds(Some(bloom.materialize.seconds * 1000.0)));
+    let mut table = Table::new(["", "without index", "bloom_filter(0.01) GRANULARITY 4"]);
+    table
+        .row(["warm (min)".to_string(), cell(before, &warm), cell(after, &warm)])
+        .row(["rows read".to_string(), cell(before, &rows), cell(after, &rows)])
+        .row(["bytes read".to_string(), cell(before, &bytes), cell(after, &bytes)])
+        .row([
+            "index size".to_string(),
+            "-".to_string(),
+            format!(
+                "{} ({} of the table's compressed bytes)",
+                human_bytes(bloom.index_compressed_bytes),
+                percent(bloom.index_share_of_table(), "unknown share")
+            ),
+        ])
+        .row(["materialize".to_string(), "-".to_string(), milliseconds(Some(bloom.materialize.seconds * 1000.0))]);
+    let _ = write!(out, "{table}");
     let _ = writeln!(out, "\nSource: {}\n", source::BLOOM);
 }
 
