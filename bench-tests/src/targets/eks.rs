@@ -217,11 +217,6 @@ mod with_client {
                 .then(|| BenchUse::begin(client.clone(), namespace, kubernetes.handle().clone()));
             Ok(EksTarget { server, forward, _bench_use: bench_use, client, deployment, kubernetes, endpoint })
         }
-
-        /// The port-forward's latest failure, if any.
-        pub fn forward_failure(&self) -> Option<String> {
-            self.forward.failure()
-        }
     }
 
     /// Everything goes to the server through the forward.
