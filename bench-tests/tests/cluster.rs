@@ -1019,7 +1019,7 @@ fn baseline_on(node: &str) -> chbench::storage_baseline::StorageBaseline {
 }
 
 #[test]
-fn a_storage_baseline_measured_on_another_node_is_the_reason_it_is_unknown() {
+fn the_eks_target_names_its_deployment_and_a_baseline_of_another_node_is_the_reason_it_is_unknown() {
     let deployment = converse(
         |client| async move { find_deployment(&client, "bench-2").await },
         async |server| {
@@ -1028,7 +1028,11 @@ fn a_storage_baseline_measured_on_another_node_is_the_reason_it_is_unknown() {
         },
     )
     .unwrap();
-    assert_eq!(deployment.node, NODE);
+    // What a bundle records of it: the pod, its image and digest, its node.
+    let identity = &deployment.identity;
+    assert_eq!((identity.namespace.as_str(), identity.pod.as_str()), ("bench-2", "clickhouse"));
+    assert_eq!((identity.image.as_str(), identity.image_id.as_deref()), (IMAGE, Some(IMAGE_ID)));
+    assert_eq!(identity.node, NODE);
     let here = baseline_on(NODE);
     assert_eq!(check_baseline_node(&deployment, Some(here.clone())).unwrap(), here);
     let error = format!("{:#}", check_baseline_node(&deployment, Some(baseline_on("ip-10-0-9-9"))).unwrap_err());

@@ -414,11 +414,14 @@ pub struct Bundles {
     pub finished: Vec<PathBuf>,
     /// Without a finished time: a bench still running, or killed.
     pub unfinished: Vec<PathBuf>,
+    /// Of the `eks` target, but naming no deployment (written before bundles did): maybe
+    /// this deployment's, which nothing in them can tell.
+    pub unnamed: Vec<PathBuf>,
 }
 
 /// The bundle folders under `results_dir` that `cargo xtask bench` wrote for the `eks`
-/// target in `namespace` since `since`. A folder whose `results.json` does not read as a
-/// bundle is not one of them.
+/// target in `namespace` (as [`TargetInfo::deployment`] says) since `since`. A folder
+/// whose `results.json` does not read as a bundle is not one of them.
 pub fn bundles_of(results_dir: &Path, namespace: &str, since: jiff::Timestamp) -> Result<Bundles> {
     let entries = match fs::read_dir(results_dir) {
         Ok(entries) => entries,
@@ -430,18 +433,19 @@ pub fn bundles_of(results_dir: &Path, namespace: &str, since: jiff::Timestamp) -
         let folder = entry.with_context(|| format!("cannot list {}", results_dir.display()))?.path();
         let Ok(text) = fs::read_to_string(folder.join(RESULTS_FILE)) else { continue };
         let Ok(head) = serde_json::from_str::<BundleHead>(&text) else { continue };
-        if head.target.kind == TargetKind::Eks
-            && eks::endpoint_namespace(&head.target.endpoint) == Some(namespace)
-            && head.started_at >= since
-        {
-            match head.finished_at {
-                Some(_) => bundles.finished.push(folder),
-                None => bundles.unfinished.push(folder),
-            }
+        if head.target.kind != TargetKind::Eks || head.started_at < since {
+            continue;
+        }
+        match (&head.target.deployment, head.finished_at) {
+            (None, _) => bundles.unnamed.push(folder),
+            (Some(deployment), _) if deployment.namespace != namespace => {}
+            (Some(_), Some(_)) => bundles.finished.push(folder),
+            (Some(_), None) => bundles.unfinished.push(folder),
         }
     }
     bundles.finished.sort();
     bundles.unfinished.sort();
+    bundles.unnamed.sort();
     Ok(bundles)
 }
 
@@ -549,9 +553,21 @@ pub fn collect(
             copy_folder(bundle, &folder.join(BUNDLES_FOLDER).join(&name))?;
             bundles.push(name);
         }
-        Ok(found.unfinished)
+        Ok(found)
     });
     progress(&format!("{BUNDLES_FOLDER}: {} from {}", bundles.len(), results_dir.display()));
+    // Told, not a failure: nothing says whose they are, and a collect must be able to end.
+    if let Ok(found) = &copied
+        && !found.unnamed.is_empty()
+    {
+        let names: Vec<String> = found.unnamed.iter().map(|bundle| name_of(bundle)).collect();
+        progress(&format!(
+            "not copied: bundle {} of the eks target names no deployment (an older chbench wrote it); copy it by \
+             hand if it ran on this one",
+            names.join(", ")
+        ));
+    }
+    let copied = copied.map(|found| found.unfinished);
     match copied {
         Err(error) => failures.push(format!("copying bundles: {error:#}")),
         Ok(unfinished) if !unfinished.is_empty() => {
@@ -582,7 +598,7 @@ pub fn collect(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::targets::TargetInfo;
+    use crate::targets::KubernetesDeployment;
 
     #[test]
     fn the_query_log_is_read_from_the_deployments_start_for_chbench_tags_only() {
@@ -596,10 +612,9 @@ mod tests {
     fn the_bundles_of_a_deployment_are_the_eks_targets_in_its_namespace_since_it_was_made() {
         let results = tempfile::tempdir().unwrap();
         let since = jiff::Timestamp::from_second(1_000_000).unwrap();
-        let write_bundle = |name: &str, kind: TargetKind, endpoint: &str, started: i64, finished: bool| {
+        let write_head = |name: &str, target: serde_json::Value, started: i64, finished: bool| {
             let folder = results.path().join(name);
             fs::create_dir_all(folder.join("sql")).unwrap();
-            let target = TargetInfo { kind, engine_version: "26.3.1.1".into(), endpoint: endpoint.into() };
             let head = serde_json::json!({
                 "schema_version": 2, "run_id": name, "target": target,
                 "started_at": jiff::Timestamp::from_second(started).unwrap(),
@@ -608,21 +623,42 @@ mod tests {
             fs::write(folder.join(RESULTS_FILE), head.to_string()).unwrap();
             fs::write(folder.join("sql").join("q.sql"), "SELECT 1").unwrap();
         };
-        let write = |name: &str, kind: TargetKind, endpoint: &str, started: i64| {
-            write_bundle(name, kind, endpoint, started, true)
+        let in_namespace = |namespace: &str| KubernetesDeployment {
+            namespace: namespace.into(),
+            pod: "clickhouse".into(),
+            image: "ch:1".into(),
+            image_id: None,
+            node: "ip-10-0-1-5.ec2.internal".into(),
         };
-        let here = eks::endpoint("chbench", "clickhouse", "ch:1", "http://127.0.0.1:5");
-        let elsewhere = eks::endpoint("other", "clickhouse", "ch:1", "http://127.0.0.1:5");
-        write("a-ours", TargetKind::Eks, &here, 1_000_001);
-        write("b-before-up", TargetKind::Eks, &here, 999_999);
-        write("c-other-namespace", TargetKind::Eks, &elsewhere, 1_000_001);
-        write("d-url", TargetKind::Url, "http://127.0.0.1:8123", 1_000_001);
+        let write_bundle =
+            |name: &str, kind: TargetKind, deployment: Option<KubernetesDeployment>, started, finished| {
+                let endpoint = match &deployment {
+                    Some(deployment) => eks::endpoint(deployment, "http://127.0.0.1:5"),
+                    None => "http://127.0.0.1:8123".to_string(),
+                };
+                let target = TargetInfo { kind, engine_version: "26.3.1.1".into(), endpoint, deployment };
+                write_head(name, serde_json::to_value(target).unwrap(), started, finished);
+            };
+        let write = |name: &str, kind: TargetKind, deployment: Option<KubernetesDeployment>, started: i64| {
+            write_bundle(name, kind, deployment, started, true)
+        };
+        write("a-ours", TargetKind::Eks, Some(in_namespace("chbench")), 1_000_001);
+        write("b-before-up", TargetKind::Eks, Some(in_namespace("chbench")), 999_999);
+        write("c-other-namespace", TargetKind::Eks, Some(in_namespace("other")), 1_000_001);
+        write("d-url", TargetKind::Url, None, 1_000_001);
         fs::create_dir_all(results.path().join("eks")).unwrap();
         fs::write(results.path().join("e-not-a-bundle"), "x").unwrap();
         // A bench still running (or killed) has no finished time: not copied, but told.
-        write_bundle("f-running", TargetKind::Eks, &here, 1_000_002, false);
+        write_bundle("f-running", TargetKind::Eks, Some(in_namespace("chbench")), 1_000_002, false);
+        // Written before bundles named their deployment: it reads, as no deployment's (the
+        // endpoint is for display, never parsed).
+        let before_the_field = serde_json::json!({"kind": "eks", "engine_version": "26.3.1.1",
+            "endpoint": "pod chbench/clickhouse (ch:1) through a port-forward at http://127.0.0.1:5"});
+        assert_eq!(serde_json::from_value::<TargetInfo>(before_the_field.clone()).unwrap().deployment, None);
+        write_head("g-before-the-field", before_the_field, 1_000_001, true);
         let all = bundles_of(results.path(), "chbench", since).unwrap();
         assert_eq!(all.unfinished, [results.path().join("f-running")]);
+        assert_eq!(all.unnamed, [results.path().join("g-before-the-field")]);
         let found = all.finished;
         assert_eq!(found, [results.path().join("a-ours")]);
 
