@@ -7,9 +7,10 @@
 
 use std::time::Duration;
 
-use chbench::cluster::collect::{BenchUse, DataVolume, describe_deployment, mark_collected};
+use chbench::cluster::collect::{BenchUse, describe_deployment, mark_collected};
 use chbench::cluster::deploy::{FIELD_MANAGER, apply, ensure_password, password_secret, wait_for_ready};
-use chbench::cluster::lifecycle::{DownOutcome, Presence, down, status};
+use chbench::cluster::deployment::{DataVolume, Presence};
+use chbench::cluster::lifecycle::{DownOutcome, down, status};
 use chbench::cluster::manifests::{PART_OF, Values, Variant, parse, render};
 use chbench::cluster::portforward::PortForward;
 use chbench::cluster::{COLLECTED_ANNOTATION, COLLECTED_AT_ANNOTATION, LAST_USED_ANNOTATION, RUN_ANNOTATION};
@@ -263,28 +264,10 @@ impl DataOn {
     }
 }
 
-/// What `status` reads: the Namespace with `annotations`, the pod, its node, the
-/// labelled claims, and for a claim its volume and the claim's class.
-async fn answer_the_status(server: &mut ApiServer, annotations: &[(&str, &str)], data: DataOn) {
-    expect(server, "GET", NAMESPACE, &namespace_json(annotations)).await;
-    let (volume, instance_type) = match data {
-        DataOn::EmptyDir => (on_empty_dir(), "m6id.xlarge"),
-        DataOn::Gp3 | DataOn::KindClass => (on_claim(), "m5.xlarge"),
-    };
-    expect(server, "GET", POD, &pod_json(volume)).await;
-    expect(server, "GET", NODE_PATH, &node_json(instance_type)).await;
-    let Some(class) = data.class() else {
-        expect_list(server, CLAIMS, json!([])).await;
-        return;
-    };
-    expect_list(server, CLAIMS, json!([claim_json(class)])).await;
-    expect(server, "GET", VOLUME, &volume_json(class, "Bound")).await;
-    expect(server, "GET", &format!("{CLASSES}/{class}"), &class_json(class).to_string()).await;
-}
-
-/// What `collect` reads: the Namespace with `annotations`, the pod, its node, and for a
-/// claim the claim, its volume and the volume's class.
-async fn answer_the_collect(server: &mut ApiServer, annotations: &[(&str, &str)], data: DataOn) {
+/// The deployment read once, as `status`, `collect` and the baseline read it: the
+/// Namespace with `annotations`, the pod, its node, and for a claim the claim, its volume
+/// and the volume's class.
+async fn answer_the_deployment(server: &mut ApiServer, annotations: &[(&str, &str)], data: DataOn) {
     expect(server, "GET", NAMESPACE, &namespace_json(annotations)).await;
     let (volume, instance_type) = match data {
         DataOn::EmptyDir => (on_empty_dir(), "m6id.xlarge"),
@@ -554,20 +537,20 @@ fn ctrl_c_ends_the_wait_for_the_pod() {
 fn status_of_a_running_gp3_deployment_shows_node_image_digest_and_volume_settings() {
     let status = converse(
         |client| async move { status(&client, "chbench").await },
-        async |server| answer_the_status(server, COLLECTED, DataOn::Gp3).await,
+        async |server| answer_the_deployment(server, COLLECTED, DataOn::Gp3).await,
     )
     .unwrap();
-    assert!(status.run.collected);
+    assert!(status.namespace.present().unwrap().run.collected);
     let node = status.node.present().unwrap();
     assert_eq!(node.instance_type, Presence::Present("m5.xlarge".to_string()));
     assert_eq!(node.architecture, Presence::Present("amd64".to_string()));
     let pod = status.pod.present().unwrap();
     assert!(pod.ready);
     assert_eq!(pod.restarts, Presence::Present(1));
-    let claim = status.claim.present().unwrap();
-    let volume = claim.volume.present().unwrap();
+    assert_eq!(status.data_volume, Presence::Present(DataVolume::Claim { claim: "clickhouse-data".into() }));
+    let volume = status.volume.present().unwrap();
     assert_eq!(volume.volume_handle, Presence::Present("vol-0a1b2c3d4e5f60718".to_string()));
-    let class = claim.class.present().unwrap();
+    let class = status.class.present().unwrap();
     assert_eq!((class.volume_type.present(), class.iops.present()), (Some(&"gp3".into()), Some(&"3000".into())));
 
     let shown = status.to_string();
@@ -575,12 +558,16 @@ fn status_of_a_running_gp3_deployment_shows_node_image_digest_and_volume_setting
         format!("run              {RUN} (collected)"),
         "  ready          yes".to_string(),
         "  restarts       1".to_string(),
+        format!("  image          {IMAGE}"),
         format!("  image ID       {IMAGE_ID}"),
         "  instance type  m5.xlarge".to_string(),
         "  architecture   amd64".to_string(),
         "  zone           ap-northeast-2a".to_string(),
         "  memory         15.16 GiB (15896016Ki)".to_string(),
+        "data volume      claim clickhouse-data".to_string(),
+        "  requested      100Gi".to_string(),
         "  capacity       100Gi".to_string(),
+        "  reclaim policy Delete".to_string(),
         "  CSI driver     ebs.csi.aws.com".to_string(),
         "  volume handle  vol-0a1b2c3d4e5f60718".to_string(),
         "  type           gp3".to_string(),
@@ -592,28 +579,32 @@ fn status_of_a_running_gp3_deployment_shows_node_image_digest_and_volume_setting
     }
     let as_json = serde_json::to_value(&status).unwrap();
     assert_eq!(as_json["node"]["instance_type"], "m5.xlarge");
-    assert_eq!(as_json["claim"]["class"]["throughput"], "125");
+    assert_eq!(as_json["class"]["throughput"], "125");
+    assert_eq!(as_json["data_volume"], json!({"kind": "claim", "claim": "clickhouse-data"}));
+    assert_eq!(as_json["namespace"]["created_at"], "2026-11-30T03:00:00Z");
 }
 
-/// No volume, so no PersistentVolume or StorageClass is asked for.
+/// No volume, so no claim, PersistentVolume or StorageClass is asked for.
 #[test]
 fn status_of_eks_nvme_shows_no_pvc_and_why() {
     let status = converse(
         |client| async move { status(&client, "chbench").await },
-        async |server| answer_the_status(server, USED, DataOn::EmptyDir).await,
+        async |server| answer_the_deployment(server, USED, DataOn::EmptyDir).await,
     )
     .unwrap();
-    assert!(!status.run.collected);
+    assert!(!status.namespace.present().unwrap().run.collected);
     let shown = status.to_string();
     let expected = "claim            absent (no PVC: the pod keeps its data in an emptyDir (eks-nvme keeps data \
                     on the node's instance store))";
     assert!(shown.lines().any(|line| line == expected), "{shown}");
+    assert!(shown.lines().any(|line| line == "data volume      emptyDir (size limit 100Gi)"), "{shown}");
+    // The volume and class are absent for the claim's reason, said once.
     assert!(!shown.contains("storage class"), "{shown}");
     assert!(shown.contains(&format!("run              {RUN} (not collected (cargo xtask eks collect))")), "{shown}");
     assert!(shown.contains("  instance type  m6id.xlarge"), "{shown}");
     let as_json = serde_json::to_value(&status).unwrap();
     assert!(as_json["claim"]["absent"].as_str().unwrap().starts_with("no PVC: "), "{as_json}");
-    assert_eq!(as_json["run"]["collected_run"], json!({"absent": "never collected"}));
+    assert_eq!(as_json["namespace"]["run"]["collected_run"], json!({"absent": "never collected"}));
 }
 
 #[test]
@@ -621,7 +612,8 @@ fn status_and_down_on_a_missing_namespace_give_one_clear_line() {
     async fn missing(server: &mut ApiServer) {
         expect_status(server, "GET", NAMESPACE, 404, &not_found("namespaces", "chbench")).await;
     }
-    let expected = "no chbench deployment in namespace chbench: run cargo xtask eks up";
+    let expected = "no chbench deployment in namespace chbench: namespace chbench does not exist (cargo xtask eks up \
+                    makes it)";
     let error = converse(|client| async move { status(&client, "chbench").await }, missing).unwrap_err();
     assert_eq!(format!("{error:#}"), expected);
     let error = converse(
@@ -827,8 +819,8 @@ fn down_never_deletes_a_namespace_up_did_not_make_even_with_force() {
     .unwrap_err();
     assert_eq!(
         format!("{error:#}"),
-        "no chbench deployment in namespace default: it lacks the label app.kubernetes.io/part-of: chbench, so \
-         cargo xtask eks up did not make it"
+        "no chbench deployment in namespace default: namespace default lacks the label app.kubernetes.io/part-of: \
+         chbench, so cargo xtask eks up did not make it"
     );
 }
 
@@ -887,29 +879,29 @@ fn down_refuses_a_collect_whose_time_is_not_recorded_and_goes_ahead_after_the_la
 fn collect_reads_namespace_pod_node_claim_volume_and_class_then_marks_the_run_collected() {
     let facts = converse(
         |client| async move { describe_deployment(&client, "chbench").await },
-        async |server| answer_the_collect(server, &[(RUN_ANNOTATION, RUN)], DataOn::Gp3).await,
+        async |server| answer_the_deployment(server, &[(RUN_ANNOTATION, RUN)], DataOn::Gp3).await,
     )
     .unwrap();
     assert_eq!(facts.run_id, RUN);
     assert_eq!(facts.namespace_created_at.to_string(), "2026-11-30T03:00:00Z");
-    assert_eq!(facts.pod.image, IMAGE);
-    assert_eq!(facts.pod.image_id.as_deref(), Some(IMAGE_ID));
-    assert_eq!(facts.pod.node_name, NODE);
-    assert_eq!(facts.node.instance_type.as_deref(), Some("m5.xlarge"));
-    assert_eq!(facts.node.architecture.as_deref(), Some("amd64"));
-    assert_eq!(
-        facts.volume,
-        DataVolume::Persistent {
-            claim: "clickhouse-data".into(),
-            volume: "pvc-7d1e".into(),
-            storage_class: Some(GP3.into()),
-            provisioner: Some("ebs.csi.aws.com".into()),
-            volume_type: Some("gp3".into()),
-            size: Some("100Gi".into()),
-            iops: Some("3000".into()),
-            throughput_mibps: Some("125".into()),
-        }
-    );
+    assert_eq!(facts.pod.image, Presence::Present(IMAGE.to_string()));
+    assert_eq!(facts.pod.image_id, Presence::Present(IMAGE_ID.to_string()));
+    assert_eq!(facts.pod.node, Presence::Present(NODE.to_string()));
+    assert_eq!(facts.node.instance_type, Presence::Present("m5.xlarge".to_string()));
+    assert_eq!(facts.node.architecture, Presence::Present("amd64".to_string()));
+    assert_eq!(facts.data_volume, DataVolume::Claim { claim: "clickhouse-data".into() });
+    let claim = facts.claim.present().unwrap();
+    assert_eq!(claim.requested, Presence::Present("100Gi".to_string()));
+    let volume = facts.volume.present().unwrap();
+    assert_eq!((volume.name.as_str(), volume.size.present()), ("pvc-7d1e", Some(&"100Gi".to_string())));
+    let class = facts.class.present().unwrap();
+    assert_eq!(class.provisioner, "ebs.csi.aws.com");
+    let parameters = [&class.volume_type, &class.iops, &class.throughput].map(|value| value.present().cloned());
+    assert_eq!(parameters, [Some("gp3".into()), Some("3000".into()), Some("125".into())]);
+    // deployment.json's cluster half.
+    let as_json = serde_json::to_value(&facts).unwrap();
+    assert_eq!(as_json["class"]["iops"], "3000");
+    assert_eq!(as_json["volume"]["volume_handle"], "vol-0a1b2c3d4e5f60718");
 
     // Everything written: the run and when the collect started, merged into the Namespace.
     let started: jiff::Timestamp = "2026-11-30T05:00:00.25Z".parse().unwrap();
@@ -933,24 +925,50 @@ fn collect_reads_namespace_pod_node_claim_volume_and_class_then_marks_the_run_co
 fn collect_on_local_nvme_says_there_is_no_volume_and_asks_nothing_more() {
     let facts = converse(
         |client| async move { describe_deployment(&client, "chbench").await },
-        async |server| answer_the_collect(server, &[(RUN_ANNOTATION, RUN)], DataOn::EmptyDir).await,
+        async |server| answer_the_deployment(server, &[(RUN_ANNOTATION, RUN)], DataOn::EmptyDir).await,
     )
     .unwrap();
-    assert_eq!(facts.volume, DataVolume::None { source: "emptyDir".into(), size_limit: Some("100Gi".into()) });
+    assert_eq!(facts.data_volume, DataVolume::EmptyDir { size_limit: Some("100Gi".into()) });
+    let why = serde_json::to_value(&facts.claim).unwrap();
+    assert!(why["absent"].as_str().unwrap().starts_with("no PVC: the pod keeps its data in an emptyDir"), "{why}");
 }
 
 #[test]
 fn collect_without_the_run_annotation_says_to_run_up_again() {
     let error = converse(
         |client| async move { describe_deployment(&client, "chbench").await },
+        async |server| answer_the_deployment(server, &[], DataOn::Gp3).await,
+    )
+    .unwrap_err();
+    assert_eq!(
+        format!("{error:#}"),
+        "cannot collect the deployment in namespace chbench: namespace chbench has no chbench.dev/run annotation \
+         (an older up made it; cargo xtask eks up again gives it one)"
+    );
+}
+
+/// Before its pod is scheduled, a WaitForFirstConsumer claim has no volume: there is no
+/// volume to record, and the class is the claim's.
+#[test]
+fn collect_of_a_claim_not_yet_bound_names_the_claim() {
+    let error = converse(
+        |client| async move { describe_deployment(&client, "chbench").await },
         async |server| {
-            expect(server, "GET", NAMESPACE, &namespace_json(&[])).await;
+            expect(server, "GET", NAMESPACE, &namespace_json(USED)).await;
+            expect(server, "GET", POD, &pod_json(on_claim())).await;
+            expect(server, "GET", NODE_PATH, &node_json("m5.xlarge")).await;
+            let mut unbound = claim_json(GP3);
+            unbound["spec"].as_object_mut().unwrap().remove("volumeName");
+            unbound["status"] = json!({"phase": "Pending"});
+            expect(server, "GET", CLAIM, &unbound.to_string()).await;
+            expect(server, "GET", &format!("{CLASSES}/{GP3}"), &class_json(GP3).to_string()).await;
         },
     )
     .unwrap_err();
     assert_eq!(
         format!("{error:#}"),
-        "namespace chbench has no chbench.dev/run annotation (an older up made it): run cargo xtask eks up again"
+        "cannot collect the deployment in namespace chbench: claim chbench/clickhouse-data is not bound yet (a \
+         WaitForFirstConsumer class binds it when the pod is scheduled)"
     );
 }
 
@@ -1048,6 +1066,25 @@ fn the_eks_target_names_its_deployment_and_a_baseline_of_another_node_is_the_rea
 }
 
 #[test]
+fn the_eks_target_refuses_a_pod_that_is_not_ready_and_says_up_waits_for_it() {
+    let error = converse(
+        |client| async move { find_deployment(&client, "chbench").await },
+        async |server| {
+            expect(server, "GET", SECRET, SECRET_JSON).await;
+            let pending =
+                r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"clickhouse"},"status":{"phase":"Pending"}}"#;
+            expect(server, "GET", POD, pending).await;
+        },
+    )
+    .unwrap_err();
+    assert_eq!(
+        format!("{error:#}"),
+        "pod chbench/clickhouse is not Ready (phase Pending): run `cargo xtask eks up`, which waits for it and says \
+         why not"
+    );
+}
+
+#[test]
 fn the_port_forward_listens_on_loopback_and_says_once_which_pod_refused() {
     let forward = runtime().block_on(async {
         // Inside the runtime: the client's request task runs on it, as on client_runtime.
@@ -1099,7 +1136,7 @@ fn the_port_forward_keeps_its_latest_failure_and_adds_it_to_a_clients_error() {
     assert!(explained.contains("then: pods") && explained.ends_with(": connection closed"), "{explained}");
 }
 
-/// The storage baseline's conversation: the deployment's storage read, fio on ClickHouse's node,
+/// The storage baseline's conversation: the deployment read, fio on ClickHouse's node,
 /// its report kept in the namespace, its Job removed.
 mod storage_baseline {
     use super::*;
@@ -1133,12 +1170,7 @@ mod storage_baseline {
     /// The deployment's storage read, leftovers of an earlier run removed (none here), the
     /// job file, volume and Job applied, in that order, server-side.
     async fn expect_start(server: &mut ApiServer, data: DataOn) {
-        expect(server, "GET", POD, &pod_json(on_claim())).await;
-        let class = data.class().unwrap();
-        expect(server, "GET", CLAIM, &claim_json(class).to_string()).await;
-        if class == GP3 {
-            expect(server, "GET", &format!("{CLASSES}/{GP3}"), &class_json(GP3).to_string()).await;
-        }
+        answer_the_deployment(server, USED, data).await;
         // The last baseline is deleted first: a failed measurement leaves none, not an old one.
         let (query, _) = expect(server, "DELETE", RESULT, SUCCESS).await;
         assert!(query.contains("propagationPolicy=Background") || query.is_empty(), "{query}");
@@ -1211,7 +1243,13 @@ mod storage_baseline {
         let baseline = result.unwrap();
         assert_eq!(baseline.device.variant, "eks-gp3");
         assert_eq!(baseline.device.node, NODE);
-        assert!(baseline.device.description.contains("(3000 IOPS, 125 MiB/s provisioned), 100 GiB"), "{baseline:?}");
+        assert!(
+            baseline.device.description.contains(
+                "(3000 IOPS, 125 MiB/s provisioned), 100 GiB, as ClickHouse's, on \
+                 (m5.xlarge) the same node"
+            ),
+            "{baseline:?}"
+        );
         assert_eq!(baseline.seq_read.block_size_bytes, 1 << 20);
         assert_eq!(heard[1..], [format!("storage baseline: pod {FIO_POD}: Pending")]);
 
@@ -1282,14 +1320,25 @@ mod storage_baseline {
                 measure(&client, "team-x", Duration::from_secs(60), Duration::from_millis(1), |_| {}).await
             },
             async |server| {
-                let path = "/api/v1/namespaces/team-x/pods/clickhouse";
-                expect_status(server, "GET", path, 404, &not_found("pods", "clickhouse")).await;
+                let missing = not_found("namespaces", "team-x");
+                expect_status(server, "GET", "/api/v1/namespaces/team-x", 404, &missing).await;
             },
         )
         .unwrap_err();
         assert_eq!(
             format!("{error:#}"),
-            "no pod team-x/clickhouse to measure the storage of: run `cargo xtask eks up --namespace team-x` first"
+            "cannot measure the storage baseline in namespace team-x: namespace team-x does not exist (cargo xtask \
+             eks up --namespace team-x makes it)"
+        );
+        let error = converse(measure_in_chbench, async |server| {
+            expect(server, "GET", NAMESPACE, &namespace_json(USED)).await;
+            expect_status(server, "GET", POD, 404, &not_found("pods", "clickhouse")).await;
+        })
+        .unwrap_err();
+        assert_eq!(
+            format!("{error:#}"),
+            "cannot measure the storage baseline in namespace chbench: no pod chbench/clickhouse (cargo xtask eks up \
+             makes it)"
         );
     }
 

@@ -1,9 +1,10 @@
 //! `cargo xtask eks collect`: what a run on a deployment leaves behind, copied out before
 //! `down` removes the deployment, into `<results>/eks/<namespace>-<run id>/`:
 //!
-//! - `deployment.json`: the server (version, time zone), the pod (image and its digest),
-//!   the node (instance type, architecture) and the data volume (type, size, IOPS,
-//!   throughput from its claim, volume and class), or that there is none;
+//! - `deployment.json`: the server (version, time zone) and the deployment as
+//!   [`deployment::read`] finds it: the pod (image and its digest), the node (instance
+//!   type, architecture, zone, capacity), the data volume and, when it is a claim, the
+//!   claim, its volume and its class (type, size, IOPS, throughput), or why there are none;
 //! - `query_log.jsonl`: the `system.query_log` rows of chbench's measured statements
 //!   (their `log_comment` is a [`StatementTag`]) since the Namespace was made;
 //! - `bundles/`: copies of the finished results bundles `cargo xtask bench` wrote for this
@@ -15,7 +16,8 @@
 //! A step that fails leaves what the others wrote, says what failed, and leaves the
 //! annotations as they were. The `eks` target stamps [`LAST_USED_ANNOTATION`] when a
 //! bench opens and closes it ([`stamp_last_used`]); `down` refuses unless the collected
-//! run is the run and the collect started after the last use ([`down_refusal`]). The
+//! run is the run and the collect started after the last use
+//! ([`Run::used_since_collect`](deployment::Run::used_since_collect)). The
 //! password is never read here: the ClickHouse half goes through the `eks` target.
 //!
 //! The cluster half ([`describe_deployment`], [`mark_collected`]) is async, on kube's
@@ -26,13 +28,15 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
-use k8s_openapi::api::storage::v1::StorageClass;
+use k8s_openapi::api::core::v1::Namespace;
 use kube::Client;
 use kube::api::{Api, Patch, PatchParams};
 use serde::{Deserialize, Serialize};
 
-use super::deploy::{CLICKHOUSE, FIELD_MANAGER, data_volume, on_cluster};
+use super::deploy::{FIELD_MANAGER, on_cluster};
+use super::deployment::{
+    self, ClaimFacts, ClassFacts, DataVolume, Deployment, NodeFacts, PodFacts, Presence, VolumeFacts,
+};
 use super::{COLLECTED_ANNOTATION, COLLECTED_AT_ANNOTATION, LAST_USED_ANNOTATION, RUN_ANNOTATION, check_namespace};
 use crate::measure::StatementTag;
 use crate::results::{RESULTS_FILE, check_run_id, write_atomically};
@@ -44,9 +48,10 @@ pub const DEPLOYMENT_FILE: &str = "deployment.json";
 pub const QUERY_LOG_FILE: &str = "query_log.jsonl";
 pub const BUNDLES_FOLDER: &str = "bundles";
 
-/// What the cluster says about a deployment: the cluster half of `deployment.json`.
+/// What the cluster says about a deployment: the cluster half of `deployment.json`, the
+/// [`Deployment`] with every part collect cannot record without present.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct DeploymentFacts {
+pub struct CollectedDeployment {
     pub namespace: String,
     /// The Namespace's [`RUN_ANNOTATION`], stamped by `up`.
     pub run_id: String,
@@ -54,52 +59,47 @@ pub struct DeploymentFacts {
     pub namespace_created_at: jiff::Timestamp,
     pub pod: PodFacts,
     pub node: NodeFacts,
-    pub volume: DataVolume,
+    pub data_volume: DataVolume,
+    /// Present when the data is on a claim; absent, saying why, when it is not (eks-nvme).
+    pub claim: Presence<ClaimFacts>,
+    pub volume: Presence<VolumeFacts>,
+    pub class: Presence<ClassFacts>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct PodFacts {
-    pub name: String,
-    /// The image as the pod spec names it.
-    pub image: String,
-    /// The image the node runs (`containerStatuses[].imageID`), by digest.
-    pub image_id: Option<String>,
-    pub node_name: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct NodeFacts {
-    pub name: String,
-    /// `node.kubernetes.io/instance-type` (none on kind).
-    pub instance_type: Option<String>,
-    /// `kubernetes.io/arch`.
-    pub architecture: Option<String>,
-}
-
-/// The volume ClickHouse's data is on. A setting the cluster does not state is `null`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum DataVolume {
-    /// A PersistentVolume through a claim (the eks-gp3 and kind variants).
-    Persistent {
-        claim: String,
-        volume: String,
-        storage_class: Option<String>,
-        provisioner: Option<String>,
-        /// The class's `type` parameter (gp3).
-        volume_type: Option<String>,
-        /// The volume's capacity, as Kubernetes writes it (100Gi).
-        size: Option<String>,
-        iops: Option<String>,
-        throughput_mibps: Option<String>,
-    },
-    /// No PersistentVolume: the data lives with the pod (the eks-nvme variant's emptyDir
-    /// on the node's instance store).
-    None {
-        /// What the data is on: `emptyDir`, or another volume source's name.
-        source: String,
-        size_limit: Option<String>,
-    },
+impl CollectedDeployment {
+    /// The parts of `deployment` (in `namespace`) that collect records; one it cannot do
+    /// without that is absent is the error, its reason naming it and what to do. The
+    /// claim, its volume and class are required when the data is on a claim.
+    pub fn of(namespace: &str, deployment: Deployment) -> Result<CollectedDeployment> {
+        let doing = || format!("cannot collect the deployment in namespace {namespace}");
+        let facts = deployment.namespace.required(doing)?;
+        let run_id = facts.run.id.required(doing)?;
+        // The run id names the output folder: it must be a safe folder name.
+        check_run_id(&format!("{namespace}-{run_id}"))
+            .with_context(|| format!("namespace {namespace}: annotation {RUN_ANNOTATION}"))?;
+        let data_volume = deployment.data_volume.required(doing)?;
+        let (claim, volume, class) = match &data_volume {
+            DataVolume::Claim { .. } => (
+                Presence::Present(deployment.claim.required(doing)?),
+                Presence::Present(deployment.volume.required(doing)?),
+                Presence::Present(deployment.class.required(doing)?),
+            ),
+            DataVolume::EmptyDir { .. } | DataVolume::Other { .. } => {
+                (deployment.claim, deployment.volume, deployment.class)
+            }
+        };
+        Ok(CollectedDeployment {
+            namespace: facts.name,
+            run_id,
+            namespace_created_at: facts.created_at.required(doing)?,
+            pod: deployment.pod.required(doing)?,
+            node: deployment.node.required(doing)?,
+            data_volume,
+            claim,
+            volume,
+            class,
+        })
+    }
 }
 
 /// What ClickHouse says about itself: the server half of `deployment.json`.
@@ -109,145 +109,10 @@ pub struct ServerFacts {
     pub timezone: String,
 }
 
-/// Reads the deployment in `namespace`, in this order: its Namespace (run id, creation
-/// time), the pod, its node, and its data volume's claim, volume and class.
-pub async fn describe_deployment(client: &Client, namespace: &str) -> Result<DeploymentFacts> {
-    let found = Api::<Namespace>::all(client.clone())
-        .get_opt(namespace)
-        .await
-        .with_context(|| format!("cannot read namespace {namespace}"))?
-        .with_context(|| format!("no namespace {namespace}: nothing to collect (up made none, or down removed it)"))?;
-    let annotations = found.metadata.annotations.clone().unwrap_or_default();
-    let run_id = annotations.get(RUN_ANNOTATION).cloned().with_context(|| {
-        format!(
-            "namespace {namespace} has no {RUN_ANNOTATION} annotation (an older up made it): run {} again",
-            super::eks_command("up", namespace)
-        )
-    })?;
-    // The run id names the output folder: it must be a safe folder name.
-    check_run_id(&format!("{namespace}-{run_id}"))
-        .with_context(|| format!("namespace {namespace}: annotation {RUN_ANNOTATION}"))?;
-    let created = found
-        .metadata
-        .creation_timestamp
-        .as_ref()
-        .with_context(|| format!("namespace {namespace} has no creationTimestamp"))?;
-    // k8s-openapi's jiff is another major version than the results' one.
-    let namespace_created_at = jiff::Timestamp::new(created.0.as_second(), created.0.subsec_nanosecond())
-        .with_context(|| format!("namespace {namespace}: creationTimestamp out of range"))?;
-
-    let pod = Api::<Pod>::namespaced(client.clone(), namespace)
-        .get_opt(CLICKHOUSE)
-        .await
-        .with_context(|| format!("cannot read pod {namespace}/{CLICKHOUSE}"))?
-        .with_context(|| {
-            format!("no pod {namespace}/{CLICKHOUSE}: run {} again", super::eks_command("up", namespace))
-        })?;
-    let spec = pod.spec.clone().with_context(|| format!("pod {namespace}/{CLICKHOUSE} has no spec"))?;
-    let container = spec
-        .containers
-        .iter()
-        .find(|container| container.name == CLICKHOUSE)
-        .with_context(|| format!("pod {namespace}/{CLICKHOUSE} has no container {CLICKHOUSE}"))?;
-    let node_name =
-        spec.node_name.clone().with_context(|| format!("pod {namespace}/{CLICKHOUSE} is on no node yet"))?;
-    let image_id = pod
-        .status
-        .iter()
-        .flat_map(|status| status.container_statuses.iter().flatten())
-        .find(|status| status.name == CLICKHOUSE)
-        .map(|status| status.image_id.clone())
-        .filter(|id| !id.is_empty());
-    let pod_facts = PodFacts {
-        name: CLICKHOUSE.to_string(),
-        image: container.image.clone().unwrap_or_default(),
-        image_id,
-        node_name: node_name.clone(),
-    };
-
-    let node = Api::<Node>::all(client.clone())
-        .get(&node_name)
-        .await
-        .with_context(|| format!("cannot read node {node_name}"))?;
-    let labels = node.metadata.labels.unwrap_or_default();
-    let node_facts = NodeFacts {
-        name: node_name,
-        instance_type: labels.get("node.kubernetes.io/instance-type").cloned(),
-        architecture: labels.get("kubernetes.io/arch").cloned(),
-    };
-
-    let volume = match data_volume(&spec) {
-        None => DataVolume::None { source: "the container's own filesystem".to_string(), size_limit: None },
-        Some(volume) => match &volume.persistent_volume_claim {
-            Some(claim) => persistent_volume(client, namespace, &claim.claim_name).await?,
-            None => match &volume.empty_dir {
-                Some(empty_dir) => DataVolume::None {
-                    source: "emptyDir".to_string(),
-                    size_limit: empty_dir.size_limit.as_ref().map(|quantity| quantity.0.clone()),
-                },
-                None => DataVolume::None { source: volume_source(volume), size_limit: None },
-            },
-        },
-    };
-    Ok(DeploymentFacts {
-        namespace: namespace.to_string(),
-        run_id,
-        namespace_created_at,
-        pod: pod_facts,
-        node: node_facts,
-        volume,
-    })
-}
-
-/// The claim, the volume bound to it and the volume's class.
-async fn persistent_volume(client: &Client, namespace: &str, claim_name: &str) -> Result<DataVolume> {
-    let claim = Api::<PersistentVolumeClaim>::namespaced(client.clone(), namespace)
-        .get(claim_name)
-        .await
-        .with_context(|| format!("cannot read claim {namespace}/{claim_name}"))?;
-    let claim_spec = claim.spec.unwrap_or_default();
-    let volume_name = claim_spec
-        .volume_name
-        .clone()
-        .with_context(|| format!("claim {namespace}/{claim_name} is bound to no volume"))?;
-    let volume = Api::<PersistentVolume>::all(client.clone())
-        .get(&volume_name)
-        .await
-        .with_context(|| format!("cannot read volume {volume_name}"))?;
-    let volume_spec = volume.spec.unwrap_or_default();
-    let size = volume_spec.capacity.as_ref().and_then(|capacity| capacity.get("storage")).map(|size| size.0.clone());
-    // The volume's class is the one it was made by (the claim may have left it to the default).
-    let class_name = volume_spec.storage_class_name.clone().or(claim_spec.storage_class_name);
-    let class = match &class_name {
-        Some(name) => Some(
-            Api::<StorageClass>::all(client.clone())
-                .get(name)
-                .await
-                .with_context(|| format!("cannot read storage class {name}"))?,
-        ),
-        None => None,
-    };
-    let parameter = |name: &str| {
-        class.as_ref().and_then(|class| class.parameters.as_ref()).and_then(|parameters| parameters.get(name)).cloned()
-    };
-    Ok(DataVolume::Persistent {
-        claim: claim_name.to_string(),
-        volume: volume_name,
-        storage_class: class_name,
-        provisioner: class.as_ref().map(|class| class.provisioner.clone()),
-        volume_type: parameter("type"),
-        size,
-        iops: parameter("iops"),
-        throughput_mibps: parameter("throughput"),
-    })
-}
-
-/// The name of the volume source a pod volume uses (`hostPath`, `configMap`, ...).
-fn volume_source(volume: &k8s_openapi::api::core::v1::Volume) -> String {
-    serde_json::to_value(volume)
-        .ok()
-        .and_then(|value| value.as_object()?.keys().find(|key| key.as_str() != "name").cloned())
-        .unwrap_or_else(|| "unknown".to_string())
+/// Reads the deployment in `namespace` ([`deployment::read`]) for collect: what
+/// [`CollectedDeployment::of`] requires of it.
+pub async fn describe_deployment(client: &Client, namespace: &str) -> Result<CollectedDeployment> {
+    CollectedDeployment::of(namespace, deployment::read(client, namespace).await?)
 }
 
 /// Annotates the Namespace as collected for `run_id` by a collect that started at
@@ -333,41 +198,6 @@ async fn annotate(client: &Client, namespace: &str, annotations: serde_json::Val
         .await
         .with_context(|| format!("cannot annotate namespace {namespace} with {names}"))?;
     Ok(())
-}
-
-/// Why `down` (without `--force`) must refuse although the collected run is the
-/// Namespace's run: a bench used the deployment after the collect started, or the
-/// collect's time is not recorded. `None` when the last collect covers every use.
-pub fn down_refusal(namespace: &Namespace) -> Option<String> {
-    let name = namespace.metadata.name.as_deref().unwrap_or("?");
-    let annotation = |key: &str| namespace.metadata.annotations.as_ref().and_then(|all| all.get(key));
-    let again = format!("run {} again, or down --force", super::eks_command("collect", name));
-    let time = |key: &str| -> std::result::Result<Option<jiff::Timestamp>, String> {
-        match annotation(key) {
-            None => Ok(None),
-            Some(text) => text.parse().map(Some).map_err(|error| {
-                format!("namespace {name}'s annotation {key} is not an RFC 3339 time ({text:?}: {error}): {again}")
-            }),
-        }
-    };
-    let collected_at = match time(COLLECTED_AT_ANNOTATION) {
-        Ok(Some(at)) => at,
-        Ok(None) => {
-            return Some(format!(
-                "namespace {name} records no {COLLECTED_AT_ANNOTATION} (an older collect marked it), so results \
-                 written since may not be collected: {again}"
-            ));
-        }
-        Err(why) => return Some(why),
-    };
-    match time(LAST_USED_ANNOTATION) {
-        Ok(Some(used)) if used > collected_at => Some(format!(
-            "a bench used the deployment in namespace {name} at {used}, after the last collect at {collected_at}: \
-             {again}"
-        )),
-        Ok(_) => None,
-        Err(why) => Some(why),
-    }
 }
 
 /// `version()` and `timezone()` of the server.
@@ -487,7 +317,7 @@ pub struct Collected {
 #[derive(Serialize)]
 struct DeploymentRecord<'a> {
     #[serde(flatten)]
-    cluster: &'a DeploymentFacts,
+    cluster: &'a CollectedDeployment,
     clickhouse: &'a ServerFacts,
     collected_at: jiff::Timestamp,
 }

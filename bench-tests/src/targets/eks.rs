@@ -80,13 +80,13 @@ mod with_client {
     use std::fmt;
 
     use anyhow::{Context, Result, bail};
-    use k8s_openapi::api::core::v1::Pod;
-    use kube::{Api, Client};
+    use kube::Client;
 
     use super::{CAPABILITIES, HTTP_PORT, Use, endpoint};
     use crate::cluster::baseline::read_baseline;
     use crate::cluster::collect::BenchUse;
-    use crate::cluster::deploy::{CLICKHOUSE, PASSWORD_SECRET, connect, is_ready, read_password, up_hint};
+    use crate::cluster::deploy::{CLICKHOUSE, PASSWORD_SECRET, connect, read_password, up_hint};
+    use crate::cluster::deployment::read_pod;
     use crate::cluster::eks_command;
     use crate::cluster::portforward::{PortForward, client_runtime};
     use crate::settings::Settings;
@@ -109,48 +109,28 @@ mod with_client {
     }
 
     /// Reads (never writes) the deployment in `namespace`: the password Secret, then the
-    /// pod, which must be Ready. What is missing is one line saying to run `up`.
+    /// pod ([`read_pod`]), which must be Ready. What is missing is one line saying to run
+    /// `up`.
     pub async fn find_deployment(client: &Client, namespace: &str) -> Result<ReadyDeployment> {
         let up = up_hint(namespace);
         let password = read_password(client, namespace)
             .await?
             .with_context(|| format!("no secret {namespace}/{PASSWORD_SECRET}, so no deployment to use: {up}"))?;
-        let pod = Api::<Pod>::namespaced(client.clone(), namespace)
-            .get_opt(CLICKHOUSE)
-            .await
-            .with_context(|| format!("cannot read pod {namespace}/{CLICKHOUSE}"))?
-            .with_context(|| format!("no pod {namespace}/{CLICKHOUSE}, so no ClickHouse to use: {up}"))?;
-        let status = pod.status.clone().unwrap_or_default();
-        if !is_ready(&status) {
+        let doing = || format!("no ClickHouse to use in namespace {namespace}");
+        let pod = read_pod(client, namespace).await?.required(doing)?;
+        if !pod.ready {
             bail!(
                 "pod {namespace}/{CLICKHOUSE} is not Ready (phase {}): {up}, which waits for it and says why not",
-                status.phase.as_deref().unwrap_or("Unknown")
+                pod.phase
             );
         }
-        let image = pod
-            .spec
-            .iter()
-            .flat_map(|spec| &spec.containers)
-            .find(|container| container.name == CLICKHOUSE)
-            .and_then(|container| container.image.clone())
-            .with_context(|| format!("pod {namespace}/{CLICKHOUSE} has no container {CLICKHOUSE} with an image"))?;
-        let image_id = status
-            .container_statuses
-            .iter()
-            .flatten()
-            .find(|container| container.name == CLICKHOUSE)
-            .map(|container| container.image_id.clone())
-            .filter(|id| !id.is_empty());
         // A Ready pod is on a node.
-        let node = pod
-            .spec
-            .and_then(|spec| spec.node_name)
-            .with_context(|| format!("pod {namespace}/{CLICKHOUSE} is Ready but on no node: {up}"))?;
+        let node = pod.node.required(doing)?;
         let identity = KubernetesDeployment {
             namespace: namespace.to_string(),
-            pod: CLICKHOUSE.to_string(),
-            image,
-            image_id,
+            image: pod.image.required(doing)?,
+            image_id: pod.image_id.present().cloned(),
+            pod: pod.name,
             node,
         };
         Ok(ReadyDeployment { identity, password })
