@@ -84,6 +84,25 @@ pub struct TargetInfo {
     pub engine_version: String,
     /// Where the engine is: a library path, an image, or a URL without credentials.
     pub endpoint: String,
+    /// The Kubernetes deployment the engine runs in (the `eks` target); none for other
+    /// targets, and in bundles written before the field existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deployment: Option<KubernetesDeployment>,
+}
+
+/// Which Kubernetes deployment a target ran on, as data (never parsed back out of the
+/// endpoint): the pod, where it ran and what it ran.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KubernetesDeployment {
+    pub namespace: String,
+    pub pod: String,
+    /// The image the pod's ClickHouse container asks for.
+    pub image: String,
+    /// The image the node runs, by digest (`containerStatuses[].imageID`); none when the
+    /// pod's status does not say.
+    pub image_id: Option<String>,
+    /// The node the pod ran on.
+    pub node: String,
 }
 
 impl fmt::Display for TargetInfo {

@@ -1,15 +1,22 @@
 //! The `eks` commands' conversations with the Kubernetes API (`up`, `status`, `down`,
 //! `collect`, the storage baseline's, the eks target's and its port-forward's), against a
 //! mocked API server (tower-test, as kube's own tests do): every request is asserted, and
-//! the server answers as a real one would. Built with the `eks` feature.
+//! the server answers as a real one would. One deployment serves them all (gp3 through a
+//! claim on an m5.xlarge in Seoul, or the node's NVMe through an emptyDir); one scaffold
+//! ([`converse`]) runs each conversation. Built with the `eks` feature.
 
 use std::time::Duration;
 
+use chbench::cluster::annotations::{BenchUse, mark_collected};
+use chbench::cluster::collect::describe_deployment;
 use chbench::cluster::deploy::{FIELD_MANAGER, apply, ensure_password, password_secret, wait_for_ready};
-use chbench::cluster::lifecycle::{DownOutcome, Presence, down, status};
+use chbench::cluster::deployment::{DataVolume, Presence};
+use chbench::cluster::lifecycle::{DownOutcome, down, status};
 use chbench::cluster::manifests::{PART_OF, Values, Variant, parse, render};
+use chbench::cluster::portforward::PortForward;
 use chbench::cluster::{COLLECTED_ANNOTATION, COLLECTED_AT_ANNOTATION, LAST_USED_ANNOTATION, RUN_ANNOTATION};
 use chbench::interrupt::Interrupted;
+use chbench::targets::eks::{check_baseline_node, find_deployment};
 use http::{Request, Response};
 use kube::Client;
 use kube::client::Body;
@@ -25,6 +32,25 @@ fn runtime() -> tokio::runtime::Runtime {
 fn mocked() -> (Client, ApiServer) {
     let (service, server) = pair::<Request<Body>, Response<Body>>();
     (Client::new(service, "default"), server)
+}
+
+/// One conversation: `work` runs with a client of a mocked API server while `answer`
+/// plays the server; once `work` ends (and drops the client), no request may be left.
+/// Returns what `work` returned.
+fn converse<T, Work>(work: impl FnOnce(Client) -> Work, answer: impl AsyncFnOnce(&mut ApiServer)) -> T
+where
+    T: Send + 'static,
+    Work: Future<Output = T> + Send + 'static,
+{
+    runtime().block_on(async {
+        // Inside the runtime: the client spawns its request buffer on it.
+        let (client, mut server) = mocked();
+        let working = tokio::spawn(work(client));
+        answer(&mut server).await;
+        let result = working.await.unwrap();
+        assert_no_more_requests(&mut server).await;
+        result
+    })
 }
 
 /// Answers the next request with `json` after checking its method and path; returns its
@@ -80,6 +106,15 @@ async fn expect_list(server: &mut ApiServer, path: &str, items: Value) {
     assert_eq!(selector, [format!("{}={}", PART_OF.0, PART_OF.1)], "{path}?{query}");
 }
 
+/// Answers the next request, a pod's log, with `log`; returns the request's query.
+async fn expect_log(server: &mut ApiServer, path: &str, log: &str) -> String {
+    let (request, reply) = server.next_request().await.unwrap_or_else(|| panic!("no request; expected GET {path}"));
+    assert_eq!((request.method().as_str(), request.uri().path()), ("GET", path), "unexpected request");
+    let query = request.uri().query().unwrap_or("").to_string();
+    reply.send_response(Response::builder().body(Body::from(log.as_bytes().to_vec())).unwrap());
+    query
+}
+
 /// The client is dropped: no request came after the asserted ones (none deleted anything).
 async fn assert_no_more_requests(server: &mut ApiServer) {
     if let Some((request, _)) = server.next_request().await {
@@ -94,107 +129,252 @@ fn not_found(kind: &str, name: &str) -> String {
     .to_string()
 }
 
+const SUCCESS: &str = r#"{"kind":"Status","apiVersion":"v1","status":"Success"}"#;
+const NO_EVENTS: &str = r#"{"apiVersion":"v1","kind":"EventList","metadata":{},"items":[]}"#;
+
+// The deployment: one set of objects, as `up` leaves them.
+
+const RUN: &str = "3f1c0e2a-8d4b-4c1e-9a57-2b6f0d9e8c71";
+const NODE: &str = "ip-10-0-1-23.ap-northeast-2.compute.internal";
+const IMAGE: &str = "clickhouse/clickhouse-server:26.3.33.24";
+const IMAGE_ID: &str =
+    "docker.io/clickhouse/clickhouse-server@sha256:5e2a1b4c8f0d3e6a9b7c2d1e4f8a0b3c6d9e2f5a8b1c4d7e0f3a6b9c2d5e8f1a";
+const GP3: &str = "chbench-gp3";
+const NAMESPACE: &str = "/api/v1/namespaces/chbench";
+const POD: &str = "/api/v1/namespaces/chbench/pods/clickhouse";
+const NODE_PATH: &str = "/api/v1/nodes/ip-10-0-1-23.ap-northeast-2.compute.internal";
+const CLAIMS: &str = "/api/v1/namespaces/chbench/persistentvolumeclaims";
+const CLAIM: &str = "/api/v1/namespaces/chbench/persistentvolumeclaims/clickhouse-data";
+const VOLUME: &str = "/api/v1/persistentvolumes/pvc-7d1e";
+const CLASSES: &str = "/apis/storage.k8s.io/v1/storageclasses";
+const SECRET: &str = "/api/v1/namespaces/chbench/secrets/clickhouse-password";
+const NETWORK_POLICY: &str = "/apis/networking.k8s.io/v1/namespaces/chbench/networkpolicies/default-deny-ingress";
 /// What a real API server answers for a missing Secret.
 const SECRET_NOT_FOUND: &str = r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",
     "message":"secrets \"clickhouse-password\" not found","reason":"NotFound","code":404}"#;
-const SECRET: &str = "/api/v1/namespaces/chbench/secrets/clickhouse-password";
-const NETWORK_POLICY: &str = "/apis/networking.k8s.io/v1/namespaces/chbench/networkpolicies/default-deny-ingress";
+/// The Secret `up` made: "s3cr3t" in base64.
+const SECRET_JSON: &str = r#"{"apiVersion":"v1","kind":"Secret","metadata":{"name":"clickhouse-password"},
+    "data":{"password":"czNjcjN0"}}"#;
+
+/// The Namespace's annotations once `up` made run [`RUN`] and a bench used it.
+const USED: &[(&str, &str)] = &[(RUN_ANNOTATION, RUN), (LAST_USED_ANNOTATION, "2026-11-30T04:00:00.5Z")];
+/// ... and then a collect of the run started, after that use.
+const COLLECTED: &[(&str, &str)] = &[
+    (RUN_ANNOTATION, RUN),
+    (LAST_USED_ANNOTATION, "2026-11-30T04:00:00.5Z"),
+    (COLLECTED_ANNOTATION, RUN),
+    (COLLECTED_AT_ANNOTATION, "2026-11-30T05:00:00Z"),
+];
+
+/// The Namespace `up` made (labelled, made at 03:00) with `annotations`.
+fn namespace_json(annotations: &[(&str, &str)]) -> String {
+    let annotations: serde_json::Map<String, Value> =
+        annotations.iter().map(|(key, value)| (key.to_string(), json!(value))).collect();
+    json!({"apiVersion": "v1", "kind": "Namespace",
+        "metadata": {"name": "chbench", "labels": {PART_OF.0: PART_OF.1}, "annotations": annotations,
+            "creationTimestamp": "2026-11-30T03:00:00Z"},
+        "status": {"phase": "Active"}})
+    .to_string()
+}
+
+fn terminating_namespace() -> String {
+    json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "chbench"},
+        "status": {"phase": "Terminating", "conditions": [{"type": "NamespaceContentRemaining", "status": "True",
+            "message": "Some resources are remaining: persistentvolumeclaims. has 1 resource instances"}]}})
+    .to_string()
+}
+
+/// ClickHouse's data volume: the claim `clickhouse-data`, or the node's NVMe.
+fn on_claim() -> Value {
+    json!({"name": "data", "persistentVolumeClaim": {"claimName": "clickhouse-data"}})
+}
+
+fn on_empty_dir() -> Value {
+    json!({"name": "data", "emptyDir": {"sizeLimit": "100Gi"}})
+}
+
+/// The Ready ClickHouse pod on [`NODE`], with `data` (a volume) at ClickHouse's data path.
+fn pod_json(data: Value) -> String {
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "clickhouse", "namespace": "chbench"},
+        "spec": {"nodeName": NODE,
+            "containers": [{"name": "clickhouse", "image": IMAGE,
+                "volumeMounts": [{"name": "data", "mountPath": "/var/lib/clickhouse"}]}],
+            "volumes": [data]},
+        "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}],
+            "containerStatuses": [{"name": "clickhouse", "ready": true, "restartCount": 1,
+                "image": format!("docker.io/{IMAGE}"), "imageID": IMAGE_ID}]}})
+    .to_string()
+}
+
+fn node_json(instance_type: &str) -> String {
+    json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": NODE, "labels": {
+            "node.kubernetes.io/instance-type": instance_type, "kubernetes.io/arch": "amd64",
+            "topology.kubernetes.io/zone": "ap-northeast-2a"}},
+        "status": {"capacity": {"cpu": "4", "memory": "15896016Ki"}}})
+    .to_string()
+}
+
+/// The data's claim, of `class`, bound to volume pvc-7d1e.
+fn claim_json(class: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+        "metadata": {"name": "clickhouse-data", "namespace": "chbench", "labels": {PART_OF.0: PART_OF.1}},
+        "spec": {"storageClassName": class, "volumeName": "pvc-7d1e", "accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": "100Gi"}}},
+        "status": {"phase": "Bound", "capacity": {"storage": "100Gi"}}})
+}
+
+fn volume_json(class: &str, phase: &str) -> String {
+    json!({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "pvc-7d1e"},
+        "spec": {"capacity": {"storage": "100Gi"}, "storageClassName": class, "persistentVolumeReclaimPolicy": "Delete",
+            "csi": {"driver": "ebs.csi.aws.com", "volumeHandle": "vol-0a1b2c3d4e5f60718"}},
+        "status": {"phase": phase}})
+    .to_string()
+}
+
+/// [`GP3`] as the eks-gp3 manifests make it, or a kind cluster's default class.
+fn class_json(name: &str) -> Value {
+    if name == GP3 {
+        json!({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+            "metadata": {"name": GP3, "labels": {PART_OF.0: PART_OF.1}},
+            "provisioner": "ebs.csi.aws.com", "reclaimPolicy": "Delete",
+            "parameters": {"type": "gp3", "iops": "3000", "throughput": "125", "encrypted": "true"}})
+    } else {
+        json!({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": name},
+            "provisioner": "rancher.io/local-path", "reclaimPolicy": "Delete"})
+    }
+}
+
+/// Where the deployment keeps its data.
+#[derive(Clone, Copy)]
+enum DataOn {
+    /// A claim of [`GP3`] (eks-gp3).
+    Gp3,
+    /// A claim of kind's `standard` class.
+    KindClass,
+    /// An emptyDir on an m6id.xlarge's NVMe (eks-nvme).
+    EmptyDir,
+}
+
+impl DataOn {
+    fn class(self) -> Option<&'static str> {
+        match self {
+            DataOn::Gp3 => Some(GP3),
+            DataOn::KindClass => Some("standard"),
+            DataOn::EmptyDir => None,
+        }
+    }
+}
+
+/// The deployment read once, as `status`, `collect` and the baseline read it: the
+/// Namespace with `annotations`, the pod, its node, and for a claim the claim, its volume
+/// and the volume's class.
+async fn answer_the_deployment(server: &mut ApiServer, annotations: &[(&str, &str)], data: DataOn) {
+    expect(server, "GET", NAMESPACE, &namespace_json(annotations)).await;
+    let (volume, instance_type) = match data {
+        DataOn::EmptyDir => (on_empty_dir(), "m6id.xlarge"),
+        DataOn::Gp3 | DataOn::KindClass => (on_claim(), "m5.xlarge"),
+    };
+    expect(server, "GET", POD, &pod_json(volume)).await;
+    expect(server, "GET", NODE_PATH, &node_json(instance_type)).await;
+    let Some(class) = data.class() else { return };
+    expect(server, "GET", CLAIM, &claim_json(class).to_string()).await;
+    expect(server, "GET", VOLUME, &volume_json(class, "Bound")).await;
+    expect(server, "GET", &format!("{CLASSES}/{class}"), &class_json(class).to_string()).await;
+}
+
+// up
 
 #[test]
 fn up_applies_every_object_server_side_in_order_with_a_new_password_before_the_pod() {
     let objects = parse(&render(Variant::Kind, &Values::defaults(Variant::Kind)).unwrap()).unwrap();
-    runtime().block_on(async {
-        // Inside the runtime: the client spawns its request buffer on it.
-        let (client, mut server) = mocked();
-        let applying = tokio::spawn(async move { apply(&client, &objects).await });
-        // A new namespace: read first, to keep a run it would already carry.
-        expect_status(&mut server, "GET", "/api/v1/namespaces/chbench", 404, &not_found("namespaces", "chbench")).await;
-        let namespace = r#"{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"chbench"}}"#;
-        let (query, content_type) = expect(&mut server, "PATCH", "/api/v1/namespaces/chbench", namespace).await;
-        // Server-side apply, owned by chbench, taking over fields another manager set.
-        assert!(query.contains(&format!("fieldManager={FIELD_MANAGER}")) && query.contains("force=true"), "{query}");
-        assert_eq!(content_type, "application/apply-patch+yaml");
-        // No Secret yet: one is made, before the pod that reads it.
-        expect_status(&mut server, "GET", SECRET, 404, SECRET_NOT_FOUND).await;
-        let created = r#"{"apiVersion":"v1","kind":"Secret","metadata":{"name":"clickhouse-password"}}"#;
-        expect(&mut server, "POST", "/api/v1/namespaces/chbench/secrets", created).await;
-        let rest = [
-            // Before the pod: no moment in which other pods reach it.
-            (
-                NETWORK_POLICY,
-                r#"{"apiVersion":"networking.k8s.io/v1","kind":"NetworkPolicy","metadata":{"name":"default-deny-ingress"}}"#,
-            ),
-            (
-                "/api/v1/namespaces/chbench/persistentvolumeclaims/clickhouse-data",
-                r#"{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"clickhouse-data"}}"#,
-            ),
-            (
-                "/api/v1/namespaces/chbench/pods/clickhouse",
-                r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"clickhouse"}}"#,
-            ),
-        ];
-        for (path, answer) in rest {
-            let (query, _) = expect(&mut server, "PATCH", path, answer).await;
-            assert!(query.contains("fieldManager=chbench"), "{query}");
-        }
-        let applied = applying.await.unwrap().unwrap();
-        assert_eq!(applied.password.len(), 32);
-    });
+    let applied = converse(
+        |client| async move { apply(&client, &objects).await },
+        async |server| {
+            // A new namespace: read first, to keep a run it would already carry.
+            expect_status(server, "GET", NAMESPACE, 404, &not_found("namespaces", "chbench")).await;
+            let namespace = r#"{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"chbench"}}"#;
+            let (query, content_type) = expect(server, "PATCH", NAMESPACE, namespace).await;
+            // Server-side apply, owned by chbench, taking over fields another manager set.
+            assert!(
+                query.contains(&format!("fieldManager={FIELD_MANAGER}")) && query.contains("force=true"),
+                "{query}"
+            );
+            assert_eq!(content_type, "application/apply-patch+yaml");
+            // No Secret yet: one is made, before the pod that reads it.
+            expect_status(server, "GET", SECRET, 404, SECRET_NOT_FOUND).await;
+            let created = r#"{"apiVersion":"v1","kind":"Secret","metadata":{"name":"clickhouse-password"}}"#;
+            expect(server, "POST", "/api/v1/namespaces/chbench/secrets", created).await;
+            let rest = [
+                // Before the pod: no moment in which other pods reach it.
+                (
+                    NETWORK_POLICY,
+                    r#"{"apiVersion":"networking.k8s.io/v1","kind":"NetworkPolicy","metadata":{"name":"default-deny-ingress"}}"#,
+                ),
+                (CLAIM, r#"{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"clickhouse-data"}}"#),
+                (POD, r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"clickhouse"}}"#),
+            ];
+            for (path, answer) in rest {
+                let (query, _) = expect(server, "PATCH", path, answer).await;
+                assert!(query.contains("fieldManager=chbench"), "{query}");
+            }
+        },
+    )
+    .unwrap();
+    assert_eq!(applied.password.len(), 32);
 }
 
 /// The rest of a kind `up` after its Namespace: the Secret exists, the claim and the pod
 /// are applied.
 async fn answer_the_rest_of_up(server: &mut ApiServer) {
-    let existing = r#"{"apiVersion":"v1","kind":"Secret","metadata":{"name":"clickhouse-password"},
-        "data":{"password":"czNjcjN0"}}"#;
-    expect(server, "GET", SECRET, existing).await;
+    expect(server, "GET", SECRET, SECRET_JSON).await;
     let policy =
         r#"{"apiVersion":"networking.k8s.io/v1","kind":"NetworkPolicy","metadata":{"name":"default-deny-ingress"}}"#;
     expect(server, "PATCH", NETWORK_POLICY, policy).await;
     let claim = r#"{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"clickhouse-data"}}"#;
-    expect(server, "PATCH", "/api/v1/namespaces/chbench/persistentvolumeclaims/clickhouse-data", claim).await;
+    expect(server, "PATCH", CLAIM, claim).await;
     let pod = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"clickhouse"}}"#;
-    expect(server, "PATCH", "/api/v1/namespaces/chbench/pods/clickhouse", pod).await;
+    expect(server, "PATCH", POD, pod).await;
 }
 
 #[test]
 fn up_gives_a_new_namespace_a_fresh_run_id() {
     let objects = parse(&render(Variant::Kind, &Values::defaults(Variant::Kind)).unwrap()).unwrap();
-    runtime().block_on(async {
-        let (client, mut server) = mocked();
-        let applying = tokio::spawn(async move { apply(&client, &objects).await });
-        expect_status(&mut server, "GET", "/api/v1/namespaces/chbench", 404, &not_found("namespaces", "chbench")).await;
-        let namespace = r#"{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"chbench"}}"#;
-        let applied_namespace = expect_body(&mut server, "PATCH", "/api/v1/namespaces/chbench", namespace).await;
-        answer_the_rest_of_up(&mut server).await;
-        let applied = applying.await.unwrap().unwrap();
-        let run = applied_namespace["metadata"]["annotations"][RUN_ANNOTATION].as_str().unwrap().to_string();
-        assert_eq!(uuid::Uuid::parse_str(&run).unwrap().get_version_num(), 4, "{run}");
-        assert_eq!(applied.run, run);
-        // The label status and down select on is still applied beside it.
-        assert_eq!(applied_namespace["metadata"]["labels"][PART_OF.0], PART_OF.1);
-    });
+    let mut applied_namespace = Value::Null;
+    let applied = converse(
+        |client| async move { apply(&client, &objects).await },
+        async |server| {
+            expect_status(server, "GET", NAMESPACE, 404, &not_found("namespaces", "chbench")).await;
+            let namespace = r#"{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"chbench"}}"#;
+            applied_namespace = expect_body(server, "PATCH", NAMESPACE, namespace).await;
+            answer_the_rest_of_up(server).await;
+        },
+    )
+    .unwrap();
+    let run = applied_namespace["metadata"]["annotations"][RUN_ANNOTATION].as_str().unwrap().to_string();
+    assert_eq!(uuid::Uuid::parse_str(&run).unwrap().get_version_num(), 4, "{run}");
+    assert_eq!(applied.run, run);
+    // The label status and down select on is still applied beside it.
+    assert_eq!(applied_namespace["metadata"]["labels"][PART_OF.0], PART_OF.1);
 }
 
 #[test]
 fn up_on_an_existing_namespace_keeps_its_run_id() {
     let objects = parse(&render(Variant::Kind, &Values::defaults(Variant::Kind)).unwrap()).unwrap();
-    runtime().block_on(async {
-        let (client, mut server) = mocked();
-        let applying = tokio::spawn(async move { apply(&client, &objects).await });
-        let existing = namespace_json(Some("3f1c0e2a-8d4b-4c1e-9a57-2b6f0d9e8c71"), None);
-        expect(&mut server, "GET", "/api/v1/namespaces/chbench", &existing).await;
-        // Server-side apply would drop an annotation the applied object left out.
-        let applied_namespace = expect_body(&mut server, "PATCH", "/api/v1/namespaces/chbench", &existing).await;
-        answer_the_rest_of_up(&mut server).await;
-        let applied = applying.await.unwrap().unwrap();
-        assert_eq!(
-            applied_namespace["metadata"]["annotations"][RUN_ANNOTATION],
-            "3f1c0e2a-8d4b-4c1e-9a57-2b6f0d9e8c71"
-        );
-        assert_eq!(applied.run, "3f1c0e2a-8d4b-4c1e-9a57-2b6f0d9e8c71");
-        assert_eq!(applied.password, "s3cr3t");
-    });
+    let mut applied_namespace = Value::Null;
+    let applied = converse(
+        |client| async move { apply(&client, &objects).await },
+        async |server| {
+            let existing = namespace_json(USED);
+            expect(server, "GET", NAMESPACE, &existing).await;
+            // Server-side apply would drop an annotation the applied object left out.
+            applied_namespace = expect_body(server, "PATCH", NAMESPACE, &existing).await;
+            answer_the_rest_of_up(server).await;
+        },
+    )
+    .unwrap();
+    assert_eq!(applied_namespace["metadata"]["annotations"][RUN_ANNOTATION], RUN);
+    assert_eq!(applied.run, RUN);
+    assert_eq!(applied.password, "s3cr3t");
 }
 
 #[test]
@@ -205,23 +385,20 @@ fn an_existing_password_is_kept_and_a_new_one_is_random_and_labelled() {
     assert_ne!(password, other, "a new password every time one is made");
     assert_eq!(secret.metadata.labels.as_ref().unwrap()[PART_OF.0], PART_OF.1);
     assert_eq!(secret.data.as_ref().unwrap()["password"].0, password.as_bytes());
-    runtime().block_on(async {
-        let (client, mut server) = mocked();
-        let ensuring = tokio::spawn(async move { ensure_password(&client, "chbench").await });
-        // "s3cr3t" in base64: the running pod read this one at its start; it must stay.
-        let existing = r#"{"apiVersion":"v1","kind":"Secret","metadata":{"name":"clickhouse-password"},
-            "data":{"password":"czNjcjN0"}}"#;
-        expect(&mut server, "GET", SECRET, existing).await;
-        assert_eq!(ensuring.await.unwrap().unwrap(), "s3cr3t");
-    });
+    let kept = converse(
+        |client| async move { ensure_password(&client, "chbench").await },
+        // The running pod read this one at its start; it must stay.
+        async |server| {
+            expect(server, "GET", SECRET, SECRET_JSON).await;
+        },
+    );
+    assert_eq!(kept.unwrap(), "s3cr3t");
 }
 
 #[test]
 fn a_wait_that_times_out_says_why_with_the_pods_events_and_logs() {
-    runtime().block_on(async {
-        // Inside the runtime: the client spawns its request buffer on it.
-        let (client, mut server) = mocked();
-        let waiting = tokio::spawn(async move {
+    let (result, heard) = converse(
+        |client| async move {
             let mut heard = Vec::new();
             let result =
                 wait_for_ready(&client, "chbench", "clickhouse", Duration::ZERO, Duration::from_millis(1), |line| {
@@ -229,108 +406,105 @@ fn a_wait_that_times_out_says_why_with_the_pods_events_and_logs() {
                 })
                 .await;
             (result, heard)
-        });
-        let pending = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"clickhouse"},
-            "status":{"phase":"Pending","conditions":[{"type":"PodScheduled","status":"False"}]}}"#;
-        expect(&mut server, "GET", "/api/v1/namespaces/chbench/pods/clickhouse", pending).await;
-        let events = r#"{"apiVersion":"v1","kind":"EventList","metadata":{},"items":[{"metadata":{"name":"e1"},
-            "involvedObject":{"kind":"Pod","name":"clickhouse"},"type":"Warning","reason":"FailedScheduling",
-            "message":"0/1 nodes are available: 1 Insufficient memory."}]}"#;
-        expect(&mut server, "GET", "/api/v1/namespaces/chbench/events", events).await;
-        let (request, reply) = server.next_request().await.unwrap();
-        assert_eq!(request.uri().path(), "/api/v1/namespaces/chbench/pods/clickhouse/log");
-        assert!(request.uri().query().unwrap().contains("container=clickhouse"));
-        reply.send_response(Response::builder().body(Body::from(b"starting\n".to_vec())).unwrap());
-
-        let (result, heard) = waiting.await.unwrap();
-        let error = format!("{:#}", result.unwrap_err());
-        assert!(error.starts_with("pod chbench/clickhouse was not Ready after 0 s (phase Pending)"), "{error}");
-        assert!(
-            error.contains("Pod Warning FailedScheduling: 0/1 nodes are available: 1 Insufficient memory."),
-            "{error}"
-        );
-        assert!(error.contains("last 40 log lines:\n  starting"), "{error}");
-        assert_eq!(heard, ["pod chbench/clickhouse: Pending"]);
-    });
+        },
+        async |server| {
+            let pending = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"clickhouse"},
+                "status":{"phase":"Pending","conditions":[{"type":"PodScheduled","status":"False"}]}}"#;
+            expect(server, "GET", POD, pending).await;
+            let events = r#"{"apiVersion":"v1","kind":"EventList","metadata":{},"items":[{"metadata":{"name":"e1"},
+                "involvedObject":{"kind":"Pod","name":"clickhouse"},"type":"Warning","reason":"FailedScheduling",
+                "message":"0/1 nodes are available: 1 Insufficient memory."}]}"#;
+            expect(server, "GET", "/api/v1/namespaces/chbench/events", events).await;
+            let query = expect_log(server, &format!("{POD}/log"), "starting\n").await;
+            assert!(query.contains("container=clickhouse"), "{query}");
+        },
+    );
+    let error = format!("{:#}", result.unwrap_err());
+    assert!(error.starts_with("pod chbench/clickhouse was not Ready after 0 s (phase Pending)"), "{error}");
+    assert!(error.contains("Pod Warning FailedScheduling: 0/1 nodes are available: 1 Insufficient memory."), "{error}");
+    assert!(error.contains("last 40 log lines:\n  starting"), "{error}");
+    assert_eq!(heard, ["pod chbench/clickhouse: Pending"]);
 }
 
 #[test]
 fn a_wait_ends_when_the_pod_is_ready() {
-    runtime().block_on(async {
-        // Inside the runtime: the client spawns its request buffer on it.
-        let (client, mut server) = mocked();
-        let waiting = tokio::spawn(async move {
+    converse(
+        |client| async move {
             wait_for_ready(&client, "chbench", "clickhouse", Duration::from_secs(60), Duration::from_millis(1), |_| {})
                 .await
-        });
-        let pending =
-            r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"clickhouse"},"status":{"phase":"Pending"}}"#;
-        expect(&mut server, "GET", "/api/v1/namespaces/chbench/pods/clickhouse", pending).await;
-        let ready = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"clickhouse"},
-            "status":{"phase":"Running","conditions":[{"type":"Ready","status":"True"}]}}"#;
-        expect(&mut server, "GET", "/api/v1/namespaces/chbench/pods/clickhouse", ready).await;
-        waiting.await.unwrap().unwrap();
-    });
+        },
+        async |server| {
+            let pending =
+                r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"clickhouse"},"status":{"phase":"Pending"}}"#;
+            expect(server, "GET", POD, pending).await;
+            expect(server, "GET", POD, &pod_json(on_claim())).await;
+        },
+    )
+    .unwrap();
 }
 
 #[test]
 fn a_container_that_cannot_start_ends_the_wait_at_once() {
-    runtime().block_on(async {
-        let (client, mut server) = mocked();
-        let waiting = tokio::spawn(async move {
-            wait_for_ready(&client, "chbench", "clickhouse", Duration::from_secs(600), Duration::from_millis(1), |_| {}).await
-        });
-        let pulling = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"clickhouse"},"status":{"phase":"Pending",
-            "containerStatuses":[{"name":"clickhouse","image":"x","imageID":"","ready":false,"restartCount":0,
-            "state":{"waiting":{"reason":"ImagePullBackOff","message":"Back-off pulling image \"x\""}}}]}}"#;
-        expect(&mut server, "GET", "/api/v1/namespaces/chbench/pods/clickhouse", pulling).await;
-        let no_events = r#"{"apiVersion":"v1","kind":"EventList","metadata":{},"items":[]}"#;
-        expect(&mut server, "GET", "/api/v1/namespaces/chbench/events", no_events).await;
-        // Not started: the log request is refused as a real server refuses it.
-        let no_log = r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",
-            "message":"container \"clickhouse\" in pod \"clickhouse\" is waiting to start","reason":"BadRequest","code":400}"#;
-        expect_status(&mut server, "GET", "/api/v1/namespaces/chbench/pods/clickhouse/log", 400, no_log).await;
-        let error = format!("{:#}", waiting.await.unwrap().unwrap_err());
-        assert!(
-            error.starts_with("pod chbench/clickhouse cannot start: container clickhouse is ImagePullBackOff: Back-off pulling image"),
-            "{error}"
-        );
-        assert!(error.contains("events:\n  (none)"), "{error}");
-        assert!(error.contains("(none: container \"clickhouse\" in pod \"clickhouse\" is waiting to start)"), "{error}");
-    });
+    let result = converse(
+        |client| async move {
+            wait_for_ready(&client, "chbench", "clickhouse", Duration::from_secs(600), Duration::from_millis(1), |_| {})
+                .await
+        },
+        async |server| {
+            let pulling = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"clickhouse"},"status":{"phase":"Pending",
+                "containerStatuses":[{"name":"clickhouse","image":"x","imageID":"","ready":false,"restartCount":0,
+                "state":{"waiting":{"reason":"ImagePullBackOff","message":"Back-off pulling image \"x\""}}}]}}"#;
+            expect(server, "GET", POD, pulling).await;
+            expect(server, "GET", "/api/v1/namespaces/chbench/events", NO_EVENTS).await;
+            // Not started: the log request is refused as a real server refuses it.
+            let no_log = r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",
+                "message":"container \"clickhouse\" in pod \"clickhouse\" is waiting to start","reason":"BadRequest","code":400}"#;
+            expect_status(server, "GET", &format!("{POD}/log"), 400, no_log).await;
+        },
+    );
+    let error = format!("{:#}", result.unwrap_err());
+    assert!(
+        error.starts_with(
+            "pod chbench/clickhouse cannot start: container clickhouse is ImagePullBackOff: Back-off pulling image"
+        ),
+        "{error}"
+    );
+    assert!(error.contains("events:\n  (none)"), "{error}");
+    assert!(error.contains("(none: container \"clickhouse\" in pod \"clickhouse\" is waiting to start)"), "{error}");
 }
 
 #[test]
 fn up_on_a_namespace_being_deleted_is_one_line_and_applies_nothing() {
     let objects = parse(&render(Variant::Kind, &Values::defaults(Variant::Kind)).unwrap()).unwrap();
-    runtime().block_on(async {
-        let (client, mut server) = mocked();
-        let applying = tokio::spawn(async move { apply(&client, &objects).await });
-        expect(&mut server, "GET", NAMESPACE, &terminating_namespace()).await;
-        let error = format!("{:#}", applying.await.unwrap().err().unwrap());
-        assert_eq!(
-            error,
-            "namespace chbench is still being deleted: run up again once it is gone (kubectl get namespace chbench)"
-        );
-        assert_no_more_requests(&mut server).await;
-    });
+    let result = converse(
+        |client| async move { apply(&client, &objects).await },
+        async |server| {
+            expect(server, "GET", NAMESPACE, &terminating_namespace()).await;
+        },
+    );
+    assert_eq!(
+        format!("{:#}", result.err().unwrap()),
+        "namespace chbench is still being deleted: run up again once it is gone (kubectl get namespace chbench)"
+    );
 }
 
 #[test]
 fn up_refuses_a_namespace_it_did_not_make_and_applies_nothing() {
     let values = Values { namespace: "team-x".into(), ..Values::defaults(Variant::Kind) };
     let objects = parse(&render(Variant::Kind, &values).unwrap()).unwrap();
-    runtime().block_on(async {
-        let (client, mut server) = mocked();
-        let applying = tokio::spawn(async move { apply(&client, &objects).await });
-        // Someone's namespace: no part-of label. Labelling it would let down --force delete it.
-        let theirs = json!({"apiVersion": "v1", "kind": "Namespace",
-            "metadata": {"name": "team-x", "labels": {"team": "x"}}, "status": {"phase": "Active"}});
-        expect(&mut server, "GET", "/api/v1/namespaces/team-x", &theirs.to_string()).await;
-        let error = format!("{:#}", applying.await.unwrap().err().unwrap());
-        assert_eq!(error, "namespace team-x exists and was not made by cargo xtask eks up: choose another --namespace");
-        assert_no_more_requests(&mut server).await;
-    });
+    let result = converse(
+        |client| async move { apply(&client, &objects).await },
+        async |server| {
+            // Someone's namespace: no part-of label. Labelling it would let down --force delete it.
+            let theirs = json!({"apiVersion": "v1", "kind": "Namespace",
+                "metadata": {"name": "team-x", "labels": {"team": "x"}}, "status": {"phase": "Active"}});
+            expect(server, "GET", "/api/v1/namespaces/team-x", &theirs.to_string()).await;
+        },
+    );
+    assert_eq!(
+        format!("{:#}", result.err().unwrap()),
+        "namespace team-x exists and was not made by cargo xtask eks up: choose another --namespace"
+    );
 }
 
 /// Ctrl-C during `up`'s wait: the wait stops at its next round with [`Interrupted`]
@@ -338,215 +512,142 @@ fn up_refuses_a_namespace_it_did_not_make_and_applies_nothing() {
 /// its own, so the stop requested here stays in this test.
 #[test]
 fn ctrl_c_ends_the_wait_for_the_pod() {
-    runtime().block_on(async {
-        let (client, mut server) = mocked();
-        chbench::interrupt::request_stop();
-        let waiting = tokio::spawn(async move {
+    chbench::interrupt::request_stop();
+    let error = converse(
+        |client| async move {
             wait_for_ready(&client, "chbench", "clickhouse", Duration::from_secs(600), Duration::from_millis(1), |_| {})
                 .await
-        });
-        let pending =
-            r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"clickhouse"},"status":{"phase":"Pending"}}"#;
-        expect(&mut server, "GET", POD, pending).await;
-        let error = waiting.await.unwrap().unwrap_err();
-        assert!(error.is::<Interrupted>(), "{error:#}");
-        assert_eq!(
-            format!("{error:#}"),
-            "stopped waiting for pod chbench/clickhouse to be Ready: interrupted by Ctrl-C or SIGTERM"
-        );
-        assert_no_more_requests(&mut server).await;
-    });
+        },
+        async |server| {
+            let pending =
+                r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"clickhouse"},"status":{"phase":"Pending"}}"#;
+            expect(server, "GET", POD, pending).await;
+        },
+    )
+    .unwrap_err();
+    assert!(error.is::<Interrupted>(), "{error:#}");
+    assert_eq!(
+        format!("{error:#}"),
+        "stopped waiting for pod chbench/clickhouse to be Ready: interrupted by Ctrl-C or SIGTERM"
+    );
 }
 
-const RUN: &str = "3f1c0e2a-8d4b-4c1e-9a57-2b6f0d9e8c71";
-const NAMESPACE: &str = "/api/v1/namespaces/chbench";
-const POD: &str = "/api/v1/namespaces/chbench/pods/clickhouse";
-const CLAIMS: &str = "/api/v1/namespaces/chbench/persistentvolumeclaims";
-const DIGEST: &str = "sha256:5e2a1b4c8f0d3e6a9b7c2d1e4f8a0b3c6d9e2f5a8b1c4d7e0f3a6b9c2d5e8f1a";
-
-/// The namespace `up` made, with its run and the run `collect` copied out (and when that
-/// collect started, after the last bench's use).
-fn namespace_json(run: Option<&str>, collected: Option<&str>) -> String {
-    let mut annotations = serde_json::Map::new();
-    if let Some(run) = run {
-        annotations.insert(RUN_ANNOTATION.to_string(), json!(run));
-    }
-    if let Some(collected) = collected {
-        annotations.insert(COLLECTED_ANNOTATION.to_string(), json!(collected));
-        annotations.insert(COLLECTED_AT_ANNOTATION.to_string(), json!("2026-11-30T05:00:00Z"));
-    }
-    annotations.insert(LAST_USED_ANNOTATION.to_string(), json!("2026-11-30T04:00:00.5Z"));
-    json!({"apiVersion": "v1", "kind": "Namespace",
-        "metadata": {"name": "chbench", "labels": {PART_OF.0: PART_OF.1}, "annotations": annotations},
-        "status": {"phase": "Active"}})
-    .to_string()
-}
-
-/// A Ready pod on node ip-10-0-1-2 with `data` (a volume) at ClickHouse's data path.
-fn running_pod(data: Value) -> String {
-    json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "clickhouse", "namespace": "chbench"},
-        "spec": {"nodeName": "ip-10-0-1-2.ec2.internal",
-            "containers": [{"name": "clickhouse", "image": "clickhouse/clickhouse-server:26.3.33.24",
-                "volumeMounts": [{"name": "data", "mountPath": "/var/lib/clickhouse"}]}],
-            "volumes": [data]},
-        "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}],
-            "containerStatuses": [{"name": "clickhouse", "ready": true, "restartCount": 1,
-                "image": "docker.io/clickhouse/clickhouse-server:26.3.33.24",
-                "imageID": format!("docker.io/clickhouse/clickhouse-server@{DIGEST}")}]}})
-    .to_string()
-}
-
-fn node_json(instance_type: &str) -> String {
-    json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "ip-10-0-1-2.ec2.internal", "labels": {
-            "node.kubernetes.io/instance-type": instance_type, "kubernetes.io/arch": "amd64",
-            "topology.kubernetes.io/zone": "ap-northeast-2a"}},
-        "status": {"capacity": {"cpu": "4", "memory": "15896016Ki"}}})
-    .to_string()
-}
-
-fn claim_json() -> Value {
-    json!({"metadata": {"name": "clickhouse-data", "namespace": "chbench", "labels": {PART_OF.0: PART_OF.1}},
-        "spec": {"storageClassName": "chbench-gp3", "volumeName": "pvc-7d1e", "accessModes": ["ReadWriteOnce"]},
-        "status": {"phase": "Bound", "capacity": {"storage": "100Gi"}}})
-}
-
-fn volume_json(phase: &str) -> String {
-    json!({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "pvc-7d1e"},
-        "spec": {"persistentVolumeReclaimPolicy": "Delete",
-            "csi": {"driver": "ebs.csi.aws.com", "volumeHandle": "vol-0a1b2c3d4e5f60718"}},
-        "status": {"phase": phase}})
-    .to_string()
-}
-
-fn class_json() -> Value {
-    json!({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
-        "metadata": {"name": "chbench-gp3", "labels": {PART_OF.0: PART_OF.1}},
-        "provisioner": "ebs.csi.aws.com", "reclaimPolicy": "Delete",
-        "parameters": {"type": "gp3", "iops": "3000", "throughput": "125", "encrypted": "true"}})
-}
+// status
 
 #[test]
 fn status_of_a_running_gp3_deployment_shows_node_image_digest_and_volume_settings() {
-    runtime().block_on(async {
-        let (client, mut server) = mocked();
-        let showing = tokio::spawn(async move { status(&client, "chbench").await });
-        expect(&mut server, "GET", NAMESPACE, &namespace_json(Some(RUN), Some(RUN))).await;
-        let data = json!({"name": "data", "persistentVolumeClaim": {"claimName": "clickhouse-data"}});
-        expect(&mut server, "GET", POD, &running_pod(data)).await;
-        expect(&mut server, "GET", "/api/v1/nodes/ip-10-0-1-2.ec2.internal", &node_json("m5.xlarge")).await;
-        expect_list(&mut server, CLAIMS, json!([claim_json()])).await;
-        expect(&mut server, "GET", "/api/v1/persistentvolumes/pvc-7d1e", &volume_json("Bound")).await;
-        let class = class_json().to_string();
-        expect(&mut server, "GET", "/apis/storage.k8s.io/v1/storageclasses/chbench-gp3", &class).await;
-        let status = showing.await.unwrap().unwrap();
-        assert_no_more_requests(&mut server).await;
+    let status = converse(
+        |client| async move { status(&client, "chbench").await },
+        async |server| answer_the_deployment(server, COLLECTED, DataOn::Gp3).await,
+    )
+    .unwrap();
+    assert!(status.namespace.present().unwrap().run.collected);
+    let node = status.node.present().unwrap();
+    assert_eq!(node.instance_type, Presence::Present("m5.xlarge".to_string()));
+    assert_eq!(node.architecture, Presence::Present("amd64".to_string()));
+    let pod = status.pod.present().unwrap();
+    assert!(pod.ready);
+    assert_eq!(pod.restarts, Presence::Present(1));
+    assert_eq!(status.data_volume, Presence::Present(DataVolume::Claim { claim: "clickhouse-data".into() }));
+    let volume = status.volume.present().unwrap();
+    assert_eq!(volume.volume_handle, Presence::Present("vol-0a1b2c3d4e5f60718".to_string()));
+    let class = status.class.present().unwrap();
+    assert_eq!((class.volume_type.present(), class.iops.present()), (Some(&"gp3".into()), Some(&"3000".into())));
 
-        assert!(status.run.collected);
-        let node = status.node.present().unwrap();
-        assert_eq!(node.instance_type, Presence::Present("m5.xlarge".to_string()));
-        assert_eq!(node.architecture, Presence::Present("amd64".to_string()));
-        let pod = status.pod.present().unwrap();
-        assert!(pod.ready);
-        assert_eq!(pod.restarts, Presence::Present(1));
-        let claim = status.claim.present().unwrap();
-        let volume = claim.volume.present().unwrap();
-        assert_eq!(volume.volume_handle, Presence::Present("vol-0a1b2c3d4e5f60718".to_string()));
-        let class = claim.class.present().unwrap();
-        assert_eq!((class.volume_type.present(), class.iops.present()), (Some(&"gp3".into()), Some(&"3000".into())));
-
-        let shown = status.to_string();
-        for line in [
-            format!("run              {RUN} (collected)"),
-            "  ready          yes".to_string(),
-            "  restarts       1".to_string(),
-            format!("  image ID       docker.io/clickhouse/clickhouse-server@{DIGEST}"),
-            "  instance type  m5.xlarge".to_string(),
-            "  architecture   amd64".to_string(),
-            "  zone           ap-northeast-2a".to_string(),
-            "  memory         15.16 GiB (15896016Ki)".to_string(),
-            "  capacity       100Gi".to_string(),
-            "  CSI driver     ebs.csi.aws.com".to_string(),
-            "  volume handle  vol-0a1b2c3d4e5f60718".to_string(),
-            "  type           gp3".to_string(),
-            "  iops           3000".to_string(),
-            "  throughput     125 MiB/s".to_string(),
-            "  encrypted      true".to_string(),
-        ] {
-            assert!(shown.lines().any(|shown_line| shown_line == line), "{line:?} missing from:\n{shown}");
-        }
-        let as_json = serde_json::to_value(&status).unwrap();
-        assert_eq!(as_json["node"]["instance_type"], "m5.xlarge");
-        assert_eq!(as_json["claim"]["class"]["throughput"], "125");
-    });
+    let shown = status.to_string();
+    for line in [
+        format!("run              {RUN} (collected)"),
+        "  ready          yes".to_string(),
+        "  restarts       1".to_string(),
+        format!("  image          {IMAGE}"),
+        format!("  image ID       {IMAGE_ID}"),
+        "  instance type  m5.xlarge".to_string(),
+        "  architecture   amd64".to_string(),
+        "  zone           ap-northeast-2a".to_string(),
+        "  memory         15.16 GiB (15896016Ki)".to_string(),
+        "data volume      claim clickhouse-data".to_string(),
+        "  requested      100Gi".to_string(),
+        "  capacity       100Gi".to_string(),
+        "  reclaim policy Delete".to_string(),
+        "  CSI driver     ebs.csi.aws.com".to_string(),
+        "  volume handle  vol-0a1b2c3d4e5f60718".to_string(),
+        "  type           gp3".to_string(),
+        "  iops           3000".to_string(),
+        "  throughput     125 MiB/s".to_string(),
+        "  encrypted      true".to_string(),
+    ] {
+        assert!(shown.lines().any(|shown_line| shown_line == line), "{line:?} missing from:\n{shown}");
+    }
+    let as_json = serde_json::to_value(&status).unwrap();
+    assert_eq!(as_json["node"]["instance_type"], "m5.xlarge");
+    assert_eq!(as_json["class"]["throughput"], "125");
+    assert_eq!(as_json["data_volume"], json!({"kind": "claim", "claim": "clickhouse-data"}));
+    assert_eq!(as_json["namespace"]["created_at"], "2026-11-30T03:00:00Z");
 }
 
+/// No volume, so no claim, PersistentVolume or StorageClass is asked for.
 #[test]
 fn status_of_eks_nvme_shows_no_pvc_and_why() {
-    runtime().block_on(async {
-        let (client, mut server) = mocked();
-        let showing = tokio::spawn(async move { status(&client, "chbench").await });
-        expect(&mut server, "GET", NAMESPACE, &namespace_json(Some(RUN), None)).await;
-        let data = json!({"name": "data", "emptyDir": {"sizeLimit": "100Gi"}});
-        expect(&mut server, "GET", POD, &running_pod(data)).await;
-        expect(&mut server, "GET", "/api/v1/nodes/ip-10-0-1-2.ec2.internal", &node_json("m6id.xlarge")).await;
-        expect_list(&mut server, CLAIMS, json!([])).await;
-        let status = showing.await.unwrap().unwrap();
-        // No volume, so no PersistentVolume or StorageClass is asked for.
-        assert_no_more_requests(&mut server).await;
-        assert!(!status.run.collected);
-        let shown = status.to_string();
-        let expected = "claim            absent (no PVC: the pod keeps its data in an emptyDir (eks-nvme keeps data \
-                        on the node's instance store))";
-        assert!(shown.lines().any(|line| line == expected), "{shown}");
-        assert!(
-            shown.contains(&format!("run              {RUN} (not collected (cargo xtask eks collect))")),
-            "{shown}"
-        );
-        assert!(shown.contains("  instance type  m6id.xlarge"), "{shown}");
-        let as_json = serde_json::to_value(&status).unwrap();
-        assert!(as_json["claim"]["absent"].as_str().unwrap().starts_with("no PVC: "), "{as_json}");
-        assert_eq!(as_json["run"]["collected_run"], json!({"absent": "never collected"}));
-    });
+    let status = converse(
+        |client| async move { status(&client, "chbench").await },
+        async |server| answer_the_deployment(server, USED, DataOn::EmptyDir).await,
+    )
+    .unwrap();
+    assert!(!status.namespace.present().unwrap().run.collected);
+    let shown = status.to_string();
+    let expected = "claim            absent (no PVC: the pod keeps its data in an emptyDir (eks-nvme keeps data \
+                    on the node's instance store))";
+    assert!(shown.lines().any(|line| line == expected), "{shown}");
+    assert!(shown.lines().any(|line| line == "data volume      emptyDir (size limit 100Gi)"), "{shown}");
+    // The volume and class are absent for the claim's reason, said once.
+    assert!(!shown.contains("storage class"), "{shown}");
+    assert!(shown.contains(&format!("run              {RUN} (not collected (cargo xtask eks collect))")), "{shown}");
+    assert!(shown.contains("  instance type  m6id.xlarge"), "{shown}");
+    let as_json = serde_json::to_value(&status).unwrap();
+    assert!(as_json["claim"]["absent"].as_str().unwrap().starts_with("no PVC: "), "{as_json}");
+    assert_eq!(as_json["namespace"]["run"]["collected_run"], json!({"absent": "never collected"}));
 }
 
 #[test]
 fn status_and_down_on_a_missing_namespace_give_one_clear_line() {
-    runtime().block_on(async {
-        let (client, mut server) = mocked();
-        let other = client.clone();
-        let showing = tokio::spawn(async move { status(&client, "chbench").await });
-        expect_status(&mut server, "GET", NAMESPACE, 404, &not_found("namespaces", "chbench")).await;
-        let error = format!("{:#}", showing.await.unwrap().unwrap_err());
-        assert_eq!(error, "no chbench deployment in namespace chbench: run cargo xtask eks up");
+    async fn missing(server: &mut ApiServer) {
+        expect_status(server, "GET", NAMESPACE, 404, &not_found("namespaces", "chbench")).await;
+    }
+    let expected = "no chbench deployment in namespace chbench: namespace chbench does not exist (cargo xtask eks up \
+                    makes it)";
+    let error = converse(|client| async move { status(&client, "chbench").await }, missing).unwrap_err();
+    assert_eq!(format!("{error:#}"), expected);
+    let error = converse(
+        |client| async move {
+            down(&client, "chbench", true, false, Duration::from_secs(60), Duration::from_millis(1), |_| {}).await
+        },
+        missing,
+    )
+    .unwrap_err();
+    assert_eq!(format!("{error:#}"), expected);
+}
 
-        let downing = tokio::spawn(async move {
-            down(&other, "chbench", true, false, Duration::from_secs(60), Duration::from_millis(1), |_| {}).await
-        });
-        expect_status(&mut server, "GET", NAMESPACE, 404, &not_found("namespaces", "chbench")).await;
-        let error = format!("{:#}", downing.await.unwrap().unwrap_err());
-        assert_eq!(error, "no chbench deployment in namespace chbench: run cargo xtask eks up");
-        assert_no_more_requests(&mut server).await;
-    });
+// down
+
+/// `down` in namespace chbench, not forced, not a dry run.
+async fn plain_down(client: Client) -> anyhow::Result<DownOutcome> {
+    down(&client, "chbench", false, false, Duration::from_secs(60), Duration::from_millis(1), |_| {}).await
 }
 
 #[test]
 fn down_before_collect_is_refused_and_deletes_nothing() {
-    runtime().block_on(async {
-        let (client, mut server) = mocked();
-        let downing = tokio::spawn(async move {
-            down(&client, "chbench", false, false, Duration::from_secs(60), Duration::from_millis(1), |_| {}).await
-        });
-        expect(&mut server, "GET", NAMESPACE, &namespace_json(Some(RUN), Some("an-earlier-run"))).await;
-        let error = format!("{:#}", downing.await.unwrap().unwrap_err());
-        assert_eq!(
-            error,
-            format!(
-                "run {RUN} in namespace chbench is not collected (the last collect was of run an-earlier-run): run \
-                 cargo xtask eks collect first, or down --force to delete it with its results"
-            )
-        );
-        assert_no_more_requests(&mut server).await;
-    });
+    let error = converse(plain_down, async |server| {
+        let earlier = [(RUN_ANNOTATION, RUN), (COLLECTED_ANNOTATION, "an-earlier-run")];
+        expect(server, "GET", NAMESPACE, &namespace_json(&earlier)).await;
+    })
+    .unwrap_err();
+    assert_eq!(
+        format!("{error:#}"),
+        format!(
+            "run {RUN} in namespace chbench is not collected (the last collect was of run an-earlier-run): run \
+             cargo xtask eks collect first, or down --force to delete it with its results"
+        )
+    );
 }
 
 /// What a down lists before deleting: the namespace's labelled objects, the claim's
@@ -561,109 +662,93 @@ async fn answer_the_listing(server: &mut ApiServer, claims: Value, classes: Valu
     let has_volume = !claims.as_array().unwrap().is_empty();
     expect_list(server, CLAIMS, claims).await;
     if has_volume {
-        expect(server, "GET", "/api/v1/persistentvolumes/pvc-7d1e", &volume_json("Bound")).await;
+        expect(server, "GET", VOLUME, &volume_json(GP3, "Bound")).await;
     }
     let has_classes = !classes.as_array().unwrap().is_empty();
-    expect_list(server, "/apis/storage.k8s.io/v1/storageclasses", classes).await;
+    expect_list(server, CLASSES, classes).await;
     if has_classes {
         expect_list(server, "/api/v1/namespaces", namespaces).await;
     }
 }
 
-fn terminating_namespace() -> String {
-    json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "chbench"},
-        "status": {"phase": "Terminating", "conditions": [{"type": "NamespaceContentRemaining", "status": "True",
-            "message": "Some resources are remaining: persistentvolumeclaims. has 1 resource instances"}]}})
-    .to_string()
-}
-
 #[test]
 fn down_after_collect_deletes_the_namespace_then_the_class_and_waits_until_they_are_gone() {
-    runtime().block_on(async {
-        let (client, mut server) = mocked();
-        let downing = tokio::spawn(async move {
+    let (outcome, heard) = converse(
+        |client| async move {
             let mut heard = Vec::new();
-            let outcome = down(&client, "chbench", false, false, Duration::from_secs(60), Duration::from_millis(1), |line| {
-                heard.push(line.to_string())
-            })
-            .await;
+            let outcome =
+                down(&client, "chbench", false, false, Duration::from_secs(60), Duration::from_millis(1), |line| {
+                    heard.push(line.to_string())
+                })
+                .await;
             (outcome, heard)
-        });
-        expect(&mut server, "GET", NAMESPACE, &namespace_json(Some(RUN), Some(RUN))).await;
-        let only_this = json!([{"metadata": {"name": "chbench", "labels": {PART_OF.0: PART_OF.1}}}]);
-        answer_the_listing(&mut server, json!([claim_json()]), json!([class_json()]), only_this).await;
-        // The namespace takes the pod, the claim and the Secret; the claim's volume goes
-        // by its reclaim policy (Delete); the class last.
-        expect(&mut server, "DELETE", NAMESPACE, &terminating_namespace()).await;
-        expect(&mut server, "GET", NAMESPACE, &terminating_namespace()).await;
-        expect_status(&mut server, "GET", NAMESPACE, 404, &not_found("namespaces", "chbench")).await;
-        expect(&mut server, "GET", "/api/v1/persistentvolumes/pvc-7d1e", &volume_json("Released")).await;
-        let volume_gone = not_found("persistentvolumes", "pvc-7d1e");
-        expect_status(&mut server, "GET", "/api/v1/persistentvolumes/pvc-7d1e", 404, &volume_gone).await;
-        let deleted_class = class_json().to_string();
-        expect(&mut server, "DELETE", "/apis/storage.k8s.io/v1/storageclasses/chbench-gp3", &deleted_class).await;
-        let (outcome, heard) = downing.await.unwrap();
-        assert_no_more_requests(&mut server).await;
-
-        let DownOutcome::Deleted(plan) = outcome.unwrap() else { panic!("not deleted") };
-        assert_eq!(plan.refused, None);
-        let deleted: Vec<String> = plan.delete.iter().map(|listed| format!("{} {}", listed.kind, listed.name)).collect();
-        assert_eq!(
-            deleted,
-            [
-                "Namespace chbench",
-                "Pod chbench/clickhouse",
-                "Secret chbench/clickhouse-password",
-                "PersistentVolumeClaim chbench/clickhouse-data",
-                "PersistentVolume pvc-7d1e",
-                "StorageClass chbench-gp3"
-            ]
-        );
-        assert!(plan.keep.is_empty(), "{:?}", plan.keep);
-        assert_eq!(
-            heard,
-            [
-                "deleting namespace chbench and everything in it",
-                "namespace chbench: Terminating: Some resources are remaining: persistentvolumeclaims. has 1 resource instances",
-                "namespace chbench is gone",
-                "volume pvc-7d1e: Released",
-                "volume pvc-7d1e is gone",
-                "deleting storage class chbench-gp3",
-            ]
-        );
-    });
+        },
+        async |server| {
+            expect(server, "GET", NAMESPACE, &namespace_json(COLLECTED)).await;
+            let only_this = json!([{"metadata": {"name": "chbench", "labels": {PART_OF.0: PART_OF.1}}}]);
+            answer_the_listing(server, json!([claim_json(GP3)]), json!([class_json(GP3)]), only_this).await;
+            // The namespace takes the pod, the claim and the Secret; the claim's volume goes
+            // by its reclaim policy (Delete); the class last.
+            expect(server, "DELETE", NAMESPACE, &terminating_namespace()).await;
+            expect(server, "GET", NAMESPACE, &terminating_namespace()).await;
+            expect_status(server, "GET", NAMESPACE, 404, &not_found("namespaces", "chbench")).await;
+            expect(server, "GET", VOLUME, &volume_json(GP3, "Released")).await;
+            expect_status(server, "GET", VOLUME, 404, &not_found("persistentvolumes", "pvc-7d1e")).await;
+            expect(server, "DELETE", &format!("{CLASSES}/{GP3}"), &class_json(GP3).to_string()).await;
+        },
+    );
+    let DownOutcome::Deleted(plan) = outcome.unwrap() else { panic!("not deleted") };
+    assert_eq!(plan.refused, None);
+    let deleted: Vec<String> = plan.delete.iter().map(|listed| format!("{} {}", listed.kind, listed.name)).collect();
+    assert_eq!(
+        deleted,
+        [
+            "Namespace chbench",
+            "Pod chbench/clickhouse",
+            "Secret chbench/clickhouse-password",
+            "PersistentVolumeClaim chbench/clickhouse-data",
+            "PersistentVolume pvc-7d1e",
+            "StorageClass chbench-gp3"
+        ]
+    );
+    assert!(plan.keep.is_empty(), "{:?}", plan.keep);
+    assert_eq!(
+        heard,
+        [
+            "deleting namespace chbench and everything in it",
+            "namespace chbench: Terminating: Some resources are remaining: persistentvolumeclaims. has 1 resource instances",
+            "namespace chbench is gone",
+            "volume pvc-7d1e: Released",
+            "volume pvc-7d1e is gone",
+            "deleting storage class chbench-gp3",
+        ]
+    );
 }
 
 /// Ctrl-C while down waits: the wait stops, saying the cluster goes on deleting; nothing
 /// more is asked (nextest runs each test in a process of its own).
 #[test]
 fn ctrl_c_ends_downs_wait_and_the_cluster_goes_on_deleting() {
-    runtime().block_on(async {
-        let (client, mut server) = mocked();
-        let downing = tokio::spawn(async move {
-            down(&client, "chbench", false, false, Duration::from_secs(600), Duration::from_millis(1), |_| {}).await
-        });
-        expect(&mut server, "GET", NAMESPACE, &namespace_json(Some(RUN), Some(RUN))).await;
-        answer_the_listing(&mut server, json!([]), json!([]), json!([])).await;
-        expect(&mut server, "DELETE", NAMESPACE, &terminating_namespace()).await;
+    let error = converse(plain_down, async |server| {
+        expect(server, "GET", NAMESPACE, &namespace_json(COLLECTED)).await;
+        answer_the_listing(server, json!([]), json!([]), json!([])).await;
+        expect(server, "DELETE", NAMESPACE, &terminating_namespace()).await;
         chbench::interrupt::request_stop();
-        expect(&mut server, "GET", NAMESPACE, &terminating_namespace()).await;
-        let error = downing.await.unwrap().unwrap_err();
-        assert!(error.is::<Interrupted>(), "{error:#}");
-        assert_eq!(
-            format!("{error:#}"),
-            "stopped waiting for namespace chbench to be gone (the cluster goes on deleting it): interrupted by \
-             Ctrl-C or SIGTERM"
-        );
-        assert_no_more_requests(&mut server).await;
-    });
+        expect(server, "GET", NAMESPACE, &terminating_namespace()).await;
+    })
+    .unwrap_err();
+    assert!(error.is::<Interrupted>(), "{error:#}");
+    assert_eq!(
+        format!("{error:#}"),
+        "stopped waiting for namespace chbench to be gone (the cluster goes on deleting it): interrupted by \
+         Ctrl-C or SIGTERM"
+    );
 }
 
 #[test]
 fn down_with_force_before_collect_deletes_and_says_what_it_overrode() {
-    runtime().block_on(async {
-        let (client, mut server) = mocked();
-        let downing = tokio::spawn(async move {
+    let (outcome, heard) = converse(
+        |client| async move {
             let mut heard = Vec::new();
             let outcome =
                 down(&client, "chbench", true, false, Duration::from_secs(60), Duration::from_millis(1), |line| {
@@ -671,457 +756,399 @@ fn down_with_force_before_collect_deletes_and_says_what_it_overrode() {
                 })
                 .await;
             (outcome, heard)
-        });
-        expect(&mut server, "GET", NAMESPACE, &namespace_json(Some(RUN), None)).await;
-        answer_the_listing(&mut server, json!([]), json!([]), json!([])).await;
-        expect(&mut server, "DELETE", NAMESPACE, &terminating_namespace()).await;
-        expect_status(&mut server, "GET", NAMESPACE, 404, &not_found("namespaces", "chbench")).await;
-        let (outcome, heard) = downing.await.unwrap();
-        assert_no_more_requests(&mut server).await;
-        let DownOutcome::Deleted(plan) = outcome.unwrap() else { panic!("not deleted") };
-        assert!(
-            plan.refused.as_deref().unwrap().starts_with(&format!("run {RUN} in namespace chbench is not collected"))
-        );
-        assert!(
-            heard[0].starts_with(&format!("--force: run {RUN} in namespace chbench is not collected")),
-            "{heard:?}"
-        );
-        assert_eq!(heard.last().unwrap(), "namespace chbench is gone");
-    });
+        },
+        async |server| {
+            expect(server, "GET", NAMESPACE, &namespace_json(USED)).await;
+            answer_the_listing(server, json!([]), json!([]), json!([])).await;
+            expect(server, "DELETE", NAMESPACE, &terminating_namespace()).await;
+            expect_status(server, "GET", NAMESPACE, 404, &not_found("namespaces", "chbench")).await;
+        },
+    );
+    let DownOutcome::Deleted(plan) = outcome.unwrap() else { panic!("not deleted") };
+    assert!(plan.refused.as_deref().unwrap().starts_with(&format!("run {RUN} in namespace chbench is not collected")));
+    assert!(heard[0].starts_with(&format!("--force: run {RUN} in namespace chbench is not collected")), "{heard:?}");
+    assert_eq!(heard.last().unwrap(), "namespace chbench is gone");
 }
 
 #[test]
 fn down_dry_run_lists_and_says_it_would_be_refused_but_sends_no_delete() {
-    runtime().block_on(async {
-        let (client, mut server) = mocked();
-        let downing = tokio::spawn(async move {
+    let outcome = converse(
+        |client| async move {
             down(&client, "chbench", false, true, Duration::from_secs(60), Duration::from_millis(1), |_| {}).await
-        });
-        expect(&mut server, "GET", NAMESPACE, &namespace_json(Some(RUN), None)).await;
-        let both = json!([
-            {"metadata": {"name": "chbench", "labels": {PART_OF.0: PART_OF.1}}},
-            {"metadata": {"name": "chbench-2", "labels": {PART_OF.0: PART_OF.1}}}
-        ]);
-        answer_the_listing(&mut server, json!([claim_json()]), json!([class_json()]), both).await;
-        let outcome = downing.await.unwrap().unwrap();
-        assert_no_more_requests(&mut server).await;
-        let DownOutcome::Planned(plan) = outcome else { panic!("a dry run deleted") };
-        let shown = plan.to_string();
-        assert!(shown.starts_with(&format!("namespace chbench, run {RUN}\n  delete Namespace chbench\n")), "{shown}");
-        assert!(
-            shown.contains(
-                "  keep   StorageClass chbench-gp3 (namespace chbench-2 (part-of chbench) still exists and may use it; \
-                 the last down deletes it)"
-            ),
-            "{shown}"
-        );
-        assert!(shown.contains("  delete PersistentVolume pvc-7d1e (reclaim policy Delete"), "{shown}");
-        assert!(
-            shown.ends_with(
-                "a down without --force is refused: run 3f1c0e2a-8d4b-4c1e-9a57-2b6f0d9e8c71 in namespace \
-                             chbench is not collected: run cargo xtask eks collect first, or down --force to delete \
-                             it with its results\n"
-            ),
-            "{shown}"
-        );
-    });
+        },
+        async |server| {
+            expect(server, "GET", NAMESPACE, &namespace_json(USED)).await;
+            let both = json!([
+                {"metadata": {"name": "chbench", "labels": {PART_OF.0: PART_OF.1}}},
+                {"metadata": {"name": "chbench-2", "labels": {PART_OF.0: PART_OF.1}}}
+            ]);
+            answer_the_listing(server, json!([claim_json(GP3)]), json!([class_json(GP3)]), both).await;
+        },
+    );
+    let DownOutcome::Planned(plan) = outcome.unwrap() else { panic!("a dry run deleted") };
+    let shown = plan.to_string();
+    assert!(shown.starts_with(&format!("namespace chbench, run {RUN}\n  delete Namespace chbench\n")), "{shown}");
+    assert!(
+        shown.contains(
+            "  keep   StorageClass chbench-gp3 (namespace chbench-2 (part-of chbench) still exists and may use it; \
+             the last down deletes it)"
+        ),
+        "{shown}"
+    );
+    assert!(shown.contains("  delete PersistentVolume pvc-7d1e (reclaim policy Delete"), "{shown}");
+    assert!(
+        shown.ends_with(&format!(
+            "a down without --force is refused: run {RUN} in namespace chbench is not collected: run cargo xtask eks \
+             collect first, or down --force to delete it with its results\n"
+        )),
+        "{shown}"
+    );
 }
 
 #[test]
 fn down_never_deletes_a_namespace_up_did_not_make_even_with_force() {
-    runtime().block_on(async {
-        let (client, mut server) = mocked();
-        let downing = tokio::spawn(async move {
+    let error = converse(
+        |client| async move {
             down(&client, "default", true, false, Duration::from_secs(60), Duration::from_millis(1), |_| {}).await
-        });
-        let unlabelled =
-            r#"{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"default"},"status":{"phase":"Active"}}"#;
-        expect(&mut server, "GET", "/api/v1/namespaces/default", unlabelled).await;
-        let error = format!("{:#}", downing.await.unwrap().unwrap_err());
-        assert_eq!(
-            error,
-            "no chbench deployment in namespace default: it lacks the label app.kubernetes.io/part-of: chbench, so \
-             cargo xtask eks up did not make it"
-        );
-        assert_no_more_requests(&mut server).await;
-    });
+        },
+        async |server| {
+            let unlabelled =
+                r#"{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"default"},"status":{"phase":"Active"}}"#;
+            expect(server, "GET", "/api/v1/namespaces/default", unlabelled).await;
+        },
+    )
+    .unwrap_err();
+    assert_eq!(
+        format!("{error:#}"),
+        "no chbench deployment in namespace default: namespace default lacks the label app.kubernetes.io/part-of: \
+         chbench, so cargo xtask eks up did not make it"
+    );
 }
 
-/// `collect`'s, the eks target's and its port-forward's conversations, with fixtures of
-/// their own (a deployment on an m5.xlarge node).
-mod collect_and_target {
-    use super::*;
-    use chbench::cluster::collect::{BenchUse, DataVolume, describe_deployment, mark_collected};
-    use chbench::cluster::portforward::PortForward;
-    use chbench::targets::eks::{check_baseline_node, find_deployment};
+#[test]
+fn down_refuses_a_collected_run_that_a_bench_used_after_the_collect_started() {
+    let error = converse(plain_down, async |server| {
+        let used_after = [
+            (RUN_ANNOTATION, RUN),
+            (COLLECTED_ANNOTATION, RUN),
+            (COLLECTED_AT_ANNOTATION, "2026-11-30T05:00:00Z"),
+            (LAST_USED_ANNOTATION, "2026-11-30T05:10:00.5Z"),
+        ];
+        expect(server, "GET", NAMESPACE, &namespace_json(&used_after)).await;
+    })
+    .unwrap_err();
+    assert_eq!(
+        format!("{error:#}"),
+        "a bench used the deployment in namespace chbench at 2026-11-30T05:10:00.5Z, after the last collect at \
+         2026-11-30T05:00:00Z: run cargo xtask eks collect again, or down --force"
+    );
+}
 
-    /// The collected deployment: gp3 through a claim, on an m5.xlarge, as `up` leaves it.
-    const RUN: &str = "4f1c2b7e-0d7a-4b57-9d1e-2a3c4b5d6e7f";
-    const NODE: &str = "ip-10-0-1-5.ec2.internal";
-    const DIGEST: &str = "docker.io/clickhouse/clickhouse-server@sha256:0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9";
-
-    fn namespace_json(annotations: &str) -> String {
-        format!(
-            r#"{{"apiVersion":"v1","kind":"Namespace","metadata":{{"name":"chbench",
-                "creationTimestamp":"2026-11-30T03:00:00Z","annotations":{{{annotations}}}}}}}"#
-        )
-    }
-
-    fn pod_json(volume: &str) -> String {
-        format!(
-            r#"{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"clickhouse","namespace":"chbench"}},
-            "spec":{{"nodeName":"{NODE}","containers":[{{"name":"clickhouse","image":"clickhouse/clickhouse-server:26.3.33.24",
-                "volumeMounts":[{{"name":"data","mountPath":"/var/lib/clickhouse"}}]}}],
-                "volumes":[{{"name":"data",{volume}}}]}},
-            "status":{{"phase":"Running","conditions":[{{"type":"Ready","status":"True"}}],
-                "containerStatuses":[{{"name":"clickhouse","image":"clickhouse/clickhouse-server:26.3.33.24",
-                "imageID":"{DIGEST}","ready":true,"restartCount":0}}]}}}}"#
-        )
-    }
-
-    const NODE_JSON: &str = r#"{"apiVersion":"v1","kind":"Node","metadata":{"name":"ip-10-0-1-5.ec2.internal",
-        "labels":{"node.kubernetes.io/instance-type":"m5.xlarge","kubernetes.io/arch":"amd64"}}}"#;
-
-    #[test]
-    fn collect_reads_namespace_pod_node_claim_volume_and_class_then_marks_the_run_collected() {
-        runtime().block_on(async {
-            let (client, mut server) = mocked();
-            let describing = {
-                let client = client.clone();
-                tokio::spawn(async move { describe_deployment(&client, "chbench").await })
-            };
-            let namespace = namespace_json(&format!(r#""{RUN_ANNOTATION}":"{RUN}""#));
-            expect(&mut server, "GET", "/api/v1/namespaces/chbench", &namespace).await;
-            let pod = pod_json(r#""persistentVolumeClaim":{"claimName":"clickhouse-data"}"#);
-            expect(&mut server, "GET", "/api/v1/namespaces/chbench/pods/clickhouse", &pod).await;
-            expect(&mut server, "GET", &format!("/api/v1/nodes/{NODE}"), NODE_JSON).await;
-            let claim = r#"{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"clickhouse-data"},
-                "spec":{"storageClassName":"chbench-gp3","volumeName":"pvc-0a1b"}}"#;
-            expect(&mut server, "GET", "/api/v1/namespaces/chbench/persistentvolumeclaims/clickhouse-data", claim).await;
-            let volume = r#"{"apiVersion":"v1","kind":"PersistentVolume","metadata":{"name":"pvc-0a1b"},
-                "spec":{"capacity":{"storage":"100Gi"},"storageClassName":"chbench-gp3"}}"#;
-            expect(&mut server, "GET", "/api/v1/persistentvolumes/pvc-0a1b", volume).await;
-            let class = r#"{"apiVersion":"storage.k8s.io/v1","kind":"StorageClass","metadata":{"name":"chbench-gp3"},
-                "provisioner":"ebs.csi.aws.com","parameters":{"type":"gp3","iops":"3000","throughput":"125","encrypted":"true"}}"#;
-            expect(&mut server, "GET", "/apis/storage.k8s.io/v1/storageclasses/chbench-gp3", class).await;
-            let facts = describing.await.unwrap().unwrap();
-            assert_eq!(facts.run_id, RUN);
-            assert_eq!(facts.namespace_created_at.to_string(), "2026-11-30T03:00:00Z");
-            assert_eq!(facts.pod.image, "clickhouse/clickhouse-server:26.3.33.24");
-            assert_eq!(facts.pod.image_id.as_deref(), Some(DIGEST));
-            assert_eq!(facts.pod.node_name, NODE);
-            assert_eq!(facts.node.instance_type.as_deref(), Some("m5.xlarge"));
-            assert_eq!(facts.node.architecture.as_deref(), Some("amd64"));
-            assert_eq!(
-                facts.volume,
-                DataVolume::Persistent {
-                    claim: "clickhouse-data".into(),
-                    volume: "pvc-0a1b".into(),
-                    storage_class: Some("chbench-gp3".into()),
-                    provisioner: Some("ebs.csi.aws.com".into()),
-                    volume_type: Some("gp3".into()),
-                    size: Some("100Gi".into()),
-                    iops: Some("3000".into()),
-                    throughput_mibps: Some("125".into()),
-                }
-            );
-
-            // Everything written: the run and when the collect started, merged into the Namespace.
-            let started: jiff::Timestamp = "2026-11-30T05:00:00.25Z".parse().unwrap();
-            let marking = tokio::spawn(async move { mark_collected(&client, "chbench", RUN, started).await });
-            let (request, reply) = server.next_request().await.expect("no PATCH");
-            assert_eq!((request.method().as_str(), request.uri().path()), ("PATCH", "/api/v1/namespaces/chbench"));
-            assert_eq!(request.headers()["content-type"], "application/merge-patch+json");
-            let body: serde_json::Value =
-                serde_json::from_slice(&request.into_body().collect_bytes().await.unwrap()).unwrap();
-            assert_eq!(
-                body,
-                serde_json::json!({"metadata": {"annotations": {
-                    COLLECTED_ANNOTATION: RUN, COLLECTED_AT_ANNOTATION: "2026-11-30T05:00:00.25Z"}}})
-            );
-            reply.send_response(Response::builder().body(Body::from(namespace.into_bytes())).unwrap());
-            marking.await.unwrap().unwrap();
-        });
-    }
-
-    #[test]
-    fn collect_on_local_nvme_says_there_is_no_volume_and_asks_nothing_more() {
-        runtime().block_on(async {
-            let (client, mut server) = mocked();
-            let describing = tokio::spawn(async move { describe_deployment(&client, "chbench").await });
-            let namespace = namespace_json(&format!(r#""{RUN_ANNOTATION}":"{RUN}""#));
-            expect(&mut server, "GET", "/api/v1/namespaces/chbench", &namespace).await;
-            let pod = pod_json(r#""emptyDir":{"sizeLimit":"100Gi"}"#);
-            expect(&mut server, "GET", "/api/v1/namespaces/chbench/pods/clickhouse", &pod).await;
-            expect(&mut server, "GET", &format!("/api/v1/nodes/{NODE}"), NODE_JSON).await;
-            let facts = describing.await.unwrap().unwrap();
-            assert_eq!(facts.volume, DataVolume::None { source: "emptyDir".into(), size_limit: Some("100Gi".into()) });
-        });
-    }
-
-    #[test]
-    fn collect_without_the_run_annotation_says_to_run_up_again() {
-        runtime().block_on(async {
-            let (client, mut server) = mocked();
-            let describing = tokio::spawn(async move { describe_deployment(&client, "chbench").await });
-            expect(&mut server, "GET", "/api/v1/namespaces/chbench", &namespace_json("")).await;
-            let error = format!("{:#}", describing.await.unwrap().unwrap_err());
-            assert_eq!(
-                error,
-                "namespace chbench has no chbench.dev/run annotation (an older up made it): run cargo xtask eks up again"
-            );
-        });
-    }
-
-    #[test]
-    fn the_eks_target_refuses_a_namespace_without_the_password_secret() {
-        runtime().block_on(async {
-            let (client, mut server) = mocked();
-            let finding = tokio::spawn(async move { find_deployment(&client, "chbench").await });
-            // Read, never made: one GET, and the answer is the line.
-            expect_status(&mut server, "GET", SECRET, 404, SECRET_NOT_FOUND).await;
-            let error = format!("{:#}", finding.await.unwrap().unwrap_err());
-            assert_eq!(
-                error,
-                "no secret chbench/clickhouse-password, so no deployment to use: run `cargo xtask eks up`"
-            );
-        });
-    }
-
-    #[test]
-    fn the_port_forward_listens_on_loopback_and_says_once_which_pod_refused() {
-        let forward = runtime().block_on(async {
-            // Inside the runtime: the client's request task runs on it, as on client_runtime.
-            let (client, mut server) = mocked();
-            let forward = PortForward::start(client, "chbench", "clickhouse", 8123).unwrap();
-            assert!(forward.local_addr().ip().is_loopback(), "{}", forward.local_addr());
-            assert_eq!(forward.url(), format!("http://127.0.0.1:{}", forward.local_port()));
-            assert_ne!(forward.local_port(), 0);
-            assert_eq!(forward.failure(), None);
-
-            let mut connection = tokio::net::TcpStream::connect(forward.local_addr()).await.unwrap();
-            let forbidden = r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",
-                "message":"pods \"clickhouse\" is forbidden: cannot create resource \"pods/portforward\"",
-                "reason":"Forbidden","code":403}"#;
-            let (query, _) = expect_status(
-                &mut server,
-                "GET",
-                "/api/v1/namespaces/chbench/pods/clickhouse/portforward",
-                403,
-                forbidden,
-            )
-            .await;
-            assert!(query.contains("ports=8123"), "{query}");
-            // The connection is closed once the failure is recorded.
-            let mut rest = Vec::new();
-            tokio::io::AsyncReadExt::read_to_end(&mut connection, &mut rest).await.unwrap();
-            assert!(rest.is_empty());
-            forward
-        });
-        let failure = forward.failure().expect("no failure recorded");
-        assert!(failure.starts_with("port-forward to pod chbench/clickhouse port 8123 failed:"), "{failure}");
-        assert!(failure.contains("forbidden"), "{failure}");
-    }
-
-    /// The Namespace `up` made (labelled, so down acts on it) with `annotations` beside
-    /// the run.
-    fn labelled_namespace(annotations: &[(&str, &str)]) -> String {
-        let mut all: serde_json::Map<String, Value> =
-            annotations.iter().map(|(k, v)| (k.to_string(), json!(v))).collect();
-        all.insert(RUN_ANNOTATION.to_string(), json!(RUN));
-        json!({"apiVersion": "v1", "kind": "Namespace",
-            "metadata": {"name": "chbench", "labels": {PART_OF.0: PART_OF.1}, "annotations": all},
-            "status": {"phase": "Active"}})
-        .to_string()
-    }
-
-    #[test]
-    fn down_refuses_a_collected_run_that_a_bench_used_after_the_collect_started() {
-        runtime().block_on(async {
-            let (client, mut server) = mocked();
-            let downing = tokio::spawn(async move {
-                down(&client, "chbench", false, false, Duration::from_secs(60), Duration::from_millis(1), |_| {}).await
-            });
-            let namespace = labelled_namespace(&[
-                (COLLECTED_ANNOTATION, RUN),
-                (COLLECTED_AT_ANNOTATION, "2026-11-30T05:00:00Z"),
-                (LAST_USED_ANNOTATION, "2026-11-30T05:10:00.5Z"),
-            ]);
-            expect(&mut server, "GET", NAMESPACE, &namespace).await;
-            let error = format!("{:#}", downing.await.unwrap().unwrap_err());
-            assert_eq!(
-                error,
-                "a bench used the deployment in namespace chbench at 2026-11-30T05:10:00.5Z, after the last collect \
-                 at 2026-11-30T05:00:00Z: run cargo xtask eks collect again, or down --force"
-            );
-            assert_no_more_requests(&mut server).await;
-        });
-    }
-
-    #[test]
-    fn down_refuses_a_collect_whose_time_is_not_recorded_and_goes_ahead_after_the_last_use() {
-        runtime().block_on(async {
-            let (client, mut server) = mocked();
-            let downing = tokio::spawn(async move {
-                down(&client, "chbench", false, false, Duration::from_secs(60), Duration::from_millis(1), |_| {}).await
-            });
-            // A collect from before chbench recorded its time.
-            expect(&mut server, "GET", NAMESPACE, &labelled_namespace(&[(COLLECTED_ANNOTATION, RUN)])).await;
-            let error = format!("{:#}", downing.await.unwrap().unwrap_err());
-            assert!(error.starts_with("namespace chbench records no chbench.dev/collected-at"), "{error}");
-            assert!(error.ends_with("run cargo xtask eks collect again, or down --force"), "{error}");
-            assert_no_more_requests(&mut server).await;
-        });
-        runtime().block_on(async {
-            let (client, mut server) = mocked();
-            let planning = tokio::spawn(async move {
-                down(&client, "chbench", false, true, Duration::from_secs(60), Duration::from_millis(1), |_| {}).await
-            });
-            let namespace = labelled_namespace(&[
+#[test]
+fn down_refuses_a_collect_whose_time_is_not_recorded_and_goes_ahead_after_the_last_use() {
+    let error = converse(plain_down, async |server| {
+        // A collect from before chbench recorded its time.
+        let untimed = [(RUN_ANNOTATION, RUN), (COLLECTED_ANNOTATION, RUN)];
+        expect(server, "GET", NAMESPACE, &namespace_json(&untimed)).await;
+    })
+    .unwrap_err();
+    let error = format!("{error:#}");
+    assert!(error.starts_with("namespace chbench records no chbench.dev/collected-at"), "{error}");
+    assert!(error.ends_with("run cargo xtask eks collect again, or down --force"), "{error}");
+    let planned = converse(
+        |client| async move {
+            down(&client, "chbench", false, true, Duration::from_secs(60), Duration::from_millis(1), |_| {}).await
+        },
+        async |server| {
+            let used_before = [
+                (RUN_ANNOTATION, RUN),
                 (COLLECTED_ANNOTATION, RUN),
                 (COLLECTED_AT_ANNOTATION, "2026-11-30T05:00:00Z"),
                 (LAST_USED_ANNOTATION, "2026-11-30T04:59:59Z"),
-            ]);
-            expect(&mut server, "GET", NAMESPACE, &namespace).await;
-            answer_the_listing(&mut server, json!([]), json!([]), json!([])).await;
-            let DownOutcome::Planned(plan) = planning.await.unwrap().unwrap() else { panic!("a dry run deleted") };
-            assert_eq!(plan.refused, None);
-        });
-    }
-
-    /// Answers the next request, a merge patch of the Namespace, and returns the
-    /// [`LAST_USED_ANNOTATION`] it sets.
-    async fn expect_use_stamp(server: &mut ApiServer, status: u16) -> jiff::Timestamp {
-        let answer_json = if status == 200 { labelled_namespace(&[]) } else { not_found("namespaces", "chbench") };
-        let seen = answer(server, "PATCH", NAMESPACE, status, &answer_json).await;
-        assert_eq!(seen.content_type, "application/merge-patch+json");
-        assert!(seen.query.contains(&format!("fieldManager={FIELD_MANAGER}")), "{}", seen.query);
-        let body: Value = serde_json::from_str(&seen.body).unwrap();
-        let annotations = body["metadata"]["annotations"].as_object().unwrap();
-        assert_eq!(annotations.len(), 1, "{body}");
-        annotations[LAST_USED_ANNOTATION].as_str().unwrap().parse().unwrap()
-    }
-
-    #[test]
-    fn a_bench_use_is_stamped_when_it_begins_and_when_it_ends_and_a_failed_stamp_is_no_error() {
-        // As the eks target holds it: the client's requests on client_runtime, the bench
-        // blocking outside it.
-        let kubernetes = chbench::cluster::portforward::client_runtime().unwrap();
-        let (client, mut server) = {
-            let _entered = kubernetes.enter();
-            mocked()
-        };
-        let answering = kubernetes.spawn(async move {
-            let began = expect_use_stamp(&mut server, 200).await;
-            let ended = expect_use_stamp(&mut server, 200).await;
-            // A second use, whose stamps the API server refuses.
-            expect_use_stamp(&mut server, 404).await;
-            expect_use_stamp(&mut server, 404).await;
-            (began, ended)
-        });
-        let used = BenchUse::begin(client.clone(), "chbench", kubernetes.handle().clone());
-        drop(used);
-        let refused = BenchUse::begin(client, "chbench", kubernetes.handle().clone());
-        drop(refused);
-        let (began, ended) = kubernetes.block_on(answering).unwrap();
-        assert!(began <= ended, "{began} {ended}");
-    }
-
-    /// A storage baseline fio measured on `node`.
-    fn baseline_on(node: &str) -> chbench::storage_baseline::StorageBaseline {
-        let report =
-            std::fs::read_to_string(chbench::files::workspace_root().join("fixtures/fio/fio-3.33.json")).unwrap();
-        let device = chbench::storage_baseline::Device {
-            variant: "eks-gp3".into(),
-            description: "gp3".into(),
-            node: node.into(),
-        };
-        chbench::storage_baseline::parse_fio_output(&report, device).unwrap()
-    }
-
-    #[test]
-    fn a_storage_baseline_measured_on_another_node_is_the_reason_it_is_unknown() {
-        let deployment = runtime().block_on(async {
-            let (client, mut server) = mocked();
-            let finding = tokio::spawn(async move { find_deployment(&client, "bench-2").await });
-            let secret = r#"{"apiVersion":"v1","kind":"Secret","metadata":{"name":"clickhouse-password"},
-                "data":{"password":"czNjcjN0"}}"#;
-            expect(&mut server, "GET", "/api/v1/namespaces/bench-2/secrets/clickhouse-password", secret).await;
-            let pod = pod_json(r#""emptyDir":{}"#);
-            expect(&mut server, "GET", "/api/v1/namespaces/bench-2/pods/clickhouse", &pod).await;
-            finding.await.unwrap().unwrap()
-        });
-        assert_eq!(deployment.node, NODE);
-        let here = baseline_on(NODE);
-        assert_eq!(check_baseline_node(&deployment, Some(here.clone())).unwrap(), here);
-        let error = format!("{:#}", check_baseline_node(&deployment, Some(baseline_on("ip-10-0-9-9"))).unwrap_err());
-        assert_eq!(
-            error,
-            format!(
-                "the storage baseline was measured on node ip-10-0-9-9, ClickHouse now runs on {NODE}: cargo xtask \
-                 eks baseline --namespace bench-2"
-            )
-        );
-        let error = format!("{:#}", check_baseline_node(&deployment, None).unwrap_err());
-        assert!(error.ends_with("`cargo xtask eks baseline --namespace bench-2` measures one"), "{error}");
-    }
-
-    #[test]
-    fn the_port_forward_keeps_its_latest_failure_and_adds_it_to_a_clients_error() {
-        let forward = runtime().block_on(async {
-            let (client, mut server) = mocked();
-            let forward = PortForward::start(client, "chbench", "clickhouse", 8123).unwrap();
-            let path = "/api/v1/namespaces/chbench/pods/clickhouse/portforward";
-            for (status, message) in [(403, "first: forbidden"), (404, "then: pods \\\"clickhouse\\\" not found")] {
-                let mut connection = tokio::net::TcpStream::connect(forward.local_addr()).await.unwrap();
-                let failure = format!(
-                    r#"{{"kind":"Status","apiVersion":"v1","metadata":{{}},"status":"Failure","message":"{message}",
-                    "code":{status}}}"#
-                );
-                expect_status(&mut server, "GET", path, status, &failure).await;
-                let mut rest = Vec::new();
-                tokio::io::AsyncReadExt::read_to_end(&mut connection, &mut rest).await.unwrap();
-            }
-            forward
-        });
-        let failure = forward.failure().expect("no failure recorded");
-        assert!(failure.contains("then: pods \"clickhouse\" not found"), "{failure}");
-        let explained = format!("{:#}", forward.explain(anyhow::anyhow!("connection closed")));
-        assert!(explained.starts_with("port-forward to pod chbench/clickhouse port 8123 failed:"), "{explained}");
-        assert!(explained.contains("then: pods") && explained.ends_with(": connection closed"), "{explained}");
-    }
+            ];
+            expect(server, "GET", NAMESPACE, &namespace_json(&used_before)).await;
+            answer_the_listing(server, json!([]), json!([]), json!([])).await;
+        },
+    );
+    let DownOutcome::Planned(plan) = planned.unwrap() else { panic!("a dry run deleted") };
+    assert_eq!(plan.refused, None);
 }
 
-/// The storage baseline's conversation: fio on ClickHouse's node, its report kept in the
-/// namespace, its Job removed; with fixtures of its own (a deployment in Seoul).
+// collect
+
+#[test]
+fn collect_reads_namespace_pod_node_claim_volume_and_class_then_marks_the_run_collected() {
+    let facts = converse(
+        |client| async move { describe_deployment(&client, "chbench").await },
+        async |server| answer_the_deployment(server, &[(RUN_ANNOTATION, RUN)], DataOn::Gp3).await,
+    )
+    .unwrap();
+    assert_eq!(facts.run_id, RUN);
+    assert_eq!(facts.namespace_created_at.to_string(), "2026-11-30T03:00:00Z");
+    assert_eq!(facts.pod.image, Presence::Present(IMAGE.to_string()));
+    assert_eq!(facts.pod.image_id, Presence::Present(IMAGE_ID.to_string()));
+    assert_eq!(facts.pod.node, Presence::Present(NODE.to_string()));
+    assert_eq!(facts.node.instance_type, Presence::Present("m5.xlarge".to_string()));
+    assert_eq!(facts.node.architecture, Presence::Present("amd64".to_string()));
+    assert_eq!(facts.data_volume, DataVolume::Claim { claim: "clickhouse-data".into() });
+    let claim = facts.claim.present().unwrap();
+    assert_eq!(claim.requested, Presence::Present("100Gi".to_string()));
+    let volume = facts.volume.present().unwrap();
+    assert_eq!((volume.name.as_str(), volume.size.present()), ("pvc-7d1e", Some(&"100Gi".to_string())));
+    let class = facts.class.present().unwrap();
+    assert_eq!(class.provisioner, "ebs.csi.aws.com");
+    let parameters = [&class.volume_type, &class.iops, &class.throughput].map(|value| value.present().cloned());
+    assert_eq!(parameters, [Some("gp3".into()), Some("3000".into()), Some("125".into())]);
+    // deployment.json's cluster half.
+    let as_json = serde_json::to_value(&facts).unwrap();
+    assert_eq!(as_json["class"]["iops"], "3000");
+    assert_eq!(as_json["volume"]["volume_handle"], "vol-0a1b2c3d4e5f60718");
+
+    // Everything written: the run and when the collect started, merged into the Namespace.
+    let started: jiff::Timestamp = "2026-11-30T05:00:00.25Z".parse().unwrap();
+    converse(
+        |client| async move { mark_collected(&client, "chbench", RUN, started).await },
+        async |server| {
+            let seen = answer(server, "PATCH", NAMESPACE, 200, &namespace_json(COLLECTED)).await;
+            assert_eq!(seen.content_type, "application/merge-patch+json");
+            let body: Value = serde_json::from_str(&seen.body).unwrap();
+            assert_eq!(
+                body,
+                json!({"metadata": {"annotations": {
+                    COLLECTED_ANNOTATION: RUN, COLLECTED_AT_ANNOTATION: "2026-11-30T05:00:00.25Z"}}})
+            );
+        },
+    )
+    .unwrap();
+}
+
+#[test]
+fn collect_on_local_nvme_says_there_is_no_volume_and_asks_nothing_more() {
+    let facts = converse(
+        |client| async move { describe_deployment(&client, "chbench").await },
+        async |server| answer_the_deployment(server, &[(RUN_ANNOTATION, RUN)], DataOn::EmptyDir).await,
+    )
+    .unwrap();
+    assert_eq!(facts.data_volume, DataVolume::EmptyDir { size_limit: Some("100Gi".into()) });
+    let why = serde_json::to_value(&facts.claim).unwrap();
+    assert!(why["absent"].as_str().unwrap().starts_with("no PVC: the pod keeps its data in an emptyDir"), "{why}");
+}
+
+#[test]
+fn collect_without_the_run_annotation_says_to_run_up_again() {
+    let error = converse(
+        |client| async move { describe_deployment(&client, "chbench").await },
+        async |server| answer_the_deployment(server, &[], DataOn::Gp3).await,
+    )
+    .unwrap_err();
+    assert_eq!(
+        format!("{error:#}"),
+        "cannot collect the deployment in namespace chbench: namespace chbench has no chbench.dev/run annotation \
+         (an older up made it; cargo xtask eks up again gives it one)"
+    );
+}
+
+/// Before its pod is scheduled, a WaitForFirstConsumer claim has no volume: there is no
+/// volume to record, and the class is the claim's.
+#[test]
+fn collect_of_a_claim_not_yet_bound_names_the_claim() {
+    let error = converse(
+        |client| async move { describe_deployment(&client, "chbench").await },
+        async |server| {
+            expect(server, "GET", NAMESPACE, &namespace_json(USED)).await;
+            expect(server, "GET", POD, &pod_json(on_claim())).await;
+            expect(server, "GET", NODE_PATH, &node_json("m5.xlarge")).await;
+            let mut unbound = claim_json(GP3);
+            unbound["spec"].as_object_mut().unwrap().remove("volumeName");
+            unbound["status"] = json!({"phase": "Pending"});
+            expect(server, "GET", CLAIM, &unbound.to_string()).await;
+            expect(server, "GET", &format!("{CLASSES}/{GP3}"), &class_json(GP3).to_string()).await;
+        },
+    )
+    .unwrap_err();
+    assert_eq!(
+        format!("{error:#}"),
+        "cannot collect the deployment in namespace chbench: claim chbench/clickhouse-data is not bound yet (a \
+         WaitForFirstConsumer class binds it when the pod is scheduled)"
+    );
+}
+
+/// Answers the next request, a merge patch of the Namespace, and returns the
+/// [`LAST_USED_ANNOTATION`] it sets.
+async fn expect_use_stamp(server: &mut ApiServer, status: u16) -> jiff::Timestamp {
+    let answer_json = if status == 200 { namespace_json(USED) } else { not_found("namespaces", "chbench") };
+    let seen = answer(server, "PATCH", NAMESPACE, status, &answer_json).await;
+    assert_eq!(seen.content_type, "application/merge-patch+json");
+    assert!(seen.query.contains(&format!("fieldManager={FIELD_MANAGER}")), "{}", seen.query);
+    let body: Value = serde_json::from_str(&seen.body).unwrap();
+    let annotations = body["metadata"]["annotations"].as_object().unwrap();
+    assert_eq!(annotations.len(), 1, "{body}");
+    annotations[LAST_USED_ANNOTATION].as_str().unwrap().parse().unwrap()
+}
+
+#[test]
+fn a_bench_use_is_stamped_when_it_begins_and_when_it_ends_and_a_failed_stamp_is_no_error() {
+    // As the eks target holds it: the client's requests on client_runtime, the bench
+    // blocking outside it.
+    let kubernetes = chbench::cluster::portforward::client_runtime().unwrap();
+    let (client, mut server) = {
+        let _entered = kubernetes.enter();
+        mocked()
+    };
+    let answering = kubernetes.spawn(async move {
+        let began = expect_use_stamp(&mut server, 200).await;
+        let ended = expect_use_stamp(&mut server, 200).await;
+        // A second use, whose stamps the API server refuses.
+        expect_use_stamp(&mut server, 404).await;
+        expect_use_stamp(&mut server, 404).await;
+        (began, ended)
+    });
+    let used = BenchUse::begin(client.clone(), "chbench", kubernetes.handle().clone());
+    drop(used);
+    let refused = BenchUse::begin(client, "chbench", kubernetes.handle().clone());
+    drop(refused);
+    let (began, ended) = kubernetes.block_on(answering).unwrap();
+    assert!(began <= ended, "{began} {ended}");
+}
+
+// The eks target and its port-forward
+
+#[test]
+fn the_eks_target_refuses_a_namespace_without_the_password_secret() {
+    // Read, never made: one GET, and the answer is the line.
+    let error = converse(
+        |client| async move { find_deployment(&client, "chbench").await },
+        async |server| {
+            expect_status(server, "GET", SECRET, 404, SECRET_NOT_FOUND).await;
+        },
+    )
+    .unwrap_err();
+    assert_eq!(
+        format!("{error:#}"),
+        "no secret chbench/clickhouse-password, so no deployment to use: run `cargo xtask eks up`"
+    );
+}
+
+/// A storage baseline fio measured on `node`.
+fn baseline_on(node: &str) -> chbench::storage_baseline::StorageBaseline {
+    let report = std::fs::read_to_string(chbench::files::workspace_root().join("fixtures/fio/fio-3.33.json")).unwrap();
+    let device =
+        chbench::storage_baseline::Device { variant: "eks-gp3".into(), description: "gp3".into(), node: node.into() };
+    chbench::storage_baseline::parse_fio_output(&report, device).unwrap()
+}
+
+#[test]
+fn the_eks_target_names_its_deployment_and_a_baseline_of_another_node_is_the_reason_it_is_unknown() {
+    let deployment = converse(
+        |client| async move { find_deployment(&client, "bench-2").await },
+        async |server| {
+            expect(server, "GET", "/api/v1/namespaces/bench-2/secrets/clickhouse-password", SECRET_JSON).await;
+            expect(server, "GET", "/api/v1/namespaces/bench-2/pods/clickhouse", &pod_json(on_empty_dir())).await;
+        },
+    )
+    .unwrap();
+    // What a bundle records of it: the pod, its image and digest, its node.
+    let identity = &deployment.identity;
+    assert_eq!((identity.namespace.as_str(), identity.pod.as_str()), ("bench-2", "clickhouse"));
+    assert_eq!((identity.image.as_str(), identity.image_id.as_deref()), (IMAGE, Some(IMAGE_ID)));
+    assert_eq!(identity.node, NODE);
+    let here = baseline_on(NODE);
+    assert_eq!(check_baseline_node(&deployment, Some(here.clone())).unwrap(), here);
+    let error = format!("{:#}", check_baseline_node(&deployment, Some(baseline_on("ip-10-0-9-9"))).unwrap_err());
+    assert_eq!(
+        error,
+        format!(
+            "the storage baseline was measured on node ip-10-0-9-9, ClickHouse now runs on {NODE}: cargo xtask eks \
+             baseline --namespace bench-2"
+        )
+    );
+    let error = format!("{:#}", check_baseline_node(&deployment, None).unwrap_err());
+    assert!(error.ends_with("`cargo xtask eks baseline --namespace bench-2` measures one"), "{error}");
+}
+
+#[test]
+fn the_eks_target_refuses_a_pod_that_is_not_ready_and_says_up_waits_for_it() {
+    let error = converse(
+        |client| async move { find_deployment(&client, "chbench").await },
+        async |server| {
+            expect(server, "GET", SECRET, SECRET_JSON).await;
+            let pending =
+                r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"clickhouse"},"status":{"phase":"Pending"}}"#;
+            expect(server, "GET", POD, pending).await;
+        },
+    )
+    .unwrap_err();
+    assert_eq!(
+        format!("{error:#}"),
+        "pod chbench/clickhouse is not Ready (phase Pending): run `cargo xtask eks up`, which waits for it and says \
+         why not"
+    );
+}
+
+#[test]
+fn the_port_forward_listens_on_loopback_and_says_once_which_pod_refused() {
+    let forward = runtime().block_on(async {
+        // Inside the runtime: the client's request task runs on it, as on client_runtime.
+        let (client, mut server) = mocked();
+        let forward = PortForward::start(client, "chbench", "clickhouse", 8123).unwrap();
+        assert!(forward.local_addr().ip().is_loopback(), "{}", forward.local_addr());
+        assert_eq!(forward.url(), format!("http://127.0.0.1:{}", forward.local_port()));
+        assert_ne!(forward.local_port(), 0);
+        assert_eq!(forward.failure(), None);
+
+        let mut connection = tokio::net::TcpStream::connect(forward.local_addr()).await.unwrap();
+        let forbidden = r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",
+            "message":"pods \"clickhouse\" is forbidden: cannot create resource \"pods/portforward\"",
+            "reason":"Forbidden","code":403}"#;
+        let (query, _) = expect_status(&mut server, "GET", &format!("{POD}/portforward"), 403, forbidden).await;
+        assert!(query.contains("ports=8123"), "{query}");
+        // The connection is closed once the failure is recorded.
+        let mut rest = Vec::new();
+        tokio::io::AsyncReadExt::read_to_end(&mut connection, &mut rest).await.unwrap();
+        assert!(rest.is_empty());
+        forward
+    });
+    let failure = forward.failure().expect("no failure recorded");
+    assert!(failure.starts_with("port-forward to pod chbench/clickhouse port 8123 failed:"), "{failure}");
+    assert!(failure.contains("forbidden"), "{failure}");
+}
+
+#[test]
+fn the_port_forward_keeps_its_latest_failure_and_adds_it_to_a_clients_error() {
+    let forward = runtime().block_on(async {
+        let (client, mut server) = mocked();
+        let forward = PortForward::start(client, "chbench", "clickhouse", 8123).unwrap();
+        for (status, message) in [(403, "first: forbidden"), (404, "then: pods \\\"clickhouse\\\" not found")] {
+            let mut connection = tokio::net::TcpStream::connect(forward.local_addr()).await.unwrap();
+            let failure = format!(
+                r#"{{"kind":"Status","apiVersion":"v1","metadata":{{}},"status":"Failure","message":"{message}",
+                "code":{status}}}"#
+            );
+            expect_status(&mut server, "GET", &format!("{POD}/portforward"), status, &failure).await;
+            let mut rest = Vec::new();
+            tokio::io::AsyncReadExt::read_to_end(&mut connection, &mut rest).await.unwrap();
+        }
+        forward
+    });
+    let failure = forward.failure().expect("no failure recorded");
+    assert!(failure.contains("then: pods \"clickhouse\" not found"), "{failure}");
+    let explained = format!("{:#}", forward.explain(anyhow::anyhow!("connection closed")));
+    assert!(explained.starts_with("port-forward to pod chbench/clickhouse port 8123 failed:"), "{explained}");
+    assert!(explained.contains("then: pods") && explained.ends_with(": connection closed"), "{explained}");
+}
+
+/// The storage baseline's conversation: the deployment read, fio on ClickHouse's node,
+/// its report kept in the namespace, its Job removed.
 mod storage_baseline {
     use super::*;
     use chbench::cluster::baseline::{measure, read_baseline};
 
-    const NODE: &str = "ip-10-0-1-23.ap-northeast-2.compute.internal";
     const FIO_JOB: &str = "/apis/batch/v1/namespaces/chbench/jobs/chbench-storage-baseline";
     const FIO_CLAIM: &str = "/api/v1/namespaces/chbench/persistentvolumeclaims/chbench-fio-data";
     const FIO_JOB_FILE: &str = "/api/v1/namespaces/chbench/configmaps/chbench-fio-job";
     const FIO_POD: &str = "chbench-storage-baseline-x7k2p";
+    const PODS: &str = "/api/v1/namespaces/chbench/pods";
     const RESULT: &str = "/api/v1/namespaces/chbench/configmaps/chbench-storage-baseline";
-
-    /// The ClickHouse pod on its node, its data on the claim `clickhouse-data`, mounted
-    /// where the manifests mount it.
-    fn clickhouse_pod() -> String {
-        format!(
-            r#"{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"clickhouse"}},"spec":{{"nodeName":"{NODE}",
-            "nodeSelector":{{"node.kubernetes.io/instance-type":"m5.xlarge"}},"containers":[{{"name":"clickhouse",
-            "volumeMounts":[{{"name":"data","mountPath":"/var/lib/clickhouse"}}]}}],
-            "volumes":[{{"name":"data","persistentVolumeClaim":{{"claimName":"clickhouse-data"}}}}]}}}}"#
-        )
-    }
-
-    fn claim(class: &str) -> String {
-        format!(
-            r#"{{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{{"name":"clickhouse-data"}},
-            "spec":{{"storageClassName":"{class}","resources":{{"requests":{{"storage":"100Gi"}}}}}}}}"#
-        )
-    }
 
     fn job(status: &str) -> String {
         format!(
@@ -1136,19 +1163,17 @@ mod storage_baseline {
         )
     }
 
+    /// A baseline in namespace chbench; the wait ends by the conversation, not a timeout.
+    async fn measure_in_chbench(client: Client) -> anyhow::Result<chbench::storage_baseline::StorageBaseline> {
+        measure(&client, "chbench", Duration::from_secs(600), Duration::from_millis(1), |_| {}).await
+    }
+
     /// The deployment's storage read, leftovers of an earlier run removed (none here), the
     /// job file, volume and Job applied, in that order, server-side.
-    async fn expect_start(server: &mut ApiServer, class: &str) {
-        expect(server, "GET", "/api/v1/namespaces/chbench/pods/clickhouse", &clickhouse_pod()).await;
-        expect(server, "GET", "/api/v1/namespaces/chbench/persistentvolumeclaims/clickhouse-data", &claim(class)).await;
-        if class == "chbench-gp3" {
-            let gp3 = r#"{"apiVersion":"storage.k8s.io/v1","kind":"StorageClass","metadata":{"name":"chbench-gp3"},
-                "provisioner":"ebs.csi.aws.com","parameters":{"type":"gp3","iops":"3000","throughput":"125"}}"#;
-            expect(server, "GET", "/apis/storage.k8s.io/v1/storageclasses/chbench-gp3", gp3).await;
-        }
+    async fn expect_start(server: &mut ApiServer, data: DataOn) {
+        answer_the_deployment(server, USED, data).await;
         // The last baseline is deleted first: a failed measurement leaves none, not an old one.
-        let (query, _) =
-            expect(server, "DELETE", RESULT, r#"{"kind":"Status","apiVersion":"v1","status":"Success"}"#).await;
+        let (query, _) = expect(server, "DELETE", RESULT, SUCCESS).await;
         assert!(query.contains("propagationPolicy=Background") || query.is_empty(), "{query}");
         for (path, kind, name) in [
             (FIO_JOB, "jobs.batch", "chbench-storage-baseline"),
@@ -1168,7 +1193,7 @@ mod storage_baseline {
         assert!(body.contains("100Gi"), "{body}");
         // ClickHouse's class by name, never left to whatever the default is now.
         let fio_claim: Value = serde_json::from_str(&body).unwrap();
-        assert_eq!(fio_claim["spec"]["storageClassName"], class, "{body}");
+        assert_eq!(fio_claim["spec"]["storageClassName"], data.class().unwrap(), "{body}");
         let (query, body) = expect_query_and_body(server, "PATCH", FIO_JOB, &job("{}")).await;
         assert!(query.contains("fieldManager=chbench"), "{query}");
         // On the ClickHouse pod's node, through the scheduler.
@@ -1177,8 +1202,7 @@ mod storage_baseline {
 
     async fn expect_removal(server: &mut ApiServer) {
         for path in [FIO_JOB, FIO_CLAIM, FIO_JOB_FILE] {
-            let (query, _) =
-                expect(server, "DELETE", path, r#"{"kind":"Status","apiVersion":"v1","status":"Success"}"#).await;
+            let (query, _) = expect(server, "DELETE", path, SUCCESS).await;
             assert!(query.contains("propagationPolicy=Background") || query.is_empty(), "{query}");
         }
     }
@@ -1187,145 +1211,147 @@ mod storage_baseline {
     fn the_storage_baseline_runs_fio_on_clickhouses_node_keeps_its_report_and_removes_the_job() {
         let fio_report =
             std::fs::read_to_string(chbench::files::workspace_root().join("fixtures/fio/fio-3.33.json")).unwrap();
-        runtime().block_on(async {
-            let (client, mut server) = mocked();
-            let reader = client.clone();
-            let measuring = tokio::spawn(async move {
+        let mut stored = Value::Null;
+        let (result, heard) = converse(
+            |client| async move {
                 let mut heard = Vec::new();
                 let result = measure(&client, "chbench", Duration::from_secs(60), Duration::from_millis(1), |line| {
                     heard.push(line.to_string())
                 })
                 .await;
                 (result, heard)
-            });
-            expect_start(&mut server, "chbench-gp3").await;
-            let pods = "/api/v1/namespaces/chbench/pods";
-            expect(&mut server, "GET", FIO_JOB, &job(r#"{"active":1}"#)).await;
-            let (query, _) = expect(&mut server, "GET", pods, &fio_pods("Pending")).await;
-            assert!(
-                query.contains("labelSelector=batch.kubernetes.io%2Fjob-name%3Dchbench-storage-baseline"),
-                "{query}"
-            );
-            expect(&mut server, "GET", FIO_JOB, &job(r#"{"succeeded":1}"#)).await;
-            expect(&mut server, "GET", pods, &fio_pods("Succeeded")).await;
-            // The whole log (the report), of the fio container.
-            let (request, reply) = server.next_request().await.unwrap();
-            assert_eq!(request.uri().path(), format!("{pods}/{FIO_POD}/log"));
-            let query = request.uri().query().unwrap_or("");
-            assert!(query.contains("container=fio") && !query.contains("tailLines"), "{query}");
-            reply.send_response(Response::builder().body(Body::from(fio_report.clone().into_bytes())).unwrap());
-            let kept = RESULT;
-            let (query, stored) =
-                expect_query_and_body(&mut server, "PATCH", kept, r#"{"apiVersion":"v1","kind":"ConfigMap"}"#).await;
-            assert!(query.contains("fieldManager=chbench"), "{query}");
-            expect_removal(&mut server).await;
+            },
+            async |server| {
+                expect_start(server, DataOn::Gp3).await;
+                expect(server, "GET", FIO_JOB, &job(r#"{"active":1}"#)).await;
+                let (query, _) = expect(server, "GET", PODS, &fio_pods("Pending")).await;
+                assert!(
+                    query.contains("labelSelector=batch.kubernetes.io%2Fjob-name%3Dchbench-storage-baseline"),
+                    "{query}"
+                );
+                expect(server, "GET", FIO_JOB, &job(r#"{"succeeded":1}"#)).await;
+                expect(server, "GET", PODS, &fio_pods("Succeeded")).await;
+                // The whole log (the report), of the fio container.
+                let query = expect_log(server, &format!("{PODS}/{FIO_POD}/log"), &fio_report).await;
+                assert!(query.contains("container=fio") && !query.contains("tailLines"), "{query}");
+                let (query, body) =
+                    expect_query_and_body(server, "PATCH", RESULT, r#"{"apiVersion":"v1","kind":"ConfigMap"}"#).await;
+                assert!(query.contains("fieldManager=chbench"), "{query}");
+                stored = serde_json::from_str(&body).unwrap();
+                expect_removal(server).await;
+            },
+        );
+        let baseline = result.unwrap();
+        assert_eq!(baseline.device.variant, "eks-gp3");
+        assert_eq!(baseline.device.node, NODE);
+        assert!(
+            baseline.device.description.contains(
+                "(3000 IOPS, 125 MiB/s provisioned), 100 GiB, as ClickHouse's, on \
+                 (m5.xlarge) the same node"
+            ),
+            "{baseline:?}"
+        );
+        assert_eq!(baseline.seq_read.block_size_bytes, 1 << 20);
+        assert_eq!(heard[1..], [format!("storage baseline: pod {FIO_POD}: Pending")]);
 
-            let (result, heard) = measuring.await.unwrap();
-            let baseline = result.unwrap();
-            assert_eq!(baseline.device.variant, "eks-gp3");
-            assert_eq!(baseline.device.node, NODE);
-            assert!(
-                baseline.device.description.contains("(3000 IOPS, 125 MiB/s provisioned), 100 GiB"),
-                "{baseline:?}"
-            );
-            assert_eq!(baseline.seq_read.block_size_bytes, 1 << 20);
-            assert_eq!(heard[1..], [format!("storage baseline: pod {FIO_POD}: Pending")]);
-
-            // The stored ConfigMap, labelled, is what the eks target reads back.
-            let stored: serde_json::Value = serde_json::from_str(&stored).unwrap();
-            assert_eq!(stored["metadata"]["labels"][PART_OF.0], PART_OF.1);
-            // With the node fio ran on, for the target to compare with the pod's.
-            let kept_baseline: Value = serde_json::from_str(stored["data"]["baseline.json"].as_str().unwrap()).unwrap();
-            assert_eq!(kept_baseline["device"]["node"], NODE);
-            let reading = tokio::spawn(async move { read_baseline(&reader, "chbench").await });
-            expect(&mut server, "GET", kept, &stored.to_string()).await;
-            assert_eq!(reading.await.unwrap().unwrap(), Some(baseline));
-        });
+        // The stored ConfigMap, labelled, is what the eks target reads back.
+        assert_eq!(stored["metadata"]["labels"][PART_OF.0], PART_OF.1);
+        // With the node fio ran on, for the target to compare with the pod's.
+        let kept_baseline: Value = serde_json::from_str(stored["data"]["baseline.json"].as_str().unwrap()).unwrap();
+        assert_eq!(kept_baseline["device"]["node"], NODE);
+        let read = converse(
+            |client| async move { read_baseline(&client, "chbench").await },
+            async |server| {
+                expect(server, "GET", RESULT, &stored.to_string()).await;
+            },
+        );
+        assert_eq!(read.unwrap(), Some(baseline));
     }
 
     #[test]
     fn a_failed_fio_job_is_an_error_with_its_log_and_is_removed_all_the_same() {
-        runtime().block_on(async {
-            let (client, mut server) = mocked();
-            let measuring = tokio::spawn(async move {
-                measure(&client, "chbench", Duration::from_secs(60), Duration::from_millis(1), |_| {}).await
-            });
-            expect_start(&mut server, "standard").await;
+        let error = converse(measure_in_chbench, async |server| {
+            expect_start(server, DataOn::KindClass).await;
             let failed = r#"{"failed":1,"conditions":[{"type":"Failed","status":"True","reason":"BackoffLimitExceeded",
                 "message":"Job has reached the specified backoff limit"}]}"#;
-            expect(&mut server, "GET", FIO_JOB, &job(failed)).await;
-            expect(&mut server, "GET", "/api/v1/namespaces/chbench/pods", &fio_pods("Failed")).await;
-            let no_events = r#"{"apiVersion":"v1","kind":"EventList","metadata":{},"items":[]}"#;
-            expect(&mut server, "GET", "/api/v1/namespaces/chbench/events", no_events).await;
-            let (request, reply) = server.next_request().await.unwrap();
-            assert_eq!(request.uri().path(), format!("/api/v1/namespaces/chbench/pods/{FIO_POD}/log"));
-            assert!(request.uri().query().unwrap().contains("container=fio"));
+            expect(server, "GET", FIO_JOB, &job(failed)).await;
+            expect(server, "GET", PODS, &fio_pods("Failed")).await;
+            expect(server, "GET", "/api/v1/namespaces/chbench/events", NO_EVENTS).await;
             let log = "fio: pid=7, err=22/file:filesetup.c:805, func=open(chbench-fio.data), error=Invalid argument\n";
-            reply.send_response(Response::builder().body(Body::from(log.as_bytes().to_vec())).unwrap());
-            expect_removal(&mut server).await;
-
-            let error = format!("{:#}", measuring.await.unwrap().unwrap_err());
-            assert!(
-                error.starts_with(
-                    "job chbench/chbench-storage-baseline failed (BackoffLimitExceeded: Job has reached the specified backoff limit)"
-                ),
-                "{error}"
-            );
-            assert!(error.contains("last 40 log lines:\n  fio: pid=7, err=22/file:filesetup.c:805"), "{error}");
-        });
+            let query = expect_log(server, &format!("{PODS}/{FIO_POD}/log"), log).await;
+            assert!(query.contains("container=fio"), "{query}");
+            expect_removal(server).await;
+        })
+        .unwrap_err();
+        let error = format!("{error:#}");
+        assert!(
+            error.starts_with(
+                "job chbench/chbench-storage-baseline failed (BackoffLimitExceeded: Job has reached the specified \
+                 backoff limit)"
+            ),
+            "{error}"
+        );
+        assert!(error.contains("last 40 log lines:\n  fio: pid=7, err=22/file:filesetup.c:805"), "{error}");
     }
 
     /// Ctrl-C while fio runs ends the wait, and the Job, its volume and its job file are
     /// removed all the same (nextest runs each test in a process of its own).
     #[test]
     fn ctrl_c_during_the_baseline_removes_its_job_volume_and_job_file() {
-        runtime().block_on(async {
-            let (client, mut server) = mocked();
-            let measuring = tokio::spawn(async move {
-                measure(&client, "chbench", Duration::from_secs(600), Duration::from_millis(1), |_| {}).await
-            });
-            expect_start(&mut server, "standard").await;
+        let error = converse(measure_in_chbench, async |server| {
+            expect_start(server, DataOn::KindClass).await;
             chbench::interrupt::request_stop();
-            expect(&mut server, "GET", FIO_JOB, &job(r#"{"active":1}"#)).await;
-            expect(&mut server, "GET", "/api/v1/namespaces/chbench/pods", &fio_pods("Running")).await;
-            expect_removal(&mut server).await;
-            let error = measuring.await.unwrap().unwrap_err();
-            assert!(error.is::<Interrupted>(), "{error:#}");
-            assert_eq!(
-                format!("{error:#}"),
-                "stopped waiting for job chbench/chbench-storage-baseline to finish: interrupted by Ctrl-C or SIGTERM"
-            );
-            assert_no_more_requests(&mut server).await;
-        });
+            expect(server, "GET", FIO_JOB, &job(r#"{"active":1}"#)).await;
+            expect(server, "GET", PODS, &fio_pods("Running")).await;
+            expect_removal(server).await;
+        })
+        .unwrap_err();
+        assert!(error.is::<Interrupted>(), "{error:#}");
+        assert_eq!(
+            format!("{error:#}"),
+            "stopped waiting for job chbench/chbench-storage-baseline to finish: interrupted by Ctrl-C or SIGTERM"
+        );
     }
 
+    /// Nothing measured, so the last baseline stays: nothing is deleted.
     #[test]
     fn a_baseline_without_a_deployment_names_up_with_its_namespace() {
-        runtime().block_on(async {
-            let (client, mut server) = mocked();
-            let measuring = tokio::spawn(async move {
+        let error = converse(
+            |client| async move {
                 measure(&client, "team-x", Duration::from_secs(60), Duration::from_millis(1), |_| {}).await
-            });
-            let path = "/api/v1/namespaces/team-x/pods/clickhouse";
-            expect_status(&mut server, "GET", path, 404, &not_found("pods", "clickhouse")).await;
-            let error = format!("{:#}", measuring.await.unwrap().unwrap_err());
-            assert_eq!(
-                error,
-                "no pod team-x/clickhouse to measure the storage of: run `cargo xtask eks up --namespace team-x` first"
-            );
-            // Nothing measured, so the last baseline stays.
-            assert_no_more_requests(&mut server).await;
-        });
+            },
+            async |server| {
+                let missing = not_found("namespaces", "team-x");
+                expect_status(server, "GET", "/api/v1/namespaces/team-x", 404, &missing).await;
+            },
+        )
+        .unwrap_err();
+        assert_eq!(
+            format!("{error:#}"),
+            "cannot measure the storage baseline in namespace team-x: namespace team-x does not exist (cargo xtask \
+             eks up --namespace team-x makes it)"
+        );
+        let error = converse(measure_in_chbench, async |server| {
+            expect(server, "GET", NAMESPACE, &namespace_json(USED)).await;
+            expect_status(server, "GET", POD, 404, &not_found("pods", "clickhouse")).await;
+        })
+        .unwrap_err();
+        assert_eq!(
+            format!("{error:#}"),
+            "cannot measure the storage baseline in namespace chbench: no pod chbench/clickhouse (cargo xtask eks up \
+             makes it)"
+        );
     }
 
     #[test]
     fn no_baseline_in_the_namespace_reads_as_none() {
-        runtime().block_on(async {
-            let (client, mut server) = mocked();
-            let reading = tokio::spawn(async move { read_baseline(&client, "chbench").await });
-            let path = "/api/v1/namespaces/chbench/configmaps/chbench-storage-baseline";
-            expect_status(&mut server, "GET", path, 404, &not_found("configmaps", "chbench-storage-baseline")).await;
-            assert_eq!(reading.await.unwrap().unwrap(), None);
-        });
+        let read = converse(
+            |client| async move { read_baseline(&client, "chbench").await },
+            async |server| {
+                let missing = not_found("configmaps", "chbench-storage-baseline");
+                expect_status(server, "GET", RESULT, 404, &missing).await;
+            },
+        );
+        assert_eq!(read.unwrap(), None);
     }
 }

@@ -23,7 +23,7 @@ use chbench::storage_baseline::{
     Device, Latency, NOT_RECORDED_BEFORE, RandRead, SeqRead, StorageBaseline, StorageBaselineRecord,
 };
 use chbench::table_bytes::{ColumnBytes, StorageSnapshot, TableBytes};
-use chbench::target_info::{TargetInfo, TargetKind};
+use chbench::target_info::{KubernetesDeployment, TargetInfo, TargetKind};
 
 fn stats(count: u64) -> QueryStats {
     QueryStats {
@@ -110,6 +110,14 @@ fn extreme_bundle(value: f64, count: u64) -> LogsBundle {
             kind: TargetKind::Embedded,
             engine_version: "26.7.2.1".to_string(),
             endpoint: "libchdb".to_string(),
+            // Every field filled, so that the documentation test sees each.
+            deployment: Some(KubernetesDeployment {
+                namespace: "chbench".to_string(),
+                pod: "clickhouse".to_string(),
+                image: "clickhouse/clickhouse-server:26.3.33.24".to_string(),
+                image_id: Some("docker.io/clickhouse/clickhouse-server@sha256:00".to_string()),
+                node: "node-1".to_string(),
+            }),
         },
         storage_baseline: StorageBaselineRecord::Measured(Box::new(baseline(value, count))),
         session_settings: Settings::session_defaults(),

@@ -7,9 +7,10 @@
 //! than an older one, maybe of another node. The Job, its volume and its job file are
 //! removed once the report is read, whether fio succeeded or not (Ctrl-C included).
 //!
-//! The variant and its values are read from the running deployment (the pod's volume,
-//! its claim, the claim's StorageClass), so the baseline always measures the storage
-//! ClickHouse has, whatever flags `up` was given.
+//! The variant and its values are read from the running deployment
+//! ([`deployment::read`]: the pod's data volume, its claim, the StorageClass, the node's
+//! instance type), so the baseline always measures the storage ClickHouse has, whatever
+//! flags `up` was given.
 
 use std::collections::BTreeMap;
 use std::fmt::Debug;
@@ -18,18 +19,15 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod};
-use k8s_openapi::api::storage::v1::StorageClass;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, ListParams, LogParams};
 use kube::{Client, Resource};
 use serde::de::DeserializeOwned;
 use tokio::time::Instant;
 
-use super::deploy::{
-    CLICKHOUSE, DATA_PATH, Poller, apply_object, cannot_start, data_volume, delete_if_present, on_cluster, up_hint,
-    why_it_failed,
-};
+use super::deploy::{CLICKHOUSE, Poller, apply_object, cannot_start, delete_if_present, on_cluster, why_it_failed};
+use super::deployment::{self, DataVolume, Deployment, Presence};
 use super::manifests::{self, Object, PART_OF, Values, Variant};
 use crate::storage_baseline::{Device, StorageBaseline, parse_fio_output};
 
@@ -159,7 +157,7 @@ async fn store(client: &Client, namespace: &str, baseline: &StorageBaseline) -> 
     apply_object(client, &Object::ConfigMap(Box::new(result_config_map(namespace, baseline)?))).await
 }
 
-/// The storage of the deployment in a namespace, as its pod and claim say.
+/// The storage of the deployment in a namespace, as its pod, claim and class say.
 struct DeploymentStorage {
     variant: Variant,
     values: Values,
@@ -171,71 +169,57 @@ struct DeploymentStorage {
     description: String,
 }
 
+/// The storage of the deployment in `namespace`, read once ([`deployment::read`]).
+async fn deployment_storage(client: &Client, namespace: &str) -> Result<DeploymentStorage> {
+    storage_of(namespace, deployment::read(client, namespace).await?)
+}
+
 /// Reads the variant from the ClickHouse pod's data volume: an emptyDir is the node's
 /// NVMe (eks-nvme); a claim of the namespace's gp3 StorageClass is eks-gp3, of another
-/// class kind.
-async fn deployment_storage(client: &Client, namespace: &str) -> Result<DeploymentStorage> {
-    let pods = Api::<Pod>::namespaced(client.clone(), namespace);
-    let pod = pods.get_opt(CLICKHOUSE).await.with_context(|| format!("cannot read pod {namespace}/{CLICKHOUSE}"))?;
-    let pod = pod.with_context(|| {
-        format!("no pod {namespace}/{CLICKHOUSE} to measure the storage of: {} first", up_hint(namespace))
-    })?;
-    let spec = pod.spec.unwrap_or_default();
-    let node = spec.node_name.clone().with_context(|| {
-        format!("pod {namespace}/{CLICKHOUSE} is not on a node yet: {} and let it wait for the pod", up_hint(namespace))
-    })?;
-    let data = data_volume(&spec).with_context(|| {
-        format!("pod {namespace}/{CLICKHOUSE} mounts no volume at {DATA_PATH}, where the manifests keep its data")
-    })?;
+/// class kind. What fio cannot run without (the pod's node, the claim and its class) is
+/// an error saying why it is absent.
+fn storage_of(namespace: &str, deployment: Deployment) -> Result<DeploymentStorage> {
+    let doing = || format!("cannot measure the storage baseline in namespace {namespace}");
+    deployment.namespace.required(doing)?;
+    let node = deployment.pod.required(doing)?.node.required(doing)?;
+    let data = deployment.data_volume.required(doing)?;
     let mut values = Values { namespace: namespace.to_string(), ..Values::defaults(Variant::Kind) };
-    let instance_type =
-        spec.node_selector.as_ref().and_then(|selector| selector.get("node.kubernetes.io/instance-type"));
-    let on_instance = instance_type.map(|name| format!(" ({name})")).unwrap_or_default();
-    if data.empty_dir.is_some() {
-        let variant = Variant::EksNvme;
-        values = Values { node_type: instance_type.cloned().unwrap_or(Values::defaults(variant).node_type), ..values };
-        let description =
-            format!("the node's instance-store NVMe{on_instance}, through an emptyDir as ClickHouse's data");
-        return Ok(DeploymentStorage { variant, values, node, storage_class: None, description });
-    }
-    let claim_name =
-        data.persistent_volume_claim.as_ref().map(|claim| claim.claim_name.clone()).with_context(|| {
-            format!("pod {namespace}/{CLICKHOUSE}: its data volume is neither a claim nor an emptyDir")
-        })?;
-    let claims = Api::<PersistentVolumeClaim>::namespaced(client.clone(), namespace);
-    let claim = claims.get(&claim_name).await.with_context(|| format!("cannot read claim {namespace}/{claim_name}"))?;
-    let claim_spec = claim.spec.unwrap_or_default();
-    let size = claim_spec
-        .resources
-        .and_then(|resources| resources.requests)
-        .and_then(|mut requests| requests.remove("storage").map(|quantity| quantity.0));
-    values.volume_gib = size.as_deref().and_then(gibibytes).with_context(|| {
-        format!("claim {namespace}/{claim_name} requests {size:?}, not a size in Gi (as the manifests give it)")
+    let instance_type = deployment.node.present().and_then(|node| node.instance_type.present()).cloned();
+    let on_instance = instance_type.as_ref().map(|name| format!(" ({name})")).unwrap_or_default();
+    let claim = match data {
+        DataVolume::EmptyDir { .. } => {
+            let variant = Variant::EksNvme;
+            values = Values { node_type: instance_type.unwrap_or(Values::defaults(variant).node_type), ..values };
+            let description =
+                format!("the node's instance-store NVMe{on_instance}, through an emptyDir as ClickHouse's data");
+            return Ok(DeploymentStorage { variant, values, node, storage_class: None, description });
+        }
+        DataVolume::Other { source } => {
+            bail!("pod {namespace}/{CLICKHOUSE} keeps its data in a {source} volume, neither a claim nor an emptyDir")
+        }
+        DataVolume::Claim { .. } => deployment.claim.required(doing)?,
+    };
+    values.volume_gib = claim.requested.present().and_then(|size| gibibytes(size)).with_context(|| {
+        format!(
+            "claim {namespace}/{} requests {}, not a size in Gi (as the manifests give it)",
+            claim.name, claim.requested
+        )
     })?;
-    // The API server gives a claim without one the default class when it is made: a
-    // claim with none has no class to make fio's volume of.
-    let class = claim_spec.storage_class_name.filter(|class| !class.is_empty()).with_context(|| {
-        format!("claim {namespace}/{claim_name} has no StorageClass, so no volume like it can be made for fio")
-    })?;
+    // fio's claim names the class by name, never left to whatever the default is now.
+    let class = claim.storage_class.required(|| "no volume like ClickHouse's can be made for fio".to_string())?;
     if class != format!("{namespace}-gp3") {
         let description = format!("a new volume of StorageClass {class}, {} GiB, as ClickHouse's", values.volume_gib);
         let storage_class = Some(class);
         return Ok(DeploymentStorage { variant: Variant::Kind, values, node, storage_class, description });
     }
     let variant = Variant::EksGp3;
-    let classes = Api::<StorageClass>::all(client.clone());
-    let parameters = classes
-        .get(&class)
-        .await
-        .with_context(|| format!("cannot read StorageClass {class}"))?
-        .parameters
-        .unwrap_or_default();
-    let parameter = |name: &str| parameters.get(name).and_then(|value| value.parse::<u32>().ok());
+    let parameters = deployment.class.required(doing)?;
+    let parameter = |value: &Presence<String>| value.present().and_then(|value| value.parse::<u32>().ok());
     let defaults = Values::defaults(variant);
     values = Values {
-        node_type: instance_type.cloned().unwrap_or(defaults.node_type),
-        iops: parameter("iops").unwrap_or(defaults.iops),
-        throughput_mibps: parameter("throughput").unwrap_or(defaults.throughput_mibps),
+        node_type: instance_type.unwrap_or(defaults.node_type),
+        iops: parameter(&parameters.iops).unwrap_or(defaults.iops),
+        throughput_mibps: parameter(&parameters.throughput).unwrap_or(defaults.throughput_mibps),
         ..values
     };
     let description = format!(

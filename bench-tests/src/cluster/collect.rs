@@ -1,9 +1,10 @@
 //! `cargo xtask eks collect`: what a run on a deployment leaves behind, copied out before
 //! `down` removes the deployment, into `<results>/eks/<namespace>-<run id>/`:
 //!
-//! - `deployment.json`: the server (version, time zone), the pod (image and its digest),
-//!   the node (instance type, architecture) and the data volume (type, size, IOPS,
-//!   throughput from its claim, volume and class), or that there is none;
+//! - `deployment.json`: the server (version, time zone) and the deployment as
+//!   [`deployment::read`] finds it: the pod (image and its digest), the node (instance
+//!   type, architecture, zone, capacity), the data volume and, when it is a claim, the
+//!   claim, its volume and its class (type, size, IOPS, throughput), or why there are none;
 //! - `query_log.jsonl`: the `system.query_log` rows of chbench's measured statements
 //!   (their `log_comment` is a [`StatementTag`]) since the Namespace was made;
 //! - `bundles/`: copies of the finished results bundles `cargo xtask bench` wrote for this
@@ -15,7 +16,8 @@
 //! A step that fails leaves what the others wrote, says what failed, and leaves the
 //! annotations as they were. The `eks` target stamps [`LAST_USED_ANNOTATION`] when a
 //! bench opens and closes it ([`stamp_last_used`]); `down` refuses unless the collected
-//! run is the run and the collect started after the last use ([`down_refusal`]). The
+//! run is the run and the collect started after the last use
+//! ([`Run::used_since_collect`](deployment::Run::used_since_collect)). The
 //! password is never read here: the ClickHouse half goes through the `eks` target.
 //!
 //! The cluster half ([`describe_deployment`], [`mark_collected`]) is async, on kube's
@@ -26,14 +28,15 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
-use k8s_openapi::api::storage::v1::StorageClass;
 use kube::Client;
-use kube::api::{Api, Patch, PatchParams};
 use serde::{Deserialize, Serialize};
 
-use super::deploy::{CLICKHOUSE, FIELD_MANAGER, data_volume, on_cluster};
-use super::{COLLECTED_ANNOTATION, COLLECTED_AT_ANNOTATION, LAST_USED_ANNOTATION, RUN_ANNOTATION, check_namespace};
+use super::annotations::mark_collected;
+use super::deploy::on_cluster;
+use super::deployment::{
+    self, ClaimFacts, ClassFacts, DataVolume, Deployment, NodeFacts, PodFacts, Presence, VolumeFacts,
+};
+use super::{RUN_ANNOTATION, check_namespace};
 use crate::files::write_atomically;
 use crate::results::{RESULTS_FILE, check_run_id};
 use crate::settings::Settings;
@@ -46,9 +49,10 @@ pub const DEPLOYMENT_FILE: &str = "deployment.json";
 pub const QUERY_LOG_FILE: &str = "query_log.jsonl";
 pub const BUNDLES_FOLDER: &str = "bundles";
 
-/// What the cluster says about a deployment: the cluster half of `deployment.json`.
+/// What the cluster says about a deployment: the cluster half of `deployment.json`, the
+/// [`Deployment`] with every part collect cannot record without present.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct DeploymentFacts {
+pub struct CollectedDeployment {
     pub namespace: String,
     /// The Namespace's [`RUN_ANNOTATION`], stamped by `up`.
     pub run_id: String,
@@ -56,52 +60,47 @@ pub struct DeploymentFacts {
     pub namespace_created_at: jiff::Timestamp,
     pub pod: PodFacts,
     pub node: NodeFacts,
-    pub volume: DataVolume,
+    pub data_volume: DataVolume,
+    /// Present when the data is on a claim; absent, saying why, when it is not (eks-nvme).
+    pub claim: Presence<ClaimFacts>,
+    pub volume: Presence<VolumeFacts>,
+    pub class: Presence<ClassFacts>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct PodFacts {
-    pub name: String,
-    /// The image as the pod spec names it.
-    pub image: String,
-    /// The image the node runs (`containerStatuses[].imageID`), by digest.
-    pub image_id: Option<String>,
-    pub node_name: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct NodeFacts {
-    pub name: String,
-    /// `node.kubernetes.io/instance-type` (none on kind).
-    pub instance_type: Option<String>,
-    /// `kubernetes.io/arch`.
-    pub architecture: Option<String>,
-}
-
-/// The volume ClickHouse's data is on. A setting the cluster does not state is `null`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum DataVolume {
-    /// A PersistentVolume through a claim (the eks-gp3 and kind variants).
-    Persistent {
-        claim: String,
-        volume: String,
-        storage_class: Option<String>,
-        provisioner: Option<String>,
-        /// The class's `type` parameter (gp3).
-        volume_type: Option<String>,
-        /// The volume's capacity, as Kubernetes writes it (100Gi).
-        size: Option<String>,
-        iops: Option<String>,
-        throughput_mibps: Option<String>,
-    },
-    /// No PersistentVolume: the data lives with the pod (the eks-nvme variant's emptyDir
-    /// on the node's instance store).
-    None {
-        /// What the data is on: `emptyDir`, or another volume source's name.
-        source: String,
-        size_limit: Option<String>,
-    },
+impl CollectedDeployment {
+    /// The parts of `deployment` (in `namespace`) that collect records; one it cannot do
+    /// without that is absent is the error, its reason naming it and what to do. The
+    /// claim, its volume and class are required when the data is on a claim.
+    pub fn of(namespace: &str, deployment: Deployment) -> Result<CollectedDeployment> {
+        let doing = || format!("cannot collect the deployment in namespace {namespace}");
+        let facts = deployment.namespace.required(doing)?;
+        let run_id = facts.run.id.required(doing)?;
+        // The run id names the output folder: it must be a safe folder name.
+        check_run_id(&format!("{namespace}-{run_id}"))
+            .with_context(|| format!("namespace {namespace}: annotation {RUN_ANNOTATION}"))?;
+        let data_volume = deployment.data_volume.required(doing)?;
+        let (claim, volume, class) = match &data_volume {
+            DataVolume::Claim { .. } => (
+                Presence::Present(deployment.claim.required(doing)?),
+                Presence::Present(deployment.volume.required(doing)?),
+                Presence::Present(deployment.class.required(doing)?),
+            ),
+            DataVolume::EmptyDir { .. } | DataVolume::Other { .. } => {
+                (deployment.claim, deployment.volume, deployment.class)
+            }
+        };
+        Ok(CollectedDeployment {
+            namespace: facts.name,
+            run_id,
+            namespace_created_at: facts.created_at.required(doing)?,
+            pod: deployment.pod.required(doing)?,
+            node: deployment.node.required(doing)?,
+            data_volume,
+            claim,
+            volume,
+            class,
+        })
+    }
 }
 
 /// What ClickHouse says about itself: the server half of `deployment.json`.
@@ -111,265 +110,10 @@ pub struct ServerFacts {
     pub timezone: String,
 }
 
-/// Reads the deployment in `namespace`, in this order: its Namespace (run id, creation
-/// time), the pod, its node, and its data volume's claim, volume and class.
-pub async fn describe_deployment(client: &Client, namespace: &str) -> Result<DeploymentFacts> {
-    let found = Api::<Namespace>::all(client.clone())
-        .get_opt(namespace)
-        .await
-        .with_context(|| format!("cannot read namespace {namespace}"))?
-        .with_context(|| format!("no namespace {namespace}: nothing to collect (up made none, or down removed it)"))?;
-    let annotations = found.metadata.annotations.clone().unwrap_or_default();
-    let run_id = annotations.get(RUN_ANNOTATION).cloned().with_context(|| {
-        format!(
-            "namespace {namespace} has no {RUN_ANNOTATION} annotation (an older up made it): run {} again",
-            super::eks_command("up", namespace)
-        )
-    })?;
-    // The run id names the output folder: it must be a safe folder name.
-    check_run_id(&format!("{namespace}-{run_id}"))
-        .with_context(|| format!("namespace {namespace}: annotation {RUN_ANNOTATION}"))?;
-    let created = found
-        .metadata
-        .creation_timestamp
-        .as_ref()
-        .with_context(|| format!("namespace {namespace} has no creationTimestamp"))?;
-    // k8s-openapi's jiff is another major version than the results' one.
-    let namespace_created_at = jiff::Timestamp::new(created.0.as_second(), created.0.subsec_nanosecond())
-        .with_context(|| format!("namespace {namespace}: creationTimestamp out of range"))?;
-
-    let pod = Api::<Pod>::namespaced(client.clone(), namespace)
-        .get_opt(CLICKHOUSE)
-        .await
-        .with_context(|| format!("cannot read pod {namespace}/{CLICKHOUSE}"))?
-        .with_context(|| {
-            format!("no pod {namespace}/{CLICKHOUSE}: run {} again", super::eks_command("up", namespace))
-        })?;
-    let spec = pod.spec.clone().with_context(|| format!("pod {namespace}/{CLICKHOUSE} has no spec"))?;
-    let container = spec
-        .containers
-        .iter()
-        .find(|container| container.name == CLICKHOUSE)
-        .with_context(|| format!("pod {namespace}/{CLICKHOUSE} has no container {CLICKHOUSE}"))?;
-    let node_name =
-        spec.node_name.clone().with_context(|| format!("pod {namespace}/{CLICKHOUSE} is on no node yet"))?;
-    let image_id = pod
-        .status
-        .iter()
-        .flat_map(|status| status.container_statuses.iter().flatten())
-        .find(|status| status.name == CLICKHOUSE)
-        .map(|status| status.image_id.clone())
-        .filter(|id| !id.is_empty());
-    let pod_facts = PodFacts {
-        name: CLICKHOUSE.to_string(),
-        image: container.image.clone().unwrap_or_default(),
-        image_id,
-        node_name: node_name.clone(),
-    };
-
-    let node = Api::<Node>::all(client.clone())
-        .get(&node_name)
-        .await
-        .with_context(|| format!("cannot read node {node_name}"))?;
-    let labels = node.metadata.labels.unwrap_or_default();
-    let node_facts = NodeFacts {
-        name: node_name,
-        instance_type: labels.get("node.kubernetes.io/instance-type").cloned(),
-        architecture: labels.get("kubernetes.io/arch").cloned(),
-    };
-
-    let volume = match data_volume(&spec) {
-        None => DataVolume::None { source: "the container's own filesystem".to_string(), size_limit: None },
-        Some(volume) => match &volume.persistent_volume_claim {
-            Some(claim) => persistent_volume(client, namespace, &claim.claim_name).await?,
-            None => match &volume.empty_dir {
-                Some(empty_dir) => DataVolume::None {
-                    source: "emptyDir".to_string(),
-                    size_limit: empty_dir.size_limit.as_ref().map(|quantity| quantity.0.clone()),
-                },
-                None => DataVolume::None { source: volume_source(volume), size_limit: None },
-            },
-        },
-    };
-    Ok(DeploymentFacts {
-        namespace: namespace.to_string(),
-        run_id,
-        namespace_created_at,
-        pod: pod_facts,
-        node: node_facts,
-        volume,
-    })
-}
-
-/// The claim, the volume bound to it and the volume's class.
-async fn persistent_volume(client: &Client, namespace: &str, claim_name: &str) -> Result<DataVolume> {
-    let claim = Api::<PersistentVolumeClaim>::namespaced(client.clone(), namespace)
-        .get(claim_name)
-        .await
-        .with_context(|| format!("cannot read claim {namespace}/{claim_name}"))?;
-    let claim_spec = claim.spec.unwrap_or_default();
-    let volume_name = claim_spec
-        .volume_name
-        .clone()
-        .with_context(|| format!("claim {namespace}/{claim_name} is bound to no volume"))?;
-    let volume = Api::<PersistentVolume>::all(client.clone())
-        .get(&volume_name)
-        .await
-        .with_context(|| format!("cannot read volume {volume_name}"))?;
-    let volume_spec = volume.spec.unwrap_or_default();
-    let size = volume_spec.capacity.as_ref().and_then(|capacity| capacity.get("storage")).map(|size| size.0.clone());
-    // The volume's class is the one it was made by (the claim may have left it to the default).
-    let class_name = volume_spec.storage_class_name.clone().or(claim_spec.storage_class_name);
-    let class = match &class_name {
-        Some(name) => Some(
-            Api::<StorageClass>::all(client.clone())
-                .get(name)
-                .await
-                .with_context(|| format!("cannot read storage class {name}"))?,
-        ),
-        None => None,
-    };
-    let parameter = |name: &str| {
-        class.as_ref().and_then(|class| class.parameters.as_ref()).and_then(|parameters| parameters.get(name)).cloned()
-    };
-    Ok(DataVolume::Persistent {
-        claim: claim_name.to_string(),
-        volume: volume_name,
-        storage_class: class_name,
-        provisioner: class.as_ref().map(|class| class.provisioner.clone()),
-        volume_type: parameter("type"),
-        size,
-        iops: parameter("iops"),
-        throughput_mibps: parameter("throughput"),
-    })
-}
-
-/// The name of the volume source a pod volume uses (`hostPath`, `configMap`, ...).
-fn volume_source(volume: &k8s_openapi::api::core::v1::Volume) -> String {
-    serde_json::to_value(volume)
-        .ok()
-        .and_then(|value| value.as_object()?.keys().find(|key| key.as_str() != "name").cloned())
-        .unwrap_or_else(|| "unknown".to_string())
-}
-
-/// Annotates the Namespace as collected for `run_id` by a collect that started at
-/// `started` (what `down` checks).
-pub async fn mark_collected(client: &Client, namespace: &str, run_id: &str, started: jiff::Timestamp) -> Result<()> {
-    annotate(
-        client,
-        namespace,
-        serde_json::json!({
-            COLLECTED_ANNOTATION: run_id,
-            COLLECTED_AT_ANNOTATION: started.to_string(),
-        }),
-    )
-    .await
-}
-
-/// Stamps the Namespace with the time a bench used the deployment (what the `eks` target
-/// does when it opens and when it closes).
-pub async fn stamp_last_used(client: &Client, namespace: &str, at: jiff::Timestamp) -> Result<()> {
-    annotate(client, namespace, serde_json::json!({ LAST_USED_ANNOTATION: at.to_string() })).await
-}
-
-/// How long stamping a use may take: a bench does not wait long on its bookkeeping.
-const STAMP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
-
-/// A bench's use of the deployment in a namespace: stamped on the Namespace
-/// ([`LAST_USED_ANNOTATION`]) when it begins and again when it ends (is dropped), so that
-/// `down` knows results may have been written after the last collect. Best effort, since
-/// the measurement matters more: a stamp that fails is one line on stderr, never an error.
-pub struct BenchUse {
-    client: Client,
-    namespace: String,
-    /// Runs the client's requests; the caller blocks on it, from outside any runtime.
-    runtime: tokio::runtime::Handle,
-}
-
-impl BenchUse {
-    /// Stamps the beginning of a use.
-    pub fn begin(client: Client, namespace: &str, runtime: tokio::runtime::Handle) -> BenchUse {
-        let used = BenchUse { client, namespace: namespace.to_string(), runtime };
-        used.stamp();
-        used
-    }
-
-    fn stamp(&self) {
-        let namespace = &self.namespace;
-        // block_on inside another runtime would panic.
-        let stamped = if tokio::runtime::Handle::try_current().is_ok() {
-            Err(anyhow::anyhow!("called inside an async runtime"))
-        } else {
-            self.runtime.block_on(async {
-                let stamping = stamp_last_used(&self.client, namespace, jiff::Timestamp::now());
-                tokio::time::timeout(STAMP_TIMEOUT, stamping)
-                    .await
-                    .unwrap_or_else(|_| Err(anyhow::anyhow!("no answer in {} s", STAMP_TIMEOUT.as_secs())))
-            })
-        };
-        if let Err(error) = stamped {
-            eprintln!(
-                "chbench: {error:#}: down may not know that a bench used the deployment in {namespace} after the \
-                 last collect"
-            );
-        }
-    }
-}
-
-/// The end of a use: results may have been written up to now.
-impl Drop for BenchUse {
-    fn drop(&mut self) {
-        self.stamp();
-    }
-}
-
-/// A merge patch of `annotations` alone: an apply by the manager that owns the whole
-/// Namespace (`up`'s) would drop the fields it did not repeat.
-async fn annotate(client: &Client, namespace: &str, annotations: serde_json::Value) -> Result<()> {
-    let names: Vec<&str> = annotations.as_object().into_iter().flat_map(|all| all.keys()).map(String::as_str).collect();
-    let names = names.join(" and ");
-    let patch = serde_json::json!({ "metadata": { "annotations": &annotations } });
-    let params = PatchParams { field_manager: Some(FIELD_MANAGER.to_string()), ..PatchParams::default() };
-    Api::<Namespace>::all(client.clone())
-        .patch(namespace, &params, &Patch::Merge(&patch))
-        .await
-        .with_context(|| format!("cannot annotate namespace {namespace} with {names}"))?;
-    Ok(())
-}
-
-/// Why `down` (without `--force`) must refuse although the collected run is the
-/// Namespace's run: a bench used the deployment after the collect started, or the
-/// collect's time is not recorded. `None` when the last collect covers every use.
-pub fn down_refusal(namespace: &Namespace) -> Option<String> {
-    let name = namespace.metadata.name.as_deref().unwrap_or("?");
-    let annotation = |key: &str| namespace.metadata.annotations.as_ref().and_then(|all| all.get(key));
-    let again = format!("run {} again, or down --force", super::eks_command("collect", name));
-    let time = |key: &str| -> std::result::Result<Option<jiff::Timestamp>, String> {
-        match annotation(key) {
-            None => Ok(None),
-            Some(text) => text.parse().map(Some).map_err(|error| {
-                format!("namespace {name}'s annotation {key} is not an RFC 3339 time ({text:?}: {error}): {again}")
-            }),
-        }
-    };
-    let collected_at = match time(COLLECTED_AT_ANNOTATION) {
-        Ok(Some(at)) => at,
-        Ok(None) => {
-            return Some(format!(
-                "namespace {name} records no {COLLECTED_AT_ANNOTATION} (an older collect marked it), so results \
-                 written since may not be collected: {again}"
-            ));
-        }
-        Err(why) => return Some(why),
-    };
-    match time(LAST_USED_ANNOTATION) {
-        Ok(Some(used)) if used > collected_at => Some(format!(
-            "a bench used the deployment in namespace {name} at {used}, after the last collect at {collected_at}: \
-             {again}"
-        )),
-        Ok(_) => None,
-        Err(why) => Some(why),
-    }
+/// Reads the deployment in `namespace` ([`deployment::read`]) for collect: what
+/// [`CollectedDeployment::of`] requires of it.
+pub async fn describe_deployment(client: &Client, namespace: &str) -> Result<CollectedDeployment> {
+    CollectedDeployment::of(namespace, deployment::read(client, namespace).await?)
 }
 
 /// `version()` and `timezone()` of the server.
@@ -416,11 +160,14 @@ pub struct Bundles {
     pub finished: Vec<PathBuf>,
     /// Without a finished time: a bench still running, or killed.
     pub unfinished: Vec<PathBuf>,
+    /// Of the `eks` target, but naming no deployment (written before bundles did): maybe
+    /// this deployment's, which nothing in them can tell.
+    pub unnamed: Vec<PathBuf>,
 }
 
 /// The bundle folders under `results_dir` that `cargo xtask bench` wrote for the `eks`
-/// target in `namespace` since `since`. A folder whose `results.json` does not read as a
-/// bundle is not one of them.
+/// target in `namespace` (as [`TargetInfo::deployment`] says) since `since`. A folder
+/// whose `results.json` does not read as a bundle is not one of them.
 pub fn bundles_of(results_dir: &Path, namespace: &str, since: jiff::Timestamp) -> Result<Bundles> {
     let entries = match fs::read_dir(results_dir) {
         Ok(entries) => entries,
@@ -432,18 +179,19 @@ pub fn bundles_of(results_dir: &Path, namespace: &str, since: jiff::Timestamp) -
         let folder = entry.with_context(|| format!("cannot list {}", results_dir.display()))?.path();
         let Ok(text) = fs::read_to_string(folder.join(RESULTS_FILE)) else { continue };
         let Ok(head) = serde_json::from_str::<BundleHead>(&text) else { continue };
-        if head.target.kind == TargetKind::Eks
-            && eks::endpoint_namespace(&head.target.endpoint) == Some(namespace)
-            && head.started_at >= since
-        {
-            match head.finished_at {
-                Some(_) => bundles.finished.push(folder),
-                None => bundles.unfinished.push(folder),
-            }
+        if head.target.kind != TargetKind::Eks || head.started_at < since {
+            continue;
+        }
+        match (&head.target.deployment, head.finished_at) {
+            (None, _) => bundles.unnamed.push(folder),
+            (Some(deployment), _) if deployment.namespace != namespace => {}
+            (Some(_), Some(_)) => bundles.finished.push(folder),
+            (Some(_), None) => bundles.unfinished.push(folder),
         }
     }
     bundles.finished.sort();
     bundles.unfinished.sort();
+    bundles.unnamed.sort();
     Ok(bundles)
 }
 
@@ -485,7 +233,7 @@ pub struct Collected {
 #[derive(Serialize)]
 struct DeploymentRecord<'a> {
     #[serde(flatten)]
-    cluster: &'a DeploymentFacts,
+    cluster: &'a CollectedDeployment,
     clickhouse: &'a ServerFacts,
     collected_at: jiff::Timestamp,
 }
@@ -551,9 +299,21 @@ pub fn collect(
             copy_folder(bundle, &folder.join(BUNDLES_FOLDER).join(&name))?;
             bundles.push(name);
         }
-        Ok(found.unfinished)
+        Ok(found)
     });
     progress(&format!("{BUNDLES_FOLDER}: {} from {}", bundles.len(), results_dir.display()));
+    // Told, not a failure: nothing says whose they are, and a collect must be able to end.
+    if let Ok(found) = &copied
+        && !found.unnamed.is_empty()
+    {
+        let names: Vec<String> = found.unnamed.iter().map(|bundle| name_of(bundle)).collect();
+        progress(&format!(
+            "not copied: bundle {} of the eks target names no deployment (an older chbench wrote it); copy it by \
+             hand if it ran on this one",
+            names.join(", ")
+        ));
+    }
+    let copied = copied.map(|found| found.unfinished);
     match copied {
         Err(error) => failures.push(format!("copying bundles: {error:#}")),
         Ok(unfinished) if !unfinished.is_empty() => {
@@ -584,7 +344,7 @@ pub fn collect(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::target_info::TargetInfo;
+    use crate::target_info::{KubernetesDeployment, TargetInfo};
 
     #[test]
     fn the_query_log_is_read_from_the_deployments_start_for_chbench_tags_only() {
@@ -598,10 +358,9 @@ mod tests {
     fn the_bundles_of_a_deployment_are_the_eks_targets_in_its_namespace_since_it_was_made() {
         let results = tempfile::tempdir().unwrap();
         let since = jiff::Timestamp::from_second(1_000_000).unwrap();
-        let write_bundle = |name: &str, kind: TargetKind, endpoint: &str, started: i64, finished: bool| {
+        let write_head = |name: &str, target: serde_json::Value, started: i64, finished: bool| {
             let folder = results.path().join(name);
             fs::create_dir_all(folder.join("sql")).unwrap();
-            let target = TargetInfo { kind, engine_version: "26.3.1.1".into(), endpoint: endpoint.into() };
             let head = serde_json::json!({
                 "schema_version": 2, "run_id": name, "target": target,
                 "started_at": jiff::Timestamp::from_second(started).unwrap(),
@@ -610,21 +369,42 @@ mod tests {
             fs::write(folder.join(RESULTS_FILE), head.to_string()).unwrap();
             fs::write(folder.join("sql").join("q.sql"), "SELECT 1").unwrap();
         };
-        let write = |name: &str, kind: TargetKind, endpoint: &str, started: i64| {
-            write_bundle(name, kind, endpoint, started, true)
+        let in_namespace = |namespace: &str| KubernetesDeployment {
+            namespace: namespace.into(),
+            pod: "clickhouse".into(),
+            image: "ch:1".into(),
+            image_id: None,
+            node: "ip-10-0-1-5.ec2.internal".into(),
         };
-        let here = eks::endpoint("chbench", "clickhouse", "ch:1", "http://127.0.0.1:5");
-        let elsewhere = eks::endpoint("other", "clickhouse", "ch:1", "http://127.0.0.1:5");
-        write("a-ours", TargetKind::Eks, &here, 1_000_001);
-        write("b-before-up", TargetKind::Eks, &here, 999_999);
-        write("c-other-namespace", TargetKind::Eks, &elsewhere, 1_000_001);
-        write("d-url", TargetKind::Url, "http://127.0.0.1:8123", 1_000_001);
+        let write_bundle =
+            |name: &str, kind: TargetKind, deployment: Option<KubernetesDeployment>, started, finished| {
+                let endpoint = match &deployment {
+                    Some(deployment) => eks::endpoint(deployment, "http://127.0.0.1:5"),
+                    None => "http://127.0.0.1:8123".to_string(),
+                };
+                let target = TargetInfo { kind, engine_version: "26.3.1.1".into(), endpoint, deployment };
+                write_head(name, serde_json::to_value(target).unwrap(), started, finished);
+            };
+        let write = |name: &str, kind: TargetKind, deployment: Option<KubernetesDeployment>, started: i64| {
+            write_bundle(name, kind, deployment, started, true)
+        };
+        write("a-ours", TargetKind::Eks, Some(in_namespace("chbench")), 1_000_001);
+        write("b-before-up", TargetKind::Eks, Some(in_namespace("chbench")), 999_999);
+        write("c-other-namespace", TargetKind::Eks, Some(in_namespace("other")), 1_000_001);
+        write("d-url", TargetKind::Url, None, 1_000_001);
         fs::create_dir_all(results.path().join("eks")).unwrap();
         fs::write(results.path().join("e-not-a-bundle"), "x").unwrap();
         // A bench still running (or killed) has no finished time: not copied, but told.
-        write_bundle("f-running", TargetKind::Eks, &here, 1_000_002, false);
+        write_bundle("f-running", TargetKind::Eks, Some(in_namespace("chbench")), 1_000_002, false);
+        // Written before bundles named their deployment: it reads, as no deployment's (the
+        // endpoint is for display, never parsed).
+        let before_the_field = serde_json::json!({"kind": "eks", "engine_version": "26.3.1.1",
+            "endpoint": "pod chbench/clickhouse (ch:1) through a port-forward at http://127.0.0.1:5"});
+        assert_eq!(serde_json::from_value::<TargetInfo>(before_the_field.clone()).unwrap().deployment, None);
+        write_head("g-before-the-field", before_the_field, 1_000_001, true);
         let all = bundles_of(results.path(), "chbench", since).unwrap();
         assert_eq!(all.unfinished, [results.path().join("f-running")]);
+        assert_eq!(all.unnamed, [results.path().join("g-before-the-field")]);
         let found = all.finished;
         assert_eq!(found, [results.path().join("a-ours")]);
 

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use k8s_openapi::ByteString;
-use k8s_openapi::api::core::v1::{Event, Namespace, Pod, PodSpec, PodStatus, Secret, Volume};
+use k8s_openapi::api::core::v1::{Event, Namespace, Pod, PodStatus, Secret};
 use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, DeleteParams, ListParams, LogParams, Patch, PatchParams, PostParams};
@@ -33,7 +33,8 @@ pub const FIELD_MANAGER: &str = "chbench";
 pub const CLICKHOUSE: &str = "clickhouse";
 /// The Secret holding ClickHouse's password (the manifests read it by this name).
 pub const PASSWORD_SECRET: &str = "clickhouse-password";
-/// Where the manifests mount ClickHouse's data: the volume mounted there is the data's.
+/// Where the manifests mount ClickHouse's data: the volume mounted there is the data's
+/// ([`super::deployment::DataVolume`]).
 pub const DATA_PATH: &str = "/var/lib/clickhouse";
 /// Log lines of the pod shown when a wait fails.
 const LOG_LINES: i64 = 40;
@@ -329,18 +330,6 @@ pub fn password_secret(namespace: &str) -> (Secret, String) {
         ..Secret::default()
     };
     (secret, password)
-}
-
-/// The pod volume ClickHouse's container mounts at [`DATA_PATH`]: what holds the data, a
-/// claim or an emptyDir. The one way `status`, `collect` and the baseline find it.
-pub fn data_volume(spec: &PodSpec) -> Option<&Volume> {
-    let mount = spec
-        .containers
-        .iter()
-        .filter(|container| container.name == CLICKHOUSE)
-        .flat_map(|container| container.volume_mounts.iter().flatten())
-        .find(|mount| mount.mount_path.trim_end_matches('/') == DATA_PATH)?;
-    spec.volumes.iter().flatten().find(|volume| volume.name == mount.name)
 }
 
 /// Whether a pod's Ready condition is True: the one test of readiness `up`, `status` and

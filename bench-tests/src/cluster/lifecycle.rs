@@ -1,7 +1,8 @@
-//! A deployment once it is up: what it is ([`status`]: its run and whether it was
-//! collected, the pod, its node, its volume claim, the volume and its storage class) and
-//! taking it away ([`down`]: everything `up` made, refused while its run's results are
-//! not collected). What is absent is shown as absent with the reason, never as 0.
+//! A deployment once it is up: what it is ([`status`]: the [`Deployment`] as the cluster
+//! has it, its run and whether it was collected, the pod, its node, its data volume's
+//! claim, the volume and its storage class) and taking it away ([`down`]: everything `up`
+//! made, refused while its run's results are not collected). What is absent is shown as
+//! absent with the reason, never as 0.
 //!
 //! The steps are async, on kube's client; [`status_blocking`] and [`down_blocking`], what
 //! `cargo xtask eks status` and `down` run, drive them as `up` does ([`on_cluster`]).
@@ -11,7 +12,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, Secret, Service};
+use k8s_openapi::api::core::v1::{Namespace, PersistentVolume, PersistentVolumeClaim, Pod, Secret, Service};
 use k8s_openapi::api::storage::v1::StorageClass;
 use kube::api::{Api, ListParams};
 use kube::{Client, Resource};
@@ -19,448 +20,29 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio::time::Instant;
 
-use super::deploy::{self, CLICKHOUSE, Poller, delete_if_present, is_ready, on_cluster};
-use super::manifests::{PART_OF, is_part_of};
-use super::{COLLECTED_ANNOTATION, RUN_ANNOTATION};
+use super::deploy::{Poller, delete_if_present, on_cluster};
+use super::deployment::{self, Deployment, Presence, Run};
+use super::manifests::PART_OF;
 
 /// How often `down` asks whether what it deleted is gone.
 const POLL: Duration = Duration::from_secs(2);
 
-/// A part of a deployment, or why it is not there. In JSON: the part itself, or
-/// `{"absent": "why"}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(untagged)]
-pub enum Presence<T> {
-    Present(T),
-    Absent { absent: String },
+/// The deployment in `namespace`, as `cargo xtask eks status` shows it (its `Display`,
+/// or its JSON); a namespace that does not exist, or that `up` did not make, is one line
+/// saying so.
+pub async fn status(client: &Client, namespace: &str) -> Result<Deployment> {
+    let deployment = deployment::read(client, namespace).await?;
+    deployment.namespace.as_ref().required(|| no_deployment(namespace))?;
+    Ok(deployment)
 }
 
-impl<T> Presence<T> {
-    pub fn absent(why: impl Into<String>) -> Presence<T> {
-        Presence::Absent { absent: why.into() }
-    }
-
-    fn or_absent(value: Option<T>, why: impl FnOnce() -> String) -> Presence<T> {
-        match value {
-            Some(value) => Presence::Present(value),
-            None => Presence::absent(why()),
-        }
-    }
-
-    pub fn present(&self) -> Option<&T> {
-        match self {
-            Presence::Present(value) => Some(value),
-            Presence::Absent { .. } => None,
-        }
-    }
-
-    fn as_ref(&self) -> Presence<&T> {
-        match self {
-            Presence::Present(value) => Presence::Present(value),
-            Presence::Absent { absent } => Presence::Absent { absent: absent.clone() },
-        }
-    }
-
-    fn map<U>(self, change: impl FnOnce(T) -> U) -> Presence<U> {
-        match self {
-            Presence::Present(value) => Presence::Present(change(value)),
-            Presence::Absent { absent } => Presence::Absent { absent },
-        }
-    }
-}
-
-impl<T: Display> Display for Presence<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Presence::Present(value) => value.fmt(f),
-            Presence::Absent { absent } => write!(f, "absent ({absent})"),
-        }
-    }
-}
-
-/// What `cargo xtask eks status` shows.
-#[derive(Debug, Clone, Serialize)]
-pub struct Status {
-    pub namespace: String,
-    pub run: Run,
-    pub pod: Presence<PodState>,
-    pub node: Presence<NodeState>,
-    pub claim: Presence<ClaimState>,
-}
-
-/// The run `up` started in the namespace and whether `collect` copied its results out.
-#[derive(Debug, Clone, Serialize)]
-pub struct Run {
-    /// [`RUN_ANNOTATION`].
-    pub id: Presence<String>,
-    /// [`COLLECTED_ANNOTATION`]: the run `collect` last copied out.
-    pub collected_run: Presence<String>,
-    /// Whether the collected run is this run.
-    pub collected: bool,
-    /// When it is: what was done on the deployment since that collect (a bench after
-    /// it), which a `down` refuses to lose.
-    pub used_since_collect: Option<String>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct PodState {
-    pub name: String,
-    pub phase: String,
-    pub ready: bool,
-    /// From the ClickHouse container's status.
-    pub restarts: Presence<i32>,
-    /// The image the container runs (its status), or the one the pod asks for.
-    pub image: String,
-    /// The image ID the node resolved, with its digest.
-    pub image_id: Presence<String>,
-    pub node: Presence<String>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct NodeState {
-    pub name: String,
-    /// `node.kubernetes.io/instance-type`.
-    pub instance_type: Presence<String>,
-    /// `kubernetes.io/arch`.
-    pub architecture: Presence<String>,
-    /// `topology.kubernetes.io/zone`.
-    pub zone: Presence<String>,
-    /// Capacity, as Kubernetes quantities.
-    pub cpu: Presence<String>,
-    pub memory: Presence<String>,
-}
-
-/// The data's PersistentVolumeClaim, its volume and its storage class.
-#[derive(Debug, Clone, Serialize)]
-pub struct ClaimState {
-    pub name: String,
-    pub phase: String,
-    pub storage_class: Presence<String>,
-    pub capacity: Presence<String>,
-    pub volume_name: Presence<String>,
-    pub volume: Presence<VolumeState>,
-    pub class: Presence<ClassState>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct VolumeState {
-    pub name: String,
-    pub csi_driver: Presence<String>,
-    /// The disk behind the volume (an EBS volume id on EKS).
-    pub volume_handle: Presence<String>,
-}
-
-/// A storage class's provisioner and the EBS CSI driver's parameters.
-#[derive(Debug, Clone, Serialize)]
-pub struct ClassState {
-    pub name: String,
-    pub provisioner: String,
-    /// `type`, `iops`, `throughput` (MiB/s) and `encrypted`.
-    pub volume_type: Presence<String>,
-    pub iops: Presence<String>,
-    pub throughput: Presence<String>,
-    pub encrypted: Presence<String>,
-}
-
-/// The deployment in `namespace`; a namespace that does not exist, or that `up` did not
-/// make, is one line saying so.
-pub async fn status(client: &Client, namespace: &str) -> Result<Status> {
-    let object = deployment_namespace(client, namespace).await?;
-    let pod = Api::<Pod>::namespaced(client.clone(), namespace)
-        .get_opt(CLICKHOUSE)
-        .await
-        .with_context(|| format!("cannot read pod {namespace}/{CLICKHOUSE}"))?;
-    let pod_state = Presence::or_absent(pod.as_ref().map(pod_state), || {
-        format!("no pod {CLICKHOUSE} in namespace {namespace}: cargo xtask eks up makes it")
-    });
-    let node = match &pod_state {
-        Presence::Present(PodState { node: Presence::Present(node), .. }) => node_state(client, node).await,
-        Presence::Present(PodState { node: Presence::Absent { absent }, .. }) => Presence::absent(absent.clone()),
-        Presence::Absent { absent } => Presence::absent(absent.clone()),
-    };
-    let claims = list_labelled(Api::<PersistentVolumeClaim>::namespaced(client.clone(), namespace)).await?;
-    let claim = match data_volume(pod.as_ref()) {
-        DataVolume::Claim(name) => match claims.iter().find(|claim| claim.metadata.name.as_deref() == Some(&name)) {
-            Some(claim) => Presence::Present(claim_state(client, claim).await),
-            None => Presence::absent(format!("the pod's claim {name} does not exist")),
-        },
-        DataVolume::EmptyDir => Presence::absent(
-            "no PVC: the pod keeps its data in an emptyDir (eks-nvme keeps data on the node's instance store)",
-        ),
-        DataVolume::Unknown => match claims.first() {
-            Some(claim) => Presence::Present(claim_state(client, claim).await),
-            None => Presence::absent(format!("no PVC labelled {}={} in namespace {namespace}", PART_OF.0, PART_OF.1)),
-        },
-    };
-    Ok(Status { namespace: namespace.to_string(), run: run_of(&object), pod: pod_state, node, claim })
-}
-
-/// The namespace `up` made; the one error line for one that does not exist, or that
-/// `up` did not make (`down` must never delete a namespace of someone else's).
-async fn deployment_namespace(client: &Client, namespace: &str) -> Result<Namespace> {
-    let object = Api::<Namespace>::all(client.clone())
-        .get_opt(namespace)
-        .await
-        .with_context(|| format!("cannot read namespace {namespace}"))?;
-    let Some(object) = object else {
-        bail!("no chbench deployment in namespace {namespace}: run cargo xtask eks up");
-    };
-    if !is_part_of(object.metadata.labels.as_ref()) {
-        bail!(
-            "no chbench deployment in namespace {namespace}: it lacks the label {}: {}, so cargo xtask eks up did \
-             not make it",
-            PART_OF.0,
-            PART_OF.1
-        );
-    }
-    Ok(object)
-}
-
-fn run_of(namespace: &Namespace) -> Run {
-    let name = namespace.metadata.name.as_deref().unwrap_or("?");
-    let annotation = |key: &str| namespace.metadata.annotations.as_ref().and_then(|all| all.get(key)).cloned();
-    let id = Presence::or_absent(annotation(RUN_ANNOTATION), || {
-        format!("namespace {name} has no {RUN_ANNOTATION} annotation: it was made before up recorded runs")
-    });
-    let collected_run = Presence::or_absent(annotation(COLLECTED_ANNOTATION), || "never collected".to_string());
-    let collected = id.present().is_some() && id.present() == collected_run.present();
-    let used_since_collect = if collected { super::collect::down_refusal(namespace) } else { None };
-    Run { id, collected_run, collected, used_since_collect }
-}
-
-fn pod_state(pod: &Pod) -> PodState {
-    let status = pod.status.clone().unwrap_or_default();
-    let ready = is_ready(&status);
-    let container = status.container_statuses.iter().flatten().find(|container| container.name == CLICKHOUSE);
-    let spec_image = pod
-        .spec
-        .iter()
-        .flat_map(|spec| &spec.containers)
-        .find(|container| container.name == CLICKHOUSE)
-        .and_then(|container| container.image.clone());
-    let not_started = || format!("container {CLICKHOUSE} has not started");
-    PodState {
-        name: pod.metadata.name.clone().unwrap_or_default(),
-        phase: status.phase.clone().unwrap_or_else(|| "Unknown".to_string()),
-        ready,
-        restarts: Presence::or_absent(container.map(|container| container.restart_count), not_started),
-        image: container.map(|container| container.image.clone()).or(spec_image).unwrap_or_default(),
-        image_id: Presence::or_absent(
-            container.map(|container| container.image_id.clone()).filter(|id| !id.is_empty()),
-            || format!("container {CLICKHOUSE}'s image is not pulled yet"),
-        ),
-        node: Presence::or_absent(pod.spec.as_ref().and_then(|spec| spec.node_name.clone()), || {
-            "the pod is on no node yet (Pending: cargo xtask eks up shows its events)".to_string()
-        }),
-    }
-}
-
-async fn node_state(client: &Client, name: &str) -> Presence<NodeState> {
-    let node = match Api::<Node>::all(client.clone()).get_opt(name).await {
-        Ok(Some(node)) => node,
-        Ok(None) => return Presence::absent(format!("node {name} is gone")),
-        // Reading nodes may be forbidden where reading the namespace is not.
-        Err(error) => return Presence::absent(format!("cannot read node {name}: {error}")),
-    };
-    let label = |key: &str| {
-        let value = node.metadata.labels.as_ref().and_then(|labels| labels.get(key)).cloned();
-        Presence::or_absent(value, || format!("node {name} has no label {key}"))
-    };
-    let capacity = |key: &str| {
-        let value = node.status.as_ref().and_then(|status| status.capacity.as_ref()?.get(key)).map(|q| q.0.clone());
-        Presence::or_absent(value, || format!("node {name} reports no {key} capacity"))
-    };
-    Presence::Present(NodeState {
-        name: name.to_string(),
-        instance_type: label("node.kubernetes.io/instance-type"),
-        architecture: label("kubernetes.io/arch"),
-        zone: label("topology.kubernetes.io/zone"),
-        cpu: capacity("cpu"),
-        memory: capacity("memory"),
-    })
-}
-
-/// What holds the data, as the pod's ClickHouse container mounts it.
-enum DataVolume {
-    Claim(String),
-    EmptyDir,
-    /// No pod, or one that mounts nothing at [`deploy::DATA_PATH`].
-    Unknown,
-}
-
-fn data_volume(pod: Option<&Pod>) -> DataVolume {
-    let volume = pod.and_then(|pod| pod.spec.as_ref()).and_then(deploy::data_volume);
-    match volume {
-        Some(volume) if volume.persistent_volume_claim.is_some() => DataVolume::Claim(
-            volume.persistent_volume_claim.as_ref().map(|claim| claim.claim_name.clone()).unwrap_or_default(),
-        ),
-        Some(volume) if volume.empty_dir.is_some() => DataVolume::EmptyDir,
-        _ => DataVolume::Unknown,
-    }
-}
-
-async fn claim_state(client: &Client, claim: &PersistentVolumeClaim) -> ClaimState {
-    let name = claim.metadata.name.clone().unwrap_or_default();
-    let spec = claim.spec.clone().unwrap_or_default();
-    let status = claim.status.clone().unwrap_or_default();
-    let unbound =
-        || format!("claim {name} is not bound yet (a WaitForFirstConsumer class binds it when the pod is scheduled)");
-    let volume = match &spec.volume_name {
-        Some(volume) => volume_state(client, volume).await,
-        None => Presence::absent(unbound()),
-    };
-    let class = match &spec.storage_class_name {
-        Some(class) => class_state(client, class).await,
-        None => Presence::absent(format!("claim {name} names no storage class")),
-    };
-    ClaimState {
-        phase: status.phase.clone().unwrap_or_else(|| "Unknown".to_string()),
-        storage_class: Presence::or_absent(spec.storage_class_name.clone(), || {
-            format!("claim {name} names no storage class")
-        }),
-        capacity: Presence::or_absent(
-            status.capacity.as_ref().and_then(|capacity| capacity.get("storage")).map(|q| q.0.clone()),
-            unbound,
-        ),
-        volume_name: Presence::or_absent(spec.volume_name.clone(), unbound),
-        volume,
-        class,
-        name,
-    }
-}
-
-async fn volume_state(client: &Client, name: &str) -> Presence<VolumeState> {
-    let volume = match Api::<PersistentVolume>::all(client.clone()).get_opt(name).await {
-        Ok(Some(volume)) => volume,
-        Ok(None) => return Presence::absent(format!("volume {name} is gone")),
-        Err(error) => return Presence::absent(format!("cannot read volume {name}: {error}")),
-    };
-    let csi = volume.spec.as_ref().and_then(|spec| spec.csi.as_ref());
-    let not_csi = || format!("volume {name} is not a CSI volume");
-    Presence::Present(VolumeState {
-        name: name.to_string(),
-        csi_driver: Presence::or_absent(csi.map(|csi| csi.driver.clone()), not_csi),
-        volume_handle: Presence::or_absent(csi.map(|csi| csi.volume_handle.clone()), not_csi),
-    })
-}
-
-async fn class_state(client: &Client, name: &str) -> Presence<ClassState> {
-    let class = match Api::<StorageClass>::all(client.clone()).get_opt(name).await {
-        Ok(Some(class)) => class,
-        Ok(None) => return Presence::absent(format!("storage class {name} is gone")),
-        Err(error) => return Presence::absent(format!("cannot read storage class {name}: {error}")),
-    };
-    let parameter = |key: &str| {
-        let value = class.parameters.as_ref().and_then(|parameters| parameters.get(key)).cloned();
-        Presence::or_absent(value, || format!("class {name} sets no {key}: its provisioner's default"))
-    };
-    Presence::Present(ClassState {
-        name: name.to_string(),
-        provisioner: class.provisioner.clone(),
-        volume_type: parameter("type"),
-        iops: parameter("iops"),
-        throughput: parameter("throughput"),
-        encrypted: parameter("encrypted"),
-    })
-}
-
-/// One line of the status: a label in a column, then its value.
-fn row(f: &mut fmt::Formatter<'_>, indent: bool, label: &str, value: impl Display) -> fmt::Result {
-    let label = if indent { format!("  {label}") } else { label.to_string() };
-    writeln!(f, "{label:<16} {value}")
-}
-
-impl Display for Status {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        row(f, false, "namespace", &self.namespace)?;
-        let collected = match (&self.run.collected, &self.run.collected_run) {
-            (true, _) => match &self.run.used_since_collect {
-                None => "collected".to_string(),
-                Some(why) => format!("collected, but {why}"),
-            },
-            (false, Presence::Present(other)) => {
-                format!("not collected (the last collect was of run {other}; cargo xtask eks collect)")
-            }
-            (false, Presence::Absent { .. }) => "not collected (cargo xtask eks collect)".to_string(),
-        };
-        row(f, false, "run", format!("{} ({collected})", self.run.id))?;
-        match &self.pod {
-            Presence::Present(pod) => {
-                row(f, false, "pod", &pod.name)?;
-                row(f, true, "phase", &pod.phase)?;
-                row(f, true, "ready", if pod.ready { "yes" } else { "no" })?;
-                row(f, true, "restarts", &pod.restarts)?;
-                row(f, true, "image", &pod.image)?;
-                row(f, true, "image ID", &pod.image_id)?;
-                row(f, true, "node", &pod.node)?;
-            }
-            absent => row(f, false, "pod", absent.as_ref().map(|pod| &pod.name))?,
-        }
-        match &self.node {
-            Presence::Present(node) => {
-                row(f, false, "node", &node.name)?;
-                row(f, true, "instance type", &node.instance_type)?;
-                row(f, true, "architecture", &node.architecture)?;
-                row(f, true, "zone", &node.zone)?;
-                row(f, true, "cpu", &node.cpu)?;
-                row(f, true, "memory", node.memory.as_ref().map(|memory| readable_memory(memory)))?;
-            }
-            absent => row(f, false, "node", absent.as_ref().map(|node| &node.name))?,
-        }
-        let claim = match &self.claim {
-            Presence::Present(claim) => claim,
-            absent => return row(f, false, "claim", absent.as_ref().map(|claim| &claim.name)),
-        };
-        row(f, false, "claim", &claim.name)?;
-        row(f, true, "phase", &claim.phase)?;
-        row(f, true, "storage class", &claim.storage_class)?;
-        row(f, true, "capacity", &claim.capacity)?;
-        row(f, true, "volume", &claim.volume_name)?;
-        match &claim.volume {
-            Presence::Present(volume) => {
-                row(f, false, "volume", &volume.name)?;
-                row(f, true, "CSI driver", &volume.csi_driver)?;
-                row(f, true, "volume handle", &volume.volume_handle)?;
-            }
-            absent => row(f, false, "volume", absent.as_ref().map(|volume| &volume.name))?,
-        }
-        match &claim.class {
-            Presence::Present(class) => {
-                row(f, false, "storage class", &class.name)?;
-                row(f, true, "provisioner", &class.provisioner)?;
-                row(f, true, "type", &class.volume_type)?;
-                row(f, true, "iops", &class.iops)?;
-                row(f, true, "throughput", class.throughput.as_ref().map(|mibps| format!("{mibps} MiB/s")))?;
-                row(f, true, "encrypted", &class.encrypted)?;
-            }
-            absent => row(f, false, "storage class", absent.as_ref().map(|class| &class.name))?,
-        }
-        Ok(())
-    }
-}
-
-/// A node's memory capacity (a Kubernetes quantity, `15896016Ki` as nodes report it) in
-/// binary units beside it; a form other than Ki, Mi, Gi or bytes as it is.
-fn readable_memory(quantity: &str) -> String {
-    let (digits, unit) = match quantity.find(|c: char| !c.is_ascii_digit()) {
-        Some(at) => quantity.split_at(at),
-        None => (quantity, ""),
-    };
-    let multiplier: u64 = match unit {
-        "" => 1,
-        "Ki" => 1 << 10,
-        "Mi" => 1 << 20,
-        "Gi" => 1 << 30,
-        _ => return quantity.to_string(),
-    };
-    match digits.parse::<u64>().ok().and_then(|count| count.checked_mul(multiplier)) {
-        Some(bytes) => format!("{} ({quantity})", crate::units::human_bytes(bytes)),
-        None => quantity.to_string(),
-    }
+/// The context of a namespace `status` and `down` cannot act on.
+fn no_deployment(namespace: &str) -> String {
+    format!("no chbench deployment in namespace {namespace}")
 }
 
 /// `cargo xtask eks status`, blocking.
-pub fn status_blocking(namespace: &str) -> Result<Status> {
+pub fn status_blocking(namespace: &str) -> Result<Deployment> {
     on_cluster(|client| async move { status(&client, namespace).await })
 }
 
@@ -535,8 +117,7 @@ pub async fn down(
     poll: Duration,
     mut progress: impl FnMut(&str),
 ) -> Result<DownOutcome> {
-    let object = deployment_namespace(client, namespace).await?;
-    let run = run_of(&object);
+    let run = deployment::read_namespace(client, namespace).await?.required(|| no_deployment(namespace))?.run;
     // Collected means this run, by a collect that started after the last bench's use.
     let refused = if run.collected { run.used_since_collect.clone() } else { Some(refusal(namespace, &run)) };
     if let Some(why) = &refused
@@ -739,47 +320,29 @@ pub fn down_blocking(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cluster::{COLLECTED_ANNOTATION, RUN_ANNOTATION};
 
     #[test]
-    fn an_absent_part_says_why_in_text_and_json() {
-        let absent: Presence<u32> = Presence::absent("no PVC: x");
-        assert_eq!(absent.to_string(), "absent (no PVC: x)");
-        assert_eq!(serde_json::to_string(&absent).unwrap(), r#"{"absent":"no PVC: x"}"#);
-        assert_eq!(serde_json::to_string(&Presence::Present(3)).unwrap(), "3");
-    }
-
-    #[test]
-    fn a_run_is_collected_only_when_the_collected_run_is_this_run() {
-        let namespace = |annotations: &[(&str, &str)]| Namespace {
-            metadata: kube::api::ObjectMeta {
-                name: Some("chbench".into()),
-                annotations: Some(annotations.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()),
+    fn a_refusal_names_the_run_or_why_there_is_none_and_the_ways_on() {
+        let run = |annotations: &[(&str, &str)]| {
+            let namespace = Namespace {
+                metadata: kube::api::ObjectMeta {
+                    name: Some("chbench".into()),
+                    annotations: Some(annotations.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()),
+                    ..Default::default()
+                },
                 ..Default::default()
-            },
-            ..Default::default()
+            };
+            deployment::namespace_facts(&namespace).run
         };
-        assert!(run_of(&namespace(&[(RUN_ANNOTATION, "a"), (COLLECTED_ANNOTATION, "a")])).collected);
-        assert!(!run_of(&namespace(&[(RUN_ANNOTATION, "b"), (COLLECTED_ANNOTATION, "a")])).collected);
-        assert!(!run_of(&namespace(&[(RUN_ANNOTATION, "b")])).collected);
-        let no_run = run_of(&namespace(&[]));
-        assert!(!no_run.collected);
-        assert!(refusal("chbench", &no_run).ends_with("cargo xtask eks collect first, or down --force"));
-        // Collected, then used by a bench: status says so, as down's refusal does.
-        let used_after = run_of(&namespace(&[
-            (RUN_ANNOTATION, "a"),
-            (COLLECTED_ANNOTATION, "a"),
-            (crate::cluster::COLLECTED_AT_ANNOTATION, "2026-11-30T10:00:00Z"),
-            (crate::cluster::LAST_USED_ANNOTATION, "2026-11-30T11:00:00Z"),
-        ]));
-        assert!(used_after.collected);
-        let why = used_after.used_since_collect.expect("a bench after the collect");
-        assert!(why.starts_with("a bench used the deployment in namespace chbench at 2026-11-30T11:00:00Z"), "{why}");
-        let used_before = run_of(&namespace(&[
-            (RUN_ANNOTATION, "a"),
-            (COLLECTED_ANNOTATION, "a"),
-            (crate::cluster::COLLECTED_AT_ANNOTATION, "2026-11-30T12:00:00Z"),
-            (crate::cluster::LAST_USED_ANNOTATION, "2026-11-30T11:00:00Z"),
-        ]));
-        assert_eq!(used_before.used_since_collect, None);
+        let no_run = refusal("chbench", &run(&[]));
+        assert!(no_run.starts_with("namespace chbench has no chbench.dev/run annotation"), "{no_run}");
+        assert!(no_run.ends_with("cargo xtask eks collect first, or down --force"), "{no_run}");
+        let other = refusal("chbench", &run(&[(RUN_ANNOTATION, "b"), (COLLECTED_ANNOTATION, "a")]));
+        assert_eq!(
+            other,
+            "run b in namespace chbench is not collected (the last collect was of run a): run cargo xtask eks \
+             collect first, or down --force to delete it with its results"
+        );
     }
 }

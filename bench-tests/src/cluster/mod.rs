@@ -1,20 +1,25 @@
 //! Kubernetes deployments of ClickHouse for the `eks` target: the manifests under
 //! `manifests/`, rendered from flags and checked before anything is applied
-//! ([`manifests`]), then applied and waited for ([`deploy`]), shown and taken away
-//! ([`lifecycle`]); the storage baseline fio measures beside it ([`baseline`]); the
-//! port-forward the target reaches the pod through ([`portforward`]); what a run leaves,
-//! copied out before `down` ([`collect`]).
+//! ([`manifests`]), then applied and waited for ([`deploy`]); a deployment as the cluster
+//! has it, read once, each part present or absent with the reason ([`deployment`]), which
+//! `status` shows and `down` takes away ([`lifecycle`]); the storage baseline fio measures
+//! beside it ([`baseline`]); the port-forward the target reaches the pod through
+//! ([`portforward`]); what a run leaves, copied out before `down` ([`collect`]).
 //!
 //! The variants and their values are always built (the command line names them); the
 //! rest only with the `eks` cargo feature (it brings the Kubernetes client and API
 //! types), so that a laptop that never touches a cluster does not compile them.
 
 #[cfg(feature = "eks")]
+pub mod annotations;
+#[cfg(feature = "eks")]
 pub mod baseline;
 #[cfg(feature = "eks")]
 pub mod collect;
 #[cfg(feature = "eks")]
 pub mod deploy;
+#[cfg(feature = "eks")]
+pub mod deployment;
 #[cfg(feature = "eks")]
 pub mod lifecycle;
 #[cfg(feature = "eks")]
@@ -151,4 +156,4 @@ impl Values {
 #[cfg(feature = "eks")]
 pub use deploy::{UpOutcome, up};
 #[cfg(feature = "eks")]
-pub use lifecycle::{DownOutcome, DownPlan, Status, down_blocking, status_blocking};
+pub use lifecycle::{DownOutcome, DownPlan, down_blocking, status_blocking};

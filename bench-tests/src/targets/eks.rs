@@ -10,7 +10,7 @@
 
 use anyhow::{Context, Result, bail};
 
-use super::{Backend, Capabilities, Storage};
+use super::{Backend, Capabilities, KubernetesDeployment, Storage};
 use crate::cluster::{DEFAULT_NAMESPACE, check_namespace};
 
 /// A server someone else owns (`up` and `down` do): the `url` target's capabilities,
@@ -23,15 +23,11 @@ pub const NAMESPACE_ENV: &str = "CHBENCH_NAMESPACE";
 /// ClickHouse's HTTP port in the pod.
 pub const HTTP_PORT: u16 = 8123;
 
-/// What output and results show of the target: the pod, its image and the forward. The
-/// one place the format is made; [`endpoint_namespace`] reads it back.
-pub fn endpoint(namespace: &str, pod: &str, image: &str, forward_url: &str) -> String {
+/// What output shows of the target: the pod, its image and the forward. For display
+/// only: results carry the deployment itself ([`Backend::deployment`]).
+pub fn endpoint(deployment: &KubernetesDeployment, forward_url: &str) -> String {
+    let KubernetesDeployment { namespace, pod, image, .. } = deployment;
     format!("pod {namespace}/{pod} ({image}) through a port-forward at {forward_url}")
-}
-
-/// The namespace an [`endpoint`] names, to tell a bundle's deployment.
-pub fn endpoint_namespace(endpoint: &str) -> Option<&str> {
-    endpoint.strip_prefix("pod ")?.split_once('/').map(|(namespace, _)| namespace)
 }
 
 /// `CHBENCH_NAMESPACE`, or the default; a name Kubernetes would refuse is one line.
@@ -77,99 +73,87 @@ pub fn open(_storage: &Storage) -> Result<Box<dyn Backend>> {
 }
 
 #[cfg(feature = "eks")]
-pub use with_client::{Deployment, EksTarget, check_baseline_node, find_deployment, open_in};
+pub use with_client::{EksTarget, ReadyDeployment, check_baseline_node, find_deployment, open_in};
 
 #[cfg(feature = "eks")]
 mod with_client {
     use std::fmt;
 
     use anyhow::{Context, Result, bail};
-    use k8s_openapi::api::core::v1::Pod;
-    use kube::{Api, Client};
+    use kube::Client;
 
     use super::{CAPABILITIES, HTTP_PORT, Use, endpoint};
+    use crate::cluster::annotations::BenchUse;
     use crate::cluster::baseline::read_baseline;
-    use crate::cluster::collect::BenchUse;
-    use crate::cluster::deploy::{CLICKHOUSE, PASSWORD_SECRET, connect, is_ready, read_password};
+    use crate::cluster::deploy::{CLICKHOUSE, PASSWORD_SECRET, connect, read_password, up_hint};
+    use crate::cluster::deployment::read_pod;
     use crate::cluster::eks_command;
     use crate::cluster::portforward::{PortForward, client_runtime};
     use crate::settings::Settings;
     use crate::storage_baseline::StorageBaseline;
     use crate::targets::server::{BENCH_USER, ServerConfig, ServerTarget};
-    use crate::targets::{Backend, ResultCounters, Target, TargetKind};
+    use crate::targets::{Backend, KubernetesDeployment, ResultCounters, Target, TargetKind};
 
-    /// What the target needs of a deployment: its pod's image and node, and ClickHouse's
-    /// password.
-    pub struct Deployment {
-        pub namespace: String,
-        pub image: String,
-        /// The pod's `spec.nodeName`: where the storage baseline must have been measured.
-        pub node: String,
+    /// What the target needs of a deployment: which it is (its pod, Ready, its image and
+    /// node), and ClickHouse's password.
+    pub struct ReadyDeployment {
+        pub identity: KubernetesDeployment,
         password: String,
     }
 
     /// Shows everything but the password.
-    impl fmt::Debug for Deployment {
+    impl fmt::Debug for ReadyDeployment {
         fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.debug_struct("Deployment")
-                .field("namespace", &self.namespace)
-                .field("image", &self.image)
-                .field("node", &self.node)
-                .field("password", &"<hidden>")
-                .finish()
+            f.debug_struct("ReadyDeployment").field("identity", &self.identity).field("password", &"<hidden>").finish()
         }
     }
 
     /// Reads (never writes) the deployment in `namespace`: the password Secret, then the
-    /// pod, which must be Ready. What is missing is one line saying to run `up`.
-    pub async fn find_deployment(client: &Client, namespace: &str) -> Result<Deployment> {
-        let up = format!("run `{}`", eks_command("up", namespace));
+    /// pod ([`read_pod`]), which must be Ready. What is missing is one line saying to run
+    /// `up`.
+    pub async fn find_deployment(client: &Client, namespace: &str) -> Result<ReadyDeployment> {
+        let up = up_hint(namespace);
         let password = read_password(client, namespace)
             .await?
             .with_context(|| format!("no secret {namespace}/{PASSWORD_SECRET}, so no deployment to use: {up}"))?;
-        let pod = Api::<Pod>::namespaced(client.clone(), namespace)
-            .get_opt(CLICKHOUSE)
-            .await
-            .with_context(|| format!("cannot read pod {namespace}/{CLICKHOUSE}"))?
-            .with_context(|| format!("no pod {namespace}/{CLICKHOUSE}, so no ClickHouse to use: {up}"))?;
-        let status = pod.status.clone().unwrap_or_default();
-        if !is_ready(&status) {
+        let doing = || format!("no ClickHouse to use in namespace {namespace}");
+        let pod = read_pod(client, namespace).await?.required(doing)?;
+        if !pod.ready {
             bail!(
                 "pod {namespace}/{CLICKHOUSE} is not Ready (phase {}): {up}, which waits for it and says why not",
-                status.phase.as_deref().unwrap_or("Unknown")
+                pod.phase
             );
         }
-        let image = pod
-            .spec
-            .iter()
-            .flat_map(|spec| &spec.containers)
-            .find(|container| container.name == CLICKHOUSE)
-            .and_then(|container| container.image.clone())
-            .with_context(|| format!("pod {namespace}/{CLICKHOUSE} has no container {CLICKHOUSE} with an image"))?;
         // A Ready pod is on a node.
-        let node = pod
-            .spec
-            .and_then(|spec| spec.node_name)
-            .with_context(|| format!("pod {namespace}/{CLICKHOUSE} is Ready but on no node: {up}"))?;
-        Ok(Deployment { namespace: namespace.to_string(), image, node, password })
+        let node = pod.node.required(doing)?;
+        let identity = KubernetesDeployment {
+            namespace: namespace.to_string(),
+            image: pod.image.required(doing)?,
+            image_id: pod.image_id.present().cloned(),
+            pod: pod.name,
+            node,
+        };
+        Ok(ReadyDeployment { identity, password })
     }
 
     /// The storage baseline kept in the deployment's namespace, if it was measured on the
     /// node ClickHouse runs on now; one measured on another node (the pod was made again
     /// elsewhere) is an error saying how to measure it again, as none is.
-    pub fn check_baseline_node(deployment: &Deployment, stored: Option<StorageBaseline>) -> Result<StorageBaseline> {
-        let namespace = &deployment.namespace;
+    pub fn check_baseline_node(
+        deployment: &ReadyDeployment,
+        stored: Option<StorageBaseline>,
+    ) -> Result<StorageBaseline> {
+        let KubernetesDeployment { namespace, node, .. } = &deployment.identity;
         let again = eks_command("baseline", namespace);
         let Some(baseline) = stored else {
             bail!(
                 "no storage baseline in namespace {namespace} (up --no-baseline, or it failed): `{again}` measures one"
             );
         };
-        if baseline.device.node != deployment.node {
+        if baseline.device.node != *node {
             bail!(
-                "the storage baseline was measured on node {}, ClickHouse now runs on {}: {again}",
-                baseline.device.node,
-                deployment.node
+                "the storage baseline was measured on node {}, ClickHouse now runs on {node}: {again}",
+                baseline.device.node
             );
         }
         Ok(baseline)
@@ -186,7 +170,7 @@ mod with_client {
         /// For what the target reads and stamps of the cluster besides ClickHouse (the
         /// storage baseline, the last use), on the runtime below.
         client: Client,
-        deployment: Deployment,
+        deployment: ReadyDeployment,
         kubernetes: tokio::runtime::Runtime,
         endpoint: String,
     }
@@ -203,7 +187,7 @@ mod with_client {
                 Ok::<_, anyhow::Error>((cluster.client, deployment))
             })?;
             let forward = PortForward::start(client.clone(), namespace, CLICKHOUSE, HTTP_PORT)?;
-            let endpoint = endpoint(namespace, CLICKHOUSE, &deployment.image, &forward.url());
+            let endpoint = endpoint(&deployment.identity, &forward.url());
             let config = ServerConfig::new(&forward.url(), BENCH_USER, &deployment.password)?;
             let server = match ServerTarget::connect(config) {
                 Ok(server) => server,
@@ -216,11 +200,6 @@ mod with_client {
             let bench_use = (used_for == Use::Bench)
                 .then(|| BenchUse::begin(client.clone(), namespace, kubernetes.handle().clone()));
             Ok(EksTarget { server, forward, _bench_use: bench_use, client, deployment, kubernetes, endpoint })
-        }
-
-        /// The port-forward's latest failure, if any.
-        pub fn forward_failure(&self) -> Option<String> {
-            self.forward.failure()
         }
     }
 
@@ -238,11 +217,15 @@ mod with_client {
             self.endpoint.clone()
         }
 
+        fn deployment(&self) -> Option<KubernetesDeployment> {
+            Some(self.deployment.identity.clone())
+        }
+
         /// The baseline `up` (or `eks baseline`) measured on the pod's node and kept in
         /// the namespace; none there is an error saying how to measure one, which the
         /// bundle keeps as the reason it is unknown.
         fn storage_baseline(&mut self) -> Result<Option<StorageBaseline>> {
-            let stored = self.kubernetes.block_on(read_baseline(&self.client, &self.deployment.namespace))?;
+            let stored = self.kubernetes.block_on(read_baseline(&self.client, &self.deployment.identity.namespace))?;
             check_baseline_node(&self.deployment, stored).map(Some)
         }
     }
@@ -260,14 +243,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_endpoint_names_the_pod_image_and_forward_and_reads_back_its_namespace() {
-        let shown = endpoint("bench-2", "clickhouse", "clickhouse/clickhouse-server:26.3.33.24", "http://127.0.0.1:4");
+    fn the_endpoint_names_the_pod_image_and_forward() {
+        let deployment = KubernetesDeployment {
+            namespace: "bench-2".into(),
+            pod: "clickhouse".into(),
+            image: "clickhouse/clickhouse-server:26.3.33.24".into(),
+            image_id: None,
+            node: "ip-10-0-1-5.ec2.internal".into(),
+        };
         assert_eq!(
-            shown,
+            endpoint(&deployment, "http://127.0.0.1:4"),
             "pod bench-2/clickhouse (clickhouse/clickhouse-server:26.3.33.24) through a port-forward at \
              http://127.0.0.1:4"
         );
-        assert_eq!(endpoint_namespace(&shown), Some("bench-2"));
-        assert_eq!(endpoint_namespace("http://127.0.0.1:8123"), None);
     }
 }

@@ -30,7 +30,7 @@ use crate::settings::Settings;
 use crate::sql::one_line;
 use crate::stats::StatsSource;
 use crate::storage_baseline::StorageBaseline;
-use crate::target_info::{TargetInfo, TargetKind};
+use crate::target_info::{KubernetesDeployment, TargetInfo, TargetKind};
 
 /// What the code needs to know about one kind of target: what it can do and how to open it.
 #[derive(Clone, Copy)]
@@ -146,6 +146,12 @@ pub trait Backend {
     fn storage_baseline(&mut self) -> Result<Option<StorageBaseline>> {
         Ok(None)
     }
+
+    /// The Kubernetes deployment the engine runs in, for results: `None` for a target
+    /// that is not one (the default).
+    fn deployment(&self) -> Option<KubernetesDeployment> {
+        None
+    }
 }
 
 /// What one statement returned.
@@ -184,10 +190,11 @@ impl Target {
     /// Wraps an opened backend, checking that it is ClickHouse and reading its version.
     fn from_backend(kind: TargetKind, capabilities: Capabilities, backend: Box<dyn Backend>) -> Result<Target> {
         let endpoint = backend.endpoint();
+        let deployment = backend.deployment();
         let mut target = Target {
             backend,
             capabilities,
-            info: TargetInfo { kind, engine_version: String::new(), endpoint },
+            info: TargetInfo { kind, engine_version: String::new(), endpoint, deployment },
             database: "default".to_string(),
             scenario_databases: Vec::new(),
         };
