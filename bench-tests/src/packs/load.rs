@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, anyhow, bail};
 use toml::Spanned;
 
-use super::claims::{self, ClaimsFile, QuerySection, Rule};
+use super::claims::{self, ClaimsFile, QuerySection};
 use super::{CLAIMS_FILE, Pack, Query, SqlFile};
 use crate::fixtures::{Fixture, Params, Statement, fixtures_root, shown};
 
@@ -235,20 +235,11 @@ impl PackDefaults<'_> {
             if let Some(design) = &claim.only_on {
                 known_design(&query.designs, "this query's designs", design, location)?;
             }
-            for design in claim.rule.other_designs() {
+            for design in claim.rule.designs_named() {
                 known_design(self.designs, "the pack's designs", design, location)?;
             }
-            match claim.rule {
-                Rule::ReadRowsGrowthAtMost(_) if query.scales.len() < 2 => {
-                    bail!("{}: {} compares scales, and the query runs at one", location(), claim.name)
-                }
-                Rule::SameAnswerOnEveryDesign if query.designs.len() < 2 => {
-                    bail!("{}: {} compares designs, and the query runs on one", location(), claim.name)
-                }
-                Rule::SameAnswerOnEveryDesign if query.answer_varies => {
-                    bail!("{}: {} compares answers, and this query's answer varies", location(), claim.name)
-                }
-                _ => {}
+            if let Some(reason) = claim.rule.refusal(query) {
+                bail!("{}: {} {reason}", location(), claim.name);
             }
         }
         Ok(())

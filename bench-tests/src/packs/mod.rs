@@ -30,8 +30,8 @@
 //! - `judge.rs`: running a case ([`Pack::run_case`]: the claims that apply, the
 //!   observations they compare with, their outcomes) and its verdict;
 //! - `determinism.rs`: building each design twice ([`Pack::check_determinism`]);
-//! - [`claims`]: the claims file and the vocabulary. For users, the vocabulary is
-//!   `docs/packs.md`.
+//! - [`claims`]: the claims file and the vocabulary, a file per claim key, each with its
+//!   parsing and its evaluation. For users, the vocabulary is `docs/packs.md`.
 
 mod cases;
 pub mod claims;
