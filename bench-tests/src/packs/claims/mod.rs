@@ -13,11 +13,23 @@
 //! - `index.rs`: `index.<stage>.*`, the index stages of `EXPLAIN indexes = 1`;
 //! - `storage.rs`: `table.*` and `columns.<column>.*`, from `system.parts`.
 //!
-//! A new claim under a key that exists (`index.<stage>.<claim>`, `table.<claim>`) is an
-//! edit of that key's file; a claim under a new key is a new file with a type implementing
-//! `ClaimKey` and `Rule` (`reads.rs` is the smallest example), its `mod` line and its
-//! line in `claim_keys!`. Either way the claim's row goes in `docs/packs.md`, which
-//! documents the vocabulary for users (a test checks that every key is there).
+//! Adding a claim:
+//!
+//! 1. Under a new key (`read_bytes_at_most = N`): a new file here with a type that is the
+//!    key's value as serde reads it and implements `ClaimKey` (its key, the claims it
+//!    states, the values it refuses) and a `Rule` per claim (its outcome on a case, and
+//!    where it can be checked if not everywhere). `reads.rs` is the smallest example.
+//!    Then its two lines in this file: `mod <file>;` and the type in `claim_keys!`.
+//!    Under a key that exists (`index.<stage>.<claim>`, `table.<claim>`): the same, in
+//!    that key's file (a field of its serde type, a line of its `state`, a `Rule`).
+//! 2. Its row in `docs/packs.md`, the vocabulary for users: `tests/pack_checks.rs` fails
+//!    while a key is missing there (a key holding a table of keys of its own adds that
+//!    level to the test's list).
+//!
+//! A rule reads what an [`Observation`] holds (the statistics record with its
+//! ProfileEvents, the index stages of the plan, the table's parts and column sizes); a
+//! claim that needs another measurement also extends `Observation` and `Pack::observe`
+//! (`observe.rs`), as `index.skip.rows_dropped_share_at_least` does with `AlsoMeasure`.
 
 mod index;
 mod read_rows_growth;
