@@ -1,0 +1,61 @@
+//! `read_rows_growth_at_most = K`: at the largest of the query's scales it read at most K
+//! times the rows it read at the smallest. Checked in the largest scale's case, against
+//! the same design observed at the smallest.
+
+use anyhow::{Result, bail};
+use serde::Deserialize;
+use toml::Spanned;
+
+use super::{ClaimKey, Observations, Rule, SectionClaims, no_more};
+use crate::invariant::{Check, claim};
+use crate::packs::{Case, Query};
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(transparent)]
+pub(super) struct ReadRowsGrowthAtMost(Spanned<f64>);
+
+impl ClaimKey for ReadRowsGrowthAtMost {
+    const KEY: &'static str = "read_rows_growth_at_most";
+
+    fn state(&self, claims: &mut SectionClaims) -> Result<()> {
+        let factor = *self.0.get_ref();
+        if !(factor.is_finite() && factor >= 1.0) {
+            bail!("{}: {} must be a number of at least 1, not {factor}", claims.line(self.0.span()), Self::KEY);
+        }
+        claims.push(Self::KEY, self.0.span(), self.clone());
+        Ok(())
+    }
+}
+
+impl Rule for ReadRowsGrowthAtMost {
+    fn refusal(&self, query: &Query) -> Option<&'static str> {
+        (query.scales.len() < 2).then_some("compares scales, and the query runs at one")
+    }
+
+    fn compared_with(&self, case: &Case, query: &Query) -> Vec<(String, u64)> {
+        smallest_if_largest(case, query).map(|smallest| (case.design.clone(), smallest)).into_iter().collect()
+    }
+
+    fn check(&self, name: &str, observed: &Observations) -> Option<Check> {
+        let smallest = smallest_if_largest(observed.case, observed.query)?;
+        let (factor, largest) = (*self.0.get_ref(), observed.own);
+        Some(observed.of(name, &observed.case.design, smallest).and_then(|at_smallest| {
+            claim(
+                name,
+                no_more(largest.read_rows as f64, factor * at_smallest.read_rows as f64),
+                format!(
+                    "{} rows read at {} rows, {} at {}",
+                    largest.read_rows, largest.rows, at_smallest.read_rows, at_smallest.rows
+                ),
+                format!("at most {factor} times as many at the largest scale as at the smallest"),
+            )
+        }))
+    }
+}
+
+/// The smallest scale, when the case is at the largest of several (where growth is
+/// checked).
+fn smallest_if_largest(case: &Case, query: &Query) -> Option<u64> {
+    let smallest = *query.scales.first()?;
+    (query.scales.last() == Some(&case.rows) && smallest < case.rows).then_some(smallest)
+}

@@ -1,0 +1,129 @@
+//! Judging a case: the claims that apply to it, the observations they need (the case's own,
+//! then those of the designs and scales they compare with, each observed once, one dataset
+//! open at a time), each claim's outcome by its rule, and the verdict (on a broken design:
+//! that the named claim was violated).
+
+use std::collections::BTreeMap;
+
+use anyhow::Result;
+
+use super::claims::{Claim, Observations};
+use super::{AlsoMeasure, Case, CaseOutcome, ClaimCheck, Observation, Pack, Query, VARYING_ANSWER};
+use crate::target_info::TargetKind;
+
+impl Pack {
+    /// Runs one case: observes it, then whatever its claims compare with (other designs
+    /// at the same scale, the same design at the smallest scale), one dataset open at a
+    /// time, and checks every claim that applies to it.
+    pub fn run_case(&self, kind: TargetKind, case: &Case) -> Result<CaseOutcome> {
+        let query = self.query(&case.query)?;
+        let claims = claims_on(query, &case.design);
+        let observation = self.observe_case(kind, case, query, &claims)?;
+        let others = self.observe_compared(kind, case, query, &claims)?;
+        let observations = Observations { case, query, own: &observation, others: &others };
+        let checks = claims
+            .into_iter()
+            .map(|claim| ClaimCheck { claim: claim.clone(), check: claim.rule.check(&claim.name, &observations) })
+            .collect();
+        Ok(CaseOutcome { observation, checks })
+    }
+
+    /// The case's own observation, measured a second time without a skip index when a
+    /// claim is about what the index drops.
+    fn observe_case(&self, kind: TargetKind, case: &Case, query: &Query, claims: &[&Claim]) -> Result<Observation> {
+        let also = claims
+            .iter()
+            .map(|claim| claim.rule.also_measure())
+            .find(|also| *also != AlsoMeasure::Nothing)
+            .unwrap_or(AlsoMeasure::Nothing);
+        let mut observed = self.observe(kind, &case.query, &case.design, case.rows, also)?;
+        if query.answer_varies {
+            // No claim reads it (same_answer_on_every_design is refused on load), and a
+            // snapshot of it would fail at random.
+            observed.answer = VARYING_ANSWER.to_string();
+        }
+        Ok(observed)
+    }
+
+    /// What the claims compare the case with, by (design, rows), each observed once, the
+    /// case itself left out.
+    fn observe_compared(
+        &self,
+        kind: TargetKind,
+        case: &Case,
+        query: &Query,
+        claims: &[&Claim],
+    ) -> Result<BTreeMap<(String, u64), Observation>> {
+        let mut others = BTreeMap::new();
+        for claim in claims {
+            for (design, rows) in claim.rule.compared_with(case, query) {
+                let own = design == case.design && rows == case.rows;
+                if !own && !others.contains_key(&(design.clone(), rows)) {
+                    let other = self.observe(kind, &case.query, &design, rows, AlsoMeasure::Nothing)?;
+                    others.insert((design, rows), other);
+                }
+            }
+        }
+        Ok(others)
+    }
+}
+
+/// The claims of `query` that apply on `design`: all but those limited to another design.
+fn claims_on<'a>(query: &'a Query, design: &str) -> Vec<&'a Claim> {
+    query.claims.iter().filter(|claim| claim.only_on.as_ref().is_none_or(|only_on| only_on == design)).collect()
+}
+
+impl CaseOutcome {
+    /// `Ok` with a line per claim when the case holds what it must: every claim on a
+    /// design, the named violation on a broken design. Else the reason, one line each.
+    pub fn verdict(&self, case: &Case, claims_file: &str) -> Result<Vec<String>, String> {
+        let mut report = Vec::new();
+        let mut failures = Vec::new();
+        for ClaimCheck { claim, check } in &self.checks {
+            let location = format!("{claims_file}:{}", claim.line);
+            match check {
+                None => report.push(format!(
+                    "{location}: {} does not apply here (checked at the largest scale, or on the other designs)",
+                    claim.name
+                )),
+                Some(Ok(())) => report.push(format!("{location}: {} holds", claim.name)),
+                Some(Err(violation)) if case.must_violate.as_deref() == Some(claim.name.as_str()) => {
+                    report.push(format!("{location}: {violation} (as this broken design must)"))
+                }
+                Some(Err(violation)) if case.must_violate.is_some() => {
+                    report.push(format!("{location}: {violation} (also broken here)"))
+                }
+                Some(Err(violation)) => failures.push(format!("{location}: {violation}")),
+            }
+        }
+        failures.extend(self.broken_design_uncaught(case, claims_file));
+        report.extend(self.empty_answer_note());
+        if failures.is_empty() { Ok(report) } else { Err(failures.join("\n")) }
+    }
+
+    /// On a broken design whose named claim held: why that fails the case.
+    fn broken_design_uncaught(&self, case: &Case, claims_file: &str) -> Option<String> {
+        let must = case.must_violate.as_ref()?;
+        let named = self.checks.iter().find(|check| check.claim.name == *must);
+        if named.is_some_and(|check| matches!(check.check, Some(Err(_)))) {
+            return None;
+        }
+        let location = named.map(|check| format!("{claims_file}:{}: ", check.claim.line)).unwrap_or_default();
+        let observed = &self.observation;
+        let granules = observed.granules_read.map_or("unknown".to_string(), |granules| granules.to_string());
+        Some(format!(
+            "{location}broken design {} at {} rows was expected to violate {must}, but the claim held ({} rows \
+             and {granules} granules read): this claim does not catch the design at this scale",
+            case.design, case.rows, observed.read_rows
+        ))
+    }
+
+    /// A query that returned nothing satisfies claims about what it reads too easily.
+    fn empty_answer_note(&self) -> Option<String> {
+        self.observation.answer.is_empty().then(|| {
+            "note: the query returned no rows here, so claims about what it reads hold easily; check its filter \
+             against the generator's data"
+                .to_string()
+        })
+    }
+}

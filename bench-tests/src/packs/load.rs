@@ -1,0 +1,432 @@
+//! Finding packs under `fixtures/` and loading one: the claims file read and parsed, the
+//! folder's SQL files listed, each query's designs, scales, claims and broken designs
+//! resolved and checked, and every SQL file rendered. Nothing runs, and every mistake is
+//! one line naming its file (and line).
+
+use std::fs;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, anyhow, bail};
+use toml::Spanned;
+
+use super::claims::{self, ClaimsFile, QuerySection};
+use super::{CLAIMS_FILE, Pack, Query, SqlFile};
+use crate::files::{fixtures_root, shown};
+use crate::fixtures::{Fixture, Params, Statement};
+
+/// Every pack under `fixtures/`, loaded: each folder with a `claims.toml`, by name. A pack
+/// that fails its checks is returned as its error, so the others still run.
+pub fn discover() -> Result<Vec<(String, Result<Pack>)>> {
+    let root = fixtures_root();
+    Ok(pack_names()?.into_iter().map(|name| (name.clone(), Pack::load(&root.join(&name)))).collect())
+}
+
+/// The names of the packs under `fixtures/` (folders with a `claims.toml`), sorted;
+/// nothing is loaded.
+pub fn pack_names() -> Result<Vec<String>> {
+    let root = fixtures_root();
+    let mut names = Vec::new();
+    for entry in fs::read_dir(&root).with_context(|| format!("cannot list {}", shown(&root)))? {
+        let folder = entry.with_context(|| format!("cannot list {}", shown(&root)))?.path();
+        if folder.join(CLAIMS_FILE).is_file() {
+            names.push(folder.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default());
+        }
+    }
+    names.sort();
+    Ok(names)
+}
+
+/// The pack names for an error message: `logs, tenants`, or `none`.
+pub fn known_packs() -> Result<String> {
+    let names = pack_names()?;
+    Ok(if names.is_empty() { "none".to_string() } else { names.join(", ") })
+}
+
+impl Pack {
+    /// `fixtures/<name>/`.
+    pub fn named(name: &str) -> Result<Pack> {
+        let folder = fixtures_root().join(name);
+        if !folder.join(CLAIMS_FILE).is_file() {
+            bail!("no pack {name}: {} has no {CLAIMS_FILE} (packs here: {})", shown(&folder), known_packs()?);
+        }
+        Pack::load(&folder)
+    }
+
+    /// Reads and checks a pack folder; nothing runs. Every error is one line naming the
+    /// file (and line) at fault.
+    pub fn load(folder: &Path) -> Result<Pack> {
+        let name = folder.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
+        check_name(&name, &format!("the pack folder {}", shown(folder)))?;
+        let source = ClaimsSource::read(folder)?;
+        let parsed = claims::parse(&source.file, &source.text)?;
+        let found = FolderFiles::list(folder)?;
+        let generator = generator_files(folder, parsed.generator.as_ref(), &source)?;
+        found.check_names()?;
+        let designs = chosen_designs(&found.designs, parsed.designs.as_ref(), &source)?;
+        let design_names: Vec<String> = designs.iter().map(|design| design.name.clone()).collect();
+        let scales = check_scales(parsed.scales.get_ref(), &source.at(parsed.scales.span()))?;
+        let defaults = PackDefaults { designs: &design_names, scales: &scales, broken: &found.broken, source: &source };
+        let queries = defaults.queries(&found.queries, &parsed)?;
+        let pack = Pack { name, folder: folder.to_path_buf(), designs, broken: found.broken, generator, queries };
+        check_sql_files(&pack)?;
+        Ok(pack)
+    }
+}
+
+/// The claims file's name, as errors show it, and its text: what turns a span of it into
+/// `file:line`.
+struct ClaimsSource {
+    file: String,
+    text: String,
+}
+
+impl ClaimsSource {
+    fn read(folder: &Path) -> Result<ClaimsSource> {
+        let path = folder.join(CLAIMS_FILE);
+        let file = shown(&path);
+        let text = fs::read_to_string(&path).with_context(|| format!("cannot read {file}"))?;
+        Ok(ClaimsSource { file, text })
+    }
+
+    fn line(&self, span: Range<usize>) -> usize {
+        claims::line_of(&self.text, span.start)
+    }
+
+    fn at(&self, span: Range<usize>) -> String {
+        format!("{}:{}", self.file, self.line(span))
+    }
+}
+
+/// The SQL files of a pack folder's `designs/`, `broken/` and `queries/`.
+struct FolderFiles {
+    designs: Vec<SqlFile>,
+    broken: Vec<SqlFile>,
+    queries: Vec<SqlFile>,
+}
+
+impl FolderFiles {
+    /// Lists the three folders: at least one design and one query, and no design in both
+    /// `designs/` and `broken/`.
+    fn list(folder: &Path) -> Result<FolderFiles> {
+        let found = FolderFiles {
+            designs: sql_files(&folder.join("designs"))?,
+            broken: sql_files(&folder.join("broken"))?,
+            queries: sql_files(&folder.join("queries"))?,
+        };
+        if found.designs.is_empty() {
+            bail!("{} holds no design: put each CREATE TABLE in designs/<design>.sql", shown(folder));
+        }
+        if found.queries.is_empty() {
+            bail!("{} holds no query: put each SELECT in queries/<query>.sql", shown(folder));
+        }
+        // A case names its design alone: one name in both folders would run the good
+        // schema where the broken one was meant.
+        let in_both = found.broken.iter().find(|broken| found.designs.iter().any(|design| design.name == broken.name));
+        if let Some(both) = in_both {
+            bail!(
+                "{}: design {} is in both designs/ and broken/; give the broken one another name",
+                shown(folder),
+                both.name
+            );
+        }
+        Ok(found)
+    }
+
+    /// Every file's name can name a test, a dataset and a snapshot.
+    fn check_names(&self) -> Result<()> {
+        for file in self.designs.iter().chain(&self.broken).chain(&self.queries) {
+            check_name(&file.name, &shown(&file.path))?;
+        }
+        Ok(())
+    }
+}
+
+/// The designs queries run on unless they say otherwise: those the claims file lists, in
+/// its order, else every file in `designs/`.
+fn chosen_designs(
+    found: &[SqlFile],
+    listed: Option<&Spanned<Vec<Spanned<String>>>>,
+    source: &ClaimsSource,
+) -> Result<Vec<SqlFile>> {
+    let Some(listed) = listed else { return Ok(found.to_vec()) };
+    let mut designs = Vec::new();
+    for design in checked_design_list(listed, source)? {
+        let name = design.get_ref();
+        let file = found
+            .iter()
+            .find(|file| file.name == *name)
+            .with_context(|| format!("{}: design {name} has no file designs/{name}.sql", source.at(design.span())))?;
+        designs.push(file.clone());
+    }
+    Ok(designs)
+}
+
+/// What each query's section is resolved against: the pack's designs and scales, the
+/// files in `broken/`, and the claims file, for errors.
+struct PackDefaults<'a> {
+    designs: &'a [String],
+    scales: &'a [u64],
+    broken: &'a [SqlFile],
+    source: &'a ClaimsSource,
+}
+
+impl PackDefaults<'_> {
+    /// A query per file in `queries/`, by name; then every section of the claims file
+    /// must have had its file.
+    fn queries(&self, files: &[SqlFile], parsed: &ClaimsFile) -> Result<Vec<Query>> {
+        let mut queries = Vec::new();
+        for file in files {
+            let section = parsed.queries.iter().find(|(name, _)| *name.get_ref() == file.name);
+            queries.push(self.query(file, section.map(|(_, section)| section))?);
+        }
+        for name in parsed.queries.keys() {
+            if !files.iter().any(|file| file.name == *name.get_ref()) {
+                bail!(
+                    "{}: query {} has no file queries/{}.sql",
+                    self.source.at(name.span()),
+                    name.get_ref(),
+                    name.get_ref()
+                );
+            }
+        }
+        Ok(queries)
+    }
+
+    /// The query of `file`, as its section (if any) says.
+    fn query(&self, file: &SqlFile, section: Option<&QuerySection>) -> Result<Query> {
+        let mut query = Query {
+            name: file.name.clone(),
+            file: file.path.clone(),
+            designs: self.designs.to_vec(),
+            scales: self.scales.to_vec(),
+            claims: Vec::new(),
+            broken: Vec::new(),
+            answer_varies: false,
+        };
+        let Some(section) = section else { return Ok(query) };
+        if let Some(listed) = &section.designs {
+            query.designs = self.query_designs(listed)?;
+        }
+        if let Some(scales) = &section.scales {
+            query.scales = check_scales(scales.get_ref(), &self.source.at(scales.span()))?;
+        }
+        let line = |span: Range<usize>| self.source.line(span);
+        query.claims = claims::flatten(section, &line).map_err(|error| anyhow!("{}:{error}", self.source.file))?;
+        query.answer_varies = section.answer_varies.as_ref().is_some_and(|varies| *varies.get_ref());
+        self.check_claims_fit(&query)?;
+        query.broken = self.broken_designs(section, &query)?;
+        Ok(query)
+    }
+
+    /// A query's own `designs`: a subset of the pack's.
+    fn query_designs(&self, listed: &Spanned<Vec<Spanned<String>>>) -> Result<Vec<String>> {
+        let listed = checked_design_list(listed, self.source)?;
+        for design in listed {
+            known_design(self.designs, "the pack's designs", design.get_ref(), || self.source.at(design.span()))?;
+        }
+        Ok(listed.iter().map(|design| design.get_ref().clone()).collect())
+    }
+
+    /// Each claim where it can be checked: the design it is limited to runs the query, the
+    /// designs it names are the pack's, and the query gives it something to compare.
+    fn check_claims_fit(&self, query: &Query) -> Result<()> {
+        for claim in &query.claims {
+            let location = || format!("{}:{}", self.source.file, claim.line);
+            if let Some(design) = &claim.only_on {
+                known_design(&query.designs, "this query's designs", design, location)?;
+            }
+            for design in claim.rule.designs_named() {
+                known_design(self.designs, "the pack's designs", design, location)?;
+            }
+            if let Some(reason) = claim.rule.refusal(query) {
+                bail!("{}: {} {reason}", location(), claim.name);
+            }
+        }
+        Ok(())
+    }
+
+    /// `broken.<design> = "<claim>"`: a file in `broken/`, and a claim the query makes on
+    /// every design.
+    fn broken_designs(&self, section: &QuerySection, query: &Query) -> Result<Vec<(String, String)>> {
+        let mut broken_designs = Vec::new();
+        for (design, violated) in &section.broken {
+            if !self.broken.iter().any(|found| found.name == *design.get_ref()) {
+                bail!(
+                    "{}: broken design {} has no file broken/{}.sql",
+                    self.source.at(design.span()),
+                    design.get_ref(),
+                    design.get_ref()
+                );
+            }
+            let on_every_design: Vec<&str> =
+                query.claims.iter().filter(|claim| claim.only_on.is_none()).map(|claim| claim.name.as_str()).collect();
+            if !on_every_design.contains(&violated.get_ref().as_str()) {
+                bail!(
+                    "{}: {} is not a claim of query {} (its claims: {})",
+                    self.source.at(violated.span()),
+                    violated.get_ref(),
+                    query.name,
+                    if on_every_design.is_empty() { "none".to_string() } else { on_every_design.join(", ") }
+                );
+            }
+            broken_designs.push((design.get_ref().clone(), violated.get_ref().clone()));
+        }
+        Ok(broken_designs)
+    }
+}
+
+/// Every SQL file renders with the one parameter a pack gives ({rows}), and each query is
+/// one statement that reads: checked here, before any dataset is built.
+fn check_sql_files(pack: &Pack) -> Result<()> {
+    let params = Params::new().with("rows", 1);
+    for design in pack.designs.iter().chain(&pack.broken) {
+        Fixture::read(&design.path)?.render(&params)?;
+    }
+    for file in &pack.generator {
+        Fixture::read(file)?.render(&params)?;
+    }
+    for query in &pack.queries {
+        let statement = Fixture::read(&query.file)?.render_one(&params)?;
+        // Queries only read: on a server the dataset is shared, and a query that wrote
+        // to it would change every later case's data.
+        if !reads_only(&statement) {
+            bail!(
+                "{}: a pack's query is one SELECT (or WITH ... SELECT); put set-up in the design or the generator",
+                statement.location()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The files a pack's `generator` key lists (each inside the pack folder and present), or
+/// by default its `generator.sql`.
+fn generator_files(
+    folder: &Path,
+    listed: Option<&Spanned<Vec<Spanned<String>>>>,
+    source: &ClaimsSource,
+) -> Result<Vec<PathBuf>> {
+    let Some(listed) = listed else {
+        let generator = folder.join("generator.sql");
+        if !generator.is_file() {
+            bail!("{} has no generator.sql (the statements that fill the table with {{rows}} rows)", shown(folder));
+        }
+        return Ok(vec![generator]);
+    };
+    if listed.get_ref().is_empty() {
+        bail!(
+            "{}: generator lists no file; list the files that fill the table with {{rows}} rows, \
+             e.g. generator = [\"generator.sql\"]",
+            source.at(listed.span())
+        );
+    }
+    let mut files = Vec::new();
+    for file in listed.get_ref() {
+        let relative = Path::new(file.get_ref());
+        // A pack is its folder: copied elsewhere, it must still find its files.
+        let inside = relative.components().all(|component| matches!(component, std::path::Component::Normal(_)));
+        if !inside {
+            bail!(
+                "{}: generator file {} must be a path inside the pack folder",
+                source.at(file.span()),
+                file.get_ref()
+            );
+        }
+        let path = folder.join(relative);
+        if !path.is_file() {
+            bail!("{}: generator file {} does not exist", source.at(file.span()), file.get_ref());
+        }
+        files.push(path);
+    }
+    Ok(files)
+}
+
+/// A name used in test names, dataset names and snapshot files.
+fn check_name(name: &str, what: &str) -> Result<()> {
+    // Lowercase too: a name is a file on disk and a test name, and case would tell two
+    // apart on one file system and not on another.
+    let valid = crate::sql::is_identifier(name)
+        && name.starts_with(|first: char| first.is_ascii_lowercase())
+        && !name.chars().any(|c| c.is_ascii_uppercase());
+    if !valid {
+        bail!("{what}: name {name:?} must be lowercase letters, digits and _, starting with a letter");
+    }
+    Ok(())
+}
+
+/// `list` says which designs `designs` are ("this query's designs").
+fn known_design(designs: &[String], list: &str, design: &str, location: impl Fn() -> String) -> Result<()> {
+    if !designs.iter().any(|known| known == design) {
+        bail!("{}: design {design} is not one of {list} ({})", location(), designs.join(", "));
+    }
+    Ok(())
+}
+
+/// A `designs` list with at least one design, each once: an empty list would run no
+/// case (and check no claim), a design listed twice would make two tests of one name.
+fn checked_design_list<'a>(
+    listed: &'a Spanned<Vec<Spanned<String>>>,
+    source: &ClaimsSource,
+) -> Result<&'a [Spanned<String>]> {
+    let designs = listed.get_ref();
+    if designs.is_empty() {
+        bail!("{}: designs lists no design; leave it out to run on every design", source.at(listed.span()));
+    }
+    for (index, design) in designs.iter().enumerate() {
+        if designs[..index].iter().any(|earlier| earlier.get_ref() == design.get_ref()) {
+            bail!("{}: design {} is listed twice", source.at(design.span()), design.get_ref());
+        }
+    }
+    Ok(designs)
+}
+
+fn check_scales(scales: &[u64], location: &str) -> Result<Vec<u64>> {
+    if scales.is_empty() || scales.contains(&0) {
+        bail!("{location}: scales must list row counts of at least 1, e.g. scales = [1_000_000]");
+    }
+    let mut sorted = scales.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    Ok(sorted)
+}
+
+/// Whether a statement is a query: its first word, after comments, is SELECT or WITH.
+fn reads_only(statement: &Statement) -> bool {
+    matches!(crate::sql::first_keyword(&statement.sql).as_str(), "SELECT" | "WITH")
+}
+
+/// The `*.sql` files of a folder by name (none when the folder is missing).
+fn sql_files(folder: &Path) -> Result<Vec<SqlFile>> {
+    let entries = match fs::read_dir(folder) {
+        Ok(entries) => entries,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(error) => return Err(error).with_context(|| format!("cannot list {}", shown(folder))),
+    };
+    let mut files = Vec::new();
+    for entry in entries {
+        let path = entry.with_context(|| format!("cannot list {}", shown(folder)))?.path();
+        if path.extension().is_some_and(|extension| extension == "sql") {
+            let name = path.file_stem().map(|stem| stem.to_string_lossy().into_owned()).unwrap_or_default();
+            files.push(SqlFile { name, path });
+        }
+    }
+    files.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_selects_are_queries() {
+        let statement = |sql: &str| Statement { sql: sql.to_string(), file: "q.sql".into(), line: 1 };
+        assert!(reads_only(&statement("-- one hour\nSELECT 1")));
+        assert!(reads_only(&statement("with 1 AS x SELECT x")));
+        assert!(reads_only(&statement("(SELECT 1) UNION ALL (SELECT 2)")));
+        assert!(reads_only(&statement("/* INSERT? no */ SELECT 1")));
+        assert!(!reads_only(&statement("INSERT INTO t SELECT 1")));
+        assert!(!reads_only(&statement("OPTIMIZE TABLE t FINAL")));
+    }
+}
