@@ -37,7 +37,9 @@ use crate::fixtures::{Fixture, Params, Statement};
 use crate::parts::wait_for_mutations;
 use crate::sql::sql_string;
 use crate::target_info::TargetKind;
-use crate::targets::{DatasetProvision, Storage, Target, open_target_of_kind, open_target_on, resolve_kind};
+use crate::targets::{
+    DatasetProvision, Storage, Target, engine_version_of, open_target_of_kind, open_target_on, resolve_kind,
+};
 
 /// How long a build may wait for one fixture's mutations.
 const MUTATION_TIMEOUT: Duration = Duration::from_secs(600);
@@ -366,21 +368,15 @@ struct ManifestRow {
     manifest: String,
 }
 
-/// The engine version of `kind`, asked of a short-lived connection on scratch storage
-/// (an in-process engine then accepts the dataset's folder, since no connection is left
-/// open). Opened without `Target`, which would print a target line for this probe.
-/// Asked once per kind and process: a test that compares two datasets opens both.
+/// The engine version of `kind`, asked once per kind and process: a test that compares
+/// two datasets opens both.
 fn engine_version(kind: TargetKind) -> Result<String> {
     static VERSIONS: Mutex<Vec<(TargetKind, String)>> = Mutex::new(Vec::new());
     let mut versions = VERSIONS.lock().map_err(|_| anyhow::anyhow!("the engine version cache is poisoned"))?;
     if let Some((_, version)) = versions.iter().find(|(known, _)| *known == kind) {
         return Ok(version.clone());
     }
-    let mut engine = (crate::targets::spec(kind).open)(&Storage::Scratch)?;
-    let (version, _) = engine
-        .run("SELECT version()", &crate::settings::Settings::new(), "TabSeparatedRaw")
-        .with_context(|| format!("cannot read the {kind} engine's version"))?;
-    let version = version.trim().to_string();
+    let version = engine_version_of(kind).with_context(|| format!("cannot read the {kind} engine's version"))?;
     versions.push((kind, version.clone()));
     Ok(version)
 }

@@ -82,7 +82,7 @@ mod with_client {
     use anyhow::{Context, Result, bail};
     use kube::Client;
 
-    use super::{CAPABILITIES, HTTP_PORT, Use, endpoint};
+    use super::{HTTP_PORT, Use, endpoint};
     use crate::cluster::annotations::BenchUse;
     use crate::cluster::baseline::read_baseline;
     use crate::cluster::deploy::{CLICKHOUSE, PASSWORD_SECRET, connect, read_password, up_hint};
@@ -234,7 +234,7 @@ mod with_client {
     /// whatever `CHBENCH_NAMESPACE` says (`cargo xtask eks collect --namespace`).
     pub fn open_in(namespace: &str) -> Result<Target> {
         crate::cluster::check_namespace(namespace)?;
-        Target::from_backend(TargetKind::Eks, CAPABILITIES, Box::new(EksTarget::connect(namespace, Use::Collect)?))
+        crate::targets::open_backend(TargetKind::Eks, Box::new(EksTarget::connect(namespace, Use::Collect)?))
     }
 }
 

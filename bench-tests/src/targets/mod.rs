@@ -498,14 +498,32 @@ pub fn open_target_of_kind(kind: TargetKind) -> Result<Target> {
 /// in-process engine's data, and prints which one it is.
 pub fn open_target_on(kind: TargetKind, storage: &Storage) -> Result<Target> {
     let kind = resolve_kind(kind);
-    let spec = spec(kind);
-    let backend = (spec.open)(storage)?;
-    let mut target = Target::from_backend(kind, spec.capabilities, backend)?;
+    let target = open_backend(kind, (spec(kind).open)(storage)?)?;
     eprintln!("chbench: {}", target.info());
-    if target.capabilities.datasets == DatasetProvision::SharedDatabase {
+    Ok(target)
+}
+
+/// The one way an opened backend becomes a [`Target`]: checked to be ClickHouse, its
+/// version read, and, on a server that processes share, the scenario databases killed
+/// processes of this run left behind dropped. Every opener ends here; a kind's own
+/// opener with arguments of its own (the eks target for a given namespace) calls it
+/// directly.
+pub fn open_backend(kind: TargetKind, backend: Box<dyn Backend>) -> Result<Target> {
+    let capabilities = spec(kind).capabilities;
+    let mut target = Target::from_backend(kind, capabilities, backend)?;
+    if capabilities.datasets == DatasetProvision::SharedDatabase {
         drop_left_behind_databases(&mut target);
     }
     Ok(target)
+}
+
+/// The engine version of `kind`, from a target opened on scratch storage and closed at
+/// once (so that an in-process engine can open a dataset's folder next), without the
+/// line [`open_target_on`] prints.
+pub fn engine_version_of(kind: TargetKind) -> Result<String> {
+    let kind = resolve_kind(kind);
+    let target = open_backend(kind, (spec(kind).open)(&Storage::Scratch)?)?;
+    Ok(target.info().engine_version.clone())
 }
 
 #[cfg(test)]
