@@ -25,7 +25,7 @@
 //! - SQL comes from `fixtures/`, never from Rust strings, except the system-table
 //!   queries the measurement core itself runs.
 
-// The layers, bottom up (ARCHITECTURE.md, "Layers"; tests/layers.rs keeps them).
+// The layers, bottom up (ARCHITECTURE.md, "Layers"; tests/it/layers.rs keeps them).
 // Text, numbers, files and the engine library:
 pub mod engine;
 pub mod files;

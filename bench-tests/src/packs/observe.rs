@@ -50,49 +50,43 @@ impl Pack {
         rows: u64,
         also: AlsoMeasure,
     ) -> Result<Observation> {
-        self.observe_unnamed(kind, query, design, rows, also)
-            .with_context(|| format!("pack {}: query {query} on design {design} at {rows} rows", self.name))
-    }
-
-    fn observe_unnamed(
-        &self,
-        kind: TargetKind,
-        query: &str,
-        design: &str,
-        rows: u64,
-        also: AlsoMeasure,
-    ) -> Result<Observation> {
-        let statement = self.statement(query, rows)?;
-        let (mut target, manifest) = self.dataset(design, rows)?.open_on(kind).context("cannot open the dataset")?;
-        // The process in the tag, so that on a shared server a lookup by tag finds this
-        // run's statement, not another's.
-        let run = format!("pack-{}", std::process::id());
-        let scenario = format!("{}.{design}.{rows}", self.name);
-        let tag = |attempt| StatementTag::new(&run, &scenario, query, attempt);
-        let measured = measure(&mut target, &statement, &tag(1), &Settings::new())?;
-        let pruning = explain_indexes(&mut target, &statement)?;
-        let table = pruning.first().map(|read| unqualified(&read.table).to_string());
-        let (parts, columns) = match &table {
-            Some(table) => table_storage(&mut target, table)?,
-            None => (None, None),
+        // Every error, from whichever step, names the pack, query, design and scale.
+        let observed = || -> Result<Observation> {
+            let statement = self.statement(query, rows)?;
+            let (mut target, manifest) =
+                self.dataset(design, rows)?.open_on(kind).context("cannot open the dataset")?;
+            // The process in the tag, so that on a shared server a lookup by tag finds this
+            // run's statement, not another's.
+            let run = format!("pack-{}", std::process::id());
+            let scenario = format!("{}.{design}.{rows}", self.name);
+            let tag = |attempt| StatementTag::new(&run, &scenario, query, attempt);
+            let measured = measure(&mut target, &statement, &tag(1), &Settings::new())?;
+            let pruning = explain_indexes(&mut target, &statement)?;
+            let table = pruning.first().map(|read| unqualified(&read.table).to_string());
+            let (parts, columns) = match &table {
+                Some(table) => table_storage(&mut target, table)?,
+                None => (None, None),
+            };
+            let read_rows_without_skip_index = read_rows_without_skip_index(&mut target, &statement, &tag(2), also)?;
+            // No ProfileEvents at all is a source that keeps none, not a read of 0 granules.
+            let granules_read =
+                (!measured.stats.profile_events.is_empty()).then(|| measured.stats.event("SelectedMarks"));
+            Ok(Observation {
+                engine_version: manifest.engine_version,
+                design: design.to_string(),
+                rows,
+                answer: sorted_lines(&measured.body),
+                read_rows: measured.stats.read_rows,
+                granules_read,
+                pruning,
+                table,
+                parts,
+                columns,
+                read_rows_without_skip_index,
+                stats: measured.stats.without_raw(),
+            })
         };
-        let read_rows_without_skip_index = read_rows_without_skip_index(&mut target, &statement, &tag(2), also)?;
-        // No ProfileEvents at all is a source that keeps none, not a read of 0 granules.
-        let granules_read = (!measured.stats.profile_events.is_empty()).then(|| measured.stats.event("SelectedMarks"));
-        Ok(Observation {
-            engine_version: manifest.engine_version,
-            design: design.to_string(),
-            rows,
-            answer: sorted_lines(&measured.body),
-            read_rows: measured.stats.read_rows,
-            granules_read,
-            pruning,
-            table,
-            parts,
-            columns,
-            read_rows_without_skip_index,
-            stats: measured.stats.without_raw(),
-        })
+        observed().with_context(|| format!("pack {}: query {query} on design {design} at {rows} rows", self.name))
     }
 }
 

@@ -22,7 +22,7 @@
 //!    Then its two lines in this file: `mod <file>;` and the type in `claim_keys!`.
 //!    Under a key that exists (`index.<stage>.<claim>`, `table.<claim>`): the same, in
 //!    that key's file (a field of its serde type, a line of its `state`, a `Rule`).
-//! 2. Its row in `docs/packs.md`, the vocabulary for users: `tests/pack_checks.rs` fails
+//! 2. Its row in `docs/packs.md`, the vocabulary for users: `tests/it/pack_checks.rs` fails
 //!    while a key is missing there (a key holding a table of keys of its own adds that
 //!    level to the test's list).
 //!

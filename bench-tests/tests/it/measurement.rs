@@ -1,7 +1,7 @@
 //! The measurement core on the chosen target: statistics records, cache control,
 //! EXPLAIN parsing, and the system-table readers.
 
-mod common;
+use crate::common;
 
 use chbench::explain::explain_indexes;
 use chbench::fixtures::{Fixture, Params};

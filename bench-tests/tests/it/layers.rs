@@ -425,9 +425,11 @@ fn cycles(edges: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
 fn violations(modules: &[Module], imports: &[Import]) -> Vec<String> {
     let layer = |path: &str| modules.iter().find(|module| module.path == path).unwrap();
     let mut problems = Vec::new();
+    let mut said = BTreeSet::new();
     for import in imports {
         let (from, to) = (layer(&import.from), layer(&import.to));
-        if to.layer > from.layer {
+        // Two paths on one line to one module are one problem.
+        if to.layer > from.layer && said.insert((&import.file, import.line, &import.to)) {
             problems.push(format!(
                 "{}:{}: `{}` (layer {}, {}) imports `{}` (layer {}, {}): an import runs upward; move what it \
                  needs down to a lower layer, or the importer up (ARCHITECTURE.md, Layers)",

@@ -27,7 +27,7 @@
 //! are compared within 2 % of the snapshot, because LowCardinality dictionaries, and so
 //! compressed bytes, depend on how the insert threads happened to split the rows.
 
-mod common;
+use crate::common;
 
 use chbench::benchmarks::logs::dataset::{
     INDEX_GRANULARITY, NO_BLOOM_FILTER_DESIGN, SOURCE_DESIGN, codecs_dataset, pack,

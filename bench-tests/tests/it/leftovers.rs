@@ -20,11 +20,13 @@ fn small_dataset() -> Dataset {
 /// The name of the dataset whose build fails.
 const FAILING_DATASET: &str = "failing_build_probe";
 
-/// Runs this file's test `name` in a process of its own; returns its id and output.
+/// Runs this module's test `name` in a process of its own; returns its id and output.
 fn run_child(name: &str) -> (u32, Output) {
     let exe = std::env::current_exe().expect("the test binary's path");
+    // Test names in the binary start with the module's path below the crate.
+    let module = module_path!().split_once("::").map_or("", |(_, below)| below);
     let child = Command::new(exe)
-        .args([name, "--exact", "--ignored", "--nocapture"])
+        .args([&format!("{module}::{name}"), "--exact", "--ignored", "--nocapture"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
