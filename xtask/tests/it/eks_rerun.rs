@@ -4,8 +4,6 @@
 //! with a stand-in for cargo (`CARGO` names the cargo xtask runs) that records its pid and
 //! arguments, then ends as SIGTERM ends a process.
 
-#![cfg(not(feature = "eks"))]
-
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::ExitStatusExt;
 use std::process::Command;
