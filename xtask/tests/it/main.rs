@@ -5,6 +5,7 @@
 
 mod bad_input;
 mod bench_bundle;
+mod common;
 // It needs the Kubernetes client: `cargo nextest run -p xtask --features eks`.
 #[cfg(feature = "eks")]
 mod eks;

@@ -16,7 +16,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-const WORKSPACE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+use crate::common::{XTASK, cargo, workspace};
 
 /// A word of a command: its text without quotes, the script line it begins on, and
 /// whether it holds an expansion (`$VAR`, `$(...)`, `${{ }}`), whose value is unknown here.
@@ -155,11 +155,10 @@ fn check(command: &ShellCommand) -> Result<bool, String> {
     };
     // An expansion's value is unknown: "1" parses as a path, a run id, a row count and a number.
     let texts: Vec<&str> = args.iter().map(|word| if word.expanded { "1" } else { word.text.as_str() }).collect();
-    // The cargo running this test, as nextest and cargo say.
-    let cargo = std::env::var_os("CARGO").map_or_else(|| PathBuf::from("cargo"), PathBuf::from);
+    let cargo = cargo();
     match subcommand.text.as_str() {
         // Through the xtask binary built for this test.
-        "xtask" => run_for_help(Path::new(env!("CARGO_BIN_EXE_xtask")), &texts[1..])?,
+        "xtask" => run_for_help(Path::new(XTASK), &texts[1..])?,
         "nextest" => {
             check_nextest_profiles(args)?;
             run_for_help(&cargo, &texts)?;
@@ -172,8 +171,7 @@ fn check(command: &ShellCommand) -> Result<bool, String> {
 /// Each profile nextest's `args` name (`--profile NAME`, `-P NAME`, `--profile=NAME`) is
 /// in `.config/nextest.toml`, or is nextest's own `default`.
 fn check_nextest_profiles(args: &[Word]) -> Result<(), String> {
-    let config =
-        std::fs::read_to_string(Path::new(WORKSPACE).join(".config/nextest.toml")).expect("cannot read nextest.toml");
+    let config = std::fs::read_to_string(workspace().join(".config/nextest.toml")).expect("cannot read nextest.toml");
     let config: toml::Table = toml::from_str(&config).expect("nextest.toml is not TOML");
     let defined = config.get("profile").and_then(toml::Value::as_table).map(|profiles| profiles.keys().cloned());
     let mut known: Vec<String> = defined.into_iter().flatten().chain(["default".to_string()]).collect();
@@ -196,7 +194,7 @@ fn check_nextest_profiles(args: &[Word]) -> Result<(), String> {
 
 /// The same parse as the tests and xtask make of a target's name.
 fn check_target(name: &str) -> Result<(), String> {
-    run_for_help(Path::new(env!("CARGO_BIN_EXE_xtask")), &["bench", "--target", name])
+    run_for_help(Path::new(XTASK), &["bench", "--target", name])
 }
 
 /// Runs `program ARGS --help` (`--help` before any `--`), which parses every argument
@@ -207,7 +205,7 @@ fn run_for_help(program: &Path, args: &[&str]) -> Result<(), String> {
     let with_help = [&args[..split], &["--help"]].concat();
     let output = Command::new(program)
         .args(&with_help)
-        .current_dir(WORKSPACE)
+        .current_dir(workspace())
         .env_remove("CHBENCH_TARGET")
         .output()
         .map_err(|error| format!("cannot run {}: {error}", program.display()))?;
@@ -277,7 +275,7 @@ fn problems_in(file: &str, text: &str) -> (Vec<String>, usize) {
 
 #[test]
 fn every_cargo_command_the_workflows_run_exists() {
-    let folder = Path::new(WORKSPACE).join(".github/workflows");
+    let folder = workspace().join(".github/workflows");
     let mut files: Vec<PathBuf> = std::fs::read_dir(&folder).unwrap().map(|entry| entry.unwrap().path()).collect();
     files.retain(|path| path.extension().is_some_and(|ext| ext == "yml" || ext == "yaml"));
     files.sort();
