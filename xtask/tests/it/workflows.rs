@@ -318,6 +318,7 @@ version=$(cargo xtask clean-containers)
     for (script, expected) in [
         ("cargo xtask bnch", "unrecognized subcommand 'bnch'"),
         ("cargo xtask bench --rowz 1M", "unexpected argument '--rowz'"),
+        ("cargo xtask bench --rows many", "is not a row count"),
         ("cargo xtask bench --target containr", "choose one of auto, embedded, container, url"),
         ("CHBENCH_TARGET=containr cargo nextest run", "choose one of auto, embedded, container, url"),
         ("CHBENCH_TARGET=$T cargo nextest run", "CHBENCH_TARGET comes from a variable"),
