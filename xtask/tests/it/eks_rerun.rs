@@ -4,11 +4,10 @@
 //! with a stand-in for cargo (`CARGO` names the cargo xtask runs) that records its pid and
 //! arguments, then ends as SIGTERM ends a process.
 
-#![cfg(not(feature = "eks"))]
-
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::ExitStatusExt;
-use std::process::Command;
+
+use crate::common::{error_lines, workspace, xtask};
 
 #[test]
 fn the_rerun_is_this_process_so_signals_and_exit_codes_are_direct() {
@@ -24,7 +23,7 @@ fn the_rerun_is_this_process_so_signals_and_exit_codes_are_direct() {
     let working_dir = folder.path().join("here");
     std::fs::create_dir(&working_dir).unwrap();
 
-    let child = Command::new(env!("CARGO_BIN_EXE_xtask"))
+    let child = xtask()
         .args(["eks", "status", "--namespace", "bench-2"])
         .env("CARGO", &cargo)
         .current_dir(&working_dir)
@@ -41,7 +40,7 @@ fn the_rerun_is_this_process_so_signals_and_exit_codes_are_direct() {
     };
     assert_eq!(recorded_pid, pid.to_string(), "cargo ran as a child, not in xtask's place");
     assert_eq!(recorded_dir, working_dir.canonicalize().unwrap().display().to_string());
-    let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().join("Cargo.toml");
+    let manifest = workspace().join("Cargo.toml");
     assert_eq!(
         arguments,
         format!(
@@ -53,14 +52,10 @@ fn the_rerun_is_this_process_so_signals_and_exit_codes_are_direct() {
 
 #[test]
 fn a_cargo_that_cannot_start_is_one_line() {
-    let output = Command::new(env!("CARGO_BIN_EXE_xtask"))
-        .args(["eks", "status"])
-        .env("CARGO", "/nonexistent/cargo")
-        .output()
-        .expect("cannot run xtask");
+    let output = xtask().args(["eks", "status"]).env("CARGO", "/nonexistent/cargo").output().expect("cannot run xtask");
     assert_eq!(output.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&output.stderr);
-    let errors: Vec<&str> = stderr.lines().filter(|line| line.starts_with("error: ")).collect();
+    let errors = error_lines(&output);
     assert_eq!(
         errors,
         [

@@ -7,14 +7,15 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
 
+use crate::common::{cargo, workspace};
+
 /// Each crate of xtask's build (its normal dependencies, with what they build on) and the
 /// features it is built with, as `cargo tree` resolves them from the lock file.
 fn features_of_each_crate(extra: &[&str]) -> BTreeMap<String, BTreeSet<String>> {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let output = Command::new(cargo)
+    let output = Command::new(cargo())
         .args(["tree", "--locked", "-p", "xtask", "-e", "normal", "--prefix", "none", "-f", "{p} [{f}]"])
         .args(extra)
-        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+        .current_dir(workspace())
         .output()
         .expect("cannot run cargo tree");
     assert!(output.status.success(), "cargo tree failed: {}", String::from_utf8_lossy(&output.stderr));

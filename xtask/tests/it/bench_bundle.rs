@@ -12,14 +12,10 @@ use chbench::benchmarks::logs::{LogsBundle, LogsResults};
 use chbench::results::{RunStatus, SAMPLES_FILE, load_bundle};
 use chbench::targets::embedded::storage_dir_of_process;
 
+use crate::common::{error_lines, xtask};
+
 fn logs(bundle: &LogsBundle) -> &LogsResults {
     &bundle.benchmark
-}
-
-fn xtask() -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_xtask"));
-    command.env_remove("CHBENCH_TARGET");
-    command
 }
 
 #[test]
@@ -181,7 +177,7 @@ fn ctrl_c_in_the_middle_of_a_query_keeps_its_samples_says_where_and_reports() {
     // 128 + SIGINT, as a shell reports a command stopped by Ctrl-C.
     assert_eq!(output.status.code(), Some(130), "{}", String::from_utf8_lossy(&output.stderr));
     let stderr = String::from_utf8_lossy(&output.stderr);
-    let errors: Vec<&str> = stderr.lines().filter(|line| line.starts_with("error: ")).collect();
+    let errors = error_lines(&output);
     assert_eq!(errors.len(), 1, "{stderr}");
     assert!(errors[0].contains(&format!("what it measured is in {}", dir.display())), "{stderr}");
     assert!(errors[0].contains("report.md") && errors[0].ends_with("interrupted by Ctrl-C or SIGTERM"), "{stderr}");
@@ -262,7 +258,7 @@ fn two_runs_with_the_same_run_id_get_one_folder_and_one_clear_error() {
     assert_eq!(winners, 1, "exactly one run should get the folder");
     let loser = outputs.iter().find(|output| !output.status.success()).unwrap();
     let stderr = String::from_utf8_lossy(&loser.stderr);
-    let errors: Vec<&str> = stderr.lines().filter(|line| line.starts_with("error: ")).collect();
+    let errors = error_lines(loser);
     assert_eq!(errors.len(), 1, "{stderr}");
     assert!(errors[0].contains("twice already exists; choose another run id"), "{stderr}");
     assert_eq!(load_bundle::<LogsResults>(&results.path().join("twice")).unwrap().status, RunStatus::Complete);

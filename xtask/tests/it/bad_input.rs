@@ -4,25 +4,18 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
+use crate::common::{self, error_line, error_lines};
+
+/// Runs xtask with `env` on top of the caller's, without the engine the caller chose.
 fn xtask(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_xtask"));
-    command.args(args).env_remove("CHBENCH_TARGET").env_remove("CHBENCH_LIBCHDB");
+    let mut command = common::xtask();
+    command.args(args).env_remove("CHBENCH_LIBCHDB");
     for (name, value) in env {
         command.env(name, value);
     }
     command.output().expect("cannot run xtask")
-}
-
-/// The error line, after checking that the run failed normally (exit code 1, not a
-/// signal) and printed exactly one.
-fn error_line(output: &Output) -> String {
-    assert_eq!(output.status.code(), Some(1), "expected a failure with exit code 1, got {:?}", output.status);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    let errors: Vec<&str> = stderr.lines().filter(|line| line.starts_with("error: ")).collect();
-    assert_eq!(errors.len(), 1, "expected one error line in:\n{stderr}");
-    errors[0].to_string()
 }
 
 #[test]
@@ -266,10 +259,11 @@ fn an_unknown_target_lists_the_known_ones() {
         // clap refuses it before anything runs, with its own usage-error code.
         assert_eq!(output.status.code(), Some(2), "{:?}", output.status);
         let stderr = String::from_utf8_lossy(&output.stderr);
-        let errors: Vec<&str> = stderr.lines().filter(|line| line.starts_with("error:")).collect();
+        let errors = error_lines(&output);
         assert_eq!(errors.len(), 1, "expected one error line in:\n{stderr}");
         assert!(errors[0].contains("'kubernetes'") && errors[0].contains("--target"), "{stderr}");
-        assert!(errors[0].contains("is not a target; choose one of auto, embedded, container, url"), "{stderr}");
+        let choose = format!("is not a target; choose one of {}", chbench::target_info::TargetKind::names());
+        assert!(errors[0].contains(&choose), "{stderr}");
     }
 }
 

@@ -2,13 +2,13 @@
 //! and the query's statistics record and index stages are printed as one JSON document.
 //! Its bad command lines are in `bad_input.rs`.
 
-use std::process::Command;
-
 use serde_json::Value;
+
+use crate::common::xtask;
 
 #[test]
 fn a_pack_query_prints_its_statistics_record_and_index_stages() {
-    let output = Command::new(env!("CARGO_BIN_EXE_xtask"))
+    let output = xtask()
         .args(["measure", "primary_key", "one_device_one_hour", "--rows", "250000"])
         .env("CHBENCH_TARGET", "embedded")
         .env_remove("CHBENCH_LIBCHDB")

@@ -4,10 +4,12 @@
 //! are in `bench-tests/tests/cluster.rs`.) Built with the `eks` feature
 //! (`cargo nextest run -p xtask --features eks`).
 
-use std::process::{Command, Output};
+use std::process::Output;
+
+use crate::common::{self, error_line};
 
 fn xtask(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_xtask"))
+    common::xtask()
         .args(args)
         // No cluster: a kubeconfig that does not exist, and nothing in the cluster's env.
         .env("KUBECONFIG", "/nonexistent/kubeconfig")
@@ -15,14 +17,6 @@ fn xtask(args: &[&str]) -> Output {
         .env("HOME", "/nonexistent")
         .output()
         .expect("cannot run xtask")
-}
-
-fn error_line(output: &Output) -> String {
-    assert_eq!(output.status.code(), Some(1), "expected exit code 1, got {:?}", output.status);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    let errors: Vec<&str> = stderr.lines().filter(|line| line.starts_with("error: ")).collect();
-    assert_eq!(errors.len(), 1, "expected one error line in:\n{stderr}");
-    errors[0].to_string()
 }
 
 #[test]
@@ -137,7 +131,7 @@ fn collect_without_a_cluster_is_one_line_and_writes_nothing() {
 fn bench_on_the_eks_target_without_a_cluster_is_one_line() {
     let folder = tempfile::tempdir().unwrap();
     let results = folder.path().join("results");
-    let output = Command::new(env!("CARGO_BIN_EXE_xtask"))
+    let output = common::xtask()
         .args(["bench", "--rows", "1K", "--results-dir", results.to_str().unwrap()])
         .env("CHBENCH_TARGET", "eks")
         .env("KUBECONFIG", "/nonexistent/kubeconfig")
@@ -150,7 +144,7 @@ fn bench_on_the_eks_target_without_a_cluster_is_one_line() {
     let output = xtask(&["bench", "--target", "eks", "--rows", "1K", "--results-dir", results.to_str().unwrap()]);
     assert!(error_line(&output).starts_with("error: cannot reach a cluster"));
     // A namespace Kubernetes would refuse is refused before a cluster is asked.
-    let output = Command::new(env!("CARGO_BIN_EXE_xtask"))
+    let output = common::xtask()
         .args(["bench", "--target", "eks", "--rows", "1K", "--results-dir", results.to_str().unwrap()])
         .env("CHBENCH_NAMESPACE", "Bench_DB")
         .output()

@@ -1,0 +1,40 @@
+//! What the modules share: the xtask binary and the cargo that built it, the workspace,
+//! and the error lines a failed command prints.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The xtask binary built for these tests.
+pub const XTASK: &str = env!("CARGO_BIN_EXE_xtask");
+
+/// The xtask binary as a command, without the caller's `CHBENCH_TARGET`, which would
+/// choose the target of what it runs.
+pub fn xtask() -> Command {
+    let mut command = Command::new(XTASK);
+    command.env_remove("CHBENCH_TARGET");
+    command
+}
+
+/// The cargo running these tests, as nextest and cargo say; else the one on PATH.
+pub fn cargo() -> PathBuf {
+    std::env::var_os("CARGO").map_or_else(|| PathBuf::from("cargo"), PathBuf::from)
+}
+
+pub fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+/// The lines of the command's stderr that start with `error: `.
+pub fn error_lines(output: &Output) -> Vec<String> {
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    stderr.lines().filter(|line| line.starts_with("error: ")).map(str::to_string).collect()
+}
+
+/// The error line, after checking that the run failed normally (exit code 1, not a
+/// signal) and printed exactly one.
+pub fn error_line(output: &Output) -> String {
+    assert_eq!(output.status.code(), Some(1), "expected a failure with exit code 1, got {:?}", output.status);
+    let errors = error_lines(output);
+    assert_eq!(errors.len(), 1, "expected one error line in:\n{}", String::from_utf8_lossy(&output.stderr));
+    errors[0].clone()
+}

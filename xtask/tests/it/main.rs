@@ -1,0 +1,17 @@
+//! The xtask crate's integration tests, one binary with a module for each area, so that a
+//! change links one test binary instead of one per file (each links all of chbench). A
+//! test's nextest name is its module's path: `eks::no_cluster_is_one_line_...` in binary
+//! `it`.
+
+mod bad_input;
+mod bench_bundle;
+mod common;
+// It needs the Kubernetes client: `cargo nextest run -p xtask --features eks`.
+#[cfg(feature = "eks")]
+mod eks;
+mod eks_build;
+// Only an xtask built without the `eks` feature runs itself again to get it.
+#[cfg(not(feature = "eks"))]
+mod eks_rerun;
+mod measure_pack;
+mod workflows;
