@@ -9,7 +9,7 @@
 //!   `CHBENCH_PASSWORD`), `eks` (the pod `cargo xtask eks up` deployed, through a
 //!   port-forward; needs the `eks` feature) or `auto`, the default: `container` when a
 //!   Docker daemon answers, else `embedded`. In the library
-//!   [`targets::TargetKind::from_env`] is the only code that reads it; `xtask` reads it
+//!   [`target_info::TargetKind::from_env`] is the only code that reads it; `xtask` reads it
 //!   through clap, as `--target`'s default.
 //! - The embedded engine is fetched on first use ([`engine`]); `CHBENCH_LIBCHDB` points
 //!   at an existing `libchdb.so` instead.

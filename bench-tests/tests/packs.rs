@@ -11,6 +11,8 @@
 //! The packs are found when the binary starts, so this file uses libtest-mimic rather
 //! than the built-in harness, which needs every test written down at compile time.
 
+// Shared with the `it` binary, whose module it is (snapshots name this one file).
+#[path = "it/common.rs"]
 mod common;
 
 use std::sync::Arc;

@@ -215,7 +215,7 @@ pub struct CleanContainers {}
 
 /// `cargo xtask bench [KIND] [FLAGS]`: a kind's flags follow its name; without a kind,
 /// the flags are the default kind's. The kinds and their flags are the library's
-/// registry (`chbench::kinds::KINDS`), each kind's flags declared in its folder;
+/// registry (`chbench::benchmarks::kinds::KINDS`), each kind's flags declared in its folder;
 /// every kind takes [`RunFlags`] too.
 #[derive(Debug, Args)]
 #[command(args_conflicts_with_subcommands = true)]
@@ -248,7 +248,10 @@ impl FromArgMatches for ChosenKind {
 
 impl Subcommand for ChosenKind {
     fn augment_subcommands(command: clap::Command) -> clap::Command {
-        kinds::KINDS.iter().fold(command, |command, kind| command.subcommand(RunFlags::augment_args((kind.command)())))
+        // The run flags first, as `--help` has always listed them.
+        kinds::KINDS.iter().fold(command, |command, kind| {
+            command.subcommand((kind.flags)(RunFlags::augment_args(clap::Command::new(kind.name).about(kind.about))))
+        })
     }
 
     fn augment_subcommands_for_update(command: clap::Command) -> clap::Command {
@@ -279,7 +282,7 @@ impl FromArgMatches for DefaultKindFlags {
 
 impl Args for DefaultKindFlags {
     fn augment_args(command: clap::Command) -> clap::Command {
-        RunFlags::augment_args((kinds::default_kind().flags)(command))
+        (kinds::default_kind().flags)(RunFlags::augment_args(command))
     }
 
     fn augment_args_for_update(command: clap::Command) -> clap::Command {

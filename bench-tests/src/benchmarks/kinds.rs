@@ -19,9 +19,9 @@ pub const KINDS: &[Kind] = &[Kind::of::<logs::LogsBenchmark>()];
 /// the comparison call, each made from the kind's [`Benchmark`] implementation.
 pub struct Kind {
     pub name: &'static str,
-    /// `bench <name>` and the kind's flags, for the command line.
-    pub command: fn() -> clap::Command,
-    /// The kind's flags added to a command (for `bench` with no kind named).
+    /// One line for `cargo xtask bench --help`.
+    pub about: &'static str,
+    /// The kind's flags, added to a command (`bench <name>`, or `bench` with no kind).
     pub flags: fn(clap::Command) -> clap::Command,
     /// The benchmark parsed flags ask for.
     pub benchmark: fn(&clap::ArgMatches) -> Result<Box<dyn AnyBenchmark>>,
@@ -35,7 +35,7 @@ impl Kind {
     pub const fn of<B: Benchmark>() -> Kind {
         Kind {
             name: B::Results::KIND,
-            command: command_of::<B>,
+            about: B::ABOUT,
             flags: <B::Flags as clap::Args>::augment_args,
             benchmark: benchmark_of::<B>,
             write_report: write_report_of::<B>,
@@ -92,10 +92,6 @@ pub fn compare(before: &Path, after: &Path) -> Result<String> {
         );
     }
     (kind.compare)(before, after)
-}
-
-fn command_of<B: Benchmark>() -> clap::Command {
-    <B::Flags as clap::Args>::augment_args(clap::Command::new(B::Results::KIND).about(B::ABOUT))
 }
 
 fn benchmark_of<B: Benchmark>(matches: &clap::ArgMatches) -> Result<Box<dyn AnyBenchmark>> {

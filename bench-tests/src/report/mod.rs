@@ -1,7 +1,7 @@
 //! Reports: Markdown and SVG charts made from a results bundle alone, never from a live
 //! target. The envelope's part (the run, the target, the machine) is rendered here, and
 //! the charts ([`charts`]); each benchmark kind renders its own [`Section`]
-//! (`benchmarks/<kind>/report.rs`), and `benchmarks::write_report` puts the two together
+//! (`benchmarks/<kind>/report.rs`), and `benchmarks::kinds::write_report` puts the two together
 //! for the bundle's kind. Reports depend on results types only, never on a runner.
 
 pub mod charts;

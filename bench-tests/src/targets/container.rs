@@ -68,7 +68,7 @@ use crate::settings::Settings;
 pub const CAPABILITIES: Capabilities = super::server::CAPABILITIES;
 
 /// Starts or joins the container of this process's scope (the `container` kind's opener
-/// for `TargetKind::spec`). The server keeps its data inside the container: `storage`
+/// for `targets::spec`). The server keeps its data inside the container: `storage`
 /// does not apply.
 pub fn open(_storage: &Storage) -> Result<Box<dyn Backend>> {
     Ok(Box::new(ContainerTarget::start()?))

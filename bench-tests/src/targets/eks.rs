@@ -42,7 +42,7 @@ pub fn namespace_from_env() -> Result<String> {
 }
 
 /// Opens the deployment in `CHBENCH_NAMESPACE` for a bench (the `eks` kind's opener for
-/// `TargetKind::spec`), stamping its use. The server keeps its own data: `storage` does
+/// `targets::spec`), stamping its use. The server keeps its own data: `storage` does
 /// not apply.
 #[cfg(feature = "eks")]
 pub fn open(_storage: &Storage) -> Result<Box<dyn Backend>> {

@@ -35,7 +35,7 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     engine_in_process: true,
 };
 
-/// Opens the embedded engine on `storage` (the kind's opener for `TargetKind::spec`).
+/// Opens the embedded engine on `storage` (the kind's opener for `targets::spec`).
 pub fn open(storage: &Storage) -> Result<Box<dyn Backend>> {
     Ok(Box::new(EmbeddedTarget::open(storage)?))
 }

@@ -26,7 +26,7 @@ pub const CAPABILITIES: Capabilities = Capabilities {
 };
 
 /// Connects to the server given by `CHBENCH_URL` (the `url` kind's opener for
-/// `TargetKind::spec`). A server keeps its own data: `storage` does not apply.
+/// `targets::spec`). A server keeps its own data: `storage` does not apply.
 pub fn open(_storage: &Storage) -> Result<Box<dyn Backend>> {
     Ok(Box::new(ServerTarget::connect(ServerConfig::from_env()?)?))
 }

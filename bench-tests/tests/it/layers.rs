@@ -223,22 +223,46 @@ fn inline_modules(code: &str) -> Vec<(usize, usize, String)> {
     spans
 }
 
-/// Every path that starts with `crate`, `super` or `self` in `code`, with the byte it
-/// starts at; `use` groups (`crate::{a, b::{c, d}}`) are expanded.
-fn paths_in(code: &str) -> Vec<(usize, Vec<String>)> {
+/// The modules a file declares in files of their own (`mod name;`, `pub mod name;`):
+/// a path may start with one of them, relative to the file's module.
+fn child_modules(code: &str) -> Vec<String> {
+    let mut children = Vec::new();
+    let mut at = 0;
+    while let Some(found) = code[at..].find("mod ") {
+        let start = at + found;
+        at = start + 4;
+        if start > 0 && (code.as_bytes()[start - 1].is_ascii_alphanumeric() || code.as_bytes()[start - 1] == b'_') {
+            continue;
+        }
+        let name: String = code[start + 4..].chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+        if !name.is_empty() && code[start + 4 + name.len()..].trim_start().starts_with(';') {
+            children.push(name);
+        }
+    }
+    children
+}
+
+/// Every path that starts with `crate`, `super`, `self` or a child module in `code`, with
+/// the byte it starts at; `use` groups (`crate::{a, b::{c, d}}`) are expanded. A path
+/// from a child module is returned as `self::<child>::...`.
+fn paths_in(code: &str, children: &[String]) -> Vec<(usize, Vec<String>)> {
     let bytes = code.as_bytes();
+    let heads: Vec<(String, Vec<String>)> = ["crate", "super", "self"]
+        .into_iter()
+        .map(|root| (format!("{root}::"), vec![root.to_string()]))
+        .chain(children.iter().map(|child| (format!("{child}::"), vec!["self".to_string(), child.clone()])))
+        .collect();
     let mut found = Vec::new();
     let mut at = 0;
     while at < bytes.len() {
         let is_start =
             !(at > 0 && (bytes[at - 1].is_ascii_alphanumeric() || bytes[at - 1] == b'_' || bytes[at - 1] == b':'));
-        let head = ["crate::", "super::", "self::"].into_iter().find(|head| code[at..].starts_with(head));
+        let head = heads.iter().find(|(head, _)| code[at..].starts_with(head.as_str()));
         match head {
-            Some(head) if is_start => {
-                let root = head.trim_end_matches("::").to_string();
+            Some((head, root)) if is_start => {
                 let mut cursor = at + head.len();
                 let mut paths = Vec::new();
-                parse_tree(code, &mut cursor, vec![root], &mut paths);
+                parse_tree(code, &mut cursor, root.clone(), &mut paths);
                 found.extend(paths.into_iter().map(|path| (at, path)));
                 at = cursor.max(at + 1);
             }
@@ -331,7 +355,19 @@ fn imports(modules: &[Module]) -> (Vec<Import>, Vec<String>) {
     for file in &files {
         let module_path = module_path_of(file);
         if module_path.is_empty() {
-            continue; // lib.rs only declares the modules.
+            // lib.rs only declares the modules: an item or a re-export there would be an
+            // import this test does not place in a layer.
+            let code = code_only(&fs::read_to_string(src.join(file)).unwrap());
+            for (number, line) in code.lines().enumerate() {
+                let line = line.trim();
+                let declaration = line.strip_prefix("pub mod ").or_else(|| line.strip_prefix("mod "));
+                assert!(
+                    line.is_empty() || declaration.is_some_and(|name| name.ends_with(';')),
+                    "bench-tests/src/{file}:{}: lib.rs holds only `pub mod` lines; put `{line}` in a module of a layer",
+                    number + 1
+                );
+            }
+            continue;
         }
         let Some(from) = owner(modules, &module_path) else {
             unowned.push(file.clone());
@@ -339,7 +375,8 @@ fn imports(modules: &[Module]) -> (Vec<Import>, Vec<String>) {
         };
         let code = code_only(&fs::read_to_string(src.join(file)).unwrap());
         let inline = inline_modules(&code);
-        for (at, path) in paths_in(&code) {
+        let children = child_modules(&code);
+        for (at, path) in paths_in(&code, &children) {
             let mut here = module_path.clone();
             for (start, end, name) in &inline {
                 if *start < at && at < *end {
@@ -491,9 +528,15 @@ fn the_reader_finds_imports_in_groups_and_ignores_strings_and_comments() {
     let code = code_only(
         "use crate::{a::{B, c::D}, e};\n// crate::f::G\nlet s = \"crate::h\";\nlet c = '\"';\nmod tests {\n    use super::*;\n    use crate::i::J;\n}\n",
     );
-    let paths: Vec<Vec<String>> = paths_in(&code).into_iter().map(|(_, path)| path).collect();
+    let paths: Vec<Vec<String>> = paths_in(&code, &[]).into_iter().map(|(_, path)| path).collect();
     let text: Vec<String> = paths.iter().map(|path| path.join("::")).collect();
     assert_eq!(text, ["crate::a::B", "crate::a::c::D", "crate::e", "super", "crate::i::J"]);
+    // A path from a module the file declares is relative to the file's module.
+    let declared = code_only("pub mod collect;\npub use collect::Collected;\nlet x = other::collect::y;\n");
+    let children = child_modules(&declared);
+    assert_eq!(children, ["collect"]);
+    let text: Vec<String> = paths_in(&declared, &children).into_iter().map(|(_, path)| path.join("::")).collect();
+    assert_eq!(text, ["self::collect::Collected"]);
     let inline = inline_modules(&code);
     assert_eq!(inline.len(), 1);
     let here = vec!["m".to_string(), "tests".to_string()];

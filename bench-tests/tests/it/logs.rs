@@ -19,7 +19,7 @@
 //! - Q3 and Q4 read every row (the vocabulary has upper bounds only), and Q4 no more
 //!   bytes than its two columns hold (no claim is about bytes read);
 //! - Q5 answers the same without its index, by a full scan, and the index's size;
-//! - ZSTD(3) against LZ4: two tables of one dataset (`chbench::dataset::logs::codecs_dataset`).
+//! - ZSTD(3) against LZ4: two tables of one dataset (`chbench::benchmarks::logs::dataset::codecs_dataset`).
 //!
 //! Snapshot rounding: row and granule counts and uncompressed sizes are exact (the
 //! build is deterministic in them); byte sizes and ratios are kept to 3 significant

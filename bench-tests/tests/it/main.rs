@@ -7,7 +7,6 @@
 //! a wall-clock time. The Kubernetes tests (`cluster`, `manifests`) need the `eks`
 //! feature; they talk to a mocked API server, never a cluster.
 
-#[path = "../common/mod.rs"]
 mod common;
 
 #[cfg(feature = "eks")]

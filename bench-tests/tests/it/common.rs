@@ -1,7 +1,7 @@
 //! What every scenario pack shares: opening the target for a scenario and snapshotting
 //! its structural facts.
 
-// Each scenario file compiles this module on its own and uses only part of it.
+// Both test binaries (`it` and `packs`) compile this module, each using part of it.
 #![allow(dead_code)]
 
 use std::path::PathBuf;
