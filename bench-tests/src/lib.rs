@@ -59,6 +59,8 @@ pub mod measure;
 pub mod parts;
 // Prepared datasets:
 pub mod dataset;
-// Scenario packs and benchmarks:
+// Scenario packs, benchmarks, and what a run on a deployment leaves:
 pub mod benchmarks;
+#[cfg(feature = "eks")]
+pub mod collect;
 pub mod packs;

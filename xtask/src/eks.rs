@@ -92,7 +92,7 @@ mod with_client {
 
     pub fn collect(flags: &EksCollect) -> Result<()> {
         let collected =
-            chbench::cluster::collect::collect(&flags.namespace, &flags.results_dir, flags.out.as_deref(), |line| {
+            chbench::collect::collect(&flags.namespace, &flags.results_dir, flags.out.as_deref(), |line| {
                 eprintln!("chbench: {line}")
             })?;
         eprintln!(

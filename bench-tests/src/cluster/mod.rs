@@ -4,7 +4,8 @@
 //! has it, read once, each part present or absent with the reason ([`deployment`]), which
 //! `status` shows and `down` takes away ([`lifecycle`]); the storage baseline fio measures
 //! beside it ([`baseline`]); the port-forward the target reaches the pod through
-//! ([`portforward`]); what a run leaves, copied out before `down` ([`collect`]).
+//! ([`portforward`]); the Namespace's annotations ([`annotations`]). What a run leaves is
+//! copied out by `crate::collect`, a layer up, since it reads the server through a target.
 //!
 //! The variants and their values are always built (the command line names them); the
 //! rest only with the `eks` cargo feature (it brings the Kubernetes client and API
@@ -14,8 +15,6 @@
 pub mod annotations;
 #[cfg(feature = "eks")]
 pub mod baseline;
-#[cfg(feature = "eks")]
-pub mod collect;
 #[cfg(feature = "eks")]
 pub mod deploy;
 #[cfg(feature = "eks")]

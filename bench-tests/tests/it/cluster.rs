@@ -8,13 +8,13 @@
 use std::time::Duration;
 
 use chbench::cluster::annotations::{BenchUse, mark_collected};
-use chbench::cluster::collect::describe_deployment;
 use chbench::cluster::deploy::{FIELD_MANAGER, apply, ensure_password, password_secret, wait_for_ready};
 use chbench::cluster::deployment::{DataVolume, Presence};
 use chbench::cluster::lifecycle::{DownOutcome, down, status};
 use chbench::cluster::manifests::{PART_OF, Values, Variant, parse, render};
 use chbench::cluster::portforward::PortForward;
 use chbench::cluster::{COLLECTED_ANNOTATION, COLLECTED_AT_ANNOTATION, LAST_USED_ANNOTATION, RUN_ANNOTATION};
+use chbench::collect::describe_deployment;
 use chbench::interrupt::Interrupted;
 use chbench::targets::eks::{check_baseline_node, find_deployment};
 use http::{Request, Response};

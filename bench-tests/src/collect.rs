@@ -31,12 +31,12 @@ use anyhow::{Context, Result, bail};
 use kube::Client;
 use serde::{Deserialize, Serialize};
 
-use super::annotations::mark_collected;
-use super::deploy::on_cluster;
-use super::deployment::{
+use crate::cluster::annotations::mark_collected;
+use crate::cluster::deploy::on_cluster;
+use crate::cluster::deployment::{
     self, ClaimFacts, ClassFacts, DataVolume, Deployment, NodeFacts, PodFacts, Presence, VolumeFacts,
 };
-use super::{RUN_ANNOTATION, check_namespace};
+use crate::cluster::{RUN_ANNOTATION, check_namespace};
 use crate::files::write_atomically;
 use crate::results::{RESULTS_FILE, check_run_id};
 use crate::settings::Settings;
