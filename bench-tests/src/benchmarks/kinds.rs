@@ -65,8 +65,8 @@ fn kind_of_bundle(dir: &Path) -> Result<&'static Kind> {
     let kind = bundle_kind(dir)?;
     kind_named(&kind).with_context(|| {
         format!(
-            "{} holds a {kind:?} benchmark, a kind this chbench does not know (it knows {}); render it with the \
-             chbench that wrote it",
+            "{} holds a benchmark of kind {kind:?}, which this chbench does not know (it knows {}); render it \
+             with the chbench that wrote it",
             dir.join(results::RESULTS_FILE).display(),
             KINDS.iter().map(|kind| kind.name).collect::<Vec<_>>().join(", ")
         )

@@ -43,11 +43,32 @@ fn layer_table(architecture: &str) -> Vec<Module> {
         let Some((number, name)) = cells[0].split_once(". ") else { continue };
         let Ok(layer) = number.parse::<usize>() else { continue };
         for path in cells[1].split('`').skip(1).step_by(2) {
-            modules.push(Module { path: path.to_string(), layer, layer_name: name.to_string() });
+            // `benchmarks/*`: each folder in `benchmarks/` is a module of this layer, so a
+            // new benchmark kind's folder needs no line here.
+            let paths = match path.strip_suffix("/*") {
+                Some(parent) => folders_in(parent),
+                None => vec![path.to_string()],
+            };
+            for path in paths {
+                modules.push(Module { path, layer, layer_name: name.to_string() });
+            }
         }
     }
     assert!(!modules.is_empty(), "the table under `## Layers` in ARCHITECTURE.md lists no module");
     modules
+}
+
+/// The folders in `bench-tests/src/<parent>`, as module paths (`benchmarks/logs`).
+fn folders_in(parent: &str) -> Vec<String> {
+    let dir = workspace().join("bench-tests/src").join(parent);
+    let mut folders: Vec<String> = fs::read_dir(&dir)
+        .unwrap_or_else(|error| panic!("ARCHITECTURE.md's Layers names {parent}/*: {}: {error}", dir.display()))
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.is_dir())
+        .map(|path| format!("{parent}/{}", path.file_name().unwrap().to_string_lossy()))
+        .collect();
+    folders.sort();
+    folders
 }
 
 /// Every `.rs` file under `dir`, as paths relative to `root`.

@@ -115,8 +115,8 @@ impl Benchmark for LogsBenchmark {
     type Results = LogsResults;
     type Phase = LogsPhase;
     type Flags = LogsFlags;
-    const ABOUT: &'static str = "The ClickHouse on EKS field benchmark's measurement: ingest, storage by column, \
-                                 Q1-Q5 cold and warm, a bloom filter, cost (the default)";
+    const ABOUT: &'static str = "The ClickHouse on EKS field benchmark's measurement (the default kind): ingest, \
+                                 storage by column, Q1-Q5 cold and warm, a bloom filter, cost";
 
     fn from_flags(flags: LogsFlags) -> LogsBenchmark {
         flags.benchmark()
