@@ -497,10 +497,15 @@ pub fn open_target_of_kind(kind: TargetKind) -> Result<Target> {
 /// Opens a target of the given kind (`auto` asks Docker first) with `storage` for an
 /// in-process engine's data, and prints which one it is.
 pub fn open_target_on(kind: TargetKind, storage: &Storage) -> Result<Target> {
-    let kind = resolve_kind(kind);
-    let target = open_backend(kind, (spec(kind).open)(storage)?)?;
+    let target = open_unannounced(kind, storage)?;
     eprintln!("chbench: {}", target.info());
     Ok(target)
+}
+
+/// [`open_target_on`] without the line it prints.
+fn open_unannounced(kind: TargetKind, storage: &Storage) -> Result<Target> {
+    let kind = resolve_kind(kind);
+    open_backend(kind, (spec(kind).open)(storage)?)
 }
 
 /// The one way an opened backend becomes a [`Target`]: checked to be ClickHouse, its
@@ -521,9 +526,7 @@ pub fn open_backend(kind: TargetKind, backend: Box<dyn Backend>) -> Result<Targe
 /// once (so that an in-process engine can open a dataset's folder next), without the
 /// line [`open_target_on`] prints.
 pub fn engine_version_of(kind: TargetKind) -> Result<String> {
-    let kind = resolve_kind(kind);
-    let target = open_backend(kind, (spec(kind).open)(&Storage::Scratch)?)?;
-    Ok(target.info().engine_version.clone())
+    Ok(open_unannounced(kind, &Storage::Scratch)?.info().engine_version.clone())
 }
 
 #[cfg(test)]

@@ -211,17 +211,9 @@ fn code_only(source: &str) -> String {
 fn inline_modules(code: &str) -> Vec<(usize, usize, String)> {
     let bytes = code.as_bytes();
     let mut spans = Vec::new();
-    let mut at = 0;
-    while let Some(found) = code[at..].find("mod ") {
-        let start = at + found;
-        at = start + 4;
-        if start > 0 && (bytes[start - 1].is_ascii_alphanumeric() || bytes[start - 1] == b'_') {
-            continue;
-        }
-        let after = &code[start + 4..];
-        let name: String = after.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
-        let brace = start + 4 + name.len() + (after[name.len()..].len() - after[name.len()..].trim_start().len());
-        if name.is_empty() || bytes.get(brace) != Some(&b'{') {
+    for (name, after) in module_declarations(code) {
+        let brace = after + (code[after..].len() - code[after..].trim_start().len());
+        if bytes.get(brace) != Some(&b'{') {
             continue;
         }
         let mut depth = 0;
@@ -247,20 +239,31 @@ fn inline_modules(code: &str) -> Vec<(usize, usize, String)> {
 /// The modules a file declares in files of their own (`mod name;`, `pub mod name;`):
 /// a path may start with one of them, relative to the file's module.
 fn child_modules(code: &str) -> Vec<String> {
-    let mut children = Vec::new();
+    module_declarations(code)
+        .into_iter()
+        .filter(|(_, after)| code[*after..].trim_start().starts_with(';'))
+        .map(|(name, _)| name)
+        .collect()
+}
+
+/// Every `mod <name>` in `code` (the keyword at a word boundary): the name, and the byte
+/// after it, where `;` (a module in a file of its own) or `{` (an inline one) follows.
+fn module_declarations(code: &str) -> Vec<(String, usize)> {
+    let bytes = code.as_bytes();
+    let mut found = Vec::new();
     let mut at = 0;
-    while let Some(found) = code[at..].find("mod ") {
-        let start = at + found;
+    while let Some(offset) = code[at..].find("mod ") {
+        let start = at + offset;
         at = start + 4;
-        if start > 0 && (code.as_bytes()[start - 1].is_ascii_alphanumeric() || code.as_bytes()[start - 1] == b'_') {
+        if start > 0 && (bytes[start - 1].is_ascii_alphanumeric() || bytes[start - 1] == b'_') {
             continue;
         }
         let name: String = code[start + 4..].chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
-        if !name.is_empty() && code[start + 4 + name.len()..].trim_start().starts_with(';') {
-            children.push(name);
+        if !name.is_empty() {
+            found.push((name.clone(), start + 4 + name.len()));
         }
     }
-    children
+    found
 }
 
 /// Every path that starts with `crate`, `super`, `self` or a child module in `code`, with
