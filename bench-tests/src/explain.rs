@@ -1,6 +1,13 @@
 //! Pruning structure from `EXPLAIN indexes = 1, json = 1`: for every MergeTree read in
 //! a plan, the parts and granules each index stage (MinMax, Partition, PrimaryKey, Skip)
-//! started with and kept.
+//! started with and kept; and the query an `EXPLAIN` statement explains.
+//!
+//! Skip indexes are applied while planning in every measured session
+//! ([`Settings::session_defaults`](crate::settings::Settings::session_defaults)), so a
+//! skip stage's counts are what the read kept. A statement that sets
+//! `use_skip_indexes_on_data_read = 1` itself leaves its skip indexes to the read: its
+//! plan's skip stages then keep every part and granule they were given, and are marked
+//! [`IndexStage::applied_on_data_read`] (docs/embedded-engine.md has the measured facts).
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
@@ -20,6 +27,28 @@ pub struct IndexStage {
     pub selected_parts: u64,
     pub initial_granules: u64,
     pub selected_granules: u64,
+    /// A skip stage the plan did not evaluate: the statement applies its skip indexes
+    /// while reading (its own `use_skip_indexes_on_data_read = 1`), so `selected_*` are
+    /// the counts it was given, and what the read kept is the statement's granules read
+    /// (the `SelectedMarks` event; see [`IndexStage::granules_kept`]). Absent (false) in
+    /// JSON and snapshots otherwise.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub applied_on_data_read: bool,
+}
+
+impl IndexStage {
+    /// The granules this stage kept, as the read did: the plan's count, or for a skip
+    /// stage applied while reading, the granules the statement read (`granules_read`,
+    /// what every skip index together kept; `None` when that is unknown).
+    pub fn granules_kept(&self, granules_read: Option<u64>) -> Option<u64> {
+        if self.applied_on_data_read { granules_read } else { Some(self.selected_granules) }
+    }
+
+    /// The parts this stage kept, when the plan knows them: unknown for a skip stage
+    /// applied while reading (the read's `SelectedParts` counts parts before skip indexes).
+    pub fn parts_kept(&self) -> Option<u64> {
+        (!self.applied_on_data_read).then_some(self.selected_parts)
+    }
 }
 
 /// One `ReadFromMergeTree` step and its index stages, in the order they ran.
@@ -41,17 +70,60 @@ impl TableRead {
     }
 }
 
-/// Runs `EXPLAIN indexes = 1, json = 1` for a SELECT and returns its MergeTree reads.
-/// An error names the SELECT's file and line when it came from a fixture.
+/// Runs `EXPLAIN indexes = 1, json = 1` for a SELECT and returns its MergeTree reads,
+/// their skip stages marked when the SELECT applies skip indexes while reading. An error
+/// names the SELECT's file and line when it came from a fixture.
 pub fn explain_indexes<S: Sql + ?Sized>(target: &mut Target, select: &S) -> Result<Vec<TableRead>> {
     let sql = select.sql().trim().trim_end_matches(';');
-    let reads = target.query_text(&format!("EXPLAIN indexes = 1, json = 1 {sql}")).and_then(|plan| {
-        parse_explain(&plan).with_context(|| format!("cannot read the EXPLAIN of: {}", one_line(sql)))
-    });
+    let reads = (|| -> Result<Vec<TableRead>> {
+        let plan = target.query_text(&format!("EXPLAIN indexes = 1, json = 1 {sql}"))?;
+        let mut reads =
+            parse_explain(&plan).with_context(|| format!("cannot read the EXPLAIN of: {}", one_line(sql)))?;
+        if applies_skip_indexes_on_data_read(target, sql)? {
+            for stage in reads.iter_mut().flat_map(|read| &mut read.stages).filter(|stage| stage.kind == "Skip") {
+                stage.applied_on_data_read = true;
+            }
+        }
+        Ok(reads)
+    })();
     match select.location() {
         Some(location) => reads.context(location),
         None => reads,
     }
+}
+
+/// The setting that moves skip indexes from planning to reading.
+const ON_DATA_READ: &str = "use_skip_indexes_on_data_read";
+
+/// Whether the SELECT turns `use_skip_indexes_on_data_read` on in its own SETTINGS (the
+/// session has it off), so that its `SelectedParts` event counts parts before skip
+/// indexes. The engine's query tree says, one `SETTINGS` line per query; only a SELECT
+/// that names the setting is asked.
+pub fn applies_skip_indexes_on_data_read(target: &mut Target, sql: &str) -> Result<bool> {
+    if !sql.to_ascii_lowercase().contains(ON_DATA_READ) {
+        return Ok(false);
+    }
+    let tree = target
+        .query_text(&format!("EXPLAIN QUERY TREE {sql}"))
+        .with_context(|| format!("cannot read the settings ({ON_DATA_READ}) of: {}", one_line(sql)))?;
+    Ok(query_tree_turns_on_data_read_on(&tree))
+}
+
+/// A value as the query tree prints it, without its quotes (TabSeparated escapes them).
+fn unquoted(value: &str) -> &str {
+    value.trim_matches(|character| character == '\'' || character == '\\')
+}
+
+/// Whether a `SETTINGS` line of an `EXPLAIN QUERY TREE` sets the setting to 1 or true.
+fn query_tree_turns_on_data_read_on(tree: &str) -> bool {
+    tree.lines().filter_map(|line| line.trim().strip_prefix("SETTINGS ")).any(|settings| {
+        settings.split_whitespace().any(|setting| match setting.split_once('=') {
+            Some((name, value)) => {
+                name == ON_DATA_READ && matches!(unquoted(value).to_ascii_lowercase().as_str(), "1" | "true")
+            }
+            None => false,
+        })
+    })
 }
 
 /// Parses the JSON plan (an array with one `{"Plan": ...}` object).
@@ -91,7 +163,79 @@ fn index_stage(index: &Value) -> IndexStage {
         selected_parts: count("Selected Parts"),
         initial_granules: count("Initial Granules"),
         selected_granules: count("Selected Granules"),
+        applied_on_data_read: false,
     }
+}
+
+/// What an `EXPLAIN` statement explains.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Explained<'a> {
+    /// `EXPLAIN [PLAN] [options] query`: a plan, whose index stages
+    /// [`explain_indexes`] reads from `query`.
+    Plan { query: &'a str },
+    /// Another kind (`AST`, `SYNTAX`, `QUERY TREE`, `PIPELINE`, `ESTIMATE`...): no index
+    /// stages. Its kind as written.
+    Other { kind: String },
+}
+
+/// The kinds of `EXPLAIN` other than `PLAN`, by their first word.
+const OTHER_KINDS: [&str; 6] = ["AST", "SYNTAX", "QUERY", "PIPELINE", "ESTIMATE", "TABLE"];
+
+/// What `sql` explains, when it is an `EXPLAIN` statement (past leading comments); its
+/// options (`indexes = 1, json = 1`) are skipped, so the plan's stages are read the way
+/// a pack's query's are, whatever format the statement asked for.
+pub fn explained(sql: &str) -> Option<Explained<'_>> {
+    let rest = past_comments(sql);
+    let (word, after) = split_word(rest);
+    if !word.eq_ignore_ascii_case("EXPLAIN") {
+        return None;
+    }
+    let (kind, after_kind) = split_word(after.trim_start());
+    let upper = kind.to_ascii_uppercase();
+    if OTHER_KINDS.contains(&upper.as_str()) {
+        let kind = if upper == "QUERY" || upper == "TABLE" {
+            format!("{upper} {}", split_word(after_kind.trim_start()).0.to_ascii_uppercase())
+        } else {
+            upper
+        };
+        return Some(Explained::Other { kind });
+    }
+    let mut rest = if upper == "PLAN" { after_kind } else { after };
+    // Options: `name = value` pairs separated by commas; the query is what follows.
+    loop {
+        let candidate = rest.trim_start();
+        let (name, after_name) = split_word(candidate);
+        let Some(after_equals) = after_name.trim_start().strip_prefix('=') else {
+            return Some(Explained::Plan { query: candidate.trim().trim_end_matches(';') });
+        };
+        if name.is_empty() {
+            return Some(Explained::Plan { query: candidate.trim().trim_end_matches(';') });
+        }
+        let value = after_equals.trim_start();
+        let value_end = value.find(|c: char| c.is_whitespace() || c == ',').unwrap_or(value.len());
+        rest = value[value_end..].trim_start();
+        rest = rest.strip_prefix(',').unwrap_or(rest);
+    }
+}
+
+/// `sql` past leading whitespace and comments.
+fn past_comments(mut sql: &str) -> &str {
+    loop {
+        sql = sql.trim_start();
+        if let Some(comment) = sql.strip_prefix("--") {
+            sql = comment.split_once('\n').map_or("", |(_, rest)| rest);
+        } else if let Some(comment) = sql.strip_prefix("/*") {
+            sql = comment.split_once("*/").map_or("", |(_, rest)| rest);
+        } else {
+            return sql;
+        }
+    }
+}
+
+/// The leading identifier of `text` and what follows it.
+fn split_word(text: &str) -> (&str, &str) {
+    let end = text.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(text.len());
+    text.split_at(end)
 }
 
 #[cfg(test)]
@@ -116,6 +260,48 @@ mod tests {
         assert_eq!(reads[0].stage("PrimaryKey").unwrap().selected_granules, 1);
         assert_eq!(reads[0].stage("Skip").unwrap().name.as_deref(), Some("trace_bf"));
         assert_eq!(reads[0].granules_selected(), Some(1));
+    }
+
+    #[test]
+    fn an_explain_statement_names_the_query_it_explains() {
+        let query = |sql| match explained(sql) {
+            Some(Explained::Plan { query }) => query,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(query("-- why\nEXPLAIN indexes = 1 SELECT 1;"), "SELECT 1");
+        assert_eq!(query("explain plan indexes=1, json = 1\n  WITH 1 AS x SELECT x"), "WITH 1 AS x SELECT x");
+        assert_eq!(query("/* a */ EXPLAIN SELECT count() FROM t"), "SELECT count() FROM t");
+        let other = |sql| match explained(sql) {
+            Some(Explained::Other { kind }) => kind,
+            found => panic!("{found:?}"),
+        };
+        assert_eq!(other("EXPLAIN PIPELINE SELECT 1"), "PIPELINE");
+        assert_eq!(other("EXPLAIN query tree SELECT 1"), "QUERY TREE");
+        assert_eq!(explained("SELECT 'EXPLAIN'"), None);
+        assert_eq!(explained("EXPLAINED"), None);
+    }
+
+    #[test]
+    fn the_query_tree_says_when_skip_indexes_are_left_to_the_read() {
+        let tree =
+            "QUERY id: 0\n  JOIN TREE\n    TABLE id: 3\n  SETTINGS max_threads=2 use_skip_indexes_on_data_read=1\n";
+        assert!(query_tree_turns_on_data_read_on(tree));
+        assert!(query_tree_turns_on_data_read_on("  SETTINGS use_skip_indexes_on_data_read=\\'true\\'"));
+        assert!(!query_tree_turns_on_data_read_on("  SETTINGS use_skip_indexes_on_data_read=0"));
+        assert!(!query_tree_turns_on_data_read_on("QUERY id: 0\n  SETTINGS max_threads=2"));
+    }
+
+    #[test]
+    fn a_skip_stage_applied_on_data_read_keeps_what_the_read_kept() {
+        let mut stage = parse_explain(PLAN).unwrap()[0].stages[2].clone();
+        assert_eq!((stage.granules_kept(Some(0)), stage.parts_kept()), (Some(1), Some(1)));
+        stage.applied_on_data_read = true;
+        assert_eq!((stage.granules_kept(Some(0)), stage.parts_kept()), (Some(0), None));
+        // The flag is written only when set, so plans without it serialize as before.
+        let json = serde_json::to_string(&stage).unwrap();
+        assert!(json.ends_with(r#""selected_granules":1,"applied_on_data_read":true}"#), "{json}");
+        stage.applied_on_data_read = false;
+        assert!(!serde_json::to_string(&stage).unwrap().contains("applied_on_data_read"));
     }
 
     #[test]

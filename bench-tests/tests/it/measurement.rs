@@ -139,3 +139,85 @@ fn ctrl_c_stops_before_a_measurement_never_inside_one() {
     assert_eq!(target.query_text("SELECT count() FROM numbers").unwrap(), "200000\n");
     target.read_events().unwrap();
 }
+
+/// Five parts of 20,000 rows (20 granules of 1,024 each), a bloom filter on `tag` and a
+/// set index on `grp`: `tag` is unique, `grp` changes every 1,000 rows.
+fn with_skip_indexes(scenario: &str) -> Target {
+    let mut target = common::scenario_target(scenario);
+    target
+        .execute(
+            "CREATE TABLE tagged (k UInt64, tag String, grp UInt32, \
+             INDEX tag_bf tag TYPE bloom_filter(0.001) GRANULARITY 1, INDEX grp_set grp TYPE set(100) GRANULARITY 1) \
+             ENGINE = MergeTree ORDER BY k SETTINGS index_granularity = 1024",
+        )
+        .unwrap();
+    target.execute("SYSTEM STOP MERGES tagged").unwrap();
+    for part in 0..5 {
+        target
+            .execute(&format!(
+                "INSERT INTO tagged SELECT number, concat('tag', toString(number)), intDiv(number, 1000) % 97 \
+                 FROM numbers({}, 20000)",
+                part * 20000
+            ))
+            .unwrap();
+    }
+    target
+}
+
+/// The skip stage of EXPLAIN and the read agree: the parts and granules the stage kept
+/// are the ones the read selected (`SelectedParts`, `SelectedMarks`, read_rows), for a
+/// bloom filter and a set index (skip indexes are applied while planning, see
+/// `Settings::session_defaults`). On 26.x's default of applying them while reading,
+/// `SelectedParts` counted all 5 parts against EXPLAIN's 1.
+#[test]
+fn explain_skip_stages_and_the_read_agree_on_parts_granules_and_rows() {
+    let mut target = with_skip_indexes("measure_skip_indexes");
+    let cases = [
+        // One row, in one granule of the fourth part.
+        ("SELECT count() FROM tagged WHERE tag = 'tag77777'", "tag_bf", "1\n", 1),
+        // Rows 70,000 to 70,999: two granules of the fourth part.
+        ("SELECT count() FROM tagged WHERE grp = 70", "grp_set", "1000\n", 2),
+    ];
+    for (attempt, (query, index, answer, granules)) in (1..).zip(cases) {
+        let tag = StatementTag::new("test", "measure_skip_indexes", index, attempt);
+        let measured = measure(&mut target, query, &tag, &Settings::new()).unwrap();
+        assert_eq!(measured.body, answer, "{query}");
+        let reads = explain_indexes(&mut target, query).unwrap();
+        let skip = reads[0].stage("Skip").expect("a Skip stage");
+        assert_eq!(skip.name.as_deref(), Some(index));
+        assert!(!skip.applied_on_data_read, "{skip:?}");
+        assert_eq!((skip.initial_parts, skip.initial_granules), (5, 100), "{skip:?}");
+        assert_eq!((skip.selected_parts, skip.selected_granules), (1, granules), "{skip:?}");
+        let stats = &measured.stats;
+        assert_eq!(stats.event("SelectedParts"), skip.selected_parts, "{query}: {:?}", stats.profile_events);
+        assert_eq!(stats.event("SelectedMarks"), skip.selected_granules, "{query}: {:?}", stats.profile_events);
+        assert_eq!(stats.read_rows, 1024 * skip.selected_granules, "{query}");
+    }
+}
+
+/// A statement that applies skip indexes while reading (its own SETTINGS) gets a plan
+/// whose skip stage keeps everything, while the read still skips: the stage says so, and
+/// what it kept is what the read selected, the same as when the plan applies the index.
+#[test]
+fn a_skip_stage_left_to_the_read_is_marked_and_keeps_what_the_read_selected() {
+    let mut target = with_skip_indexes("measure_skip_on_read");
+    let planned = "SELECT count() FROM tagged WHERE grp = 70";
+    let on_read = "SELECT count() FROM tagged WHERE grp = 70 SETTINGS use_skip_indexes_on_data_read = 1";
+    let planned_stage = explain_indexes(&mut target, planned).unwrap()[0].stage("Skip").cloned().unwrap();
+    let tag = StatementTag::new("test", "measure_skip_on_read", "on_read", 1);
+    let measured = measure(&mut target, on_read, &tag, &Settings::new()).unwrap();
+    assert_eq!(measured.body, "1000\n");
+    let reads = explain_indexes(&mut target, on_read).unwrap();
+    let stage = reads[0].stage("Skip").unwrap();
+    // The plan did not evaluate the index: it keeps what it was given.
+    assert!(stage.applied_on_data_read, "{stage:?}");
+    assert_eq!((stage.selected_parts, stage.selected_granules), (5, 100), "{stage:?}");
+    // The read skipped as the plan would have: 2 granules, 2,048 rows.
+    let granules_read = Some(measured.stats.event("SelectedMarks"));
+    assert_eq!(stage.granules_kept(granules_read), Some(planned_stage.selected_granules));
+    assert_eq!(measured.stats.read_rows, 2048);
+    // Its parts are unknown: SelectedParts counts them before skip indexes.
+    assert_eq!(stage.parts_kept(), None);
+    assert_eq!(measured.stats.event("SelectedParts"), 5);
+    assert!(!planned_stage.applied_on_data_read);
+}
