@@ -26,11 +26,11 @@ pub enum Command {
     Bench(Box<Bench>),
     /// Render a results bundle's report (Markdown and SVG charts) again.
     Report(Report),
-    /// Measure one statement and print its statistics record as JSON: the last statement
-    /// of each SQL file, or a scenario pack's query on the pack's dataset.
+    /// Measure one statement and print a summary (`--json`: its full record): the last
+    /// statement of each SQL file, or a scenario pack's query on the pack's dataset.
     #[command(
-        override_usage = "cargo xtask measure [--target TARGET] FILE.sql...\n       \
-                          cargo xtask measure [--target TARGET] PACK QUERY [--design D] [--rows N]",
+        override_usage = "cargo xtask measure [--target TARGET] [--json] FILE.sql...\n       \
+                          cargo xtask measure [--target TARGET] [--json] PACK QUERY [--design D] [--rows N]",
         after_long_help = MEASURE_FORMS
     )]
     Measure(Measure),
@@ -164,20 +164,26 @@ claims.toml).
 
   cargo xtask measure FILE.sql...
       Runs each file's statements: every statement but the last is set-up, the last is
-      measured. Prints one JSON document per file: {\"file\", \"answer\", \"stats\"}. A file
-      takes no parameters: a {name} left in it is an error.
+      measured. Prints its answer, rows, bytes, granules and parts read, and times; with
+      --json one JSON document per file: {\"file\", \"answer\", \"stats\"}. When the last
+      statement is an EXPLAIN, the index stages of the query it explains are read as for a
+      pack (\"index_stages\"), and its read_rows are the plan's lines (said in \"notes\",
+      which also says when the answer has no rows). A file takes no parameters: a {name}
+      left in it is an error.
 
   cargo xtask measure PACK QUERY [--design D] [--rows N]
       Builds the pack's dataset (designs/D.sql, or broken/D.sql, filled with N rows by the
       pack's generator), or reuses it when it was built before, then measures
-      queries/QUERY.sql there. Prints one JSON document: {\"pack\", \"query\", \"design\",
-      \"rows\", \"answer\" (its lines sorted), \"table\", \"active_parts\", \"stats\",
-      \"index_stages\"}, where index_stages is the query's EXPLAIN indexes = 1: the parts
-      and granules each index stage started with and kept. Every name is checked before
-      the engine starts. Progress goes to stderr.
+      queries/QUERY.sql there. Prints the answer, rows and granules read, the index stages
+      as a table (the parts and granules each stage of EXPLAIN indexes = 1 started with and
+      kept), the table's parts and its column sizes; with --json one JSON document:
+      {\"pack\", \"query\", \"design\", \"rows\", \"answer\" (its lines sorted), \"table\",
+      \"active_parts\", \"stats\", \"index_stages\"} (and \"notes\" when the answer has no
+      rows). Every name is checked before the engine starts. Progress goes to stderr.
 
 Examples:
   cargo xtask measure setup_and_query.sql
+  cargo xtask measure --json setup_and_query.sql | jq .stats.read_rows
   cargo xtask measure primary_key one_device_one_hour --rows 1M
   cargo xtask measure tenants one_tenant_one_hour --design time_first";
 
@@ -331,6 +337,9 @@ pub struct Measure {
     // like every other mistake in a pack command line.
     #[arg(long, value_name = "N")]
     pub rows: Option<String>,
+    /// Print the full record as JSON instead of the summary.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// The same strict parse as `CHBENCH_TARGET` gets in the tests.

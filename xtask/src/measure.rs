@@ -2,25 +2,34 @@
 //! [`names_files`]):
 //!
 //! - `measure FILE.sql...`: run SQL files on the chosen target; in each file the
-//!   statements before the last are set-up, the last one is measured and its statistics
-//!   record printed as JSON (`{"file", "answer", "stats"}`, one document per file). Files
-//!   take no parameters: a `{name}` left in one is an error naming its line, before the
-//!   engine starts.
+//!   statements before the last are set-up, the last one is measured. Files take no
+//!   parameters: a `{name}` left in one is an error naming its line, before the engine
+//!   starts. When the last statement is an `EXPLAIN`, the index stages of the query it
+//!   explains are read as the pack form reads them, and its read_rows are said to be the
+//!   plan's lines.
 //! - `measure PACK QUERY [--design D] [--rows N]`: build or reuse a scenario pack's
-//!   dataset and measure one of its queries there; one JSON document with the statistics
-//!   record and the EXPLAIN index stages. The pack, the query, the design and the row
+//!   dataset and measure one of its queries there, with the EXPLAIN index stages, the
+//!   table's parts and its column sizes. The pack, the query, the design and the row
 //!   count are all checked before the engine starts.
+//!
+//! Both print a short summary by default ([`FileSummary`], [`PackSummary`]) and the full
+//! record with `--json` (`{"file", "answer", "stats"}` per file; one document for a pack),
+//! whose keys stay as they were; `index_stages` and `notes` are added only where they
+//! apply (an EXPLAIN statement, an answer without rows).
 
+use std::fmt::{self, Write as _};
 use std::path::{Component, Path, PathBuf};
 
 use anyhow::{Context, Result, anyhow, bail};
+use chbench::explain::{Explained, TableRead, applies_skip_indexes_on_data_read, explain_indexes, explained};
 use chbench::files::fixtures_root;
-use chbench::fixtures::{Fixture, Params};
+use chbench::fixtures::{Fixture, Params, Statement};
 use chbench::measure::measure;
-use chbench::packs::{AlsoMeasure, CLAIMS_FILE, Pack, known_packs};
+use chbench::packs::{AlsoMeasure, CLAIMS_FILE, Observation, Pack, known_packs};
+use chbench::parts::{ColumnSizes, PartsSummary};
 use chbench::settings::Settings;
-use chbench::stats::StatementTag;
-use chbench::units::parse_count;
+use chbench::stats::{QueryStats, StatementTag};
+use chbench::units::{human_bytes, parse_count};
 
 use crate::flags::Measure;
 
@@ -54,18 +63,38 @@ impl Measure {
         let mut target = crate::eks::open_target(self.target.target)?;
         for (file, name, mut statements) in files {
             let Some(last) = statements.pop() else { continue };
+            let setup_statements = statements.len();
             for statement in &statements {
                 target.execute(statement).with_context(|| statement.location())?;
             }
             let tag = StatementTag::new("measure", "cli", &name, 1);
             let measured = measure(&mut target, &last, &tag, &Settings::new())?;
+            // Unknown when the engine cannot say (a statement that is not a query).
+            let skip_indexes_on_data_read = applies_skip_indexes_on_data_read(&mut target, &last).ok();
+            let explain = match explained(&last) {
+                None => None,
+                Some(Explained::Other { kind }) => Some(ExplainStages::None { kind }),
+                Some(Explained::Plan { query }) => {
+                    // The explained query keeps the statement's file and line for errors.
+                    let query = Statement { sql: query.to_string(), ..last.clone() };
+                    Some(ExplainStages::Plan(explain_indexes(&mut target, &query)?))
+                }
+            };
+            let summary = FileSummary {
+                file: file.display().to_string(),
+                location: last.location(),
+                setup_statements,
+                skip_indexes_on_data_read,
+                answer: measured.body,
+                stats: measured.stats.without_raw(),
+                explain,
+            };
             // One JSON document per file on stdout, so that it pipes into jq and the like.
-            let record = serde_json::json!({
-                "file": file.display().to_string(),
-                "answer": measured.body,
-                "stats": measured.stats.without_raw(),
-            });
-            println!("{}", serde_json::to_string_pretty(&record)?);
+            if self.json {
+                println!("{}", serde_json::to_string_pretty(&summary.record())?);
+            } else {
+                print!("{summary}");
+            }
         }
         Ok(())
     }
@@ -79,12 +108,128 @@ impl Measure {
             self.target.target,
             pack.observe(self.target.target, &query, &design, rows, AlsoMeasure::Nothing),
         )?;
-        // One JSON document on stdout, as the file form prints, so that it pipes into jq.
-        let record = serde_json::json!({
-            "pack": pack.name,
-            "query": query,
-            "design": design,
-            "rows": rows,
+        let summary = PackSummary { pack: pack.name, query, design, rows, observation };
+        if self.json {
+            // One JSON document on stdout, as the file form prints, so that it pipes into jq.
+            println!("{}", serde_json::to_string_pretty(&summary.record())?);
+        } else {
+            print!("{summary}");
+        }
+        Ok(())
+    }
+}
+
+/// The index stages of an `EXPLAIN` statement's query, read as a pack's query's are.
+#[derive(Debug)]
+enum ExplainStages {
+    Plan(Vec<TableRead>),
+    /// An EXPLAIN of another kind (`PIPELINE`, `AST`...), which has none.
+    None {
+        kind: String,
+    },
+}
+
+/// The last statement of one SQL file, measured.
+#[derive(Debug)]
+struct FileSummary {
+    file: String,
+    location: String,
+    setup_statements: usize,
+    /// Whether the statement applies skip indexes while reading; `None`: unknown.
+    skip_indexes_on_data_read: Option<bool>,
+    answer: String,
+    stats: QueryStats,
+    explain: Option<ExplainStages>,
+}
+
+impl FileSummary {
+    /// The full record (`--json`): today's keys, and `index_stages` and `notes` only
+    /// where they apply, so that scripts reading the record see it unchanged.
+    fn record(&self) -> serde_json::Value {
+        let mut record = serde_json::json!({
+            "file": self.file,
+            "answer": self.answer,
+            "stats": self.stats,
+        });
+        if let Some(ExplainStages::Plan(reads)) = &self.explain {
+            record["index_stages"] = serde_json::json!(reads);
+        }
+        let notes = self.notes();
+        if !notes.is_empty() {
+            record["notes"] = serde_json::json!(notes);
+        }
+        record
+    }
+
+    /// What the numbers alone would let a reader get wrong.
+    fn notes(&self) -> Vec<String> {
+        let mut notes = Vec::new();
+        if answer_lines(&self.answer) == 0 {
+            notes.push(NO_ROWS.to_string());
+        }
+        if self.explain.is_some() {
+            notes.push(format!(
+                "this is an EXPLAIN: it reads no table, and its read_rows ({}) are the lines of the plan it printed",
+                self.stats.read_rows
+            ));
+        }
+        notes
+    }
+}
+
+/// The note for an answer without rows.
+const NO_ROWS: &str = "the query returned no rows";
+
+impl fmt::Display for FileSummary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let setup = match self.setup_statements {
+            0 => "no set-up".to_string(),
+            1 => "after 1 set-up statement".to_string(),
+            n => format!("after {n} set-up statements"),
+        };
+        writeln!(f, "{} ({setup})", self.location)?;
+        match &self.explain {
+            // A plan as TabSeparated text is escaped JSON or one line of a tree a row:
+            // the index stages below are its readable part.
+            Some(_) => writeln!(f, "  answer: a plan of {} lines (--json prints it)", answer_lines(&self.answer))?,
+            None => write_answer(f, &self.answer)?,
+        }
+        // An EXPLAIN reads no table: its counts are the plan's lines (said in a note).
+        if self.explain.is_none() {
+            write_reads(f, &self.stats, self.skip_indexes_on_data_read)?;
+        }
+        write_times(f, &self.stats)?;
+        match &self.explain {
+            Some(ExplainStages::Plan(reads)) => write_stages(f, reads, None)?,
+            Some(ExplainStages::None { kind }) => writeln!(f, "  index stages: none (EXPLAIN {kind} has no plan)")?,
+            None => {}
+        }
+        for note in self.notes() {
+            writeln!(f, "  note: {note}")?;
+        }
+        writeln!(f)
+    }
+}
+
+/// A pack's query, measured on its dataset.
+#[derive(Debug)]
+struct PackSummary {
+    pack: String,
+    query: String,
+    design: String,
+    rows: u64,
+    observation: Observation,
+}
+
+impl PackSummary {
+    /// The full record (`--json`), as it has always been, with `notes` when it has any.
+    fn record(&self) -> serde_json::Value {
+        let observation = &self.observation;
+        let mut record = serde_json::json!({
+            "pack": self.pack,
+            "query": self.query,
+            "design": self.design,
+            "rows": self.rows,
             "answer": observation.answer,
             "table": observation.table,
             "active_parts": observation.parts.as_ref().map(|parts| parts.active_parts),
@@ -92,9 +237,205 @@ impl Measure {
             "stats": observation.stats,
             "index_stages": observation.pruning,
         });
-        println!("{}", serde_json::to_string_pretty(&record)?);
-        Ok(())
+        if answer_lines(&observation.answer) == 0 {
+            record["notes"] = serde_json::json!([NO_ROWS]);
+        }
+        record
     }
+}
+
+impl fmt::Display for PackSummary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let observation = &self.observation;
+        writeln!(
+            f,
+            "pack {}, query {}, design {}, {} rows (ClickHouse {})",
+            self.pack,
+            self.query,
+            self.design,
+            thousands(self.rows),
+            observation.engine_version
+        )?;
+        write_answer(f, &observation.answer)?;
+        let on_data_read =
+            observation.pruning.iter().flat_map(|read| &read.stages).any(|stage| stage.applied_on_data_read);
+        write_reads(f, &observation.stats, Some(on_data_read))?;
+        write_times(f, &observation.stats)?;
+        write_stages(f, &observation.pruning, observation.granules_read)?;
+        match (&observation.table, &observation.parts) {
+            (Some(table), Some(parts)) => write_parts(f, table, parts)?,
+            _ => writeln!(f, "  table: none (the plan reads no MergeTree table)")?,
+        }
+        if let Some(columns) = &observation.columns {
+            write_columns(f, columns)?;
+        }
+        if answer_lines(&observation.answer) == 0 {
+            writeln!(f, "  note: {NO_ROWS}")?;
+        }
+        writeln!(f)
+    }
+}
+
+/// Lines of an answer (TabSeparated: one row a line).
+fn answer_lines(answer: &str) -> usize {
+    answer.lines().count()
+}
+
+/// How many lines of an answer the summary shows.
+const ANSWER_LINES_SHOWN: usize = 10;
+
+fn write_answer(f: &mut fmt::Formatter<'_>, answer: &str) -> fmt::Result {
+    let lines = answer_lines(answer);
+    match lines {
+        0 => return writeln!(f, "  answer: no rows"),
+        n => writeln!(f, "  answer ({}):", rows(n as u64))?,
+    }
+    for line in answer.lines().take(ANSWER_LINES_SHOWN) {
+        writeln!(f, "    {line}")?;
+    }
+    if lines > ANSWER_LINES_SHOWN {
+        writeln!(f, "    ... {} more (--json prints them all)", thousands((lines - ANSWER_LINES_SHOWN) as u64))?;
+    }
+    Ok(())
+}
+
+/// Rows, bytes, granules and parts read. The events exist only where the record has
+/// ProfileEvents: otherwise they are unknown, never 0. `on_data_read`: whether the
+/// statement applies skip indexes while reading (`None`: unknown), when `SelectedParts`
+/// counts parts before them.
+fn write_reads(f: &mut fmt::Formatter<'_>, stats: &QueryStats, on_data_read: Option<bool>) -> fmt::Result {
+    writeln!(f, "  read: {} rows, {}", thousands(stats.read_rows), human_bytes(stats.read_bytes))?;
+    if stats.profile_events.is_empty() {
+        return writeln!(f, "  granules and parts read: unknown (the statistics record has no ProfileEvents)");
+    }
+    writeln!(f, "  granules read: {} (SelectedMarks)", thousands(stats.event("SelectedMarks")))?;
+    let when = match on_data_read {
+        Some(false) => "after every index",
+        Some(true) => {
+            "before skip indexes: the statement applies them while reading (use_skip_indexes_on_data_read = 1)"
+        }
+        None => {
+            "before or after skip indexes: unknown, the engine could not say whether the statement applies them while reading"
+        }
+    };
+    writeln!(f, "  parts read: {} (SelectedParts, {when})", thousands(stats.event("SelectedParts")))
+}
+
+fn write_times(f: &mut fmt::Formatter<'_>, stats: &QueryStats) -> fmt::Result {
+    let ms = |us: u64| chbench::units::milliseconds(Some(us as f64 / 1000.0));
+    writeln!(
+        f,
+        "  result: {}; {} on the engine, {} on the client",
+        rows(stats.result_rows),
+        ms(stats.server_duration_us),
+        ms(stats.client_duration_us)
+    )
+}
+
+/// The index stages of each MergeTree read, as a table.
+fn write_stages(f: &mut fmt::Formatter<'_>, reads: &[TableRead], granules_read: Option<u64>) -> fmt::Result {
+    if reads.is_empty() {
+        return writeln!(f, "  index stages: none (the plan reads no MergeTree table)");
+    }
+    for read in reads {
+        if read.stages.is_empty() {
+            writeln!(f, "  index stages of {}: none (no index applies)", read.table)?;
+            continue;
+        }
+        writeln!(f, "  index stages of {} (EXPLAIN indexes = 1):", read.table)?;
+        let mut rows = vec![["stage", "index", "parts", "granules"].map(str::to_string)];
+        for stage in &read.stages {
+            let (parts, granules) = if stage.applied_on_data_read {
+                let granules = granules_read.map_or("unknown".to_string(), thousands);
+                (
+                    format!("{} -> unknown", thousands(stage.initial_parts)),
+                    format!("{} -> {granules} (on data read)", thousands(stage.initial_granules)),
+                )
+            } else {
+                (
+                    format!("{} -> {}", thousands(stage.initial_parts), thousands(stage.selected_parts)),
+                    format!("{} -> {}", thousands(stage.initial_granules), thousands(stage.selected_granules)),
+                )
+            };
+            rows.push([stage.kind.clone(), stage.name.clone().unwrap_or_default(), parts, granules]);
+        }
+        write_table(f, &rows)?;
+    }
+    Ok(())
+}
+
+fn write_parts(f: &mut fmt::Formatter<'_>, table: &str, parts: &PartsSummary) -> fmt::Result {
+    writeln!(
+        f,
+        "  table {table}: {} rows in {} active parts ({} compact) of {} partitions, {} on disk",
+        thousands(parts.rows),
+        thousands(parts.active_parts),
+        thousands(parts.compact_parts),
+        thousands(parts.partitions),
+        human_bytes(parts.bytes_on_disk)
+    )
+}
+
+fn write_columns(f: &mut fmt::Formatter<'_>, columns: &ColumnSizes) -> fmt::Result {
+    let (columns, note) = match columns {
+        ColumnSizes::Known(columns) => (columns, None),
+        ColumnSizes::WideOnly { columns, note } => (columns, Some(note)),
+        ColumnSizes::Unknown { reason } => return writeln!(f, "  column sizes: unknown ({reason})"),
+    };
+    writeln!(f, "  column sizes:")?;
+    let mut rows = vec![["column", "compressed", "uncompressed", "ratio"].map(str::to_string)];
+    for column in columns {
+        rows.push([
+            column.column.clone(),
+            human_bytes(column.compressed_bytes),
+            human_bytes(column.uncompressed_bytes),
+            match column.compressed_bytes {
+                0 => "unknown".to_string(),
+                _ => format!("{:.2}x", column.compression_ratio()),
+            },
+        ]);
+    }
+    write_table(f, &rows)?;
+    if let Some(note) = note {
+        writeln!(f, "  note: {note}")?;
+    }
+    Ok(())
+}
+
+/// Rows of cells as aligned columns, indented under their heading, the first row a header.
+fn write_table<const N: usize>(f: &mut fmt::Formatter<'_>, rows: &[[String; N]]) -> fmt::Result {
+    let mut widths = [0; N];
+    for row in rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    for row in rows {
+        let mut line = String::from("   ");
+        for (width, cell) in widths.iter().zip(row) {
+            let _ = write!(line, " {cell:<width$}");
+        }
+        writeln!(f, "{}", line.trim_end())?;
+    }
+    Ok(())
+}
+
+/// `1 row`, `2,048 rows`.
+fn rows(count: u64) -> String {
+    if count == 1 { "1 row".to_string() } else { format!("{} rows", thousands(count)) }
+}
+
+/// A count with thousands separators: `24,576`.
+fn thousands(count: u64) -> String {
+    let digits = count.to_string();
+    let mut grouped = String::new();
+    for (index, digit) in digits.chars().enumerate() {
+        if index > 0 && (digits.len() - index).is_multiple_of(3) {
+            grouped.push(',');
+        }
+        grouped.push(digit);
+    }
+    grouped
 }
 
 /// The file form when the first argument is a file, or looks like one (a mistyped path
