@@ -5,9 +5,10 @@
 //! Skip indexes are applied while planning in every measured session
 //! ([`Settings::session_defaults`](crate::settings::Settings::session_defaults)), so a
 //! skip stage's counts are what the read kept. A statement that sets
-//! `use_skip_indexes_on_data_read = 1` itself leaves its skip indexes to the read: its
-//! plan's skip stages then keep every part and granule they were given, and are marked
-//! [`IndexStage::applied_on_data_read`] (docs/embedded-engine.md has the measured facts).
+//! `use_skip_indexes_on_data_read = 1` itself (or follows a `SET` of it) leaves its skip
+//! indexes to the read: its skip stages are marked [`IndexStage::applied_on_data_read`],
+//! and with its own SETTINGS the plan's skip stages keep every part and granule they were
+//! given (docs/embedded-engine.md has the measured facts).
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
@@ -27,11 +28,12 @@ pub struct IndexStage {
     pub selected_parts: u64,
     pub initial_granules: u64,
     pub selected_granules: u64,
-    /// A skip stage the plan did not evaluate: the statement applies its skip indexes
-    /// while reading (its own `use_skip_indexes_on_data_read = 1`), so `selected_*` are
-    /// the counts it was given, and what the read kept is the statement's granules read
-    /// (the `SelectedMarks` event; see [`IndexStage::granules_kept`]). Absent (false) in
-    /// JSON and snapshots otherwise.
+    /// A skip stage the statement applies while reading (`use_skip_indexes_on_data_read
+    /// = 1`, in its own SETTINGS or set earlier in the session): what the read kept is the
+    /// statement's granules read (the `SelectedMarks` event; see
+    /// [`IndexStage::granules_kept`]). When the statement's own SETTINGS turn it on, the
+    /// plan does not evaluate the index and `selected_*` are the counts it was given.
+    /// Absent (false) in JSON and snapshots otherwise.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub applied_on_data_read: bool,
 }
@@ -95,11 +97,18 @@ pub fn explain_indexes<S: Sql + ?Sized>(target: &mut Target, select: &S) -> Resu
 /// The setting that moves skip indexes from planning to reading.
 const ON_DATA_READ: &str = "use_skip_indexes_on_data_read";
 
-/// Whether the SELECT turns `use_skip_indexes_on_data_read` on in its own SETTINGS (the
-/// session has it off), so that its `SelectedParts` event counts parts before skip
-/// indexes. The engine's query tree says, one `SETTINGS` line per query; only a SELECT
-/// that names the setting is asked.
+/// Whether the SELECT applies skip indexes while reading, so that its `SelectedParts`
+/// event counts parts before them: the session's value (a `SET` earlier in the session,
+/// where settings persist; the session defaults have it off), or the SELECT's own
+/// SETTINGS, which the engine's query tree shows, one `SETTINGS` line per query (asked
+/// only of a SELECT that names the setting).
 pub fn applies_skip_indexes_on_data_read(target: &mut Target, sql: &str) -> Result<bool> {
+    let session = target
+        .query_text(&format!("SELECT getSetting('{ON_DATA_READ}')"))
+        .with_context(|| format!("cannot read the session's {ON_DATA_READ}"))?;
+    if is_on(session.trim()) {
+        return Ok(true);
+    }
     if !sql.to_ascii_lowercase().contains(ON_DATA_READ) {
         return Ok(false);
     }
@@ -107,6 +116,11 @@ pub fn applies_skip_indexes_on_data_read(target: &mut Target, sql: &str) -> Resu
         .query_text(&format!("EXPLAIN QUERY TREE {sql}"))
         .with_context(|| format!("cannot read the settings ({ON_DATA_READ}) of: {}", one_line(sql)))?;
     Ok(query_tree_turns_on_data_read_on(&tree))
+}
+
+/// A setting's value that turns it on, as ClickHouse prints a UInt or Bool one.
+fn is_on(value: &str) -> bool {
+    matches!(value.to_ascii_lowercase().as_str(), "1" | "true")
 }
 
 /// A value as the query tree prints it, without its quotes (TabSeparated escapes them).
@@ -118,9 +132,7 @@ fn unquoted(value: &str) -> &str {
 fn query_tree_turns_on_data_read_on(tree: &str) -> bool {
     tree.lines().filter_map(|line| line.trim().strip_prefix("SETTINGS ")).any(|settings| {
         settings.split_whitespace().any(|setting| match setting.split_once('=') {
-            Some((name, value)) => {
-                name == ON_DATA_READ && matches!(unquoted(value).to_ascii_lowercase().as_str(), "1" | "true")
-            }
+            Some((name, value)) => name == ON_DATA_READ && is_on(unquoted(value)),
             None => false,
         })
     })

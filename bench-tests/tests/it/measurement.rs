@@ -221,3 +221,30 @@ fn a_skip_stage_left_to_the_read_is_marked_and_keeps_what_the_read_selected() {
     assert_eq!(measured.stats.event("SelectedParts"), 5);
     assert!(!planned_stage.applied_on_data_read);
 }
+
+/// A `SET` earlier in the session moves skip indexes to the read as well (EXPLAIN still
+/// evaluates them while planning then): the stage is marked all the same, and the read
+/// kept what it kept. Only where settings persist between statements, the only targets
+/// where an earlier `SET` reaches a later statement.
+#[test]
+fn a_session_that_applies_skip_indexes_on_data_read_marks_the_skip_stage() {
+    let mut target = with_skip_indexes("measure_skip_session");
+    if !target.capabilities().session_settings_persist {
+        return;
+    }
+    let query = "SELECT count() FROM tagged WHERE grp = 70";
+    let on_read = Settings::new().with("use_skip_indexes_on_data_read", 1);
+    let tag = StatementTag::new("test", "measure_skip_session", "on_read", 1);
+    let (measured, reads) = target
+        .with_session_settings(&on_read, |target| {
+            let measured = measure(target, query, &tag, &Settings::new())?;
+            Ok((measured, explain_indexes(target, query)?))
+        })
+        .unwrap();
+    let stage = reads[0].stage("Skip").unwrap();
+    assert!(stage.applied_on_data_read, "{stage:?}");
+    assert_eq!(stage.granules_kept(Some(measured.stats.event("SelectedMarks"))), Some(2));
+    assert_eq!(measured.stats.event("SelectedParts"), 5, "{:?}", measured.stats.profile_events);
+    // Back in the pinned session, the same query's stage is the plan's own.
+    assert!(!explain_indexes(&mut target, query).unwrap()[0].stage("Skip").unwrap().applied_on_data_read);
+}
