@@ -168,10 +168,13 @@ impl FileSummary {
             notes.push(NO_ROWS.to_string());
         }
         if self.explain.is_some() {
-            notes.push(format!(
-                "this is an EXPLAIN: it reads no table, and its read_rows ({}) are the lines of the plan it printed",
-                self.stats.read_rows
-            ));
+            let read_rows = self.stats.read_rows;
+            // The embedded engine counts the plan's lines as rows read; say what they are.
+            notes.push(if read_rows == answer_lines(&self.answer) as u64 {
+                format!("this is an EXPLAIN: it reads no table, and its read_rows ({read_rows}) are the lines of the plan it printed")
+            } else {
+                format!("this is an EXPLAIN: it reads no table, and its read_rows ({read_rows}) are not rows of a table")
+            });
         }
         notes
     }
@@ -201,7 +204,7 @@ impl fmt::Display for FileSummary {
         write_times(f, &self.stats)?;
         match &self.explain {
             Some(ExplainStages::Plan(reads)) => write_stages(f, reads, None)?,
-            Some(ExplainStages::None { kind }) => writeln!(f, "  index stages: none (EXPLAIN {kind} has no plan)")?,
+            Some(ExplainStages::None { kind }) => writeln!(f, "  index stages: none (EXPLAIN {kind} shows none)")?,
             None => {}
         }
         for note in self.notes() {
@@ -304,7 +307,7 @@ fn write_answer(f: &mut fmt::Formatter<'_>, answer: &str) -> fmt::Result {
 /// statement applies skip indexes while reading (`None`: unknown), when `SelectedParts`
 /// counts parts before them.
 fn write_reads(f: &mut fmt::Formatter<'_>, stats: &QueryStats, on_data_read: Option<bool>) -> fmt::Result {
-    writeln!(f, "  read: {} rows, {}", thousands(stats.read_rows), human_bytes(stats.read_bytes))?;
+    writeln!(f, "  read: {}, {}", rows(stats.read_rows), human_bytes(stats.read_bytes))?;
     if stats.profile_events.is_empty() {
         return writeln!(f, "  granules and parts read: unknown (the statistics record has no ProfileEvents)");
     }
@@ -526,6 +529,15 @@ fn load_pack(name: &Path) -> Result<Pack> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counts_read_with_thousands_separators() {
+        let cases = [(0, "0"), (999, "999"), (1000, "1,000"), (250_000, "250,000"), (1_234_567, "1,234,567")];
+        for (count, text) in cases {
+            assert_eq!(thousands(count), text);
+        }
+        assert_eq!((rows(1), rows(2048)), ("1 row".to_string(), "2,048 rows".to_string()));
+    }
 
     fn paths(args: &[&str]) -> Vec<PathBuf> {
         args.iter().map(PathBuf::from).collect()
