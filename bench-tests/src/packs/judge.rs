@@ -86,7 +86,7 @@ impl CaseOutcome {
                     "{location}: {} does not apply here (checked at the largest scale, or on the other designs)",
                     claim.name
                 )),
-                Some(Ok(())) => report.push(format!("{location}: {} holds", claim.name)),
+                Some(Ok(held)) => report.push(format!("{location}: {held}")),
                 Some(Err(violation)) if case.must_violate.as_deref() == Some(claim.name.as_str()) => {
                     report.push(format!("{location}: {violation} (as this broken design must)"))
                 }
