@@ -11,7 +11,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use toml::Spanned;
 
 use super::claims::{self, Claim, ClaimsFile, DeclaredTable, QuerySection};
-use super::{AlsoMeasure, CLAIMS_FILE, Pack, Query, SqlFile};
+use super::{AlsoMeasure, CLAIMS_FILE, ExpectedError, Pack, Query, SqlFile};
 use crate::files::{fixtures_root, shown};
 use crate::fixtures::{Fixture, Params, Statement};
 
@@ -216,6 +216,7 @@ impl PackDefaults<'_> {
             claims: Vec::new(),
             broken: Vec::new(),
             answer_varies: false,
+            expected_error: None,
         };
         let Some(section) = section else {
             self.add_table_claims(&mut query);
@@ -231,10 +232,46 @@ impl PackDefaults<'_> {
         let line = |span: Range<usize>| self.source.line(span);
         query.claims = claims::flatten(section, &line).map_err(|error| anyhow!("{}:{error}", self.source.file))?;
         query.answer_varies = section.answer_varies.as_ref().is_some_and(|varies| *varies.get_ref());
+        if let Some(error) = &section.error {
+            query.expected_error = Some(self.expected_error(error, &query, section)?);
+            // Nothing is measured of a statement that fails: no claim, not even the table's.
+            return Ok(query);
+        }
         self.add_table_claims(&mut query);
         self.check_claims_fit(&query)?;
         query.broken = self.broken_designs(section, &query)?;
         Ok(query)
+    }
+
+    /// `error = "CODE"`: an error code (`TOO_MANY_ROWS`, as the engine names it in
+    /// `(...)` after its message), on a query with no claims and no broken design.
+    fn expected_error(&self, error: &Spanned<String>, query: &Query, section: &QuerySection) -> Result<ExpectedError> {
+        let (code, location) = (error.get_ref(), self.source.at(error.span()));
+        let is_code =
+            !code.is_empty() && code.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
+        if !is_code {
+            bail!(
+                "{location}: error {code:?} is not an error code; write it as the engine names it, e.g. error = \"TOO_MANY_ROWS\""
+            );
+        }
+        if let Some(claim) = query.claims.first() {
+            bail!(
+                "{}:{}: {} on query {}, which must fail with {code}: a failed statement measures nothing to claim about",
+                self.source.file,
+                claim.line,
+                claim.name,
+                query.name
+            );
+        }
+        if let Some((design, _)) = section.broken.iter().next() {
+            bail!(
+                "{}: broken.{} on query {}, which must fail with {code} on every design",
+                self.source.at(design.span()),
+                design.get_ref(),
+                query.name
+            );
+        }
+        Ok(ExpectedError { code: code.clone(), line: self.source.line(error.span()) })
     }
 
     /// The `[table]` claims that apply on the query's designs, among its own in the

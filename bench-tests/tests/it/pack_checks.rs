@@ -427,3 +427,20 @@ fn a_column_or_skip_index_a_design_does_not_declare_is_refused_with_the_names_it
     let (_root, folder) = pack_with(&[("designs/plain.sql", schema), ("claims.toml", claims)]);
     Pack::load(&folder).unwrap();
 }
+
+#[test]
+fn a_query_expected_to_fail_names_a_code_and_makes_no_claim() {
+    let message = refusal(&[("claims.toml", "scales = [1000]\n[queries.q]\nerror = \"too many rows\"\n")]);
+    assert!(message.starts_with("claims.toml:3: error \"too many rows\" is not an error code"), "{message}");
+    let claims = "scales = [1000]\n[queries.q]\nerror = \"TOO_MANY_ROWS\"\nread_rows_at_most = 1\n";
+    assert_eq!(
+        refusal(&[("claims.toml", claims)]),
+        "claims.toml:4: read_rows_at_most on query q, which must fail with TOO_MANY_ROWS: a failed statement \
+         measures nothing to claim about"
+    );
+    let claims = "scales = [1000]\n[queries.q]\nerror = \"TOO_MANY_ROWS\"\n";
+    let (_root, folder) = pack_with(&[("claims.toml", claims)]);
+    let pack = Pack::load(&folder).unwrap();
+    let expected = pack.query("q").unwrap().expected_error.clone().unwrap();
+    assert_eq!((expected.code.as_str(), expected.line), ("TOO_MANY_ROWS", 3));
+}

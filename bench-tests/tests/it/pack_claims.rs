@@ -23,10 +23,13 @@ fn schema(codec: &str) -> String {
 /// numbers `4j + d`, and `s` cycles with `j`: every granule has all ten values.
 const GENERATOR: &str = "INSERT INTO t SELECT number, toDate('2026-01-01') + number % 4, number,\n    toString(intDiv(number, 4) % 10) FROM numbers({rows});\n";
 
-const QUERIES: [(&str, &str); 3] = [
+const QUERIES: [(&str, &str); 5] = [
     ("by_v", "SELECT count() FROM t WHERE v BETWEEN 100 AND 200\n"),
     ("both", "SELECT count() FROM t WHERE v BETWEEN 100 AND 200 AND s = '3'\n"),
     ("scan", "SELECT count() FROM t WHERE s = '3'\n"),
+    // A scan of 4,000 rows under a limit of 100, and a read of 1,024 under 2,000.
+    ("limited", "SELECT count() FROM t WHERE s = '3'\nSETTINGS max_rows_to_read = 100\n"),
+    ("roomy", "SELECT count() FROM t WHERE v BETWEEN 100 AND 200\nSETTINGS max_rows_to_read = 2000\n"),
 ];
 
 /// The pack `vocab` (designs `plain` and `raw`, the latter without compression) with
@@ -216,4 +219,36 @@ fn table_claims_from_their_section_both_ways() {
             ("columns.s.compression_ratio_at_most", false, "expected a compression ratio of at most 1"),
         ],
     );
+}
+
+#[test]
+fn a_query_can_be_expected_to_fail_with_an_error_code() {
+    let claims = "scales = [4000]\ndesigns = [\"plain\"]\n\
+                  [queries.limited]\nerror = \"TOO_MANY_ROWS\"\n\
+                  [queries.roomy]\nerror = \"TOO_MANY_ROWS\"\n\
+                  [queries.scan]\nerror = \"TIMEOUT_EXCEEDED\"\n";
+    let (_root, pack) = vocab_pack(claims);
+    let kind = TargetKind::from_env().unwrap();
+    let run = |query: &str| {
+        let case = Case { query: query.into(), design: "plain".into(), rows: 4000, must_violate: None };
+        let outcome = pack.run_error_case(kind, &case, "claims.toml").unwrap_or_else(|error| panic!("{error:#}"));
+        outcome
+            .map(|line| line.replace(&format!("{}/", pack.folder.display()), ""))
+            .map_err(|line| line.replace(&format!("{}/", pack.folder.display()), ""))
+    };
+    assert_eq!(run("limited").unwrap(), "claims.toml:4: queries/limited.sql:1 failed with TOO_MANY_ROWS, as it must");
+    assert_eq!(
+        run("roomy").unwrap_err(),
+        "claims.toml:6: queries/roomy.sql:1 was expected to fail with TOO_MANY_ROWS, but it answered \"101\""
+    );
+    let otherwise = run("scan").unwrap_err();
+    assert!(
+        otherwise.starts_with(
+            "claims.toml:8: queries/scan.sql:1 was expected to fail with TIMEOUT_EXCEEDED, but it answered"
+        ),
+        "{otherwise}"
+    );
+    // The other cases run on, and the determinism check leaves the failing queries out.
+    let lines = pack.check_determinism(kind).unwrap_or_else(|error| panic!("{error:#}"));
+    assert_eq!(lines.len(), 1, "{lines:?}");
 }

@@ -65,7 +65,7 @@ macro_rules! claim_keys {
     ($($key:ty),* $(,)?) => {
         /// Every key of a query section: where the query runs, then its claim keys.
         const SECTION_KEYS: &[&str] =
-            &["designs", "scales", "answer_varies", "broken", "on", $(<$key as ClaimKey>::KEY),*];
+            &["designs", "scales", "answer_varies", "error", "broken", "on", $(<$key as ClaimKey>::KEY),*];
 
         /// Reads the value of the claim key `key` (`None`: `key` is no claim key).
         fn read_claim_key<'de, A: MapAccess<'de>>(
@@ -194,6 +194,9 @@ pub struct QuerySection {
     /// reservoir depends on how threads split the rows): snapshots record no answer and
     /// the determinism check does not compare it. Not a claim.
     pub answer_varies: Option<Spanned<bool>>,
+    /// `error = "TOO_MANY_ROWS"`: the query must fail with this error code (a limit in its
+    /// own SETTINGS, say); its cases check that and measure nothing. Not a claim.
+    pub error: Option<Spanned<String>>,
     /// A broken design (a file in `broken/`) and the claim it must violate.
     pub broken: BTreeMap<Spanned<String>, Spanned<String>>,
     /// Claims that hold on one design only.
@@ -224,6 +227,7 @@ impl<'de> Visitor<'de> for SectionVisitor {
                 "designs" => section.designs = map.next_value()?,
                 "scales" => section.scales = map.next_value()?,
                 "answer_varies" => section.answer_varies = map.next_value()?,
+                "error" => section.error = map.next_value()?,
                 "broken" => section.broken = map.next_value()?,
                 "on" => section.on = map.next_value()?,
                 key => {
@@ -364,11 +368,12 @@ pub fn flatten(section: &QuerySection, line: &dyn Fn(Range<usize>) -> usize) -> 
         if on_section.designs.is_some()
             || on_section.scales.is_some()
             || on_section.answer_varies.is_some()
+            || on_section.error.is_some()
             || !on_section.broken.is_empty()
             || !on_section.on.is_empty()
         {
             bail!(
-                "{}: on.{} may hold claims only (designs, scales, answer_varies, broken and on belong to the \
+                "{}: on.{} may hold claims only (designs, scales, answer_varies, error, broken and on belong to the \
                  query)",
                 line(on.span()),
                 design.get_ref()
