@@ -18,8 +18,7 @@ pub fn declared_table<'a>(statements: impl IntoIterator<Item = &'a str>) -> Opti
 
 fn parse_create_table(sql: &str) -> Option<DeclaredTable> {
     let code = code_only(sql);
-    let words: Vec<&str> = code.split_whitespace().take(2).collect();
-    if words.first().map(|word| word.eq_ignore_ascii_case("CREATE")) != Some(true) {
+    if !code.split_whitespace().next()?.eq_ignore_ascii_case("CREATE") {
         return None;
     }
     let open = code.find('(')?;
