@@ -22,13 +22,28 @@ impl fmt::Display for Violation {
 
 impl std::error::Error for Violation {}
 
+/// A claim that held, with what was measured: a report that says "holds" shows the value
+/// too, so that a claim about to fail (0.991 against at least 0.99) is seen before it does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Held {
+    pub invariant: String,
+    pub measured: String,
+    pub expected: String,
+}
+
+impl fmt::Display for Held {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "invariant {} holds: measured {}, expected {}", self.invariant, self.measured, self.expected)
+    }
+}
+
 /// The outcome of checking one claim.
-pub type Check = Result<(), Violation>;
+pub type Check = Result<Held, Violation>;
 
 /// Holds when `holds` is true; otherwise a violation with the measured and expected text.
 pub fn claim(invariant: &str, holds: bool, measured: impl fmt::Display, expected: impl fmt::Display) -> Check {
     if holds {
-        Ok(())
+        Ok(Held { invariant: invariant.to_string(), measured: measured.to_string(), expected: expected.to_string() })
     } else {
         Err(Violation {
             invariant: invariant.to_string(),
@@ -38,11 +53,12 @@ pub fn claim(invariant: &str, holds: bool, measured: impl fmt::Display, expected
     }
 }
 
-/// Panics with the violation's message unless the claim held.
+/// Panics with the violation's message unless the claim held; prints what held.
 #[track_caller]
 pub fn assert_holds(check: Check) {
-    if let Err(violation) = check {
-        panic!("{violation}");
+    match check {
+        Ok(held) => eprintln!("{held}"),
+        Err(violation) => panic!("{violation}"),
     }
 }
 
@@ -51,7 +67,7 @@ pub fn assert_holds(check: Check) {
 #[track_caller]
 pub fn assert_violates(check: Check, invariant: &str) -> Violation {
     match check {
-        Ok(()) => panic!("the broken design was expected to violate {invariant}, but the claim held"),
+        Ok(held) => panic!("the broken design was expected to violate {invariant}, but the claim held ({held})"),
         Err(violation) if violation.invariant == invariant => violation,
         Err(other) => panic!("expected a violation of {invariant}, got: {other}"),
     }
@@ -86,6 +102,15 @@ mod tests {
             "invariant q1_reads_at_most_two_granules violated: measured 3 granules, expected at most 2"
         );
         assert_eq!(assert_violates(Err(violation.clone()), "q1_reads_at_most_two_granules"), violation);
+    }
+
+    #[test]
+    fn a_claim_that_holds_says_what_was_measured() {
+        let held = claim("q1_reads_at_most_two_granules", true, "1 granule", "at most 2").unwrap();
+        assert_eq!(
+            held.to_string(),
+            "invariant q1_reads_at_most_two_granules holds: measured 1 granule, expected at most 2"
+        );
     }
 
     #[test]

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
 use super::claims::{Claim, Observations};
 use super::{AlsoMeasure, Case, CaseOutcome, ClaimCheck, Observation, Pack, Query, VARYING_ANSWER};
@@ -68,6 +68,43 @@ impl Pack {
     }
 }
 
+impl Pack {
+    /// A case of a query that must fail (`error = "CODE"` in its section): its statement
+    /// run on the case's dataset. `Ok(Ok(line))` when it failed with that code, `Ok(Err(why))`
+    /// when it answered or failed otherwise; nothing else is measured, since a failed
+    /// statement has no statistics to claim about.
+    pub fn run_error_case(&self, kind: TargetKind, case: &Case, claims_file: &str) -> Result<Result<String, String>> {
+        let query = self.query(&case.query)?;
+        let Some(expected) = &query.expected_error else {
+            anyhow::bail!(
+                "query {} of pack {} expects no error (no error = \"...\" in its section)",
+                query.name,
+                self.name
+            );
+        };
+        let (code, location) = (&expected.code, format!("{claims_file}:{}", expected.line));
+        let statement = self.statement(&case.query, case.rows)?;
+        let (mut target, _) =
+            self.dataset(&case.design, case.rows)?.open_on(kind).context("cannot open the dataset")?;
+        Ok(match target.query_text(&statement.sql) {
+            Ok(answer) => Err(format!(
+                "{location}: {} was expected to fail with {code}, but it answered {:?}",
+                statement.location(),
+                crate::sql::one_line(&answer)
+            )),
+            // The engine ends its message with the code's name in parentheses.
+            Err(error) if format!("{error:#}").contains(&format!("({code})")) => {
+                Ok(format!("{location}: {} failed with {code}, as it must", statement.location()))
+            }
+            Err(error) => Err(format!(
+                "{location}: {} was expected to fail with {code}, but failed otherwise: {}",
+                statement.location(),
+                crate::sql::one_line(&format!("{error:#}"))
+            )),
+        })
+    }
+}
+
 /// The claims of `query` that apply on `design`: all but those limited to another design.
 fn claims_on<'a>(query: &'a Query, design: &str) -> Vec<&'a Claim> {
     query.claims.iter().filter(|claim| claim.only_on.as_ref().is_none_or(|only_on| only_on == design)).collect()
@@ -86,7 +123,7 @@ impl CaseOutcome {
                     "{location}: {} does not apply here (checked at the largest scale, or on the other designs)",
                     claim.name
                 )),
-                Some(Ok(())) => report.push(format!("{location}: {} holds", claim.name)),
+                Some(Ok(held)) => report.push(format!("{location}: {held}")),
                 Some(Err(violation)) if case.must_violate.as_deref() == Some(claim.name.as_str()) => {
                     report.push(format!("{location}: {violation} (as this broken design must)"))
                 }

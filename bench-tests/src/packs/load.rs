@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, anyhow, bail};
 use toml::Spanned;
 
-use super::claims::{self, ClaimsFile, QuerySection};
-use super::{CLAIMS_FILE, Pack, Query, SqlFile};
+use super::claims::{self, Claim, ClaimsFile, DeclaredTable, QuerySection};
+use super::{AlsoMeasure, CLAIMS_FILE, ExpectedError, Pack, Query, SqlFile};
 use crate::files::{fixtures_root, shown};
 use crate::fixtures::{Fixture, Params, Statement};
 
@@ -66,7 +66,16 @@ impl Pack {
         let designs = chosen_designs(&found.designs, parsed.designs.as_ref(), &source)?;
         let design_names: Vec<String> = designs.iter().map(|design| design.name.clone()).collect();
         let scales = check_scales(parsed.scales.get_ref(), &source.at(parsed.scales.span()))?;
-        let defaults = PackDefaults { designs: &design_names, scales: &scales, broken: &found.broken, source: &source };
+        let declared = declared_tables(&designs)?;
+        let table_claims = table_claims(&parsed, &design_names, &source)?;
+        let defaults = PackDefaults {
+            designs: &design_names,
+            scales: &scales,
+            broken: &found.broken,
+            source: &source,
+            table_claims: &table_claims,
+            declared: &declared,
+        };
         let queries = defaults.queries(&found.queries, &parsed)?;
         let pack = Pack { name, folder: folder.to_path_buf(), designs, broken: found.broken, generator, queries };
         check_sql_files(&pack)?;
@@ -169,6 +178,10 @@ struct PackDefaults<'a> {
     scales: &'a [u64],
     broken: &'a [SqlFile],
     source: &'a ClaimsSource,
+    /// The `[table]` section's claims, which every query's cases check.
+    table_claims: &'a [Claim],
+    /// Each design's CREATE TABLE, by design (`None`: no column list to check names by).
+    declared: &'a [(String, Option<DeclaredTable>)],
 }
 
 impl PackDefaults<'_> {
@@ -203,8 +216,13 @@ impl PackDefaults<'_> {
             claims: Vec::new(),
             broken: Vec::new(),
             answer_varies: false,
+            expected_error: None,
         };
-        let Some(section) = section else { return Ok(query) };
+        let Some(section) = section else {
+            self.add_table_claims(&mut query);
+            self.check_claims_fit(&query)?;
+            return Ok(query);
+        };
         if let Some(listed) = &section.designs {
             query.designs = self.query_designs(listed)?;
         }
@@ -214,9 +232,92 @@ impl PackDefaults<'_> {
         let line = |span: Range<usize>| self.source.line(span);
         query.claims = claims::flatten(section, &line).map_err(|error| anyhow!("{}:{error}", self.source.file))?;
         query.answer_varies = section.answer_varies.as_ref().is_some_and(|varies| *varies.get_ref());
+        if let Some(error) = &section.error {
+            query.expected_error = Some(self.expected_error(error, &query, section)?);
+            // Nothing is measured of a statement that fails: no claim, not even the table's.
+            return Ok(query);
+        }
+        self.add_table_claims(&mut query);
         self.check_claims_fit(&query)?;
         query.broken = self.broken_designs(section, &query)?;
         Ok(query)
+    }
+
+    /// `error = "CODE"`: an error code (`TOO_MANY_ROWS`, as the engine names it in
+    /// `(...)` after its message), on a query with no claims and no broken design.
+    fn expected_error(&self, error: &Spanned<String>, query: &Query, section: &QuerySection) -> Result<ExpectedError> {
+        let (code, location) = (error.get_ref(), self.source.at(error.span()));
+        let is_code =
+            !code.is_empty() && code.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
+        if !is_code {
+            bail!(
+                "{location}: error {code:?} is not an error code; write it as the engine names it, e.g. error = \"TOO_MANY_ROWS\""
+            );
+        }
+        if let Some(claim) = query.claims.first() {
+            bail!(
+                "{}:{}: {} on query {}, which must fail with {code}: a failed statement measures nothing to claim about",
+                self.source.file,
+                claim.line,
+                claim.name,
+                query.name
+            );
+        }
+        if let Some((design, _)) = section.broken.iter().next() {
+            bail!(
+                "{}: broken.{} on query {}, which must fail with {code} on every design",
+                self.source.at(design.span()),
+                design.get_ref(),
+                query.name
+            );
+        }
+        Ok(ExpectedError { code: code.clone(), line: self.source.line(error.span()) })
+    }
+
+    /// The `[table]` claims that apply on the query's designs, among its own in the
+    /// file's order.
+    fn add_table_claims(&self, query: &mut Query) {
+        let applies = |claim: &&Claim| claim.only_on.as_ref().is_none_or(|design| query.designs.contains(design));
+        query.claims.extend(self.table_claims.iter().filter(applies).cloned());
+        query.claims.sort_by_key(|claim| claim.line);
+    }
+
+    /// The columns and skip indexes a claim names, in the CREATE TABLE of each design it
+    /// is checked on (broken designs aside: missing an index may be what breaks them).
+    fn check_names(&self, claim: &Claim, query: &Query) -> Result<()> {
+        let on: Vec<&String> = match &claim.only_on {
+            Some(design) => vec![design],
+            None => query.designs.iter().collect(),
+        };
+        for design in on {
+            let Some((_, Some(declared))) = self.declared.iter().find(|(name, _)| name == design) else { continue };
+            let named = [
+                ("column", "columns", claim.rule.columns_named(), &declared.columns),
+                ("skip index", "skip indexes", claim.rule.skip_indexes_named(), &declared.skip_indexes),
+            ];
+            for (what, plural, names, known) in named {
+                for name in names {
+                    if known.iter().any(|known| known == name) {
+                        continue;
+                    }
+                    let close = known.iter().find(|known| strsim::damerau_levenshtein(known, name) <= 2);
+                    let close = close
+                        .or_else(|| known.iter().find(|known| known.eq_ignore_ascii_case(name)))
+                        .map(|known| format!("; did you mean {known}?"))
+                        .unwrap_or_default();
+                    let present = if known.is_empty() { "none".to_string() } else { known.join(", ") };
+                    bail!(
+                        "{}:{}: {} names {what} {name}, which table {} of design {design} does not have \
+                         (designs/{design}.sql declares {plural}: {present}{close})",
+                        self.source.file,
+                        claim.line,
+                        claim.name,
+                        declared.table
+                    );
+                }
+            }
+        }
+        Ok(())
     }
 
     /// A query's own `designs`: a subset of the pack's.
@@ -242,6 +343,22 @@ impl PackDefaults<'_> {
             if let Some(reason) = claim.rule.refusal(query) {
                 bail!("{}: {} {reason}", location(), claim.name);
             }
+            self.check_names(claim, query)?;
+        }
+        // A case measures the query once without a skip index: one index per query.
+        let mut without = query.claims.iter().filter(|claim| claim.rule.also_measure() != AlsoMeasure::Nothing);
+        if let Some(first) = without.next()
+            && let Some(other) = without.find(|claim| claim.rule.also_measure() != first.rule.also_measure())
+        {
+            bail!(
+                "{}:{}: {} measures without another skip index than {} (line {}): rows dropped are measured for one \
+                 skip index per query; make the other a granules_dropped_share claim",
+                self.source.file,
+                other.line,
+                other.name,
+                first.name,
+                first.line
+            );
         }
         Ok(())
     }
@@ -274,6 +391,32 @@ impl PackDefaults<'_> {
         }
         Ok(broken_designs)
     }
+}
+
+/// The names each design's CREATE TABLE declares, by design.
+fn declared_tables(designs: &[SqlFile]) -> Result<Vec<(String, Option<DeclaredTable>)>> {
+    let params = Params::new().with("rows", 1);
+    designs
+        .iter()
+        .map(|design| {
+            let statements = Fixture::read(&design.path)?.render(&params)?;
+            Ok((design.name.clone(), claims::declared_table(statements.iter().map(|statement| statement.sql.as_str()))))
+        })
+        .collect()
+}
+
+/// The `[table]` section's claims, each limited to one of the pack's designs if to any,
+/// comparing with the pack's designs only.
+fn table_claims(parsed: &ClaimsFile, designs: &[String], source: &ClaimsSource) -> Result<Vec<Claim>> {
+    let line = |span: Range<usize>| source.line(span);
+    let claims = claims::flatten_table(parsed, &line).map_err(|error| anyhow!("{}:{error}", source.file))?;
+    for claim in &claims {
+        let location = || format!("{}:{}", source.file, claim.line);
+        for design in claim.only_on.iter().map(String::as_str).chain(claim.rule.designs_named()) {
+            known_design(designs, "the pack's designs", design, location)?;
+        }
+    }
+    Ok(claims)
 }
 
 /// Every SQL file renders with the one parameter a pack gives ({rows}), and each query is

@@ -97,6 +97,15 @@ pub struct Query {
     pub broken: Vec<(String, String)>,
     /// `answer_varies = true`: the answer is not compared between builds, nor snapshotted.
     pub answer_varies: bool,
+    /// `error = "CODE"`: the query must fail with that error; nothing else is measured.
+    pub expected_error: Option<ExpectedError>,
+}
+
+/// The error code a query must fail with, and the claims file's line that says so.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExpectedError {
+    pub code: String,
+    pub line: usize,
 }
 
 /// One test: a query on a design at a scale.

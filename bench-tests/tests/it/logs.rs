@@ -6,7 +6,8 @@
 //! partition, through the primary key; Q1 over a day reads at most two granules as well
 //! (the partial count); Q2 keeps at most three partitions and drops at least 0.65 of the
 //! granules by the partition key; Q5's bloom filter `trace_bf` drops at least 0.9 of the
-//! granules and rows. And that a time-first key (Q1, Q1 over a day), no PARTITION BY
+//! granules and rows; Q3 and Q4 read every row, the primary key dropping nothing. And
+//! that a time-first key (Q1, Q1 over a day), no PARTITION BY
 //! (Q1, Q2) and no bloom filter (Q5) each break the claim named there.
 //!
 //! The vocabulary measures each query once, as written, on one table, and bounds counts.
@@ -16,8 +17,8 @@
 //! - the partial count: the same count with a setting changed reads more;
 //! - Q2's read as a share of the table, within two bounds (the vocabulary's bounds on
 //!   rows read are absolute, the same at every scale);
-//! - Q3 and Q4 read every row (the vocabulary has upper bounds only), and Q4 no more
-//!   bytes than its two columns hold (no claim is about bytes read);
+//! - Q4 reads no more bytes than its two columns hold (no claim is about bytes read;
+//!   that Q3 and Q4 read every row is the pack's `read_rows_share_at_least = 1`);
 //! - Q5 answers the same without its index, by a full scan, and the index's size;
 //! - ZSTD(3) against LZ4: two tables of one dataset (`chbench::benchmarks::logs::dataset::codecs_dataset`).
 //!
@@ -179,12 +180,12 @@ fn q2_two_day_window_reads_two_of_seven_days(#[case] rows: u64) {
 #[rstest]
 #[case::rows_1m(1_000_000)]
 #[case::rows_4m(4_000_000)]
-fn q3_and_q4_read_every_row_and_q4_only_two_columns(#[case] rows: u64) {
+fn q4_reads_only_two_columns_bytes(#[case] rows: u64) {
     let (mut target, manifest) = open(pack_dataset(SOURCE_DESIGN, rows));
     let q3 = run(&mut target, "q3", &Settings::new());
     let q4 = run(&mut target, "q4", &Settings::new());
-    assert_eq!(q3.stats.read_rows, rows, "q3 scans every row");
-    assert_eq!(q4.stats.read_rows, rows, "q4 scans every row");
+    // That both read every row is the pack's claim (read_rows_share_at_least = 1); the
+    // snapshot keeps the counts.
     assert_eq!(q4.stats.result_rows, 10, "one row per namespace");
 
     let columns = column_bytes(&mut target, "logs").unwrap();

@@ -19,6 +19,7 @@ mod logs;
 mod manifests;
 mod measurement;
 mod pack_checks;
+mod pack_claims;
 mod pack_runs;
 mod results_bundle;
 mod storage_baseline;

@@ -159,7 +159,9 @@ fn every_key_of_the_claims_vocabulary_is_documented() {
         "scales = [1]\n[queries.q]\nunknown = 1\n",
         "scales = [1]\n[queries.q]\nindex.unknown = 1\n",
         "scales = [1]\n[queries.q]\nindex.skip.unknown = 1\n",
-        "scales = [1]\n[queries.q]\ntable.unknown = 1\n",
+        "scales = [1]\n[queries.q]\nindex.skip_index.bf.unknown = 1\n",
+        "scales = [1]\n[table]\nunknown = 1\n",
+        "scales = [1]\n[table]\ncolumns.c.unknown = 1\n",
     ];
     let mut undocumented = Vec::new();
     for level in levels {
@@ -327,4 +329,118 @@ fn an_empty_query_file_or_an_empty_design_list() {
     assert_eq!(message, "claims.toml:2: designs lists no design; leave it out to run on every design");
     let message = refusal(&[("claims.toml", "scales = [1000]\n[queries.q]\ndesigns = []\n")]);
     assert_eq!(message, "claims.toml:3: designs lists no design; leave it out to run on every design");
+}
+
+/// Every claim key serde knows: a query section's, an index stage's and `[table]`'s.
+fn claim_keys() -> Vec<String> {
+    let levels = [
+        "scales = [1]\n[queries.q]\nunknown = 1\n",
+        "scales = [1]\n[queries.q]\nindex.skip.unknown = 1\n",
+        "scales = [1]\n[table]\nunknown = 1\n",
+    ];
+    levels.iter().flat_map(|level| keys_known_at(level)).collect()
+}
+
+#[test]
+fn every_bound_exists_in_both_directions() {
+    let keys = claim_keys();
+    let twins = [("_at_most", "_at_least"), ("_at_least", "_at_most"), ("_below", "_above"), ("_above", "_below")];
+    let mut missing = Vec::new();
+    for key in &keys {
+        for (end, twin_end) in twins {
+            // `active_parts_at_most_share_of`: the direction sits inside the key.
+            if let Some(at) = key.find(end) {
+                let twin = format!("{}{twin_end}{}", &key[..at], &key[at + end.len()..]);
+                if !keys.contains(&twin) {
+                    missing.push(format!("{key} without {twin}"));
+                }
+            }
+        }
+    }
+    assert!(missing.is_empty(), "bounds in one direction only: {missing:?}");
+    for key in ["initial_parts", "initial_granules_at_most", "granules_dropped_share_at_most", "read_rows_at_least"] {
+        assert!(keys.contains(&key.to_string()), "no key {key} in {keys:?}");
+    }
+}
+
+#[test]
+fn a_table_claim_under_a_query_says_it_goes_in_the_table_section() {
+    let claims = "scales = [1000]\n[queries.q]\ntable.active_parts_at_most = 1\n";
+    let message = refusal(&[("claims.toml", claims)]);
+    assert!(message.starts_with("claims.toml:3: unknown field `table`"), "{message}");
+    assert!(message.contains("claims about the table go in the [table] section, without `table.`"), "{message}");
+    let claims = "scales = [1000]\n[queries.q]\non.plain.columns.k.compression_ratio_at_least = 1\n";
+    assert!(refusal(&[("claims.toml", claims)]).contains("go in the [table] section"));
+}
+
+#[test]
+fn table_claims_are_checked_in_every_query_of_their_designs() {
+    let claims = "scales = [1000]\n[table]\nactive_parts_at_most = 1\non.other.columns.k.compression_ratio_at_least = 1\n\
+                  [queries.q]\ngranules_read_at_most = 1\n";
+    let (_root, folder) = pack_with(&[("claims.toml", claims), ("designs/other.sql", SCHEMA)]);
+    let pack = Pack::load(&folder).unwrap();
+    let named: Vec<(&str, usize, Option<&str>)> = pack.queries[0]
+        .claims
+        .iter()
+        .map(|claim| (claim.name.as_str(), claim.line, claim.only_on.as_deref()))
+        .collect();
+    assert_eq!(
+        named,
+        [
+            ("table.active_parts_at_most", 3, None),
+            ("columns.k.compression_ratio_at_least", 4, Some("other")),
+            ("granules_read_at_most", 6, None),
+        ]
+    );
+    let claims = "scales = [1000]\n[table]\non.nope.active_parts_at_most = 1\n";
+    assert_eq!(
+        refusal(&[("claims.toml", claims)]),
+        "claims.toml:3: design nope is not one of the pack's designs (plain)"
+    );
+}
+
+#[test]
+fn a_column_or_skip_index_a_design_does_not_declare_is_refused_with_the_names_it_has() {
+    let schema = "CREATE TABLE t\n(\n    k UInt64,\n    `Body` String,\n    INDEX body_set Body TYPE set(10) GRANULARITY 1\n)\n\
+                  ENGINE = MergeTree ORDER BY k;\n";
+    let claims = "scales = [1000]\n[table]\n\ncolumns.body.compression_ratio_at_least = 2\n";
+    let message = refusal(&[("designs/plain.sql", schema), ("claims.toml", claims)]);
+    assert_eq!(
+        message,
+        "claims.toml:4: columns.body.compression_ratio_at_least names column body, which table t of design plain \
+         does not have (designs/plain.sql declares columns: k, Body; did you mean Body?)"
+    );
+    let claims = "scales = [1000]\n[queries.q]\nindex.skip_index.body_sett.granules_selected_at_most = 2\n";
+    let message = refusal(&[("designs/plain.sql", schema), ("claims.toml", claims)]);
+    assert_eq!(
+        message,
+        "claims.toml:3: index.skip_index.body_sett.granules_selected_at_most names skip index body_sett, which \
+         table t of design plain does not have (designs/plain.sql declares skip indexes: body_set; did you mean \
+         body_set?)"
+    );
+    let claims =
+        "scales = [1000]\n[queries.q]\nindex.skip.name = \"bf\"\nindex.skip.rows_dropped_share_at_least = 0.5\n";
+    let message = refusal(&[("claims.toml", claims)]);
+    assert!(message.ends_with("(designs/plain.sql declares skip indexes: none)"), "{message}");
+    // Only the designs the claim is checked on: a broken design may lack the index.
+    let claims = "scales = [1000]\n[queries.q]\nindex.skip_index.body_set.granules_selected_at_most = 2\n";
+    let (_root, folder) = pack_with(&[("designs/plain.sql", schema), ("claims.toml", claims)]);
+    Pack::load(&folder).unwrap();
+}
+
+#[test]
+fn a_query_expected_to_fail_names_a_code_and_makes_no_claim() {
+    let message = refusal(&[("claims.toml", "scales = [1000]\n[queries.q]\nerror = \"too many rows\"\n")]);
+    assert!(message.starts_with("claims.toml:3: error \"too many rows\" is not an error code"), "{message}");
+    let claims = "scales = [1000]\n[queries.q]\nerror = \"TOO_MANY_ROWS\"\nread_rows_at_most = 1\n";
+    assert_eq!(
+        refusal(&[("claims.toml", claims)]),
+        "claims.toml:4: read_rows_at_most on query q, which must fail with TOO_MANY_ROWS: a failed statement \
+         measures nothing to claim about"
+    );
+    let claims = "scales = [1000]\n[queries.q]\nerror = \"TOO_MANY_ROWS\"\n";
+    let (_root, folder) = pack_with(&[("claims.toml", claims)]);
+    let pack = Pack::load(&folder).unwrap();
+    let expected = pack.query("q").unwrap().expected_error.clone().unwrap();
+    assert_eq!((expected.code.as_str(), expected.line), ("TOO_MANY_ROWS", 3));
 }

@@ -1,18 +1,23 @@
-//! `index.<stage>.*`: what an index stage of `EXPLAIN indexes = 1` kept, in the plan's first
-//! MergeTree read (parts and granules selected, the share of granules dropped), and
-//! `index.skip.rows_dropped_share_at_least`, which measures the query again without its
-//! skip index. A stage missing from the plan violates every claim about it.
+//! `index.<stage>.*` and `index.skip_index.<name>.*`: what an index stage of `EXPLAIN
+//! indexes = 1` started with and kept, in the plan's first MergeTree read (parts and
+//! granules, the share of granules dropped), each bounded exactly, from above or from
+//! below; and `rows_dropped_share_*` of a skip index, which measures the query again
+//! without it. A stage missing from the plan violates every claim about it; a skip
+//! index's claims name the index they measured.
+
+use std::collections::BTreeMap;
 
 use anyhow::{Result, bail};
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::{ClaimKey, Observations, Rule, SectionClaims, no_less};
+use super::{Bound, ClaimKey, Observations, Rule, SectionClaims, share_value};
 use crate::explain::IndexStage;
 use crate::invariant::{Check, claim};
 use crate::packs::{AlsoMeasure, Observation};
 
-/// `index.<stage>`: the index stages a claim may name.
+/// `index.<stage>`: the index stages a claim may name, and `skip_index.<name>`: one skip
+/// index by name, so that a query with several has claims about each.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct IndexSection {
@@ -20,6 +25,8 @@ pub(super) struct IndexSection {
     partition: Option<StageSection>,
     primary_key: Option<StageSection>,
     skip: Option<StageSection>,
+    #[serde(default)]
+    skip_index: BTreeMap<Spanned<String>, StageSection>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -29,11 +36,21 @@ struct StageSection {
     name: Option<Spanned<String>>,
     parts_selected: Option<Spanned<u64>>,
     parts_selected_at_most: Option<Spanned<u64>>,
+    parts_selected_at_least: Option<Spanned<u64>>,
     granules_selected: Option<Spanned<u64>>,
     granules_selected_at_most: Option<Spanned<u64>>,
+    granules_selected_at_least: Option<Spanned<u64>>,
+    initial_parts: Option<Spanned<u64>>,
+    initial_parts_at_most: Option<Spanned<u64>>,
+    initial_parts_at_least: Option<Spanned<u64>>,
+    initial_granules: Option<Spanned<u64>>,
+    initial_granules_at_most: Option<Spanned<u64>>,
+    initial_granules_at_least: Option<Spanned<u64>>,
     granules_dropped_share_at_least: Option<Spanned<f64>>,
-    /// `skip` only: read_rows with skip indexes against without.
+    granules_dropped_share_at_most: Option<Spanned<f64>>,
+    /// Skip indexes only: read_rows with the index against without.
     rows_dropped_share_at_least: Option<Spanned<f64>>,
+    rows_dropped_share_at_most: Option<Spanned<f64>>,
 }
 
 impl ClaimKey for IndexSection {
@@ -48,56 +65,79 @@ impl ClaimKey for IndexSection {
         ];
         for (stage, section) in stages {
             if let Some(section) = section {
-                state_stage(stage, section, claims)?;
+                let skip_index = section.name.as_ref().map(|name| name.get_ref().clone());
+                if let Some(name) = &section.name
+                    && stage != Stage::Skip
+                {
+                    bail!("{}: index.{}.name: only a skip index has a name", claims.line(name.span()), stage.key());
+                }
+                state_stage(&format!("index.{}", stage.key()), stage, skip_index, section, claims)?;
             }
+        }
+        for (index, section) in &self.skip_index {
+            let prefix = format!("index.skip_index.{}", index.get_ref());
+            if let Some(name) = &section.name {
+                bail!("{}: {prefix}.name: the index is named by its key already", claims.line(name.span()));
+            }
+            state_stage(&prefix, Stage::Skip, Some(index.get_ref().clone()), section, claims)?;
         }
         Ok(())
     }
 }
 
-/// The claims of `index.<stage>`.
-fn state_stage(stage: Stage, section: &StageSection, claims: &mut SectionClaims) -> Result<()> {
-    let prefix = format!("index.{}", stage.key());
-    let skip_index = section.name.as_ref().map(|name| name.get_ref().clone());
-    if let Some(name) = &section.name
-        && stage != Stage::Skip
-    {
-        bail!("{}: {prefix}.name: only a skip index has a name", claims.line(name.span()));
-    }
+/// The claims of one stage's section, named `<prefix>.<key>`.
+fn state_stage(
+    prefix: &str,
+    stage: Stage,
+    skip_index: Option<String>,
+    section: &StageSection,
+    claims: &mut SectionClaims,
+) -> Result<()> {
+    use {Bound::*, Count::*};
     let counts = [
-        ("parts_selected", &section.parts_selected, Kept::Parts, true),
-        ("parts_selected_at_most", &section.parts_selected_at_most, Kept::Parts, false),
-        ("granules_selected", &section.granules_selected, Kept::Granules, true),
-        ("granules_selected_at_most", &section.granules_selected_at_most, Kept::Granules, false),
+        ("parts_selected", &section.parts_selected, SelectedParts, Exactly),
+        ("parts_selected_at_most", &section.parts_selected_at_most, SelectedParts, AtMost),
+        ("parts_selected_at_least", &section.parts_selected_at_least, SelectedParts, AtLeast),
+        ("granules_selected", &section.granules_selected, SelectedGranules, Exactly),
+        ("granules_selected_at_most", &section.granules_selected_at_most, SelectedGranules, AtMost),
+        ("granules_selected_at_least", &section.granules_selected_at_least, SelectedGranules, AtLeast),
+        ("initial_parts", &section.initial_parts, InitialParts, Exactly),
+        ("initial_parts_at_most", &section.initial_parts_at_most, InitialParts, AtMost),
+        ("initial_parts_at_least", &section.initial_parts_at_least, InitialParts, AtLeast),
+        ("initial_granules", &section.initial_granules, InitialGranules, Exactly),
+        ("initial_granules_at_most", &section.initial_granules_at_most, InitialGranules, AtMost),
+        ("initial_granules_at_least", &section.initial_granules_at_least, InitialGranules, AtLeast),
     ];
-    for (key, bound, kept, exactly) in counts {
-        let Some(bound) = bound else { continue };
-        let rule = Selected { stage, skip_index: skip_index.clone(), kept, exactly, bound: *bound.get_ref() };
-        claims.push(format!("{prefix}.{key}"), bound.span(), rule);
+    for (key, value, count, bound) in counts {
+        let Some(value) = value else { continue };
+        let rule = StageCount { stage, skip_index: skip_index.clone(), count, bound, value: *value.get_ref() };
+        claims.push(format!("{prefix}.{key}"), value.span(), rule);
     }
-    if let Some(share) = &section.granules_dropped_share_at_least {
-        let name = format!("{prefix}.granules_dropped_share_at_least");
-        let at_least = share_value(share, &name, claims)?;
-        let rule = GranulesDroppedShareAtLeast { stage, skip_index: skip_index.clone(), share: at_least };
+    let granule_shares = [
+        ("granules_dropped_share_at_least", &section.granules_dropped_share_at_least, AtLeast),
+        ("granules_dropped_share_at_most", &section.granules_dropped_share_at_most, AtMost),
+    ];
+    for (key, share, bound) in granule_shares {
+        let Some(share) = share else { continue };
+        let name = format!("{prefix}.{key}");
+        let value = share_value(share, &name, claims)?;
+        let rule = GranulesDroppedShare { stage, skip_index: skip_index.clone(), bound, share: value };
         claims.push(name, share.span(), rule);
     }
-    if let Some(share) = &section.rows_dropped_share_at_least {
-        let name = format!("{prefix}.rows_dropped_share_at_least");
+    let row_shares = [
+        ("rows_dropped_share_at_least", &section.rows_dropped_share_at_least, AtLeast),
+        ("rows_dropped_share_at_most", &section.rows_dropped_share_at_most, AtMost),
+    ];
+    for (key, share, bound) in row_shares {
+        let Some(share) = share else { continue };
+        let name = format!("{prefix}.{key}");
         if stage != Stage::Skip {
             bail!("{}: {name}: rows dropped are measured for skip indexes only", claims.line(share.span()));
         }
-        let at_least = share_value(share, &name, claims)?;
-        claims.push(name, share.span(), RowsDroppedShareAtLeast { skip_index, share: at_least });
+        let value = share_value(share, &name, claims)?;
+        claims.push(name, share.span(), RowsDroppedShare { skip_index: skip_index.clone(), bound, share: value });
     }
     Ok(())
-}
-
-fn share_value(share: &Spanned<f64>, name: &str, claims: &SectionClaims) -> Result<f64> {
-    let value = *share.get_ref();
-    if !(0.0..=1.0).contains(&value) {
-        bail!("{}: {name} must be a share within 0 and 1, not {value}", claims.line(share.span()));
-    }
-    Ok(value)
 }
 
 /// The index stages a claim may name, with the engine's names for them.
@@ -131,75 +171,93 @@ impl Stage {
     }
 }
 
-/// What a count of a stage counts.
+/// Which count of a stage a claim bounds: what it started with (EXPLAIN's Initial
+/// Parts and Granules) or what it kept (Selected).
 #[derive(Debug, Clone, Copy)]
-enum Kept {
-    Parts,
-    Granules,
+enum Count {
+    InitialParts,
+    InitialGranules,
+    SelectedParts,
+    SelectedGranules,
 }
 
-/// `index.<stage>.{parts,granules}_selected[_at_most]`: the stage kept exactly (or at
-/// most) `bound` parts or granules.
+/// `index.<stage>.{initial,selected} {parts,granules}`, bounded.
 #[derive(Debug)]
-struct Selected {
+struct StageCount {
     stage: Stage,
     skip_index: Option<String>,
-    kept: Kept,
-    exactly: bool,
-    bound: u64,
+    count: Count,
+    bound: Bound,
+    value: u64,
 }
 
-impl Rule for Selected {
+impl Rule for StageCount {
+    fn skip_indexes_named(&self) -> Vec<&str> {
+        self.skip_index.as_deref().into_iter().collect()
+    }
+
     fn check(&self, name: &str, observed: &Observations) -> Option<Check> {
-        let what = match self.kept {
-            Kept::Parts => "parts",
-            Kept::Granules => "granules",
+        let (what, kept) = match self.count {
+            Count::InitialParts => ("parts", false),
+            Count::InitialGranules => ("granules", false),
+            Count::SelectedParts => ("parts", true),
+            Count::SelectedGranules => ("granules", true),
         };
-        let bound = self.bound;
-        let expected = if self.exactly {
-            format!("exactly {bound} {what} selected")
-        } else {
-            format!("at most {bound} {what} selected")
-        };
+        let verb = if kept { "selected" } else { "to start with" };
+        let expected = format!("{} {what} {verb}", self.bound.text(self.value as f64));
         Some(match find_stage(observed.own, self.stage, self.skip_index.as_deref()) {
             Err(missing) => claim(name, false, missing, expected),
             Ok(found) => {
-                let (selected, initial) = match self.kept {
-                    Kept::Parts => (found.selected_parts, found.initial_parts),
-                    Kept::Granules => (found.selected_granules, found.initial_granules),
+                let (selected, initial) = match self.count {
+                    Count::InitialParts | Count::SelectedParts => (found.selected_parts, found.initial_parts),
+                    Count::InitialGranules | Count::SelectedGranules => {
+                        (found.selected_granules, found.initial_granules)
+                    }
                 };
-                let within = if self.exactly { selected == bound } else { selected <= bound };
-                claim(name, within, format!("{selected} of {initial} {what} selected"), expected)
+                let measured_count = if kept { selected } else { initial };
+                claim(
+                    name,
+                    self.bound.holds(measured_count as f64, self.value as f64),
+                    format!("{}{selected} of {initial} {what} selected", stage_label(found)),
+                    expected,
+                )
             }
         })
     }
 }
 
-/// `index.<stage>.granules_dropped_share_at_least = S`: the stage dropped at least the
-/// share S of the granules it was given.
+/// `index.<stage>.granules_dropped_share_at_{least,most} = S`: the stage dropped at
+/// least (at most) the share S of the granules it was given.
 #[derive(Debug)]
-struct GranulesDroppedShareAtLeast {
+struct GranulesDroppedShare {
     stage: Stage,
     skip_index: Option<String>,
+    bound: Bound,
     share: f64,
 }
 
-impl Rule for GranulesDroppedShareAtLeast {
+impl Rule for GranulesDroppedShare {
+    fn skip_indexes_named(&self) -> Vec<&str> {
+        self.skip_index.as_deref().into_iter().collect()
+    }
+
     fn check(&self, name: &str, observed: &Observations) -> Option<Check> {
-        let expected = format!("at least {} of the granules dropped", self.share);
+        let expected = format!("{} of the granules dropped", self.bound.text(self.share));
         Some(match find_stage(observed.own, self.stage, self.skip_index.as_deref()) {
             Err(missing) => claim(name, false, missing, expected),
             Ok(found) if found.initial_granules == 0 => {
-                claim(name, false, "unknown (the stage was given no granules)", expected)
+                claim(name, false, format!("unknown ({}the stage was given no granules)", stage_label(found)), expected)
             }
             Ok(found) => {
                 let dropped = 1.0 - found.selected_granules as f64 / found.initial_granules as f64;
                 claim(
                     name,
-                    no_less(dropped, self.share),
+                    self.bound.holds(dropped, self.share),
                     format!(
-                        "{dropped:.4} dropped ({} of {} granules kept)",
-                        found.selected_granules, found.initial_granules
+                        "{}{} of {} granules kept, {dropped:.4} dropped",
+                        stage_label(found),
+                        found.selected_granules,
+                        found.initial_granules
                     ),
                     expected,
                 )
@@ -208,27 +266,35 @@ impl Rule for GranulesDroppedShareAtLeast {
     }
 }
 
-/// `index.skip.rows_dropped_share_at_least = S`: with its skip index the query read at
-/// most (1 - S) of the rows it reads without it, measured in the same case.
+/// `rows_dropped_share_at_{least,most} = S` of a skip index: with it the query read at
+/// most (at least) (1 - S) of the rows it reads without it, measured in the same case.
 #[derive(Debug)]
-struct RowsDroppedShareAtLeast {
+struct RowsDroppedShare {
     skip_index: Option<String>,
+    bound: Bound,
     share: f64,
 }
 
-impl Rule for RowsDroppedShareAtLeast {
+impl Rule for RowsDroppedShare {
+    fn skip_indexes_named(&self) -> Vec<&str> {
+        self.skip_index.as_deref().into_iter().collect()
+    }
+
     fn also_measure(&self) -> AlsoMeasure<'_> {
         AlsoMeasure::WithoutSkipIndex(self.skip_index.as_deref())
     }
 
     fn check(&self, name: &str, observed: &Observations) -> Option<Check> {
         let own = observed.own;
-        let index = match &self.skip_index {
-            Some(name) => format!("skip index {name}"),
-            None => "skip indexes".to_string(),
+        let found = find_stage(own, Stage::Skip, self.skip_index.as_deref());
+        // The index the claim measured: named, or the read's first.
+        let index = match (&self.skip_index, &found) {
+            (Some(name), _) => format!("skip index {name}"),
+            (None, Ok(IndexStage { name: Some(name), .. })) => format!("skip indexes (the first: {name})"),
+            (None, _) => "skip indexes".to_string(),
         };
-        let expected = format!("at least {} of the rows dropped by the {index}", self.share);
-        if let Err(missing) = find_stage(own, Stage::Skip, self.skip_index.as_deref()) {
+        let expected = format!("{} of the rows dropped by the {index}", self.bound.text(self.share));
+        if let Err(missing) = found {
             return Some(claim(name, false, missing, expected));
         }
         Some(match own.read_rows_without_skip_index {
@@ -236,13 +302,22 @@ impl Rule for RowsDroppedShareAtLeast {
                 let dropped = 1.0 - own.read_rows as f64 / without as f64;
                 claim(
                     name,
-                    no_less(dropped, self.share),
+                    self.bound.holds(dropped, self.share),
                     format!("{dropped:.4} dropped ({} rows read, {without} without the {index})", own.read_rows),
                     expected,
                 )
             }
             _ => claim(name, false, format!("unknown (the query read no rows without the {index})"), expected),
         })
+    }
+}
+
+/// `skip index trace_bf: ` for a skip stage, so that every skip claim names its index;
+/// nothing for the other stages, which the claim's name says.
+fn stage_label(found: &IndexStage) -> String {
+    match &found.name {
+        Some(name) if found.kind == Stage::Skip.engine_name() => format!("skip index {name}: "),
+        _ => String::new(),
     }
 }
 

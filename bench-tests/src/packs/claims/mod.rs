@@ -7,11 +7,18 @@
 //! where each claim can be checked, what the case must measure for it and its outcome on
 //! a case. The registry, `claim_keys!` below, lists them:
 //!
-//! - `reads.rs`: `read_rows_at_most`, `granules_read_at_most`;
-//! - `read_rows_growth.rs`: `read_rows_growth_at_most` (compares scales);
+//! - `reads.rs`: `read_rows_at_most`, `granules_read_at_most`, `read_rows_share_at_most`
+//!   and their `_at_least` twins;
+//! - `read_rows_growth.rs`: `read_rows_growth_at_most`, `_at_least` (compares scales);
 //! - `same_answer.rs`: `same_answer_on_every_design` (compares designs);
-//! - `index.rs`: `index.<stage>.*`, the index stages of `EXPLAIN indexes = 1`;
-//! - `storage.rs`: `table.*` and `columns.<column>.*`, from `system.parts`.
+//! - `index.rs`: `index.<stage>.*` and `index.skip_index.<name>.*`, the index stages of
+//!   `EXPLAIN indexes = 1`.
+//!
+//! Claims about the table rather than a query are the file's `[table]` section
+//! (`storage.rs`: `table.*` and `columns.<column>.*`, from `system.parts`), stated once
+//! and checked in every query's cases. Every bound comes in both directions (`_at_most`
+//! and `_at_least`, `_below` and `_above`), so that "this index cannot help this query"
+//! is a claim as much as "it drops 0.9".
 //!
 //! Adding a claim:
 //!
@@ -35,6 +42,7 @@ mod index;
 mod read_rows_growth;
 mod reads;
 mod same_answer;
+mod schema;
 mod storage;
 
 use std::collections::BTreeMap;
@@ -57,7 +65,7 @@ macro_rules! claim_keys {
     ($($key:ty),* $(,)?) => {
         /// Every key of a query section: where the query runs, then its claim keys.
         const SECTION_KEYS: &[&str] =
-            &["designs", "scales", "answer_varies", "broken", "on", $(<$key as ClaimKey>::KEY),*];
+            &["designs", "scales", "answer_varies", "error", "broken", "on", $(<$key as ClaimKey>::KEY),*];
 
         /// Reads the value of the claim key `key` (`None`: `key` is no claim key).
         fn read_claim_key<'de, A: MapAccess<'de>>(
@@ -76,13 +84,19 @@ macro_rules! claim_keys {
 
 claim_keys! {
     reads::ReadRowsAtMost,
+    reads::ReadRowsAtLeast,
     reads::GranulesReadAtMost,
+    reads::GranulesReadAtLeast,
+    reads::ReadRowsShareAtMost,
+    reads::ReadRowsShareAtLeast,
     read_rows_growth::ReadRowsGrowthAtMost,
+    read_rows_growth::ReadRowsGrowthAtLeast,
     same_answer::SameAnswerOnEveryDesign,
     index::IndexSection,
-    storage::Table,
-    storage::Columns,
 }
+
+pub use schema::{DeclaredTable, declared_table};
+pub use storage::TableSection;
 
 /// A claim key of a query section: its name in `claims.toml`, the type its value is read
 /// as (with the span of every value, so that each claim knows its line) and the claims
@@ -132,6 +146,16 @@ pub(crate) trait Rule: fmt::Debug + Send + Sync {
         AlsoMeasure::Nothing
     }
 
+    /// The columns the claim names: on load, each must be in the designs' CREATE TABLE.
+    fn columns_named(&self) -> Vec<&str> {
+        Vec::new()
+    }
+
+    /// The skip indexes the claim names: on load, each must be in the designs' CREATE TABLE.
+    fn skip_indexes_named(&self) -> Vec<&str> {
+        Vec::new()
+    }
+
     /// The claim's outcome on the case, `name` being the claim's name; `None` when it does
     /// not apply to this case (a growth claim below the largest scale).
     fn check(&self, name: &str, observed: &Observations) -> Option<Check>;
@@ -152,6 +176,8 @@ pub struct ClaimsFile {
     /// shares its generator with something that must run it alone (`cargo xtask bench`
     /// times `fixtures/logs/generator.sql` without the `OPTIMIZE` that settles the pack).
     pub generator: Option<Spanned<Vec<Spanned<String>>>>,
+    /// `[table]`: claims about the designs' table rather than a query.
+    pub table: Option<Spanned<TableSection>>,
     #[serde(default)]
     pub queries: BTreeMap<Spanned<String>, QuerySection>,
 }
@@ -168,6 +194,9 @@ pub struct QuerySection {
     /// reservoir depends on how threads split the rows): snapshots record no answer and
     /// the determinism check does not compare it. Not a claim.
     pub answer_varies: Option<Spanned<bool>>,
+    /// `error = "TOO_MANY_ROWS"`: the query must fail with this error code (a limit in its
+    /// own SETTINGS, say); its cases check that and measure nothing. Not a claim.
+    pub error: Option<Spanned<String>>,
     /// A broken design (a file in `broken/`) and the claim it must violate.
     pub broken: BTreeMap<Spanned<String>, Spanned<String>>,
     /// Claims that hold on one design only.
@@ -198,6 +227,7 @@ impl<'de> Visitor<'de> for SectionVisitor {
                 "designs" => section.designs = map.next_value()?,
                 "scales" => section.scales = map.next_value()?,
                 "answer_varies" => section.answer_varies = map.next_value()?,
+                "error" => section.error = map.next_value()?,
                 "broken" => section.broken = map.next_value()?,
                 "on" => section.on = map.next_value()?,
                 key => {
@@ -308,7 +338,11 @@ pub fn parse(file: &str, text: &str) -> Result<ClaimsFile> {
 
 /// What to do about the commonest mistakes.
 fn hint(message: &str) -> &'static str {
-    if message.contains("unknown field") && message.contains("`queries`") {
+    if message.contains("unknown field `table`") || message.contains("unknown field `columns`") {
+        // Where table claims were written before the [table] section existed.
+        " (claims about the table go in the [table] section, without `table.`: [table] then \
+         active_parts_at_most = 1, columns.<column>.<claim>, on.<design>.<claim>; see docs/packs.md)"
+    } else if message.contains("unknown field") && message.contains("`queries`") {
         // At the top of the file: a claim written before any [queries.<query>] header.
         " (claims go in a [queries.<query>] section; the claims vocabulary is in docs/packs.md)"
     } else if message.contains("unknown field") {
@@ -334,11 +368,12 @@ pub fn flatten(section: &QuerySection, line: &dyn Fn(Range<usize>) -> usize) -> 
         if on_section.designs.is_some()
             || on_section.scales.is_some()
             || on_section.answer_varies.is_some()
+            || on_section.error.is_some()
             || !on_section.broken.is_empty()
             || !on_section.on.is_empty()
         {
             bail!(
-                "{}: on.{} may hold claims only (designs, scales, answer_varies, broken and on belong to the \
+                "{}: on.{} may hold claims only (designs, scales, answer_varies, error, broken and on belong to the \
                  query)",
                 line(on.span()),
                 design.get_ref()
@@ -353,11 +388,71 @@ pub fn flatten(section: &QuerySection, line: &dyn Fn(Range<usize>) -> usize) -> 
     Ok(claims)
 }
 
+/// The claims of the file's `[table]` section (none without one), in the file's order;
+/// errors as [`flatten`]'s.
+pub fn flatten_table(file: &ClaimsFile, line: &dyn Fn(Range<usize>) -> usize) -> Result<Vec<Claim>> {
+    let mut claims = SectionClaims { line, only_on: None, claims: Vec::new() };
+    if let Some(table) = &file.table {
+        storage::state_table(table.get_ref(), &mut claims)?;
+    }
+    let mut claims = claims.claims;
+    claims.sort_by_key(|claim| claim.line);
+    Ok(claims)
+}
+
 impl QuerySection {
     /// The claims of this section's own claim keys (not those of `on`), in registry order.
     fn state(&self, claims: &mut SectionClaims) -> Result<()> {
         self.claim_keys.iter().try_for_each(|(_, written)| written.state(claims))
     }
+}
+
+/// Which way a claim bounds what it measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Bound {
+    Exactly,
+    AtMost,
+    AtLeast,
+}
+
+impl Bound {
+    /// Whether `measured` is within the bound `value` (shares and ratios with room for
+    /// rounding, see [`no_less`]).
+    pub(crate) fn holds(self, measured: f64, value: f64) -> bool {
+        match self {
+            Bound::Exactly => measured == value,
+            Bound::AtMost => no_more(measured, value),
+            Bound::AtLeast => no_less(measured, value),
+        }
+    }
+
+    /// `at most 2`, as a claim's expected value reads.
+    pub(crate) fn text(self, value: f64) -> String {
+        let words = match self {
+            Bound::Exactly => "exactly",
+            Bound::AtMost => "at most",
+            Bound::AtLeast => "at least",
+        };
+        format!("{words} {value}")
+    }
+
+    /// The end of a key: `at_most`, `at_least` (`Exactly` has none).
+    pub(crate) fn key(self) -> &'static str {
+        match self {
+            Bound::Exactly => "",
+            Bound::AtMost => "at_most",
+            Bound::AtLeast => "at_least",
+        }
+    }
+}
+
+/// A share's value, refused unless within 0 and 1 (the error starts with its line).
+pub(crate) fn share_value(share: &Spanned<f64>, name: &str, claims: &SectionClaims) -> Result<f64> {
+    let value = *share.get_ref();
+    if !(0.0..=1.0).contains(&value) {
+        bail!("{}: {name} must be a share within 0 and 1, not {value}", claims.line(share.span()));
+    }
+    Ok(value)
 }
 
 /// Bounds on shares and ratios, with room for floating-point rounding: 4 of 5 granules
@@ -390,8 +485,8 @@ mod tests {
                     index.partition.parts_selected = 1\n\
                     index.skip.name = \"bf\"\n\
                     index.skip.rows_dropped_share_at_least = 0.9\n\
-                    columns.message.compressed_bytes_below = \"lz4\"\n\
-                    on.by_day.table.active_parts_at_most_share_of = { design = \"by_tenant_day\", share = 0.02 }\n";
+                    index.skip_index.set.initial_granules_at_least = 4\n\
+                    read_rows_share_at_least = 1\n";
         let claims = claims_of(text).unwrap();
         let named: Vec<(&str, usize, Option<&str>)> =
             claims.iter().map(|claim| (claim.name.as_str(), claim.line, claim.only_on.as_deref())).collect();
@@ -401,11 +496,40 @@ mod tests {
                 ("granules_read_at_most", 3, None),
                 ("index.partition.parts_selected", 4, None),
                 ("index.skip.rows_dropped_share_at_least", 6, None),
-                ("columns.message.compressed_bytes_below", 7, None),
-                ("table.active_parts_at_most_share_of", 8, Some("by_day")),
+                ("index.skip_index.set.initial_granules_at_least", 7, None),
+                ("read_rows_share_at_least", 8, None),
             ]
         );
-        assert_eq!(format!("{:?}", claims[2].rule), "RowsDroppedShareAtLeast { skip_index: Some(\"bf\"), share: 0.9 }");
+        assert_eq!(
+            format!("{:?}", claims[2].rule),
+            "RowsDroppedShare { skip_index: Some(\"bf\"), bound: AtLeast, share: 0.9 }"
+        );
+    }
+
+    #[test]
+    fn table_claims_are_named_as_under_a_query_before() {
+        let text = "scales = [1000]\n\
+                    [table]\n\
+                    active_parts_at_least = 1\n\
+                    columns.message.compressed_bytes_below = \"lz4\"\n\
+                    on.by_day.active_parts_at_most_share_of = { design = \"by_tenant_day\", share = 0.02 }\n\
+                    on.by_day.columns.ts.compression_ratio_at_most = 3\n";
+        let file = parse("claims.toml", text).unwrap();
+        let claims = flatten_table(&file, &|span| line_of(text, span.start)).unwrap();
+        let named: Vec<(&str, usize, Option<&str>)> =
+            claims.iter().map(|claim| (claim.name.as_str(), claim.line, claim.only_on.as_deref())).collect();
+        assert_eq!(
+            named,
+            [
+                ("table.active_parts_at_least", 3, None),
+                ("columns.message.compressed_bytes_below", 4, None),
+                ("table.active_parts_at_most_share_of", 5, Some("by_day")),
+                ("columns.ts.compression_ratio_at_most", 6, Some("by_day")),
+            ]
+        );
+        let error = parse("c.toml", "scales = [1]\n[queries.q]\n\non.d.table.active_parts_at_most = 1\n").unwrap_err();
+        assert!(error.to_string().starts_with("c.toml:4: unknown field `table`"), "{error}");
+        assert!(error.to_string().contains("go in the [table] section"), "{error}");
     }
 
     #[test]

@@ -6,7 +6,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use super::{ClaimKey, Observations, Rule, SectionClaims};
-use crate::invariant::{Check, claim};
+use crate::invariant::{Check, Violation, claim};
 use crate::packs::observe::first_difference;
 use crate::packs::{Case, Observation, Query};
 
@@ -43,12 +43,25 @@ impl Rule for SameAnswerOnEveryDesign {
 
     fn check(&self, name: &str, observed: &Observations) -> Option<Check> {
         let (case, own) = (observed.case, observed.own);
-        let mut others = observed.query.designs.iter().filter(|design| **design != case.design);
-        Some(others.try_for_each(|design| same_answer(name, own, observed.of(name, design, case.rows)?)))
+        let others: Vec<&String> = observed.query.designs.iter().filter(|design| **design != case.design).collect();
+        let compared = || -> Check {
+            for design in &others {
+                same_answer(name, own, observed.of(name, design, case.rows)?)?;
+            }
+            let names: Vec<&str> = others.iter().map(|design| design.as_str()).collect();
+            let lines = own.answer.lines().count();
+            claim(
+                name,
+                true,
+                format!("the same {lines} lines as design {}", names.join(", ")),
+                "the same answer on every design",
+            )
+        };
+        Some(compared())
     }
 }
 
-fn same_answer(name: &str, observed: &Observation, other: &Observation) -> Check {
+fn same_answer(name: &str, observed: &Observation, other: &Observation) -> Result<(), Violation> {
     match first_difference(&observed.answer, &other.answer) {
         None => Ok(()),
         Some(difference) => claim(
@@ -56,6 +69,7 @@ fn same_answer(name: &str, observed: &Observation, other: &Observation) -> Check
             false,
             format!("designs {} and {} differ: {difference}", observed.design, other.design),
             "the same answer on every design",
-        ),
+        )
+        .map(|_| ()),
     }
 }

@@ -1,6 +1,7 @@
-//! `table.*` and `columns.<column>.*`: storage of the table the query reads (the plan's first
-//! MergeTree read), from `system.parts` and `system.parts_columns`: compressed bytes
-//! against the same table on another design, compression ratios and active parts. A size
+//! The `[table]` section (`table.*` and `columns.<column>.*` claims): storage of the table
+//! each case's query reads (the plan's first MergeTree read), from `system.parts` and
+//! `system.parts_columns`: compressed bytes against the same table on another design,
+//! compression ratios and active parts, each bounded both ways. A size
 //! the engine does not keep (per-column bytes of compact parts) is unknown, and a claim
 //! about it is violated with the reason.
 
@@ -10,52 +11,36 @@ use anyhow::{Result, bail};
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::{ClaimKey, Observations, Rule, SectionClaims, no_less, no_more};
+use super::{Bound, Observations, Rule, SectionClaims};
 use crate::invariant::{Check, claim};
 use crate::packs::Observation;
 use crate::parts::ColumnSizes;
 use crate::table_bytes::ColumnBytes;
 
-/// `table.*`.
-#[derive(Debug, Deserialize)]
-#[serde(transparent)]
-pub(super) struct Table(StorageSection);
-
-impl ClaimKey for Table {
-    const KEY: &'static str = "table";
-
-    fn state(&self, claims: &mut SectionClaims) -> Result<()> {
-        state_storage(None, &self.0, claims)
-    }
-}
-
-/// `columns.<column>.*`.
-#[derive(Debug, Deserialize)]
-#[serde(transparent)]
-pub(super) struct Columns(BTreeMap<Spanned<String>, StorageSection>);
-
-impl ClaimKey for Columns {
-    const KEY: &'static str = "columns";
-
-    fn state(&self, claims: &mut SectionClaims) -> Result<()> {
-        for (column, section) in &self.0 {
-            state_storage(Some(column.get_ref().clone()), section, claims)?;
-        }
-        Ok(())
-    }
-}
-
-/// `table` or `columns.<column>`: storage of the table the query reads.
+/// `[table]`, and each `columns.<column>` and `on.<design>` in it: claims about the
+/// designs' table, whatever the query (checked in every case, on the table its query
+/// reads). One type for the three levels; what belongs to one level only is refused at
+/// the others by [`state_table`].
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct StorageSection {
+pub struct TableSection {
     /// A design whose same table (or column) must take more compressed bytes.
     compressed_bytes_below: Option<Spanned<String>>,
+    /// A design whose same table (or column) must take fewer compressed bytes.
+    compressed_bytes_above: Option<Spanned<String>>,
     compression_ratio_at_least: Option<Spanned<f64>>,
-    /// `table` only.
+    compression_ratio_at_most: Option<Spanned<f64>>,
+    /// The table only, not a column.
     active_parts_at_most: Option<Spanned<u64>>,
-    /// `table` only.
+    active_parts_at_least: Option<Spanned<u64>>,
     active_parts_at_most_share_of: Option<Spanned<ShareOf>>,
+    active_parts_at_least_share_of: Option<Spanned<ShareOf>>,
+    /// `columns.<column>.*`: the same claims about one column.
+    #[serde(default)]
+    columns: BTreeMap<Spanned<String>, Spanned<TableSection>>,
+    /// `on.<design>.*`: claims that hold on that design only.
+    #[serde(default)]
+    on: BTreeMap<Spanned<String>, Spanned<TableSection>>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -65,120 +50,188 @@ struct ShareOf {
     share: f64,
 }
 
-/// The claims of `table` (`column` is `None`) or of `columns.<column>`.
-fn state_storage(column: Option<String>, section: &StorageSection, claims: &mut SectionClaims) -> Result<()> {
+/// The claims of a `[table]` section, `on.<design>` ones limited to their design.
+pub(super) fn state_table(section: &TableSection, claims: &mut SectionClaims) -> Result<()> {
+    state_level(section, claims)?;
+    for (design, on) in &section.on {
+        if !on.get_ref().on.is_empty() {
+            bail!("{}: on.{} may not hold another on", claims.line(on.span()), design.get_ref());
+        }
+        claims.only_on = Some(design.get_ref().clone());
+        state_level(on.get_ref(), claims)?;
+    }
+    claims.only_on = None;
+    Ok(())
+}
+
+/// The table's claims at one level (the section or an `on.<design>`), then its columns'.
+fn state_level(section: &TableSection, claims: &mut SectionClaims) -> Result<()> {
+    state_storage(None, section, claims)?;
+    for (column, of_column) in &section.columns {
+        let inner = of_column.get_ref();
+        if !inner.columns.is_empty() || !inner.on.is_empty() {
+            bail!(
+                "{}: columns.{} may hold claims only (on.<design> goes before columns: on.<design>.columns.<column>.<claim>)",
+                claims.line(of_column.span()),
+                column.get_ref()
+            );
+        }
+        state_storage(Some(column.get_ref().clone()), inner, claims)?;
+    }
+    Ok(())
+}
+
+/// The claims of `table` (`column` is `None`) or of `columns.<column>`, named as before
+/// the `[table]` section existed: `table.<claim>`, `columns.<column>.<claim>`.
+fn state_storage(column: Option<String>, section: &TableSection, claims: &mut SectionClaims) -> Result<()> {
     let prefix = match &column {
         Some(column) => format!("columns.{column}"),
         None => "table".to_string(),
     };
-    if let Some(design) = &section.compressed_bytes_below {
-        let rule = CompressedBytesBelow { column: column.clone(), design: design.get_ref().clone() };
-        claims.push(format!("{prefix}.compressed_bytes_below"), design.span(), rule);
+    let compared =
+        [(&section.compressed_bytes_below, true, "below"), (&section.compressed_bytes_above, false, "above")];
+    for (design, below, key) in compared {
+        let Some(design) = design else { continue };
+        let rule = CompressedBytes { column: column.clone(), design: design.get_ref().clone(), below };
+        claims.push(format!("{prefix}.compressed_bytes_{key}"), design.span(), rule);
     }
-    if let Some(ratio) = &section.compression_ratio_at_least {
+    let ratios = [
+        (&section.compression_ratio_at_least, Bound::AtLeast, "at_least"),
+        (&section.compression_ratio_at_most, Bound::AtMost, "at_most"),
+    ];
+    for (ratio, bound, key) in ratios {
+        let Some(ratio) = ratio else { continue };
         let value = *ratio.get_ref();
         if !(value.is_finite() && value > 0.0) {
-            bail!("{}: {prefix}.compression_ratio_at_least must be a positive number", claims.line(ratio.span()));
+            bail!("{}: {prefix}.compression_ratio_{key} must be a positive number", claims.line(ratio.span()));
         }
-        let rule = CompressionRatioAtLeast { column: column.clone(), ratio: value };
-        claims.push(format!("{prefix}.compression_ratio_at_least"), ratio.span(), rule);
+        let rule = CompressionRatio { column: column.clone(), bound, ratio: value };
+        claims.push(format!("{prefix}.compression_ratio_{key}"), ratio.span(), rule);
     }
     let table_only = [
         ("active_parts_at_most", section.active_parts_at_most.as_ref().map(|bound| bound.span())),
+        ("active_parts_at_least", section.active_parts_at_least.as_ref().map(|bound| bound.span())),
         ("active_parts_at_most_share_of", section.active_parts_at_most_share_of.as_ref().map(|of| of.span())),
+        ("active_parts_at_least_share_of", section.active_parts_at_least_share_of.as_ref().map(|of| of.span())),
     ];
     if column.is_some()
         && let Some((key, Some(span))) = table_only.iter().find(|(_, span)| span.is_some())
     {
         bail!("{}: {prefix}.{key}: parts belong to the table, not to a column", claims.line(span.clone()));
     }
-    if let Some(bound) = &section.active_parts_at_most {
-        claims.push(format!("{prefix}.active_parts_at_most"), bound.span(), ActivePartsAtMost(*bound.get_ref()));
+    let parts = [(&section.active_parts_at_most, Bound::AtMost), (&section.active_parts_at_least, Bound::AtLeast)];
+    for (value, bound) in parts {
+        let Some(value) = value else { continue };
+        let key = format!("{prefix}.active_parts_{}", bound.key());
+        claims.push(key, value.span(), ActiveParts { bound, value: *value.get_ref() });
     }
-    if let Some(of) = &section.active_parts_at_most_share_of {
+    let shares = [
+        (&section.active_parts_at_most_share_of, Bound::AtMost),
+        (&section.active_parts_at_least_share_of, Bound::AtLeast),
+    ];
+    for (of, bound) in shares {
+        let Some(of) = of else { continue };
+        let key = format!("{prefix}.active_parts_{}_share_of", bound.key());
         let ShareOf { design, share } = of.get_ref().clone();
         if !(0.0..=1.0).contains(&share) {
-            bail!("{}: {prefix}.active_parts_at_most_share_of: share must be within 0 and 1", claims.line(of.span()));
+            bail!("{}: {key}: share must be within 0 and 1", claims.line(of.span()));
         }
-        let rule = ActivePartsAtMostShareOf { design, share };
-        claims.push(format!("{prefix}.active_parts_at_most_share_of"), of.span(), rule);
+        claims.push(key, of.span(), ActivePartsShareOf { design, bound, share });
     }
     Ok(())
 }
 
-/// `<table or column>.compressed_bytes_below = "design"`: fewer compressed bytes than the
-/// same table (or column) on that design, at the same scale.
+/// `<table or column>.compressed_bytes_below = "design"` (or `_above`): fewer (more)
+/// compressed bytes than the same table (or column) on that design, at the same scale.
 #[derive(Debug)]
-struct CompressedBytesBelow {
+struct CompressedBytes {
     column: Option<String>,
     design: String,
+    below: bool,
 }
 
-impl Rule for CompressedBytesBelow {
+impl Rule for CompressedBytes {
     fn designs_named(&self) -> Vec<&str> {
         vec![self.design.as_str()]
+    }
+
+    fn columns_named(&self) -> Vec<&str> {
+        self.column.as_deref().into_iter().collect()
     }
 
     fn check(&self, name: &str, observed: &Observations) -> Option<Check> {
         let (column, design) = (self.column.as_deref(), &self.design);
         Some(observed.other_design(name, design)?.and_then(|other| {
-            let expected = format!("fewer compressed bytes than on design {design}");
+            let fewer = if self.below { "fewer" } else { "more" };
+            let expected = format!("{fewer} compressed bytes than on design {design}");
             match (compressed_bytes(observed.own, column), compressed_bytes(other, column)) {
-                (Ok(here), Ok(there)) => {
-                    claim(name, here < there, format!("{here} bytes here, {there} on {design}"), expected)
-                }
+                (Ok(here), Ok(there)) => claim(
+                    name,
+                    if self.below { here < there } else { here > there },
+                    format!("{here} bytes here, {there} on {design}"),
+                    expected,
+                ),
                 (Err(reason), _) | (_, Err(reason)) => claim(name, false, format!("unknown ({reason})"), expected),
             }
         }))
     }
 }
 
-/// `<table or column>.compression_ratio_at_least = R`: uncompressed over compressed bytes
-/// is at least R.
+/// `<table or column>.compression_ratio_at_{least,most} = R`: uncompressed over
+/// compressed bytes is at least (at most) R.
 #[derive(Debug)]
-struct CompressionRatioAtLeast {
+struct CompressionRatio {
     column: Option<String>,
+    bound: Bound,
     ratio: f64,
 }
 
-impl Rule for CompressionRatioAtLeast {
+impl Rule for CompressionRatio {
+    fn columns_named(&self) -> Vec<&str> {
+        self.column.as_deref().into_iter().collect()
+    }
+
     fn check(&self, name: &str, observed: &Observations) -> Option<Check> {
-        let expected = format!("a compression ratio of at least {}", self.ratio);
+        let expected = format!("a compression ratio of {}", self.bound.text(self.ratio));
         Some(match compression_ratio(observed.own, self.column.as_deref()) {
-            Ok(measured) => claim(name, no_less(measured, self.ratio), format!("{measured:.3}"), expected),
+            Ok(measured) => claim(name, self.bound.holds(measured, self.ratio), format!("{measured:.3}"), expected),
             Err(reason) => claim(name, false, format!("unknown ({reason})"), expected),
         })
     }
 }
 
-/// `table.active_parts_at_most = N`.
+/// `table.active_parts_at_{most,least} = N`.
 #[derive(Debug)]
-struct ActivePartsAtMost(u64);
+struct ActiveParts {
+    bound: Bound,
+    value: u64,
+}
 
-impl Rule for ActivePartsAtMost {
+impl Rule for ActiveParts {
     fn check(&self, name: &str, observed: &Observations) -> Option<Check> {
-        let bound = self.0;
+        let expected = self.bound.text(self.value as f64);
         Some(match &observed.own.parts {
             Some(parts) => claim(
                 name,
-                parts.active_parts <= bound,
+                self.bound.holds(parts.active_parts as f64, self.value as f64),
                 format!("{} active parts", parts.active_parts),
-                format!("at most {bound}"),
+                expected,
             ),
-            None => claim(name, false, "unknown (the query reads no MergeTree table)", format!("at most {bound}")),
+            None => claim(name, false, "unknown (the query reads no MergeTree table)", expected),
         })
     }
 }
 
-/// `table.active_parts_at_most_share_of = { design = "d", share = S }`: at most S times
-/// the active parts of the same table on design d.
+/// `table.active_parts_at_{most,least}_share_of = { design = "d", share = S }`: at most
+/// (at least) S times the active parts of the same table on design d.
 #[derive(Debug)]
-struct ActivePartsAtMostShareOf {
+struct ActivePartsShareOf {
     design: String,
+    bound: Bound,
     share: f64,
 }
 
-impl Rule for ActivePartsAtMostShareOf {
+impl Rule for ActivePartsShareOf {
     fn designs_named(&self) -> Vec<&str> {
         vec![self.design.as_str()]
     }
@@ -186,11 +239,11 @@ impl Rule for ActivePartsAtMostShareOf {
     fn check(&self, name: &str, observed: &Observations) -> Option<Check> {
         let (design, share) = (&self.design, self.share);
         Some(observed.other_design(name, design)?.and_then(|other| {
-            let expected = format!("at most {share} of design {design}'s active parts");
+            let expected = format!("{} of design {design}'s active parts", self.bound.text(share));
             match (&observed.own.parts, &other.parts) {
                 (Some(here), Some(there)) => claim(
                     name,
-                    no_more(here.active_parts as f64, share * there.active_parts as f64),
+                    self.bound.holds(here.active_parts as f64, share * there.active_parts as f64),
                     format!("{} active parts here, {} on {design}", here.active_parts, there.active_parts),
                     expected,
                 ),
