@@ -122,3 +122,30 @@ fn walk(folder: &std::path::Path) -> Box<dyn Iterator<Item = std::path::PathBuf>
         if path.symlink_metadata().unwrap().is_dir() { walk(&path) } else { Box::new(std::iter::once(path)) }
     }))
 }
+
+/// A stop requested while a statement runs cancels it: the ingest of a trillion rows
+/// (hours) returns `Interrupted`, not a failure, and the engine answers the next
+/// statement. On an engine that cannot cancel, this test runs until nextest's
+/// slow-timeout ends it.
+#[test]
+fn a_stop_request_cancels_the_running_ingest_and_the_engine_answers_after() {
+    let mut target = embedded();
+    target.use_fresh_database("engine_cancel").unwrap();
+    target.execute("CREATE TABLE t (k UInt64) ENGINE = MergeTree ORDER BY k").unwrap();
+    let requester = std::thread::spawn(|| {
+        // As soon as the statement is on its way; one not yet in the engine's process
+        // list when the first KILL comes is killed by a later one.
+        while chbench::targets::chdb::running_statements() == 0 {
+            std::thread::yield_now();
+        }
+        chbench::interrupt::request_stop();
+    });
+    let error = target.execute("INSERT INTO t SELECT number FROM numbers_mt(1000000000000)").unwrap_err();
+    requester.join().unwrap();
+    assert!(error.is::<chbench::interrupt::Interrupted>(), "{error:#}");
+    assert!(format!("{error:#}").ends_with("interrupted by Ctrl-C or SIGTERM"), "{error:#}");
+    // The engine still answers, on the same connection; the ingest stopped short.
+    assert_eq!(target.query_text("SELECT 1").unwrap(), "1\n");
+    let rows: u64 = target.query_text("SELECT count() FROM t").unwrap().trim().parse().unwrap();
+    assert!(rows < 1_000_000_000_000, "{rows} rows: the ingest ran to its end");
+}
