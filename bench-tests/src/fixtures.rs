@@ -141,6 +141,11 @@ impl Params {
         self
     }
 
+    /// The value of `{name}`, if it has one.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0.get(name).map(String::as_str)
+    }
+
     /// Replaces `{name}` outside string literals and comments. A `{` that opens no
     /// known identifier is an error, so unfilled parameters never reach the engine; the
     /// error comes with its byte offset in `text` and says what to do.

@@ -35,6 +35,11 @@ fn run(flags: &RunFlags, benchmark: &dyn AnyBenchmark) -> Result<()> {
         check_run_id(run_id)?;
     }
     benchmark.check()?;
+    // An engine in this process writes under target/chbench/: the run must fit there.
+    let kind = chbench::targets::resolve_kind(flags.target.target);
+    if chbench::targets::spec(kind).capabilities.engine_in_process {
+        benchmark.check_storage(&chbench::files::chbench_dir())?;
+    }
     prepare_results_folder(&flags.results_dir)?;
     // The eks target from an xtask built without it: this command runs again, built with it.
     let mut target = crate::eks::open_target(flags.target.target)?;

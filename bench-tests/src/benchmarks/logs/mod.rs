@@ -123,6 +123,7 @@ impl Benchmark for LogsBenchmark {
     }
 
     fn check(&self) -> Result<()> {
+        dataset::check_rows(self.rows)?;
         self.cost.check()?;
         if let Some(limit) = self.volume_limit_mib_per_s
             && !(limit.is_finite() && limit > 0.0)
@@ -130,6 +131,10 @@ impl Benchmark for LogsBenchmark {
             bail!("--volume-mib-per-s {limit} is not a read limit: give a finite number of MiB/s above 0");
         }
         Ok(())
+    }
+
+    fn check_storage(&self, folder: &std::path::Path) -> Result<()> {
+        dataset::check_rows_fit(self.rows, folder)
     }
 
     fn sql_files(&self) -> Vec<String> {
