@@ -103,7 +103,7 @@ impl Dataset {
         let mut statements = Vec::new();
         for relative in &self.fixtures {
             let fixture = Fixture::load(relative)?;
-            for statement in fixture.render(&self.params)? {
+            for statement in fixture.render_dataset(&self.params)? {
                 statements.push((relative.clone(), statement));
             }
         }
@@ -587,5 +587,61 @@ mod tests {
         drop(lock);
         remove_abandoned_builds(root.path());
         assert!(!live.exists(), "its builder is gone");
+    }
+
+    /// A complete build of `name` holding `bytes` of data besides its manifest.
+    fn complete_build(root: &Path, name: &str, bytes: usize) -> u64 {
+        let folder = root.join(name);
+        folder_with_a_file(&folder);
+        fs::write(folder.join("part"), vec![0u8; bytes]).unwrap();
+        fs::write(folder.join(MANIFEST_FILE), "{}").unwrap();
+        // read_manifest needs a manifest that parses.
+        let manifest = DatasetManifest {
+            name: name.to_string(),
+            key: "00".to_string(),
+            engine_version: "26.7.2.1".to_string(),
+            database: "p".to_string(),
+            statements: Vec::new(),
+            build_seconds: 0.0,
+        };
+        fs::write(folder.join(MANIFEST_FILE), serde_json::to_string(&manifest).unwrap()).unwrap();
+        folder_bytes(&folder)
+    }
+
+    #[test]
+    fn a_build_is_estimated_by_a_smaller_build_of_it_and_refused_beyond_the_free_space() {
+        let root = tempfile::tempdir().unwrap();
+        let held = complete_build(root.path(), "p_d_1000-00000000000000aa", 88_000);
+        // Another family, and a build in progress: not measurements of p_d.
+        complete_build(root.path(), "p_other_1000-00000000000000bb", 900_000);
+        folder_with_a_file(&root.path().join("p_d_100-00000000000000cc.building"));
+        let per_row = measured_bytes_per_row(root.path(), "p_d_10000000000", 10_000_000_000);
+        let measured = held.div_ceil(1000);
+        assert_eq!(per_row.bytes, 2 * measured);
+        assert_eq!(
+            per_row.basis,
+            format!("{measured} bytes/row measured on its 1000-row build, doubled for its merges")
+        );
+        let error = check_fits("dataset p_d_10000000000", 10_000_000_000, &per_row, root.path()).unwrap_err();
+        let free = human_bytes(free_bytes(root.path()).unwrap());
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "dataset p_d_10000000000 needs about {} in {} ({}), which has {free} free; give fewer rows or free \
+                 space",
+                human_bytes(10_000_000_000 * 2 * measured),
+                root.path().display(),
+                per_row.basis
+            )
+        );
+        // What fits passes; no build measured: the documented figure.
+        check_fits("dataset p_d_10", 10, &per_row, root.path()).unwrap();
+        let unmeasured = measured_bytes_per_row(root.path(), "q_d_1000", 1000);
+        assert_eq!(unmeasured.bytes, UNMEASURED_BYTES_PER_ROW);
+        // Beyond the bound, whatever the disk.
+        let error = check_fits("dataset p_d_20G", 2 * MAX_ROWS, &per_row, root.path()).unwrap_err().to_string();
+        assert!(error.starts_with("dataset p_d_20G is more than chbench generates into one table"), "{error}");
+        // A folder not made yet: its parent's file system says.
+        assert_eq!(free_bytes(&root.path().join("not/yet")).is_ok(), true);
     }
 }

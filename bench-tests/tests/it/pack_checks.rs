@@ -328,3 +328,22 @@ fn an_empty_query_file_or_an_empty_design_list() {
     let message = refusal(&[("claims.toml", "scales = [1000]\n[queries.q]\ndesigns = []\n")]);
     assert_eq!(message, "claims.toml:3: designs lists no design; leave it out to run on every design");
 }
+
+#[test]
+fn a_generator_or_design_that_draws_random_values_is_refused_at_its_line() {
+    let generator = "-- {rows} rows\nINSERT INTO t\nSELECT number + rand() % 2\nFROM numbers({rows});\n";
+    let message = refusal(&[("generator.sql", generator)]);
+    assert!(message.starts_with("generator.sql:3: rand() gives other values on every run"), "{message}");
+    let schema = "CREATE TABLE t (k UInt64, at DateTime DEFAULT now()) ENGINE = MergeTree ORDER BY k;\n";
+    let message = refusal(&[("designs/plain.sql", schema)]);
+    assert!(message.starts_with("designs/plain.sql:1: now() gives other values on every run"), "{message}");
+    // A pack that got past the load (changed since) is caught again before its dataset is built.
+    let (_root, folder) = pack_with(&[]);
+    let pack = Pack::load(&folder).unwrap();
+    fs::write(folder.join("generator.sql"), generator).unwrap();
+    let error = pack.dataset("plain", 1000).unwrap().statements().unwrap_err().to_string();
+    assert!(
+        error.ends_with("generator.sql:3: rand() gives other values on every run") || error.contains(":3: rand()"),
+        "{error}"
+    );
+}

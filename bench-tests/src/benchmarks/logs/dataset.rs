@@ -20,6 +20,7 @@ use std::path::Path;
 use anyhow::Result;
 
 use crate::dataset::{BytesPerRow, Dataset, check_fits, check_row_bound};
+use crate::fixtures::{Fixture, Params};
 use crate::packs::Pack;
 
 /// The pack's folder under `fixtures/`, and the database its datasets fill.
@@ -43,9 +44,18 @@ pub const RUN_PEAK_BYTES_PER_ROW: u64 = 196;
 /// What is added to the measured peak, in percent, for what the measurement did not see.
 const RUN_HEADROOM_PERCENT: u64 = 25;
 
-/// Refuses a run's `--rows` above [`MAX_ROWS`].
-pub fn check_rows(rows: u64) -> Result<()> {
-    check_row_bound(&format!("--rows {rows}"), rows)
+/// The fixtures of a run that build its tables, which must be deterministic.
+const RUN_DATASET_FILES: [&str; 4] =
+    ["logs/schema.sql", "logs/generator.sql", "logs/zstd_schema.sql", "logs/zstd_insert.sql"];
+
+/// Refuses a run's `--rows` above [`crate::dataset::MAX_ROWS`], and a generator (or schema)
+/// of the run that draws random values, naming its file and line.
+pub fn check_run_inputs(rows: u64) -> Result<()> {
+    check_row_bound(&format!("--rows {rows}"), rows)?;
+    for file in RUN_DATASET_FILES {
+        Fixture::load(file)?.render_dataset(&Params::new().with("rows", rows))?;
+    }
+    Ok(())
 }
 
 /// Refuses a run's `--rows` whose peak would not fit in `folder`, where the engine keeps
@@ -88,7 +98,6 @@ pub fn codecs_dataset(rows: u64) -> Result<Dataset> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fixtures::{Fixture, Params};
 
     /// The statements of a fixture without comments, whitespace collapsed.
     fn code(relative: &str) -> Vec<String> {

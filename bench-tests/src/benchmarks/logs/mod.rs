@@ -123,7 +123,7 @@ impl Benchmark for LogsBenchmark {
     }
 
     fn check(&self) -> Result<()> {
-        dataset::check_rows(self.rows)?;
+        dataset::check_run_inputs(self.rows)?;
         self.cost.check()?;
         if let Some(limit) = self.volume_limit_mib_per_s
             && !(limit.is_finite() && limit > 0.0)
