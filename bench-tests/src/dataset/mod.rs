@@ -39,7 +39,7 @@ use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::files::shown;
+use crate::files::{free_bytes, shown};
 use crate::fixtures::{Fixture, Params, Statement};
 use crate::parts::wait_for_mutations;
 use crate::sql::sql_string;
@@ -328,15 +328,6 @@ pub fn check_fits(what: &str, rows: u64, per_row: &BytesPerRow, folder: &Path) -
         );
     }
     Ok(())
-}
-
-/// The bytes a process may still write in `folder`'s file system (statvfs), `folder`
-/// being created if missing: its nearest existing parent says.
-pub fn free_bytes(folder: &Path) -> Result<u64> {
-    let existing = folder.ancestors().find(|parent| parent.exists()).unwrap_or(folder);
-    let stat =
-        rustix::fs::statvfs(existing).with_context(|| format!("cannot read the free space of {}", shown(existing)))?;
-    Ok(stat.f_bavail.saturating_mul(stat.f_frsize))
 }
 
 /// What a build of `name` (`<family>_<rows>`) at `rows` rows will write per row: twice

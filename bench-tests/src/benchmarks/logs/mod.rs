@@ -211,7 +211,10 @@ impl LogsBenchmark {
         schema.apply(run.target, &params)?;
         crate::interrupt::check()?;
         // Timed by the engine, as the harness's figure is, so the two compare like for like.
-        let raw = run.target.run(&generator, &Settings::new(), "TabSeparated").context("raw engine ingest failed")?;
+        let raw = run
+            .target
+            .run(&generator, &Settings::new(), "TabSeparated")
+            .with_context(|| format!("{}: raw engine ingest failed", generator.location()))?;
         let seconds = raw.counters.elapsed_us.map_or(raw.client_elapsed.as_secs_f64(), |us| us as f64 / 1e6);
         let raw_engine = IngestTiming { seconds, rows_per_second: ratio(self.rows as f64, seconds) };
         run.progress.advance(&format!("raw engine: {} rows/s", per_second(raw_engine.rows_per_second)));
