@@ -2,7 +2,7 @@
 //! bundle as it goes, then the report. Each kind maps its flags to its benchmark here;
 //! the run itself is the same for every kind.
 //!
-//! Ctrl-C (or SIGTERM) stops the run after the statement in progress (see
+//! Ctrl-C (or SIGTERM) stops the run, cancelling the statement in progress (see
 //! `chbench::interrupt`): the bundle is finished as incomplete, the report is rendered
 //! from it, the error line says where they are, and the command exits with 130. A
 //! second Ctrl-C stops at once; the bundle on disk is valid all the same.
