@@ -56,7 +56,8 @@ pub fn stop_at_the_next_statement_on_ctrl_c() -> Result<()> {
     Ok(())
 }
 
-/// What the first Ctrl-C does: asks the work in this process to stop at its next check.
+/// What the first Ctrl-C does: asks the work in this process to stop at its next check,
+/// and runs the [`on_stop`] hooks, which cancel what is running.
 pub fn request_stop() {
     REQUESTED.store(true, Ordering::SeqCst);
     run_stop_hooks();
