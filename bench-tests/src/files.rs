@@ -41,3 +41,12 @@ pub fn write_atomically(path: &Path, text: &str) -> Result<()> {
     temporary.persist(path).with_context(|| format!("cannot write {}", path.display()))?;
     Ok(())
 }
+
+/// The bytes a process may still write in `folder`'s file system (statvfs, which sees a
+/// tmpfs too), `folder` being created if missing: its nearest existing parent says.
+pub fn free_bytes(folder: &Path) -> Result<u64> {
+    let existing = folder.ancestors().find(|parent| parent.exists()).unwrap_or(folder);
+    let stat =
+        rustix::fs::statvfs(existing).with_context(|| format!("cannot read the free space of {}", shown(existing)))?;
+    Ok(stat.f_bavail.saturating_mul(stat.f_frsize))
+}

@@ -5,6 +5,10 @@
 //! naming the file and line, so a typo never reaches the engine as SQL. Each rendered
 //! [`Statement`] knows the file and line it starts on, and errors about it (the engine
 //! refusing it, in a test or a benchmark) name them.
+//!
+//! A dataset's statements must give the same rows every time they run (every design of a
+//! pack, every rebuild): [`Fixture::render_dataset`] refuses a call that draws random
+//! values or reads the clock ([`NON_DETERMINISTIC`]), naming its file and line.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -56,6 +60,24 @@ impl Fixture {
             bail!("{file} has no statement; a fixture holds SQL statements separated by `;`");
         }
         Ok(statements)
+    }
+
+    /// [`Fixture::render`] for the statements that build a dataset (a schema, a
+    /// generator): a call to a function of [`NON_DETERMINISTIC`], or `generateRandom`
+    /// without its seed, is an error naming its file and line and what to write instead.
+    pub fn render_dataset(&self, params: &Params) -> Result<Vec<Statement>> {
+        let file = shown(&self.path);
+        for piece in split_statements_at_lines(&self.text) {
+            if let Some((offset, call)) = non_deterministic_call(&piece.text) {
+                let line = piece.first_line + piece.text[..offset].matches('\n').count();
+                bail!(
+                    "{file}:{line}: {call} gives other values on every run, so every design and every rebuild of \
+                     the dataset gets other rows; derive the value from `number` instead (e.g. `cityHash64(number) \
+                     % 100`, or generateRandom with a seed): see docs/packs.md, \"Generators must be deterministic\""
+                );
+            }
+        }
+        self.render(params)
     }
 
     /// The single statement of a query file.
@@ -141,6 +163,11 @@ impl Params {
         self
     }
 
+    /// The value of `{name}`, if it has one.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0.get(name).map(String::as_str)
+    }
+
     /// Replaces `{name}` outside string literals and comments. A `{` that opens no
     /// known identifier is an error, so unfilled parameters never reach the engine; the
     /// error comes with its byte offset in `text` and says what to do.
@@ -183,9 +210,146 @@ impl Params {
     }
 }
 
+/// Functions whose value differs from one run of a statement to the next: random
+/// draws, shuffles, generated ids, the clock (with their aliases). Matched whatever the
+/// case, as a call (`name(`) outside strings and comments.
+pub const NON_DETERMINISTIC: &[&str] = &[
+    "rand",
+    "rand32",
+    "rand64",
+    "randCanonical",
+    "randConstant",
+    "randUniform",
+    "randNormal",
+    "randLogNormal",
+    "randExponential",
+    "randChiSquared",
+    "randStudentT",
+    "randFisherF",
+    "randBernoulli",
+    "randBinomial",
+    "randNegativeBinomial",
+    "randPoisson",
+    "randomString",
+    "randomFixedString",
+    "randomPrintableASCII",
+    "randomStringUTF8",
+    "fuzzBits",
+    "arrayShuffle",
+    "arrayPartialShuffle",
+    "arrayRandomSample",
+    "generateRandomStructure",
+    "generateUUIDv4",
+    "generateUUIDv7",
+    "generateSnowflakeID",
+    "generateSerialID",
+    "now",
+    "now64",
+    "nowInBlock",
+    "nowInBlock64",
+    "today",
+    "yesterday",
+    "UTCTimestamp",
+    "UTC_timestamp",
+    "current_timestamp",
+    "localtimestamp",
+    "localtime",
+    "curdate",
+    "current_date",
+];
+
+/// The first call in `text` whose value differs between runs, with its byte offset and
+/// how a message names it (`rand()`, `generateRandom without a seed`).
+fn non_deterministic_call(text: &str) -> Option<(usize, String)> {
+    let mut scanner = Scanner::default();
+    let mut previous: Option<char> = None;
+    let mut offset = 0;
+    while let Some(character) = text[offset..].chars().next() {
+        let starts_word = !previous.is_some_and(|before| before.is_alphanumeric() || before == '_' || before == '.');
+        if scanner.in_code() && starts_word && (character.is_alphabetic() || character == '_') {
+            let word_length =
+                text[offset..].find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(text.len() - offset);
+            let word = &text[offset..offset + word_length];
+            let after = text[offset + word_length..].trim_start();
+            if let Some(arguments) = after.strip_prefix('(') {
+                if NON_DETERMINISTIC.iter().any(|name| name.eq_ignore_ascii_case(word)) {
+                    return Some((offset, format!("{word}()")));
+                }
+                // The table function draws from a random seed unless given one (its second argument).
+                if word.eq_ignore_ascii_case("generateRandom") && top_level_arguments(arguments) < 2 {
+                    return Some((offset, format!("{word} without a seed")));
+                }
+            }
+        }
+        scanner.step(&text[offset..]);
+        previous = Some(character);
+        offset += character.len_utf8();
+    }
+    None
+}
+
+/// How many arguments a call has, `text` starting after its `(`: commas outside nested
+/// parentheses, brackets, strings and comments, up to the closing `)`.
+fn top_level_arguments(text: &str) -> usize {
+    let mut scanner = Scanner::default();
+    let (mut depth, mut commas, mut any) = (0usize, 0, false);
+    for (offset, character) in text.char_indices() {
+        if scanner.in_code() && !text[offset..].starts_with("--") && !text[offset..].starts_with("/*") {
+            match character {
+                '(' | '[' => depth += 1,
+                ')' | ']' if depth == 0 => break,
+                ')' | ']' => depth -= 1,
+                ',' if depth == 0 => commas += 1,
+                _ => {}
+            }
+            any |= !character.is_whitespace();
+        }
+        scanner.step(&text[offset..]);
+    }
+    if any { commas + 1 } else { 0 }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_dataset_statement_that_draws_random_values_is_refused_at_its_line() {
+        let fixture = Fixture {
+            path: PathBuf::from("/tmp/generator.sql"),
+            text: "-- rows\nCREATE TABLE t (k UInt64) ENGINE = Memory;\n\nINSERT INTO t\nSELECT number,\n  \
+                   rand64() % 10\nFROM numbers({rows})"
+                .to_string(),
+        };
+        let params = Params::new().with("rows", 10);
+        let error = fixture.render_dataset(&params).unwrap_err().to_string();
+        assert!(error.starts_with("/tmp/generator.sql:6: rand64() gives other values on every run"), "{error}");
+        assert!(error.contains("derive the value from `number`"), "{error}");
+        // The same file as a query's is not a dataset's: no check.
+        assert_eq!(fixture.render(&params).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn only_calls_in_code_of_functions_that_vary_are_caught() {
+        let caught = |text: &str| non_deterministic_call(text).map(|(_, call)| call);
+        assert_eq!(caught("SELECT NOW()"), Some("NOW()".to_string()));
+        assert_eq!(caught("SELECT toDate(today ())"), Some("today()".to_string()));
+        assert_eq!(caught("SELECT generateUUIDv4() AS id"), Some("generateUUIDv4()".to_string()));
+        assert_eq!(caught("SELECT * FROM generateRandom('a UInt8')"), Some("generateRandom without a seed".into()));
+        assert_eq!(
+            caught("INSERT INTO t SELECT * FROM generateRandom()"),
+            Some("generateRandom without a seed".into())
+        );
+        for deterministic in [
+            "SELECT * FROM generateRandom('a UInt8, b Array(UInt8)', 42) LIMIT 10",
+            "SELECT cityHash64(number) % 10, operand, now_ms FROM numbers(10)",
+            "SELECT 'rand()' -- now()\n/* rand64() */",
+            "SELECT t.now(), randomness(1), my_rand(2) FROM t",
+            "SELECT today FROM t",
+        ] {
+            assert_eq!(caught(deterministic), None, "{deterministic}");
+        }
+    }
 
     #[test]
     fn clickhouse_braces_are_not_placeholders() {

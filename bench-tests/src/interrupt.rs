@@ -4,12 +4,15 @@
 //! phases), so the process ends through its normal path with [`Interrupted`] as its
 //! error. A measurement that started is finished and recorded first. Then the results
 //! bundle is finished and its report rendered,
-//! every connection closed, the engine's folder removed. A statement already running in
-//! the engine cannot be cancelled through its C API, so it finishes first. A second
-//! signal stops the process at once, as without this; a run's bundle on disk stays valid,
-//! and what the process leaves is removed at the next start.
+//! every connection closed, the engine's folder removed. A statement already running when
+//! the signal comes is cancelled by the code that runs it, through a hook it registers
+//! with [`on_stop`] (the embedded engine kills it from a second connection), and ends
+//! with [`Interrupted`] too. A second signal stops the process at once, as without this;
+//! a run's bundle on disk stays valid, and what the process leaves is removed at the
+//! next start.
 
 use std::fmt;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Context, Result};
@@ -17,6 +20,9 @@ use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
 static REQUESTED: AtomicBool = AtomicBool::new(false);
+/// What the first request to stop also runs: each cancels the work in progress of its
+/// own kind (a statement running in the embedded engine, say).
+static ON_STOP: Mutex<Vec<fn()>> = Mutex::new(Vec::new());
 
 /// The error of work stopped by Ctrl-C or SIGTERM between two statements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,16 +48,35 @@ pub fn stop_at_the_next_statement_on_ctrl_c() -> Result<()> {
                     // Ends the process as an unhandled signal would.
                     let _ = signal_hook::low_level::emulate_default_handler(signal);
                 }
-                eprintln!("\nchbench: stopping after the statement in progress (Ctrl-C again stops at once)");
+                eprintln!("\nchbench: stopping: cancelling the statement in progress (Ctrl-C again stops at once)");
+                run_stop_hooks();
             }
         })
         .context("cannot start the Ctrl-C handler's thread")?;
     Ok(())
 }
 
-/// What the first Ctrl-C does: asks the work in this process to stop at its next check.
+/// What the first Ctrl-C does: asks the work in this process to stop at its next check,
+/// and runs the [`on_stop`] hooks, which cancel what is running.
 pub fn request_stop() {
     REQUESTED.store(true, Ordering::SeqCst);
+    run_stop_hooks();
+}
+
+/// Registers `hook` to run, from the thread that handles the signal, when a stop is
+/// requested; register each once. It must return at once: slow work goes to a thread of
+/// its own, or a second Ctrl-C would wait for it.
+pub fn on_stop(hook: fn()) {
+    if let Ok(mut hooks) = ON_STOP.lock() {
+        hooks.push(hook);
+    }
+}
+
+fn run_stop_hooks() {
+    let hooks = ON_STOP.lock().map(|hooks| hooks.clone()).unwrap_or_default();
+    for hook in hooks {
+        hook();
+    }
 }
 
 /// [`Interrupted`] once Ctrl-C or SIGTERM came.

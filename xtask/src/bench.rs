@@ -2,7 +2,7 @@
 //! bundle as it goes, then the report. Each kind maps its flags to its benchmark here;
 //! the run itself is the same for every kind.
 //!
-//! Ctrl-C (or SIGTERM) stops the run after the statement in progress (see
+//! Ctrl-C (or SIGTERM) stops the run, cancelling the statement in progress (see
 //! `chbench::interrupt`): the bundle is finished as incomplete, the report is rendered
 //! from it, the error line says where they are, and the command exits with 130. A
 //! second Ctrl-C stops at once; the bundle on disk is valid all the same.
@@ -35,6 +35,11 @@ fn run(flags: &RunFlags, benchmark: &dyn AnyBenchmark) -> Result<()> {
         check_run_id(run_id)?;
     }
     benchmark.check()?;
+    // An engine in this process writes under target/chbench/: the run must fit there.
+    let kind = chbench::targets::resolve_kind(flags.target.target);
+    if chbench::targets::spec(kind).capabilities.engine_in_process {
+        benchmark.check_storage(&chbench::files::chbench_dir())?;
+    }
     prepare_results_folder(&flags.results_dir)?;
     // The eks target from an xtask built without it: this command runs again, built with it.
     let mut target = crate::eks::open_target(flags.target.target)?;

@@ -60,6 +60,11 @@ pub trait Benchmark: Sized + 'static {
     /// Refuses inputs that would put meaningless numbers in the results, before the
     /// engine starts.
     fn check(&self) -> Result<()>;
+    /// Refuses inputs that would not fit in `folder`, where an in-process engine keeps its
+    /// data, before it starts (a server's disk is not this machine's: not called there).
+    fn check_storage(&self, _folder: &Path) -> Result<()> {
+        Ok(())
+    }
     /// The fixture files it runs, relative to `fixtures/`; the bundle keeps a copy.
     fn sql_files(&self) -> Vec<String>;
     /// Its results before anything is measured.
@@ -211,6 +216,7 @@ pub struct RunEnd {
 /// A benchmark of a kind chosen at run time, from the command line.
 pub trait AnyBenchmark {
     fn check(&self) -> Result<()>;
+    fn check_storage(&self, folder: &Path) -> Result<()>;
     fn run_label(&self) -> String;
     /// Creates the bundle at `place`, runs every phase into it, and finishes it and its
     /// report whatever happened. An error is returned only when there is no bundle to keep
@@ -221,6 +227,10 @@ pub trait AnyBenchmark {
 impl<B: Benchmark> AnyBenchmark for B {
     fn check(&self) -> Result<()> {
         Benchmark::check(self)
+    }
+
+    fn check_storage(&self, folder: &Path) -> Result<()> {
+        Benchmark::check_storage(self, folder)
     }
 
     fn run_label(&self) -> String {

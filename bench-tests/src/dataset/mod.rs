@@ -22,6 +22,12 @@
 //! After every fixture the build waits for the database's mutations to finish, so a
 //! `MATERIALIZE INDEX` is complete before anything measures the index.
 //!
+//! Before a build, the rows it asks for are checked against a sane bound
+//! ([`MAX_ROWS`]) and, where the build writes to this machine's disk, against the free
+//! space there ([`check_fits`]), by the bytes per row a smaller build of the same dataset
+//! measured (or a documented figure when none did): one line with the estimate and the
+//! free space, before anything is written.
+//!
 //! One submodule per dataset says how its parameters scale.
 
 use std::fs::{self, File};
@@ -29,10 +35,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::files::{free_bytes, shown};
 use crate::fixtures::{Fixture, Params, Statement};
 use crate::parts::wait_for_mutations;
 use crate::sql::sql_string;
@@ -40,6 +47,7 @@ use crate::target_info::TargetKind;
 use crate::targets::{
     DatasetProvision, Storage, Target, engine_version_of, open_target_of_kind, open_target_on, resolve_kind,
 };
+use crate::units::human_bytes;
 
 /// How long a build may wait for one fixture's mutations.
 const MUTATION_TIMEOUT: Duration = Duration::from_secs(600);
@@ -47,6 +55,15 @@ const MUTATION_TIMEOUT: Duration = Duration::from_secs(600);
 const MANIFEST_FILE: &str = "chbench-dataset.json";
 /// The table that marks a dataset on a server as complete.
 const MANIFEST_TABLE: &str = "chbench_dataset_manifest";
+
+/// The most rows chbench generates into one table: 100 times the source's 100 M, hours of
+/// ingest and terabytes of disk; more is a typo (a missing suffix, a `G` for an `M`), and
+/// past the disk check it would only fail later (timestamps past DateTime64's range).
+pub const MAX_ROWS: u64 = 10_000_000_000;
+/// Bytes per row a build writes when no smaller build of the dataset measured its own:
+/// the largest figure measured here, the logs benchmark's peak at 100 M rows (19.6 GB,
+/// 196 bytes/row), plus 25 % (docs/embedded-engine.md, "Disk").
+pub const UNMEASURED_BYTES_PER_ROW: u64 = 250;
 
 /// A dataset: fixture files (relative to `fixtures/`) run in order in `database`.
 #[derive(Debug, Clone)]
@@ -86,7 +103,7 @@ impl Dataset {
         let mut statements = Vec::new();
         for relative in &self.fixtures {
             let fixture = Fixture::load(relative)?;
-            for statement in fixture.render(&self.params)? {
+            for statement in fixture.render_dataset(&self.params)? {
                 statements.push((relative.clone(), statement));
             }
         }
@@ -115,11 +132,19 @@ impl Dataset {
 
     /// [`Dataset::open`] on a target of the given kind (`auto` asks Docker first).
     pub fn open_on(&self, kind: TargetKind) -> Result<(Target, DatasetManifest)> {
+        if let Some(rows) = self.rows() {
+            check_row_bound(&self.described(rows), rows)?;
+        }
         let kind = resolve_kind(kind);
         match crate::targets::spec(kind).capabilities.datasets {
             DatasetProvision::HardLinkedCopy => self.open_copy(kind),
             DatasetProvision::SharedDatabase => self.open_on_server(open_target_of_kind(kind)?),
         }
+    }
+
+    /// The dataset's `{rows}`, when it has one.
+    pub fn rows(&self) -> Option<u64> {
+        self.params.get("rows").and_then(|rows| rows.parse().ok())
     }
 
     /// Opens a hard-linked copy of the dataset's folder on `kind`, building the folder
@@ -143,6 +168,14 @@ impl Dataset {
                 match read_manifest(&folder) {
                     Some(manifest) => manifest,
                     None => {
+                        if let Some(rows) = self.rows() {
+                            check_fits(
+                                &self.described(rows),
+                                rows,
+                                &measured_bytes_per_row(&root, &self.name, rows),
+                                &root,
+                            )?;
+                        }
                         let manifest = self.build_folder(kind, &folder, &key)?;
                         remove_superseded_builds(&root, &self.name, &key);
                         manifest
@@ -250,6 +283,97 @@ impl Dataset {
             }
         }
     }
+}
+
+impl Dataset {
+    /// How a refusal names the dataset.
+    fn described(&self, rows: u64) -> String {
+        format!("dataset {} ({rows} rows)", self.name)
+    }
+}
+
+/// Bytes per row on disk, and where the figure comes from, as a refusal says it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BytesPerRow {
+    pub bytes: u64,
+    /// E.g. `88 bytes/row measured on the 4000000-row build, doubled`.
+    pub basis: String,
+}
+
+/// Refuses more than [`MAX_ROWS`]; `what` names the input (`--rows 20G`, `dataset x`).
+pub fn check_row_bound(what: &str, rows: u64) -> Result<()> {
+    if rows > MAX_ROWS {
+        bail!(
+            "{what} is more than chbench generates into one table ({rows} rows; at most {MAX_ROWS}, 100 times the \
+             source's scale); give fewer rows"
+        );
+    }
+    Ok(())
+}
+
+/// Refuses `rows` when they exceed [`MAX_ROWS`], or when `rows x per_row` bytes exceed
+/// the free space of `folder` (or of its nearest existing parent): one line with the
+/// estimate, the folder and its free space. `what` names the input.
+pub fn check_fits(what: &str, rows: u64, per_row: &BytesPerRow, folder: &Path) -> Result<()> {
+    check_row_bound(what, rows)?;
+    let needed = rows.saturating_mul(per_row.bytes);
+    let free = free_bytes(folder)?;
+    if needed > free {
+        bail!(
+            "{what} needs about {} in {} ({}), which has {} free; give fewer rows or free space",
+            human_bytes(needed),
+            shown(folder),
+            per_row.basis,
+            human_bytes(free)
+        );
+    }
+    Ok(())
+}
+
+/// What a build of `name` (`<family>_<rows>`) at `rows` rows will write per row: twice
+/// the most a complete build of the same family at another scale holds per row (a build's
+/// `OPTIMIZE ... FINAL` keeps the old parts beside the merged ones until it ends), or
+/// [`UNMEASURED_BYTES_PER_ROW`] when there is none.
+fn measured_bytes_per_row(root: &Path, name: &str, rows: u64) -> BytesPerRow {
+    let unmeasured = BytesPerRow {
+        bytes: UNMEASURED_BYTES_PER_ROW,
+        basis: format!(
+            "{UNMEASURED_BYTES_PER_ROW} bytes/row: no build of it measured yet, so the largest figure measured \
+             here, plus 25 %"
+        ),
+    };
+    let Some(family) = name.strip_suffix(&format!("_{rows}")) else { return unmeasured };
+    let Ok(entries) = fs::read_dir(root) else { return unmeasured };
+    let measured = entries
+        .flatten()
+        .filter_map(|entry| {
+            let file_name = entry.file_name().into_string().ok()?;
+            let (scale, _key) = file_name.strip_prefix(family)?.strip_prefix('_')?.split_once('-')?;
+            let scale: u64 = scale.parse().ok().filter(|&scale| scale > 0)?;
+            read_manifest(&entry.path())?;
+            Some((folder_bytes(&entry.path()).div_ceil(scale), scale))
+        })
+        .max();
+    match measured {
+        Some((bytes, scale)) => BytesPerRow {
+            bytes: 2 * bytes,
+            basis: format!("{bytes} bytes/row measured on its {scale}-row build, doubled for its merges"),
+        },
+        None => unmeasured,
+    }
+}
+
+/// The bytes of the files under `folder`.
+fn folder_bytes(folder: &Path) -> u64 {
+    let Ok(entries) = fs::read_dir(folder) else { return 0 };
+    entries
+        .flatten()
+        .map(|entry| match entry.file_type() {
+            Ok(kind) if kind.is_dir() => folder_bytes(&entry.path()),
+            Ok(kind) if kind.is_file() => entry.metadata().map_or(0, |metadata| metadata.len()),
+            _ => 0,
+        })
+        .sum()
 }
 
 /// The manifest of a complete dataset in `database` on a server, if there is one.
@@ -454,5 +578,61 @@ mod tests {
         drop(lock);
         remove_abandoned_builds(root.path());
         assert!(!live.exists(), "its builder is gone");
+    }
+
+    /// A complete build of `name` holding `bytes` of data besides its manifest.
+    fn complete_build(root: &Path, name: &str, bytes: usize) -> u64 {
+        let folder = root.join(name);
+        folder_with_a_file(&folder);
+        fs::write(folder.join("part"), vec![0u8; bytes]).unwrap();
+        fs::write(folder.join(MANIFEST_FILE), "{}").unwrap();
+        // read_manifest needs a manifest that parses.
+        let manifest = DatasetManifest {
+            name: name.to_string(),
+            key: "00".to_string(),
+            engine_version: "26.7.2.1".to_string(),
+            database: "p".to_string(),
+            statements: Vec::new(),
+            build_seconds: 0.0,
+        };
+        fs::write(folder.join(MANIFEST_FILE), serde_json::to_string(&manifest).unwrap()).unwrap();
+        folder_bytes(&folder)
+    }
+
+    #[test]
+    fn a_build_is_estimated_by_a_smaller_build_of_it_and_refused_beyond_the_free_space() {
+        let root = tempfile::tempdir().unwrap();
+        let held = complete_build(root.path(), "p_d_1000-00000000000000aa", 88_000);
+        // Another family, and a build in progress: not measurements of p_d.
+        complete_build(root.path(), "p_other_1000-00000000000000bb", 900_000);
+        folder_with_a_file(&root.path().join("p_d_100-00000000000000cc.building"));
+        let per_row = measured_bytes_per_row(root.path(), "p_d_10000000000", 10_000_000_000);
+        let measured = held.div_ceil(1000);
+        assert_eq!(per_row.bytes, 2 * measured);
+        assert_eq!(
+            per_row.basis,
+            format!("{measured} bytes/row measured on its 1000-row build, doubled for its merges")
+        );
+        let error = check_fits("dataset p_d_10000000000", 10_000_000_000, &per_row, root.path()).unwrap_err();
+        let free = human_bytes(free_bytes(root.path()).unwrap());
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "dataset p_d_10000000000 needs about {} in {} ({}), which has {free} free; give fewer rows or free \
+                 space",
+                human_bytes(10_000_000_000 * 2 * measured),
+                root.path().display(),
+                per_row.basis
+            )
+        );
+        // What fits passes; no build measured: the documented figure.
+        check_fits("dataset p_d_10", 10, &per_row, root.path()).unwrap();
+        let unmeasured = measured_bytes_per_row(root.path(), "q_d_1000", 1000);
+        assert_eq!(unmeasured.bytes, UNMEASURED_BYTES_PER_ROW);
+        // Beyond the bound, whatever the disk.
+        let error = check_fits("dataset p_d_20G", 2 * MAX_ROWS, &per_row, root.path()).unwrap_err().to_string();
+        assert!(error.starts_with("dataset p_d_20G is more than chbench generates into one table"), "{error}");
+        // A folder not made yet: its parent's file system says.
+        assert!(free_bytes(&root.path().join("not/yet")).is_ok());
     }
 }

@@ -424,10 +424,10 @@ fn table_claims(parsed: &ClaimsFile, designs: &[String], source: &ClaimsSource) 
 fn check_sql_files(pack: &Pack) -> Result<()> {
     let params = Params::new().with("rows", 1);
     for design in pack.designs.iter().chain(&pack.broken) {
-        Fixture::read(&design.path)?.render(&params)?;
+        Fixture::read(&design.path)?.render_dataset(&params)?;
     }
     for file in &pack.generator {
-        Fixture::read(file)?.render(&params)?;
+        Fixture::read(file)?.render_dataset(&params)?;
     }
     for query in &pack.queries {
         let statement = Fixture::read(&query.file)?.render_one(&params)?;

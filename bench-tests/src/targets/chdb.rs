@@ -8,13 +8,23 @@
 //! - an empty result (DDL, INSERT) has a NULL buffer;
 //! - one storage folder at a time: while a connection is open, another must use the same
 //!   `--path`; once all are closed, another folder can be opened (checked here);
-//! - every connection is closed before the process exits ([`Connection`]'s `Drop`).
+//! - every connection is closed before the process exits ([`Connection`]'s `Drop`);
+//! - a running statement is cancelled by `KILL QUERY` from a second connection on the
+//!   same folder (connections on one folder run in parallel), and then fails with
+//!   `QUERY_WAS_CANCELLED`; the C API's own cancel works only on streamed results. A
+//!   request to stop ([`crate::interrupt`]) does that to the statements running then
+//!   ([`cancel_running_statements`]), and they end with [`Interrupted`];
+//! - a full disk fails a statement with `NOT_ENOUGH_SPACE` (code 243, "Cannot reserve
+//!   ..."; measured on a 20 MiB tmpfs) or, past the reservation, `No space left on
+//!   device`; neither names the folder, so the error here does ([`disk_full`]).
 //!
 //! The prototypes below are the exported ones; there is no header in the package, and a
 //! prototype that differs crashes.
 
+use std::collections::BTreeMap;
 use std::ffi::{CStr, CString, c_char, c_int, c_void};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
@@ -22,6 +32,9 @@ use anyhow::{Context, Result, anyhow, bail};
 use libloading::Library;
 
 use crate::engine::{self, EngineLibrary};
+use crate::files::shown;
+use crate::interrupt::{self, Interrupted};
+use crate::units::human_bytes;
 
 type ConnectFn = unsafe extern "C" fn(c_int, *mut *mut c_char) -> *mut *mut c_void;
 type CloseConnFn = unsafe extern "C" fn(*mut *mut c_void);
@@ -58,11 +71,23 @@ static API: OnceLock<Result<Api, String>> = OnceLock::new();
 /// The engine takes one folder at a time; another may be opened once all are closed.
 static STORAGE: Mutex<Option<(PathBuf, usize)>> = Mutex::new(None);
 
+/// The statements running now on this process's connections, by number, with the
+/// storage folder of their connection: what a request to stop cancels.
+static RUNNING: Mutex<BTreeMap<u64, PathBuf>> = Mutex::new(BTreeMap::new());
+static NEXT_STATEMENT: AtomicU64 = AtomicU64::new(0);
+/// How often a cancel is sent again while the statement it is for still runs: one that
+/// had not reached the engine's process list yet was not found the first time.
+const CANCEL_RETRY: Duration = Duration::from_millis(200);
+/// How the engine says a statement was killed.
+const CANCELLED: &str = "QUERY_WAS_CANCELLED";
+
 fn api() -> Result<&'static Api> {
     API.get_or_init(|| {
         let progress = |line: &str| eprintln!("chbench: {line}");
         let library = engine::library(&progress).map_err(|error| format!("{error:#}"))?;
-        load(&library).map_err(|error| format!("{error:#}"))
+        let api = load(&library).map_err(|error| format!("{error:#}"))?;
+        interrupt::on_stop(cancel_running_statements);
+        Ok(api)
     })
     .as_ref()
     .map_err(|error| anyhow!("{error}"))
@@ -132,6 +157,8 @@ pub struct ChdbOutput {
 pub struct Connection {
     handle: *mut *mut c_void,
     api: &'static Api,
+    /// The storage folder, canonical: where a second connection that cancels goes.
+    storage: PathBuf,
 }
 
 impl Connection {
@@ -168,13 +195,16 @@ impl Connection {
             );
         }
         let connections = open.as_ref().map_or(0, |(_, connections)| *connections);
-        *open = Some((storage, connections + 1));
-        Ok(Connection { handle, api })
+        *open = Some((storage.clone(), connections + 1));
+        Ok(Connection { handle, api, storage })
     }
 
     /// Runs one statement and returns its output in `format` (e.g. `TabSeparated`).
+    /// A statement running when a stop is requested is cancelled, and this returns
+    /// [`Interrupted`].
     pub fn query(&self, sql: &str, format: &str) -> Result<ChdbOutput> {
         let api = self.api;
+        let _running = RunningStatement::start(&self.storage);
         // SAFETY: the handle is a live connection (closed only in Drop); the pointers and
         // lengths describe live buffers; the result is destroyed before returning.
         unsafe {
@@ -183,7 +213,7 @@ impl Connection {
             if result.is_null() {
                 bail!("the embedded engine returned no result");
             }
-            let outcome = read_result(api, result);
+            let outcome = read_result(api, result, &self.storage);
             (api.destroy_query_result)(result);
             outcome
         }
@@ -191,12 +221,19 @@ impl Connection {
 }
 
 /// Copies what we need out of a result; the caller destroys it.
-unsafe fn read_result(api: &Api, result: *mut c_void) -> Result<ChdbOutput> {
+unsafe fn read_result(api: &Api, result: *mut c_void, storage: &Path) -> Result<ChdbOutput> {
     // SAFETY: `result` is a live result from chdb_query_n.
     unsafe {
         let error = (api.result_error)(result);
         if !error.is_null() {
             let message = CStr::from_ptr(error).to_string_lossy();
+            // Cancelled because a stop was asked for: one fact, not a failure.
+            if message.contains(CANCELLED) && interrupt::check().is_err() {
+                return Err(Interrupted.into());
+            }
+            if let Some(full) = disk_full(message.trim(), storage) {
+                bail!("{full}");
+            }
             bail!("{}", message.trim());
         }
         let length = (api.result_length)(result);
@@ -216,6 +253,87 @@ unsafe fn read_result(api: &Api, result: *mut c_void) -> Result<ChdbOutput> {
             storage_rows_read: (api.result_storage_rows_read)(result),
             storage_bytes_read: (api.result_storage_bytes_read)(result),
         })
+    }
+}
+
+/// The engine's error `message` said as the disk of `storage` being full, with its
+/// free space and what to do, when it is that; `None` for any other error.
+pub fn disk_full(message: &str, storage: &Path) -> Option<String> {
+    let full = ["NOT_ENOUGH_SPACE", "No space left on device", "ENOSPC"].iter().any(|sign| message.contains(sign));
+    if !full {
+        return None;
+    }
+    let free = match crate::files::free_bytes(storage) {
+        Ok(bytes) => format!("{} free", human_bytes(bytes)),
+        Err(error) => format!("free space unknown: {error:#}"),
+    };
+    Some(format!(
+        "the disk of the engine's folder {} is full ({free}): free space there, or give fewer rows ({message})",
+        shown(storage)
+    ))
+}
+
+/// A statement in [`RUNNING`] while it runs.
+struct RunningStatement {
+    number: u64,
+}
+
+impl RunningStatement {
+    fn start(storage: &Path) -> RunningStatement {
+        let number = NEXT_STATEMENT.fetch_add(1, Ordering::SeqCst);
+        if let Ok(mut running) = RUNNING.lock() {
+            running.insert(number, storage.to_path_buf());
+        }
+        RunningStatement { number }
+    }
+}
+
+impl Drop for RunningStatement {
+    fn drop(&mut self) {
+        if let Ok(mut running) = RUNNING.lock() {
+            running.remove(&self.number);
+        }
+    }
+}
+
+/// How many statements run on this process's connections now.
+pub fn running_statements() -> usize {
+    RUNNING.lock().map_or(0, |running| running.len())
+}
+
+/// Cancels the statements running now, from a thread of its own (the caller is the
+/// signal's thread, which must stay free for a second Ctrl-C): `KILL QUERY` from a second
+/// connection, sent again until each of them has ended. Statements that start later are
+/// not touched: the work stops at its next [`interrupt::check`], and what runs after it
+/// (dropping the run's database, say) runs.
+fn cancel_running_statements() {
+    let Ok(running) = RUNNING.lock().map(|running| running.clone()) else { return };
+    if running.is_empty() {
+        return;
+    }
+    let spawned = std::thread::Builder::new().name("cancel-statement".to_string()).spawn(move || {
+        loop {
+            // The connection opens while the lock shows a statement of ours still running,
+            // so the engine has that folder open and a second connection shares it.
+            let canceller = {
+                let Ok(now) = RUNNING.lock() else { return };
+                let Some(storage) = running.keys().find_map(|number| now.get(number)) else { return };
+                Connection::open(storage)
+            };
+            let killed = canceller.and_then(|connection| {
+                // Every statement of this process but the KILL itself; ASYNC, since SYNC
+                // waits for an end the engine never reports here.
+                connection.query("KILL QUERY WHERE query NOT LIKE 'KILL QUERY%' ASYNC", "TabSeparated")
+            });
+            if let Err(error) = killed {
+                eprintln!("chbench: cannot cancel the statement in progress ({error:#}); it finishes first");
+                return;
+            }
+            std::thread::sleep(CANCEL_RETRY);
+        }
+    });
+    if let Err(error) = spawned {
+        eprintln!("chbench: cannot cancel the statement in progress ({error}); it finishes first");
     }
 }
 

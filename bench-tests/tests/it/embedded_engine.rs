@@ -122,3 +122,90 @@ fn walk(folder: &std::path::Path) -> Box<dyn Iterator<Item = std::path::PathBuf>
         if path.symlink_metadata().unwrap().is_dir() { walk(&path) } else { Box::new(std::iter::once(path)) }
     }))
 }
+
+/// A stop requested while a statement runs cancels it: the ingest of a trillion rows
+/// (hours) returns `Interrupted`, not a failure, and the engine answers the next
+/// statement. On an engine that cannot cancel, this test runs until nextest's
+/// slow-timeout ends it.
+#[test]
+fn a_stop_request_cancels_the_running_ingest_and_the_engine_answers_after() {
+    let mut target = embedded();
+    target.use_fresh_database("engine_cancel").unwrap();
+    target.execute("CREATE TABLE t (k UInt64) ENGINE = MergeTree ORDER BY k").unwrap();
+    let requester = std::thread::spawn(|| {
+        // As soon as the statement is on its way; one not yet in the engine's process
+        // list when the first KILL comes is killed by a later one.
+        while chbench::targets::chdb::running_statements() == 0 {
+            std::thread::yield_now();
+        }
+        chbench::interrupt::request_stop();
+    });
+    let error = target.execute("INSERT INTO t SELECT number FROM numbers_mt(1000000000000)").unwrap_err();
+    requester.join().unwrap();
+    assert!(error.is::<chbench::interrupt::Interrupted>(), "{error:#}");
+    assert!(format!("{error:#}").ends_with("interrupted by Ctrl-C or SIGTERM"), "{error:#}");
+    // The engine still answers, on the same connection; the ingest stopped short.
+    assert_eq!(target.query_text("SELECT 1").unwrap(), "1\n");
+    let rows: u64 = target.query_text("SELECT count() FROM t").unwrap().trim().parse().unwrap();
+    assert!(rows < 1_000_000_000_000, "{rows} rows: the ingest ran to its end");
+}
+
+/// A full disk during an ingest is one line naming the fixture's file and line and the
+/// engine's folder. The engine's folder is on a 20 MiB tmpfs, which needs root to mount:
+/// elsewhere the test says so and checks the message on the engine's own text only.
+#[test]
+fn a_full_disk_at_ingest_names_the_fixture_line_and_the_folder() {
+    use chbench::fixtures::{Fixture, Params};
+    use chbench::targets::{Storage, open_target_on};
+    // The engine's text for a full disk (measured on such a tmpfs), said with the folder.
+    let folder = tempfile::tempdir().unwrap();
+    let engine = "Code: 243. DB::Exception: Cannot reserve 50.90 MiB, not enough space. (NOT_ENOUGH_SPACE)";
+    let line = chbench::targets::chdb::disk_full(engine, folder.path()).expect("a full disk");
+    assert!(line.starts_with(&format!("the disk of the engine's folder {} is full (", folder.path().display())));
+    assert!(line.ends_with(&format!("free): free space there, or give fewer rows ({engine})")), "{line}");
+    assert_eq!(chbench::targets::chdb::disk_full("Code: 62. SYNTAX_ERROR", folder.path()), None);
+
+    let Some(tiny) = TinyDisk::mount(folder.path()) else { return };
+    let storage = tiny.path.join("engine");
+    let mut target = open_target_on(TargetKind::Embedded, &Storage::Build(storage.clone())).unwrap();
+    target.use_fresh_database("engine_full_disk").unwrap();
+    let params = Params::new().with("rows", 1_000_000);
+    Fixture::load("logs/schema.sql").unwrap().apply(&mut target, &params).unwrap();
+    let error = Fixture::load("logs/generator.sql").unwrap().apply(&mut target, &params).unwrap_err();
+    let error = format!("{error:#}");
+    assert!(!error.contains('\n'), "{error}");
+    assert!(error.starts_with("fixtures/logs/generator.sql:8: "), "{error}");
+    let storage = storage.canonicalize().unwrap();
+    assert!(error.contains(&format!("the disk of the engine's folder {} is full", storage.display())), "{error}");
+    // The engine answers after it.
+    assert_eq!(target.query_text("SELECT 1").unwrap(), "1\n");
+}
+
+/// A 20 MiB tmpfs, unmounted when dropped (after the engine using it is closed).
+struct TinyDisk {
+    path: std::path::PathBuf,
+}
+
+impl TinyDisk {
+    fn mount(under: &std::path::Path) -> Option<TinyDisk> {
+        let path = under.join("tiny");
+        std::fs::create_dir_all(&path).unwrap();
+        let mounted = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=20m", "tmpfs"])
+            .arg(&path)
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|status| status.success());
+        if !mounted {
+            eprintln!("skipped the full-disk ingest: mounting a tmpfs needs root (the message check ran)");
+            return None;
+        }
+        Some(TinyDisk { path })
+    }
+}
+
+impl Drop for TinyDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.path).status();
+    }
+}

@@ -444,3 +444,19 @@ fn a_query_expected_to_fail_names_a_code_and_makes_no_claim() {
     let expected = pack.query("q").unwrap().expected_error.clone().unwrap();
     assert_eq!((expected.code.as_str(), expected.line), ("TOO_MANY_ROWS", 3));
 }
+
+#[test]
+fn a_generator_or_design_that_draws_random_values_is_refused_at_its_line() {
+    let generator = "-- {rows} rows\nINSERT INTO t\nSELECT number + rand() % 2\nFROM numbers({rows});\n";
+    let message = refusal(&[("generator.sql", generator)]);
+    assert!(message.starts_with("generator.sql:3: rand() gives other values on every run"), "{message}");
+    let schema = "CREATE TABLE t (k UInt64, at DateTime DEFAULT now()) ENGINE = MergeTree ORDER BY k;\n";
+    let message = refusal(&[("designs/plain.sql", schema)]);
+    assert!(message.starts_with("designs/plain.sql:1: now() gives other values on every run"), "{message}");
+    // A pack that got past the load (changed since) is caught again before its dataset is built.
+    let (_root, folder) = pack_with(&[]);
+    let pack = Pack::load(&folder).unwrap();
+    fs::write(folder.join("generator.sql"), generator).unwrap();
+    let error = pack.dataset("plain", 1000).unwrap().statements().unwrap_err().to_string();
+    assert!(error.contains("generator.sql:3: rand() gives other values on every run"), "{error}");
+}

@@ -37,8 +37,27 @@ const GENERATOR: &str = "INSERT INTO t SELECT number, cityHash64(number) % 1000 
 
 #[test]
 fn a_generator_drawing_random_values_is_caught() {
-    let (_root, pack) =
-        pack_in_temp("run_random", "INSERT INTO t SELECT number, rand() FROM numbers({rows});\n", "scales = [5000]\n");
+    // A known random function is refused when the pack loads, at its line.
+    let random = "INSERT INTO t SELECT number, rand() FROM numbers({rows});\n";
+    let (root, _pack) = pack_in_temp("run_hashed_first", GENERATOR, "scales = [5000]\n");
+    fs::write(root.path().join("run_hashed_first/generator.sql"), random).unwrap();
+    let error = format!("{:#}", Pack::load(&root.path().join("run_hashed_first")).unwrap_err());
+    assert!(
+        error.ends_with(
+            "generator.sql:1: rand() gives other values on every run, so every design and every \
+                             rebuild of the dataset gets other rows; derive the value from `number` instead (e.g. \
+                             `cityHash64(number) % 100`, or generateRandom with a seed): see docs/packs.md, \
+                             \"Generators must be deterministic\""
+        ),
+        "{error}"
+    );
+
+    // One no list knows (each statement's own id) is caught by building twice.
+    let (_root, pack) = pack_in_temp(
+        "run_random",
+        "INSERT INTO t SELECT number, sipHash64(queryID(), number) FROM numbers({rows});\n",
+        "scales = [5000]\n",
+    );
     let error = format!("{:#}", pack.check_determinism(TargetKind::Embedded).unwrap_err());
     assert!(
         error.starts_with("the generator is not deterministic: two builds of design also_sorted at 5000 rows answer query point differently"),
@@ -50,7 +69,7 @@ fn a_generator_drawing_random_values_is_caught() {
     // still differ.
     let (_root, pack) = pack_in_temp(
         "run_random_unread",
-        "INSERT INTO t SELECT number, if(number = 42, 7, rand() % 1000) FROM numbers({rows});\n",
+        "INSERT INTO t SELECT number, if(number = 42, 7, sipHash64(queryID(), number) % 1000) FROM numbers({rows});\n",
         "scales = [5000]\n",
     );
     let error = format!("{:#}", pack.check_determinism(TargetKind::Embedded).unwrap_err());

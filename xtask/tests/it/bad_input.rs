@@ -420,3 +420,35 @@ fn a_good_pack_command_line_gets_as_far_as_the_engine() {
     let line = error_line(&output);
     assert!(line.contains("CHBENCH_LIBCHDB=/nonexistent/libchdb.so is not a file"), "{line}");
 }
+
+/// `--rows` beyond what the engine's disk holds (by the run's measured peak per row), or
+/// beyond any sane scale, is one line with the estimate and the free space, before the
+/// engine is touched or a bundle made.
+#[test]
+fn rows_beyond_the_free_disk_or_a_sane_bound_are_refused_before_anything_runs() {
+    let results = tempfile::tempdir().unwrap();
+    let bench = |rows: &str| {
+        let args = ["bench", "--target", "embedded", "--rows", rows, "--results-dir", results.path().to_str().unwrap()];
+        let output = xtask(&args, &[("CHBENCH_LIBCHDB", "/nonexistent/libchdb.so")]);
+        assert_eq!(output.status.code(), Some(1));
+        assert!(!String::from_utf8_lossy(&output.stderr).contains("chbench: target"), "the engine started");
+        error_line(&output)
+    };
+    // 2.23 TiB: more than this machine has free.
+    let line = bench("10G");
+    assert!(
+        line.starts_with(
+            "error: --rows 10000000000 needs about 2.23 TiB in target/chbench (196 bytes/row measured at a run's \
+             peak at 100 M rows, plus 25 %), which has "
+        ),
+        "{line}"
+    );
+    assert!(line.ends_with(" free; give fewer rows or free space"), "{line}");
+    let line = bench("11G");
+    assert!(line.starts_with("error: --rows 11000000000 is more than chbench generates into one table"), "{line}");
+    assert!(line.ends_with("give fewer rows"), "{line}");
+    assert_eq!(std::fs::read_dir(results.path()).unwrap().count(), 0, "a bundle was made");
+    // A pack's scale too, before its dataset is built.
+    let line = measure_without_an_engine(&["primary_key", "one_device_one_hour", "--rows", "11G"]);
+    assert!(line.contains("dataset primary_key_readings_11000000000 (11000000000 rows) is more than"), "{line}");
+}

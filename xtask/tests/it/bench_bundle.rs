@@ -351,3 +351,51 @@ fn a_run_beside_a_busy_process_measures_the_cpu_it_took() {
     assert!(others > chbench::machine::QUIET_OTHERS_CPU_CORES, "others used {others} cores");
     assert!(!machine.quiet() && machine.noise.iter().any(|reason| reason.contains("other processes used")));
 }
+
+/// SIGTERM while the ingest statement runs cancels it: the run ends at once with 130 (not
+/// after the statement, minutes at the source's scale), the bundle is finished as
+/// interrupted during the ingest, and the cancelled statement's figure is not recorded
+/// (the statement that ran to its end would have been).
+#[test]
+fn sigterm_during_the_ingest_cancels_the_statement_and_keeps_the_bundle() {
+    let results = tempfile::tempdir().unwrap();
+    let run_id = "sigterm-ingest";
+    let mut child = xtask()
+        .args(["bench", "--target", "embedded", "--rows", "20M", "--runs", "1", "--run-id", run_id])
+        .arg("--results-dir")
+        .arg(results.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    // The raw ingest is writing its first parts.
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while !writing_parts(&storage_dir_of_process(pid)) {
+        assert!(Instant::now() < deadline, "the run never started its ingest");
+        assert!(child.try_wait().unwrap().is_none(), "the run ended before it could be interrupted");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let status = Command::new("kill").args(["-TERM", &pid.to_string()]).status().unwrap();
+    assert!(status.success(), "kill -TERM failed");
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(130), "{stderr}");
+    assert!(!storage_dir_of_process(pid).exists(), "the interrupted run left its engine folder");
+    let bundle = load_bundle::<LogsResults>(&results.path().join(run_id)).unwrap();
+    assert_eq!((bundle.status, bundle.phase.as_str()), (RunStatus::Incomplete, "ingest"));
+    assert!(bundle.error.as_deref().unwrap_or_default().ends_with("interrupted by Ctrl-C or SIGTERM"), "{stderr}");
+    let raw = logs(&bundle).ingest.as_ref().and_then(|ingest| ingest.raw_engine.as_ref());
+    assert!(raw.is_none(), "the raw ingest ran to its end: {raw:?}");
+}
+
+/// Whether an engine folder holds a part being written or written (`tmp_insert_...`, or
+/// a part name ending in `_0`) of any table.
+fn writing_parts(folder: &Path) -> bool {
+    let Ok(entries) = std::fs::read_dir(folder) else { return false };
+    entries.flatten().any(|entry| {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let is_dir = entry.file_type().is_ok_and(|kind| kind.is_dir());
+        is_dir && (name.starts_with("tmp_insert_") || name.ends_with("_1_1_0") || writing_parts(&entry.path()))
+    })
+}

@@ -11,10 +11,16 @@
 //! computed by `generator.sql` itself from `{rows}` (a pack gives no other parameter).
 //! Then every window keeps its share of the rows (Q1's hour ≈ 0.0006 N, Q2's two days
 //! 2 / 6.94 N) while pruned reads stay a couple of granules.
+//!
+//! A run's `--rows` is checked before the engine starts: at most [`crate::dataset::MAX_ROWS`], and within
+//! the free space of the engine's folder by [`RUN_PEAK_BYTES_PER_ROW`].
+
+use std::path::Path;
 
 use anyhow::Result;
 
-use crate::dataset::Dataset;
+use crate::dataset::{BytesPerRow, Dataset, check_fits, check_row_bound};
+use crate::fixtures::{Fixture, Params};
 use crate::packs::Pack;
 
 /// The pack's folder under `fixtures/`, and the database its datasets fill.
@@ -30,6 +36,40 @@ pub const SPAN_MS: u64 = 600_000_000;
 pub const SOURCE_ROWS: u64 = 100_000_000;
 /// Rows per granule (the schema keeps MergeTree's default).
 pub const INDEX_GRANULARITY: u64 = 8192;
+/// The engine's disk at the peak of a `cargo xtask bench` run, per row: the table, its
+/// ZSTD(3) copy, parts that merges replaced and not yet removed, the bloom filter.
+/// Measured (the folder sampled every 0.1 s): 131 bytes/row at 1 M rows, 135 at 4 M,
+/// 196 at 100 M (19.6 GB), the figure used, as the largest.
+pub const RUN_PEAK_BYTES_PER_ROW: u64 = 196;
+/// What is added to the measured peak, in percent, for what the measurement did not see.
+const RUN_HEADROOM_PERCENT: u64 = 25;
+
+/// The fixtures of a run that build its tables, which must be deterministic.
+const RUN_DATASET_FILES: [&str; 4] =
+    ["logs/schema.sql", "logs/generator.sql", "logs/zstd_schema.sql", "logs/zstd_insert.sql"];
+
+/// Refuses a run's `--rows` above [`crate::dataset::MAX_ROWS`], and a generator (or schema)
+/// of the run that draws random values, naming its file and line.
+pub fn check_run_inputs(rows: u64) -> Result<()> {
+    check_row_bound(&format!("--rows {rows}"), rows)?;
+    for file in RUN_DATASET_FILES {
+        Fixture::load(file)?.render_dataset(&Params::new().with("rows", rows))?;
+    }
+    Ok(())
+}
+
+/// Refuses a run's `--rows` whose peak would not fit in `folder`, where the engine keeps
+/// its data, with the estimate and the free space.
+pub fn check_rows_fit(rows: u64, folder: &Path) -> Result<()> {
+    let per_row = BytesPerRow {
+        bytes: RUN_PEAK_BYTES_PER_ROW * (100 + RUN_HEADROOM_PERCENT) / 100,
+        basis: format!(
+            "{RUN_PEAK_BYTES_PER_ROW} bytes/row measured at a run's peak at 100 M rows, plus {RUN_HEADROOM_PERCENT} %"
+        ),
+    };
+    check_fits(&format!("--rows {rows}"), rows, &per_row, folder)
+}
+
 /// What builds the ZSTD(3) copy of the source's table, after the table is settled.
 const ZSTD_COPY: [&str; 3] = ["logs/zstd_schema.sql", "logs/zstd_insert.sql", "logs/settle_zstd.sql"];
 
@@ -58,7 +98,6 @@ pub fn codecs_dataset(rows: u64) -> Result<Dataset> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fixtures::{Fixture, Params};
 
     /// The statements of a fixture without comments, whitespace collapsed.
     fn code(relative: &str) -> Vec<String> {

@@ -123,6 +123,7 @@ impl Benchmark for LogsBenchmark {
     }
 
     fn check(&self) -> Result<()> {
+        dataset::check_run_inputs(self.rows)?;
         self.cost.check()?;
         if let Some(limit) = self.volume_limit_mib_per_s
             && !(limit.is_finite() && limit > 0.0)
@@ -130,6 +131,10 @@ impl Benchmark for LogsBenchmark {
             bail!("--volume-mib-per-s {limit} is not a read limit: give a finite number of MiB/s above 0");
         }
         Ok(())
+    }
+
+    fn check_storage(&self, folder: &std::path::Path) -> Result<()> {
+        dataset::check_rows_fit(self.rows, folder)
     }
 
     fn sql_files(&self) -> Vec<String> {
@@ -206,7 +211,10 @@ impl LogsBenchmark {
         schema.apply(run.target, &params)?;
         crate::interrupt::check()?;
         // Timed by the engine, as the harness's figure is, so the two compare like for like.
-        let raw = run.target.run(&generator, &Settings::new(), "TabSeparated").context("raw engine ingest failed")?;
+        let raw = run
+            .target
+            .run(&generator, &Settings::new(), "TabSeparated")
+            .with_context(|| format!("{}: raw engine ingest failed", generator.location()))?;
         let seconds = raw.counters.elapsed_us.map_or(raw.client_elapsed.as_secs_f64(), |us| us as f64 / 1e6);
         let raw_engine = IngestTiming { seconds, rows_per_second: ratio(self.rows as f64, seconds) };
         run.progress.advance(&format!("raw engine: {} rows/s", per_second(raw_engine.rows_per_second)));
