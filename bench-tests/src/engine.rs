@@ -37,22 +37,33 @@ pub struct EnginePackage {
 
 /// The package for the platform this crate was built for.
 pub fn engine_package() -> Result<EnginePackage> {
-    if cfg!(all(target_os = "linux", target_arch = "x86_64", target_env = "gnu")) {
-        Ok(EnginePackage {
-            npm_name: "@chdb/lib-linux-x64-gnu",
-            pinned: Some(("36ad4e999882821ef13cf2d0f52c93f48e6ee1b4498b35a201c23ce4b8d15bf5", 566_330_096)),
-        })
-    } else if cfg!(all(target_os = "macos", target_arch = "aarch64")) {
-        // Not checked on these machines: no pinned hash, the download is trusted.
-        Ok(EnginePackage { npm_name: "@chdb/lib-darwin-arm64", pinned: None })
-    } else if cfg!(all(target_os = "macos", target_arch = "x86_64")) {
-        Ok(EnginePackage { npm_name: "@chdb/lib-darwin-x64", pinned: None })
-    } else {
-        bail!(
-            "no embedded engine is published for this platform; set {LIBCHDB_ENV} to a libchdb.so \
-             or choose a server target with CHBENCH_TARGET"
-        )
-    }
+    engine_package_for(std::env::consts::OS, std::env::consts::ARCH, cfg!(target_env = "gnu"))
+}
+
+/// The package of a platform (`std::env::consts` names; `gnu`: linked against glibc, which
+/// the published Linux libraries need). The `chdb` npm package names the Linux arm64 and
+/// macOS ones as optional dependencies at [`CHDB_NPM_VERSION`]; none was reachable from
+/// the machines where the x86-64 one was checked, so they have no pinned hash and their
+/// download is trusted.
+pub fn engine_package_for(os: &str, arch: &str, gnu: bool) -> Result<EnginePackage> {
+    let npm_name = match (os, arch, gnu) {
+        ("linux", "x86_64", true) => {
+            return Ok(EnginePackage {
+                npm_name: "@chdb/lib-linux-x64-gnu",
+                pinned: Some(("36ad4e999882821ef13cf2d0f52c93f48e6ee1b4498b35a201c23ce4b8d15bf5", 566_330_096)),
+            });
+        }
+        // Graviton and other arm64 Linux machines.
+        ("linux", "aarch64", true) => "@chdb/lib-linux-arm64-gnu",
+        ("macos", "aarch64", _) => "@chdb/lib-darwin-arm64",
+        ("macos", "x86_64", _) => "@chdb/lib-darwin-x64",
+        _ => bail!(
+            "no embedded engine is published for this platform ({os} on {arch}{}); set {LIBCHDB_ENV} to a \
+             libchdb.so or choose a server target with CHBENCH_TARGET",
+            if os == "linux" && !gnu { ", without glibc" } else { "" }
+        ),
+    };
+    Ok(EnginePackage { npm_name, pinned: None })
 }
 
 /// Where the cached library lives: `<target dir>/chbench/libchdb/<npm version>/libchdb.so`.
@@ -332,13 +343,7 @@ fn npm_pack(spec: &str, destination: &Path) -> Result<PathBuf> {
             )
         })?;
     if !output.status.success() {
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        let last_line = stderr.lines().rev().find(|line| !line.trim().is_empty()).unwrap_or("");
-        bail!(
-            "`npm pack {spec}` failed ({}): {last_line}; check the network and npm registry access, or set \
-             {LIBCHDB_ENV} to an existing libchdb.so",
-            output.status
-        );
+        bail!("{}", npm_pack_failure(spec, &output.status.to_string(), &String::from_utf8_lossy(&output.stderr)));
     }
     let file_name = String::from_utf8_lossy(&output.stdout).trim().lines().last().unwrap_or("").to_string();
     let tarball = destination.join(&file_name);
@@ -346,6 +351,30 @@ fn npm_pack(spec: &str, destination: &Path) -> Result<PathBuf> {
         bail!("`npm pack {spec}` reported no tarball in {}", destination.display());
     }
     Ok(tarball)
+}
+
+/// What a failed `npm pack` says. A registry without the package (npm's `E404`: the
+/// registry these machines reach serves none of the arm64 and macOS packages) gets what to
+/// fetch by hand and where to point the tool; anything else its last line of npm's.
+fn npm_pack_failure(spec: &str, status: &str, stderr: &str) -> String {
+    if stderr.contains("E404") {
+        return format!(
+            "the npm registry has no {spec} (404): fetch that package by hand from a registry that has it \
+             (`npm pack {spec}`, or its tarball from npmjs.com), take package/libchdb.so out of it \
+             (`tar -xzf <tarball> package/libchdb.so`) and set {LIBCHDB_ENV}=/path/to/libchdb.so"
+        );
+    }
+    // npm's last line names its debug log; the line before says what went wrong.
+    let last_line = stderr
+        .lines()
+        .rev()
+        .map(|line| line.trim().trim_start_matches("npm error").trim())
+        .find(|line| !line.is_empty() && !line.starts_with("A complete log of this run"))
+        .unwrap_or("");
+    format!(
+        "`npm pack {spec}` failed ({status}): {last_line}; check the network and npm registry access, or set \
+         {LIBCHDB_ENV} to an existing libchdb.so"
+    )
 }
 
 fn extract_library(tarball: &Path, destination: &Path) -> Result<()> {
@@ -430,6 +459,43 @@ mod tests {
         fs::write(&text, b"not a shared library\n").unwrap();
         let defect = library_defect(&File::open(&text).unwrap()).unwrap();
         assert!(matches!(defect, Some(LibraryDefect::NotALibrary(_))), "{defect:?}");
+    }
+
+    #[test]
+    fn each_published_platform_has_its_package_and_others_are_one_line() {
+        let name = |os, arch, gnu| engine_package_for(os, arch, gnu).map(|package| package.npm_name);
+        assert_eq!(name("linux", "x86_64", true).unwrap(), "@chdb/lib-linux-x64-gnu");
+        assert_eq!(name("linux", "aarch64", true).unwrap(), "@chdb/lib-linux-arm64-gnu");
+        assert_eq!(name("macos", "aarch64", false).unwrap(), "@chdb/lib-darwin-arm64");
+        assert_eq!(name("macos", "x86_64", false).unwrap(), "@chdb/lib-darwin-x64");
+        // Only the package checked here has a pinned hash.
+        assert!(engine_package_for("linux", "x86_64", true).unwrap().pinned.is_some());
+        assert!(engine_package_for("linux", "aarch64", true).unwrap().pinned.is_none());
+        let musl = name("linux", "aarch64", false).unwrap_err().to_string();
+        assert!(
+            musl.starts_with("no embedded engine is published for this platform (linux on aarch64, without glibc)")
+        );
+        assert!(musl.contains("set CHBENCH_LIBCHDB"), "{musl}");
+    }
+
+    #[test]
+    fn a_package_the_registry_lacks_says_what_to_fetch_by_hand() {
+        // What npm 10 prints for a package its registry does not serve.
+        let stderr = "npm error code E404\nnpm error 404 Not Found - GET https://registry.npmjs.org/@chdb%2flib-linux-arm64-gnu\n\
+                      npm error 404\nnpm error A complete log of this run can be found in: /root/.npm/_logs/x.log\n";
+        let spec = "@chdb/lib-linux-arm64-gnu@26.7.3-stable.1";
+        let message = npm_pack_failure(spec, "exit status: 1", stderr);
+        assert!(
+            message.starts_with("the npm registry has no @chdb/lib-linux-arm64-gnu@26.7.3-stable.1 (404)"),
+            "{message}"
+        );
+        assert!(message.contains("set CHBENCH_LIBCHDB=/path/to/libchdb.so"), "{message}");
+        let other = npm_pack_failure(
+            spec,
+            "exit status: 1",
+            "npm error code ETIMEDOUT\nnpm error network timeout\nnpm error A complete log of this run can be found in: x\n",
+        );
+        assert!(other.contains("failed (exit status: 1): network timeout; check the network"), "{other}");
     }
 
     #[test]
