@@ -20,39 +20,27 @@ use sha2::{Digest, Sha256};
 
 use crate::files::chbench_dir;
 
-/// The pinned engine build. Every snapshot and results bundle records the ClickHouse
-/// version reported by this library (`SELECT version()`), not this npm version.
-pub const CHDB_NPM_VERSION: &str = "26.7.3-stable.1";
+pub mod prefetch;
+
+pub use self::prefetch::{CHDB_NPM_VERSION, EnginePackage};
 
 /// Environment variable naming an existing `libchdb.so` to use instead of the cache.
 pub const LIBCHDB_ENV: &str = "CHBENCH_LIBCHDB";
 
-/// One platform's npm package and what we know of its library.
-#[derive(Debug, Clone, Copy)]
-pub struct EnginePackage {
-    pub npm_name: &'static str,
-    /// SHA-256 and size of `package/libchdb.so` for [`CHDB_NPM_VERSION`], where checked.
-    pub pinned: Option<(&'static str, u64)>,
-}
-
 /// The package for the platform this crate was built for.
 pub fn engine_package() -> Result<EnginePackage> {
-    if cfg!(all(target_os = "linux", target_arch = "x86_64", target_env = "gnu")) {
-        Ok(EnginePackage {
-            npm_name: "@chdb/lib-linux-x64-gnu",
-            pinned: Some(("36ad4e999882821ef13cf2d0f52c93f48e6ee1b4498b35a201c23ce4b8d15bf5", 566_330_096)),
-        })
-    } else if cfg!(all(target_os = "macos", target_arch = "aarch64")) {
-        // Not checked on these machines: no pinned hash, the download is trusted.
-        Ok(EnginePackage { npm_name: "@chdb/lib-darwin-arm64", pinned: None })
-    } else if cfg!(all(target_os = "macos", target_arch = "x86_64")) {
-        Ok(EnginePackage { npm_name: "@chdb/lib-darwin-x64", pinned: None })
-    } else {
-        bail!(
-            "no embedded engine is published for this platform; set {LIBCHDB_ENV} to a libchdb.so \
-             or choose a server target with CHBENCH_TARGET"
+    engine_package_for(std::env::consts::OS, std::env::consts::ARCH, cfg!(target_env = "gnu"))
+}
+
+/// The package of a platform ([`prefetch::package_of`]), or why there is none.
+pub fn engine_package_for(os: &str, arch: &str, gnu: bool) -> Result<EnginePackage> {
+    prefetch::package_of(os, arch, gnu).with_context(|| {
+        format!(
+            "no embedded engine is published for this platform ({os} on {arch}{}); set {LIBCHDB_ENV} to a \
+             libchdb.so or choose a server target with CHBENCH_TARGET",
+            if os == "linux" && !gnu { ", without glibc" } else { "" }
         )
-    }
+    })
 }
 
 /// Where the cached library lives: `<target dir>/chbench/libchdb/<npm version>/libchdb.so`.
@@ -284,19 +272,79 @@ pub fn provision(progress: &dyn Fn(&str)) -> Result<PathBuf> {
     let staging =
         tempfile::tempdir_in(&dir).with_context(|| format!("cannot create a staging folder in {}", dir.display()))?;
     let spec = format!("{}@{CHDB_NPM_VERSION}", package.npm_name);
-    progress(&format!("fetching the embedded engine {spec} with npm pack (about 170 MB)"));
-    let tarball = npm_pack(&spec, staging.path())?;
-    progress("extracting libchdb.so (about 560 MB)");
     let extracted = staging.path().join("libchdb.so");
-    extract_library(&tarball, &extracted)?;
-    if let Some((sha256, size)) = package.pinned {
-        progress("verifying its SHA-256");
-        verify_file(&extracted, sha256, size).with_context(|| format!("the download of {spec} is corrupt"))?;
+    // The build's download first; anything wrong with it (npm failed, a tarball cut
+    // short, a wrong hash) and this fetches its own, as it would without one.
+    let prefetched = take_prefetched_tarball(&dir, staging.path(), progress).and_then(|tarball| {
+        unpack_and_verify(&tarball, &extracted, &package, &spec, progress)
+            .map_err(|error| {
+                progress(&format!("the download the build started is unusable ({error:#}); fetching again"))
+            })
+            .ok()
+    });
+    if prefetched.is_none() {
+        progress(&format!("fetching the embedded engine {spec} with npm pack (about 170 MB)"));
+        let tarball = npm_pack(&spec, staging.path())?;
+        unpack_and_verify(&tarball, &extracted, &package, &spec, progress)?;
     }
     fs::rename(&extracted, &library)
         .with_context(|| format!("cannot move the engine into place at {}", library.display()))?;
     drop(lock);
     Ok(library)
+}
+
+fn unpack_and_verify(
+    tarball: &Path,
+    extracted: &Path,
+    package: &EnginePackage,
+    spec: &str,
+    progress: &dyn Fn(&str),
+) -> Result<()> {
+    progress("extracting libchdb.so (about 560 MB)");
+    extract_library(tarball, extracted)?;
+    if let Some((sha256, size)) = package.pinned {
+        progress("verifying its SHA-256");
+        verify_file(extracted, sha256, size).with_context(|| format!("the download of {spec} is corrupt"))?;
+    }
+    Ok(())
+}
+
+/// How long a run waits for the download the build started before fetching its own.
+const PREFETCH_WAIT: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// The tarball the build's download ([`prefetch::start`]) left in `cache`, moved into
+/// `staging`; waits while its npm still runs. Every staging folder goes afterwards,
+/// finished or not: the caller holds the cache's lock, so no other run is reading one.
+fn take_prefetched_tarball(cache: &Path, staging: &Path, progress: &dyn Fn(&str)) -> Option<PathBuf> {
+    let mut taken = None;
+    for (folder, pid) in prefetch::staging_folders(cache) {
+        let pid = pid.unwrap_or(0);
+        let started = std::time::Instant::now();
+        if process_runs(pid) {
+            progress(&format!("waiting for the engine download the build started (npm, pid {pid})"));
+        }
+        while process_runs(pid) && started.elapsed() < PREFETCH_WAIT {
+            std::thread::sleep(std::time::Duration::from_millis(250));
+        }
+        if taken.is_none() && !process_runs(pid) {
+            taken = prefetch::tarball_of(&folder).and_then(|tarball| {
+                let moved = staging.join(tarball.file_name()?);
+                fs::rename(&tarball, &moved).ok().map(|()| moved)
+            });
+        }
+        let _ = fs::remove_dir_all(&folder);
+    }
+    taken
+}
+
+/// Whether `pid` runs; one that ended and waits for its parent to reap it (a zombie)
+/// does not.
+fn process_runs(pid: u32) -> bool {
+    use sysinfo::{Pid, ProcessRefreshKind, ProcessStatus, ProcessesToUpdate, System};
+    let pid = Pid::from_u32(pid);
+    let mut system = System::new();
+    system.refresh_processes_specifics(ProcessesToUpdate::Some(&[pid]), true, ProcessRefreshKind::nothing());
+    system.process(pid).is_some_and(|process| process.status() != ProcessStatus::Zombie)
 }
 
 /// A cached library counts only if its size is the pinned one (a cheap check that
@@ -332,13 +380,7 @@ fn npm_pack(spec: &str, destination: &Path) -> Result<PathBuf> {
             )
         })?;
     if !output.status.success() {
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        let last_line = stderr.lines().rev().find(|line| !line.trim().is_empty()).unwrap_or("");
-        bail!(
-            "`npm pack {spec}` failed ({}): {last_line}; check the network and npm registry access, or set \
-             {LIBCHDB_ENV} to an existing libchdb.so",
-            output.status
-        );
+        bail!("{}", npm_pack_failure(spec, &output.status.to_string(), &String::from_utf8_lossy(&output.stderr)));
     }
     let file_name = String::from_utf8_lossy(&output.stdout).trim().lines().last().unwrap_or("").to_string();
     let tarball = destination.join(&file_name);
@@ -346,6 +388,30 @@ fn npm_pack(spec: &str, destination: &Path) -> Result<PathBuf> {
         bail!("`npm pack {spec}` reported no tarball in {}", destination.display());
     }
     Ok(tarball)
+}
+
+/// What a failed `npm pack` says. A registry without the package (npm's `E404`: the
+/// registry these machines reach serves none of the arm64 and macOS packages) gets what to
+/// fetch by hand and where to point the tool; anything else its last line of npm's.
+fn npm_pack_failure(spec: &str, status: &str, stderr: &str) -> String {
+    if stderr.contains("E404") {
+        return format!(
+            "the npm registry has no {spec} (404): fetch that package by hand from a registry that has it \
+             (`npm pack {spec}`, or its tarball from npmjs.com), take package/libchdb.so out of it \
+             (`tar -xzf <tarball> package/libchdb.so`) and set {LIBCHDB_ENV}=/path/to/libchdb.so"
+        );
+    }
+    // npm's last line names its debug log; the line before says what went wrong.
+    let last_line = stderr
+        .lines()
+        .rev()
+        .map(|line| line.trim().trim_start_matches("npm error").trim())
+        .find(|line| !line.is_empty() && !line.starts_with("A complete log of this run"))
+        .unwrap_or("");
+    format!(
+        "`npm pack {spec}` failed ({status}): {last_line}; check the network and npm registry access, or set \
+         {LIBCHDB_ENV} to an existing libchdb.so"
+    )
 }
 
 fn extract_library(tarball: &Path, destination: &Path) -> Result<()> {
@@ -430,6 +496,94 @@ mod tests {
         fs::write(&text, b"not a shared library\n").unwrap();
         let defect = library_defect(&File::open(&text).unwrap()).unwrap();
         assert!(matches!(defect, Some(LibraryDefect::NotALibrary(_))), "{defect:?}");
+    }
+
+    /// A stand-in for npm: sleeps, then (when `tarball` is given) copies it where
+    /// `npm pack` would and prints its name, as npm does; else fails.
+    fn fake_npm(folder: &Path, tarball: Option<&Path>) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let body = match tarball {
+            Some(tarball) => format!("sleep 1\ncp '{}' \"$5/engine-1.tgz\"\necho engine-1.tgz\n", tarball.display()),
+            None => "sleep 1\nexit 1\n".to_string(),
+        };
+        let npm = folder.join("npm");
+        fs::write(&npm, format!("#!/bin/sh\n{body}")).unwrap();
+        fs::set_permissions(&npm, fs::Permissions::from_mode(0o755)).unwrap();
+        npm
+    }
+
+    #[test]
+    fn the_builds_download_is_waited_for_taken_and_its_folder_removed() {
+        let folder = tempfile::tempdir().unwrap();
+        let cache = folder.path().join("cache");
+        let tarball = folder.path().join("made.tgz");
+        fs::write(&tarball, b"a tarball").unwrap();
+        let spec = "@chdb/lib-linux-x64-gnu@26.7.3-stable.1";
+        prefetch::start_with(&fake_npm(folder.path(), Some(&tarball)), &cache, spec).unwrap();
+        let staging = prefetch::staging_folders(&cache);
+        assert_eq!(staging.len(), 1, "{staging:?}");
+        // Still running: the run waits for it rather than fetching its own.
+        assert!(process_runs(staging[0].1.unwrap()));
+        let run_staging = tempfile::tempdir().unwrap();
+        let lines = std::cell::RefCell::new(Vec::new());
+        let taken =
+            take_prefetched_tarball(&cache, run_staging.path(), &|line| lines.borrow_mut().push(line.to_string()));
+        assert_eq!(taken, Some(run_staging.path().join("engine-1.tgz")));
+        assert_eq!(fs::read(run_staging.path().join("engine-1.tgz")).unwrap(), b"a tarball");
+        assert!(lines.borrow()[0].starts_with("waiting for the engine download the build started"), "{lines:?}");
+        assert!(prefetch::staging_folders(&cache).is_empty());
+    }
+
+    #[test]
+    fn a_failed_build_download_is_removed_and_the_run_fetches_its_own() {
+        let folder = tempfile::tempdir().unwrap();
+        let cache = folder.path().join("cache");
+        prefetch::start_with(&fake_npm(folder.path(), None), &cache, "@chdb/x@1").unwrap();
+        let run_staging = tempfile::tempdir().unwrap();
+        assert_eq!(take_prefetched_tarball(&cache, run_staging.path(), &|_| {}), None);
+        assert!(prefetch::staging_folders(&cache).is_empty());
+        assert_eq!(fs::read_dir(&cache).unwrap().count(), 0, "the cache keeps nothing of it");
+        // No npm at all: the start fails, and leaves nothing.
+        let error = prefetch::start_with(Path::new("/nonexistent/npm"), &cache, "@chdb/x@1").unwrap_err();
+        assert_eq!(error.kind(), io::ErrorKind::NotFound);
+        assert_eq!(fs::read_dir(&cache).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn each_published_platform_has_its_package_and_others_are_one_line() {
+        let name = |os, arch, gnu| engine_package_for(os, arch, gnu).map(|package| package.npm_name);
+        assert_eq!(name("linux", "x86_64", true).unwrap(), "@chdb/lib-linux-x64-gnu");
+        assert_eq!(name("linux", "aarch64", true).unwrap(), "@chdb/lib-linux-arm64-gnu");
+        assert_eq!(name("macos", "aarch64", false).unwrap(), "@chdb/lib-darwin-arm64");
+        assert_eq!(name("macos", "x86_64", false).unwrap(), "@chdb/lib-darwin-x64");
+        // Only the package checked here has a pinned hash.
+        assert!(engine_package_for("linux", "x86_64", true).unwrap().pinned.is_some());
+        assert!(engine_package_for("linux", "aarch64", true).unwrap().pinned.is_none());
+        let musl = name("linux", "aarch64", false).unwrap_err().to_string();
+        assert!(
+            musl.starts_with("no embedded engine is published for this platform (linux on aarch64, without glibc)")
+        );
+        assert!(musl.contains("set CHBENCH_LIBCHDB"), "{musl}");
+    }
+
+    #[test]
+    fn a_package_the_registry_lacks_says_what_to_fetch_by_hand() {
+        // What npm 10 prints for a package its registry does not serve.
+        let stderr = "npm error code E404\nnpm error 404 Not Found - GET https://registry.npmjs.org/@chdb%2flib-linux-arm64-gnu\n\
+                      npm error 404\nnpm error A complete log of this run can be found in: /root/.npm/_logs/x.log\n";
+        let spec = "@chdb/lib-linux-arm64-gnu@26.7.3-stable.1";
+        let message = npm_pack_failure(spec, "exit status: 1", stderr);
+        assert!(
+            message.starts_with("the npm registry has no @chdb/lib-linux-arm64-gnu@26.7.3-stable.1 (404)"),
+            "{message}"
+        );
+        assert!(message.contains("set CHBENCH_LIBCHDB=/path/to/libchdb.so"), "{message}");
+        let other = npm_pack_failure(
+            spec,
+            "exit status: 1",
+            "npm error code ETIMEDOUT\nnpm error network timeout\nnpm error A complete log of this run can be found in: x\n",
+        );
+        assert!(other.contains("failed (exit status: 1): network timeout; check the network"), "{other}");
     }
 
     #[test]

@@ -169,11 +169,29 @@ mod with_client {
     }
 }
 
+/// The variables the outer `cargo run` set for this process about the xtask package
+/// (`CARGO_MANIFEST_DIR`, `CARGO_PKG_NAME`, ...). Build scripts track some of them (ring's
+/// `rerun-if-env-changed`), and the inner cargo would see them where a cargo run from a
+/// shell sees none: every `eks` command would rebuild ring, rustls, kube and chbench.
+/// Without them the inner cargo sees what a shell's does, and a second command builds
+/// nothing. `CARGO` stays: it names the cargo to run, and cargo sets it for its children.
+#[cfg(not(feature = "eks"))]
+fn variables_cargo_run_set() -> Vec<std::ffi::OsString> {
+    const SET_FOR_THE_PACKAGE: [&str; 5] =
+        ["CARGO_MANIFEST_DIR", "CARGO_MANIFEST_PATH", "CARGO_CRATE_NAME", "CARGO_BIN_NAME", "CARGO_PRIMARY_PACKAGE"];
+    std::env::vars_os()
+        .map(|(name, _)| name)
+        .filter(|name| {
+            name.to_str().is_some_and(|name| name.starts_with("CARGO_PKG_") || SET_FOR_THE_PACKAGE.contains(&name))
+        })
+        .collect()
+}
+
 /// Runs this command again from an xtask built with the `eks` feature: this process
 /// becomes `cargo run --features eks -- <its arguments>` (`exec`), so that Ctrl-C or
 /// SIGTERM reach cargo and the rebuilt xtask directly and their exit code (130 after
 /// Ctrl-C) is this command's; no parent is left to pass them on. Same folder, arguments
-/// and environment, so that relative paths (`--results-dir`, `--out`) and
+/// and environment (less what `cargo run` set about xtask), so that relative paths (`--results-dir`, `--out`) and
 /// `CHBENCH_TARGET` mean what they meant. Returns only when cargo cannot be started. Unix
 /// only, as the whole workspace is (chbench's signal handling and hard-linked copies).
 #[cfg(not(feature = "eks"))]
@@ -188,12 +206,16 @@ fn rerun_with_the_eks_feature() -> Result<std::convert::Infallible> {
     let manifest = chbench::files::workspace_root().join("Cargo.toml");
     // Nothing of this process runs after exec: what it printed must be out first.
     let _ = std::io::stdout().flush();
-    let error = std::process::Command::new(&cargo)
+    let mut command = std::process::Command::new(&cargo);
+    command
         .args(["run", "--quiet", "--package", "xtask", "--features", "eks", "--bin", "xtask", "--manifest-path"])
         .arg(&manifest)
         .arg("--")
-        .args(&arguments)
-        .exec();
+        .args(&arguments);
+    for name in variables_cargo_run_set() {
+        command.env_remove(name);
+    }
+    let error = command.exec();
     Err(error).with_context(|| {
         format!("cannot run {} to build xtask with the eks feature", std::path::Path::new(&cargo).display())
     })

@@ -176,12 +176,28 @@ pub struct ResultCounters {
     pub memory_usage: Option<u64>,
 }
 
+/// The statements a target ran, summed: the engine's own durations and this process's
+/// wall time around them, so that a run can tell its time in statements from the time
+/// it spends around them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StatementTime {
+    /// Statements that completed.
+    pub statements: u64,
+    /// The engine's durations of those that reported one.
+    pub engine_us: u64,
+    /// Wall time around each call, in this process.
+    pub client_us: u64,
+    /// Statements whose engine reported no duration (their client time is in `client_us`).
+    pub without_engine_time: u64,
+}
+
 /// A connected target, working in one database.
 pub struct Target {
     backend: Box<dyn Backend>,
     capabilities: Capabilities,
     info: TargetInfo,
     database: String,
+    statement_time: StatementTime,
     /// Scenario databases this process made on a shared server, dropped with the target.
     scenario_databases: Vec<String>,
 }
@@ -196,6 +212,7 @@ impl Target {
             capabilities,
             info: TargetInfo { kind, engine_version: String::new(), endpoint, deployment },
             database: "default".to_string(),
+            statement_time: StatementTime::default(),
             scenario_databases: Vec::new(),
         };
         let version = target.query_text("SELECT version()").context("cannot read the engine version")?;
@@ -281,7 +298,20 @@ impl Target {
         let started = Instant::now();
         let (body, counters) =
             self.backend.run(sql, settings, format).with_context(|| format!("statement failed: {}", one_line(sql)))?;
-        Ok(Output { body, client_elapsed: started.elapsed(), counters })
+        let client_elapsed = started.elapsed();
+        let time = &mut self.statement_time;
+        time.statements += 1;
+        time.client_us += u64::try_from(client_elapsed.as_micros()).unwrap_or(u64::MAX);
+        match counters.elapsed_us {
+            Some(us) => time.engine_us += us,
+            None => time.without_engine_time += 1,
+        }
+        Ok(Output { body, client_elapsed, counters })
+    }
+
+    /// Every statement this target ran so far, summed.
+    pub fn statement_time(&self) -> StatementTime {
+        self.statement_time
     }
 
     /// Runs a statement whose result is not needed (DDL, INSERT, SYSTEM).

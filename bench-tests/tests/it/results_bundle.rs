@@ -9,7 +9,8 @@ use std::collections::BTreeMap;
 use chbench::benchmarks::kinds::write_report;
 use chbench::benchmarks::logs::cost::{CostInputs, CostModel};
 use chbench::benchmarks::logs::{
-    BloomFilter, HarnessIngest, Ingest, IngestTiming, LogsBundle, LogsDataset, LogsQueryRuns, LogsResults, QueryVariant,
+    BloomFilter, CalibrationRun, HarnessIngest, Ingest, IngestCalibration, IngestPath, IngestTiming, LogsBundle,
+    LogsDataset, LogsQueryRuns, LogsResults, QueryVariant, RunTime,
 };
 use chbench::breakdown::{Bottleneck, TimeBreakdown};
 use chbench::machine::{LoadAverage, MachineInfo, SeenProcess};
@@ -147,6 +148,21 @@ fn extreme_bundle(value: f64, count: u64) -> LogsBundle {
                     active_parts: count,
                     stats: stats(count),
                 }),
+                calibration: Some(IngestCalibration {
+                    sample_rows: count,
+                    warm_up: IngestTiming { seconds: value, rows_per_second: Some(value) },
+                    runs: vec![
+                        CalibrationRun {
+                            path: IngestPath::RawEngine,
+                            timing: IngestTiming { seconds: value, rows_per_second: Some(value) },
+                        },
+                        CalibrationRun {
+                            path: IngestPath::Harness,
+                            timing: IngestTiming { seconds: value, rows_per_second: None },
+                        },
+                    ],
+                    harness_over_raw: vec![Some(value), None],
+                }),
             }),
             storage: vec![StorageSnapshot {
                 label: "as ingested".to_string(),
@@ -180,6 +196,13 @@ fn extreme_bundle(value: f64, count: u64) -> LogsBundle {
                 table_compressed_bytes: count,
             }),
             cost: Some(CostModel::new(inputs, count, count)),
+            run_time: Some(RunTime {
+                wall_seconds: value,
+                statements: count,
+                engine_seconds: value,
+                client_seconds: value,
+                statements_without_engine_time: count,
+            }),
         },
     }
 }
@@ -203,6 +226,7 @@ fn empty_bundle() -> LogsBundle {
             queries: Vec::new(),
             bloom_filter: None,
             cost: None,
+            run_time: None,
         },
         ..extreme_bundle(1.0, 1)
     }

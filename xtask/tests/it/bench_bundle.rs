@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use chbench::benchmarks::logs::{LogsBundle, LogsResults};
+use chbench::benchmarks::logs::{IngestPath, LogsBundle, LogsResults, calibration_rows};
 use chbench::results::{RunStatus, SAMPLES_FILE, load_bundle};
 use chbench::targets::embedded::storage_dir_of_process;
 
@@ -16,6 +16,46 @@ use crate::common::{error_lines, xtask};
 
 fn logs(bundle: &LogsBundle) -> &LogsResults {
     &bundle.benchmark
+}
+
+/// The raw engine and the harness take turns on a bounded sample before the full ingest
+/// runs once; the bundle holds the run's wall time and its statements' engine time.
+#[test]
+fn the_ingest_is_calibrated_in_turns_on_a_sample_and_the_run_time_is_recorded() {
+    let results = tempfile::tempdir().unwrap();
+    let output = xtask()
+        .args(["bench", "--target", "embedded", "--rows", "400K", "--runs", "1", "--run-id", "calibrated"])
+        .arg("--results-dir")
+        .arg(results.path())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let dir = results.path().join("calibrated");
+    let bundle = load_bundle::<LogsResults>(&dir).unwrap();
+    let ingest = logs(&bundle).ingest.as_ref().unwrap();
+    let calibration = ingest.calibration.as_ref().expect("the ingest was calibrated");
+    assert_eq!(calibration.sample_rows, calibration_rows(400_000));
+    assert_eq!(calibration.sample_rows, 100_000);
+    use IngestPath::{Harness as H, RawEngine as R};
+    let order: Vec<IngestPath> = calibration.runs.iter().map(|run| run.path).collect();
+    assert_eq!(order, [R, H, H, R, H, R, R, H]);
+    assert_eq!(calibration.harness_over_raw.len(), 4);
+    assert!(calibration.harness_over_raw.iter().all(Option::is_some), "{:?}", calibration.harness_over_raw);
+    let raw = ingest.raw_engine.as_ref().unwrap();
+    assert!(calibration.runs.iter().any(|run| run.path == R && run.timing.seconds == raw.seconds));
+    // The full ingest ran once, through the harness, into the table the rest measured.
+    let harness = ingest.harness.as_ref().unwrap();
+    assert_eq!(harness.rows, 400_000);
+    assert_eq!(harness.stats.log_comment, "calibrated/logs/ingest/1");
+
+    let time = logs(&bundle).run_time.as_ref().expect("the run time is recorded");
+    assert_eq!(time.statements_without_engine_time, 0);
+    assert!(time.statements > 100, "{time:?}");
+    // Each statement's engine time is inside the call's, and the calls follow each other.
+    assert!(0.0 < time.engine_seconds && time.engine_seconds <= time.client_seconds, "{time:?}");
+    assert!(time.client_seconds <= time.wall_seconds, "{time:?}");
+    let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(report.contains("harness over raw") && report.contains("Wall time over engine time: "), "{report}");
 }
 
 #[test]

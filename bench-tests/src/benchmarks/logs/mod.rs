@@ -1,9 +1,11 @@
 //! The `logs` benchmark: the measurement of the ClickHouse on EKS field benchmark
 //! (docs/sources.md) on any target, one method per phase:
 //!
-//! 1. [`LogsPhase::Ingest`]: the generator's `INSERT ... SELECT`, first straight on the engine
-//!    into a table that is then dropped (the raw figure), then through the harness. The
-//!    harness figure is the one reported. Each is recorded as soon as it ran.
+//! 1. [`LogsPhase::Ingest`]: the generator's `INSERT ... SELECT` on a bounded sample, after
+//!    a warm-up, straight on the engine and through the harness in turn (R H H R H R R H,
+//!    so that neither runs first or cold), into scratch tables dropped after: the raw
+//!    figure and the harness's ratio to it with its spread. Then the full ingest, once,
+//!    through the harness: the figure reported. Each is recorded as soon as it ran.
 //! 2. [`LogsPhase::Storage`]: bytes by column, as ingested: LZ4 (the default), then the ZSTD(3)
 //!    copy and the time its re-insert took. Background merges pause meanwhile, and the
 //!    copy is dropped once measured, to bound disk use (`fixtures/logs/pause_merges.sql`).
@@ -27,7 +29,8 @@ use self::cost::{CostInputs, CostModel};
 use self::dataset::step_ms;
 pub use self::flags::LogsFlags;
 pub use self::results::{
-    BloomFilter, HarnessIngest, Ingest, IngestTiming, LogsBundle, LogsDataset, LogsQueryRuns, LogsResults, QueryVariant,
+    BloomFilter, CalibrationRun, HarnessIngest, Ingest, IngestCalibration, IngestPath, IngestTiming, LogsBundle,
+    LogsDataset, LogsQueryRuns, LogsResults, QueryVariant, RunTime,
 };
 use super::{Benchmark, Run};
 use crate::breakdown::TimeBreakdown;
@@ -63,6 +66,21 @@ pub const SQL_FILES: [&str; 12] = [
 ];
 pub const QUERIES: [&str; 5] = ["q1", "q2", "q3", "q4", "q5"];
 const MATERIALIZE_TIMEOUT: Duration = Duration::from_secs(3600);
+/// The calibration's order: each pair's first and second swap in the second half, so
+/// that whatever favours a place in the order (a warmer engine, merges of the previous
+/// table still running) falls on both.
+const CALIBRATION_ORDER: [IngestPath; 8] = {
+    use IngestPath::{Harness as H, RawEngine as R};
+    [R, H, H, R, H, R, R, H]
+};
+
+/// Rows of each calibration statement: a hundredth of the run's, within 200 K and 1 M,
+/// and at most a quarter of the run's. Nine statements (a warm-up and eight counted) so
+/// cost at most 9 % of the ingest's rows at 100 M rows, whose ingest is about a quarter
+/// of the run: about 2 % of its wall time.
+pub fn calibration_rows(rows: u64) -> u64 {
+    (rows / 100).clamp(200_000, 1_000_000).min(rows / 4).max(1)
+}
 
 /// The benchmark's phases, in the order it runs them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -151,6 +169,7 @@ impl Benchmark for LogsBenchmark {
             queries: Vec::new(),
             bloom_filter: None,
             cost: None,
+            run_time: None,
         }
     }
 
@@ -171,7 +190,9 @@ impl Benchmark for LogsBenchmark {
             LogsPhase::Queries => self.queries(run),
             LogsPhase::BloomFilter => self.bloom_filter(run),
             LogsPhase::Cost => self.cost(run),
-        }
+        }?;
+        record_run_time(run);
+        run.writer.save()
     }
 
     fn report(bundle: &RunBundle<LogsResults>) -> Result<Section> {
@@ -207,21 +228,21 @@ impl LogsBenchmark {
         run.target.use_fresh_database(&database(run))?;
         let schema = Fixture::load("logs/schema.sql")?;
         let generator = Fixture::load("logs/generator.sql")?.render_one(&params)?;
-        run.progress.start(&format!("ingest {} rows: raw engine, then through the harness", self.rows), Some(2));
-        schema.apply(run.target, &params)?;
-        crate::interrupt::check()?;
-        // Timed by the engine, as the harness's figure is, so the two compare like for like.
-        let raw = run
-            .target
-            .run(&generator, &Settings::new(), "TabSeparated")
-            .with_context(|| format!("{}: raw engine ingest failed", generator.location()))?;
-        let seconds = raw.counters.elapsed_us.map_or(raw.client_elapsed.as_secs_f64(), |us| us as f64 / 1e6);
-        let raw_engine = IngestTiming { seconds, rows_per_second: ratio(self.rows as f64, seconds) };
-        run.progress.advance(&format!("raw engine: {} rows/s", per_second(raw_engine.rows_per_second)));
-        run.results().ingest = Some(Ingest { rows: self.rows, raw_engine: Some(raw_engine), harness: None });
+        let sample_rows = calibration_rows(self.rows);
+        run.progress.start(
+            &format!(
+                "ingest: raw engine against the harness on {sample_rows} rows, then {} rows through the harness",
+                self.rows
+            ),
+            Some(2 + CALIBRATION_ORDER.len() as u64),
+        );
+        let calibration = self.calibrate_ingest(run, &schema, sample_rows)?;
+        let raw_engine = median_timing(&calibration, IngestPath::RawEngine, sample_rows);
+        run.results().ingest =
+            Some(Ingest { rows: self.rows, raw_engine, harness: None, calibration: Some(calibration) });
         run.writer.save()?;
 
-        run.target.execute("DROP TABLE logs SYNC")?;
+        run.target.execute("DROP TABLE IF EXISTS logs SYNC")?;
         schema.apply(run.target, &params)?;
         let tag = StatementTag::new(&run.run_id(), "logs", "ingest", 1);
         let measured = measure(run.target, &generator, &tag, &Settings::new()).context("ingest failed")?;
@@ -229,7 +250,12 @@ impl LogsBenchmark {
         let table = parts_summary(run.target, "logs")?;
         let timing = IngestTiming { seconds, rows_per_second: ratio(table.rows as f64, seconds) };
         run.progress.advance(&format!("harness: {} rows/s", per_second(timing.rows_per_second)));
-        let ingest = run.results().ingest.get_or_insert(Ingest { rows: self.rows, raw_engine: None, harness: None });
+        let ingest = run.results().ingest.get_or_insert(Ingest {
+            rows: self.rows,
+            raw_engine: None,
+            harness: None,
+            calibration: None,
+        });
         ingest.harness = Some(HarnessIngest {
             timing,
             rows: table.rows,
@@ -241,6 +267,50 @@ impl LogsBenchmark {
         run.writer.save()?;
         run.progress.finish(&summary);
         Ok(())
+    }
+
+    /// The raw engine against the harness on `sample_rows` of the generator: a warm-up,
+    /// then [`CALIBRATION_ORDER`], each into a fresh `logs` table (the full ingest makes
+    /// it again). Each is timed by the engine, as the full ingest is, so the two compare
+    /// like for like.
+    fn calibrate_ingest(&self, run: &mut LogsRun<'_>, schema: &Fixture, sample_rows: u64) -> Result<IngestCalibration> {
+        let params = Params::new().with("rows", sample_rows);
+        let generator = Fixture::load("logs/generator.sql")?.render_one(&params)?;
+        let mut timings = Vec::new();
+        for (index, path) in std::iter::once(IngestPath::Harness).chain(CALIBRATION_ORDER).enumerate() {
+            crate::interrupt::check()?;
+            run.target.execute("DROP TABLE IF EXISTS logs SYNC")?;
+            schema.apply(run.target, &params)?;
+            let seconds = match path {
+                IngestPath::RawEngine => {
+                    let raw = run
+                        .target
+                        .run(&generator, &Settings::new(), "TabSeparated")
+                        .with_context(|| format!("{}: raw engine ingest failed", generator.location()))?;
+                    raw.counters.elapsed_us.map_or(f64::NAN, |us| us as f64 / 1e6)
+                }
+                IngestPath::Harness => {
+                    let tag = StatementTag::new(&run.run_id(), "logs", "ingest_calibration", index as u32);
+                    let measured = measure(run.target, &generator, &tag, &Settings::new())
+                        .context("ingest calibration through the harness failed")?;
+                    measured.stats.server_duration_us as f64 / 1e6
+                }
+            };
+            let timing = IngestTiming { seconds, rows_per_second: ratio(sample_rows as f64, seconds) };
+            let label = if index == 0 { "warm-up" } else { path.label() };
+            run.progress.advance(&format!("{label}: {} rows/s", per_second(timing.rows_per_second)));
+            timings.push(CalibrationRun { path, timing });
+        }
+        let warm_up = timings.remove(0).timing;
+        // Each neighbouring pair is one raw and one harness run, in either order.
+        let harness_over_raw = timings
+            .chunks(2)
+            .map(|pair| {
+                let rate = |path| pair.iter().find(|run| run.path == path)?.timing.rows_per_second;
+                ratio(rate(IngestPath::Harness)?, rate(IngestPath::RawEngine)?)
+            })
+            .collect();
+        Ok(IngestCalibration { sample_rows, warm_up, runs: timings, harness_over_raw })
     }
 
     fn storage(&self, run: &mut LogsRun<'_>) -> Result<()> {
@@ -305,9 +375,12 @@ impl LogsBenchmark {
         for (index, statement) in bloom.iter().enumerate() {
             let started = Instant::now();
             let tag = StatementTag::new(&run.run_id(), "logs", "bloom_filter", index as u32 + 1);
+            // MATERIALIZE INDEX starts a mutation and returns; `mutations_sync` makes the
+            // statement wait for it, so its work is in the statement's engine time rather
+            // than in polling around it. The wait after only checks nothing is left.
+            let settings = Settings::new().with("mutations_sync", "2");
             let measured =
-                measure(run.target, statement, &tag, &Settings::new()).context("the bloom filter statements failed")?;
-            // MATERIALIZE INDEX returns at once; the work is the mutation.
+                measure(run.target, statement, &tag, &settings).context("the bloom filter statements failed")?;
             wait_for_mutations(run.target, MATERIALIZE_TIMEOUT)?;
             steps.push(Step { seconds: started.elapsed().as_secs_f64(), stats: Some(measured.stats) });
             run.progress.advance(&format!("{} done", one_line(statement)));
@@ -380,6 +453,28 @@ impl LogsBenchmark {
         }
         Ok(())
     }
+}
+
+/// The calibration's median run of `path` (of an even count, the slower middle one).
+fn median_timing(calibration: &IngestCalibration, path: IngestPath, rows: u64) -> Option<IngestTiming> {
+    let mut seconds: Vec<f64> =
+        calibration.runs.iter().filter(|run| run.path == path).map(|run| run.timing.seconds).collect();
+    seconds.sort_by(f64::total_cmp);
+    let middle = *seconds.get(seconds.len() / 2)?;
+    Some(IngestTiming { seconds: middle, rows_per_second: ratio(rows as f64, middle) })
+}
+
+/// The run's wall time so far against its statements' engine time, into the results.
+fn record_run_time(run: &mut LogsRun<'_>) {
+    let wall = jiff::Timestamp::now().duration_since(run.writer.bundle.started_at);
+    let time = run.target.statement_time();
+    run.results().run_time = Some(RunTime {
+        wall_seconds: wall.as_secs_f64(),
+        statements: time.statements,
+        engine_seconds: time.engine_us as f64 / 1e6,
+        client_seconds: time.client_us as f64 / 1e6,
+        statements_without_engine_time: time.without_engine_time,
+    });
 }
 
 fn storage_snapshot(target: &mut Target, table: &str, codec: &str, when: &str) -> Result<StorageSnapshot> {
@@ -486,6 +581,22 @@ pub fn short_count(rows: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_calibration_is_bounded_by_the_run_it_calibrates() {
+        let counted_rows = |rows| (CALIBRATION_ORDER.len() as u64 + 1) * calibration_rows(rows);
+        // At the source's scale, 9 % of the ingest's rows.
+        assert_eq!(calibration_rows(100_000_000), 1_000_000);
+        assert!(counted_rows(100_000_000) * 100 <= 9 * 100_000_000);
+        assert_eq!(calibration_rows(10_000_000), 200_000);
+        assert_eq!(calibration_rows(200_000), 50_000);
+        assert_eq!(calibration_rows(1), 1);
+        // Every pair is one raw and one harness run, and each path leads as often.
+        let pairs: Vec<_> = CALIBRATION_ORDER.chunks(2).collect();
+        assert!(pairs.iter().all(|pair| pair[0] != pair[1]));
+        let raw_first = pairs.iter().filter(|pair| pair[0] == IngestPath::RawEngine).count();
+        assert_eq!(raw_first * 2, pairs.len());
+    }
 
     #[test]
     fn row_counts_read_short_in_run_ids() {

@@ -69,7 +69,31 @@ pub fn markdown(logs: &LogsResults, baseline: Option<&StorageBaseline>) -> Strin
     queries(&mut out, logs, baseline);
     bloom_filter(&mut out, logs);
     cost(&mut out, logs);
+    run_time(&mut out, logs);
     out
+}
+
+/// The run's wall time against the engine's time in the statements it ran, so that
+/// anyone can see what the run spent around its statements.
+fn run_time(out: &mut String, logs: &LogsResults) {
+    let Some(time) = &logs.run_time else { return };
+    let _ = writeln!(
+        out,
+        "## Run time
+"
+    );
+    let mut table = Table::new(["", "seconds"]);
+    table
+        .row(["wall time (bundle start to the end of the last phase)".to_string(), number(time.wall_seconds, 1)])
+        .row([format!("engine time of the {} statements it ran", time.statements), number(time.engine_seconds, 1)])
+        .row(["this process's time around those statements".to_string(), number(time.client_seconds, 1)]);
+    let _ = write!(out, "{table}");
+    let unknown = if time.statements_without_engine_time > 0 {
+        format!(" ({} statements reported no engine time)", time.statements_without_engine_time)
+    } else {
+        String::new()
+    };
+    let _ = writeln!(out, "\nWall time over engine time: {}{unknown}.\n", times(time.wall_over_engine()));
 }
 
 /// The charts the section shows: file name and SVG.
@@ -109,16 +133,36 @@ fn ingest(out: &mut String, logs: &LogsResults) {
             source::ACTIVE_PARTS.to_string(),
         ]);
     let _ = write!(out, "{table}");
-    let _ = writeln!(
-        out,
-        "\nHarness overhead on ingest: the same statement straight on the engine ran at {} rows/s; \
-         through the harness {} rows/s ({}). The statement straight on the engine runs first, and the \
-         first heavy statement of a process runs slower (docs/embedded-engine.md), so at small scales \
-         this ratio flatters the harness.\n",
-        per_second(raw.and_then(|raw| raw.rows_per_second)),
-        per_second(harness.and_then(|harness| harness.timing.rows_per_second)),
-        times(ingest.harness_over_raw())
-    );
+    match &ingest.calibration {
+        Some(calibration) => {
+            let spread = calibration.ratio_spread();
+            let _ = writeln!(
+                out,
+                "\nHarness overhead on ingest, calibrated on {} rows after a warm-up, the raw engine and the \
+                 harness in turn (R H H R H R R H): the raw engine ran at {} rows/s (median); harness over raw \
+                 {} (median of {} pairs, from {} to {}).\n",
+                calibration.sample_rows,
+                per_second(raw.and_then(|raw| raw.rows_per_second)),
+                times(spread.map(|(median, _, _)| median)),
+                calibration.harness_over_raw.len(),
+                times(spread.map(|(_, low, _)| low)),
+                times(spread.map(|(_, _, high)| high)),
+            );
+        }
+        // A bundle from before the calibration: both ran the full statement, raw first.
+        None => {
+            let _ = writeln!(
+                out,
+                "\nHarness overhead on ingest: the same statement straight on the engine ran at {} rows/s; \
+                 through the harness {} rows/s ({}). The statement straight on the engine runs first, and the \
+                 first heavy statement of a process runs slower (docs/embedded-engine.md), so at small scales \
+                 this ratio flatters the harness.\n",
+                per_second(raw.and_then(|raw| raw.rows_per_second)),
+                per_second(harness.and_then(|harness| harness.timing.rows_per_second)),
+                times(ingest.harness_over_raw())
+            );
+        }
+    }
     if harness.is_none() {
         let _ = writeln!(out, "The run stopped before the ingest through the harness finished.\n");
     }

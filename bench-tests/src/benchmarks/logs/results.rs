@@ -24,6 +24,41 @@ pub struct LogsResults {
     pub queries: Vec<QueryRuns<QueryVariant>>,
     pub bloom_filter: Option<BloomFilter>,
     pub cost: Option<CostModel>,
+    /// The run's wall time against the engine's time in its statements, as of the last
+    /// phase that ended; absent in bundles written before it was recorded.
+    #[serde(default)]
+    pub run_time: Option<RunTime>,
+}
+
+/// Where a run's time went: in statements (the engine's own durations, summed) or around
+/// them (the harness, polling, process work).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunTime {
+    /// From the bundle's `started_at` to the end of the last phase that ended.
+    #[serde(deserialize_with = "nan_if_null")]
+    pub wall_seconds: f64,
+    /// Statements the target ran, the harness's own reads included.
+    pub statements: u64,
+    /// The engine's durations of those statements, summed.
+    #[serde(deserialize_with = "nan_if_null")]
+    pub engine_seconds: f64,
+    /// This process's wall time around each statement, summed.
+    #[serde(deserialize_with = "nan_if_null")]
+    pub client_seconds: f64,
+    /// Statements whose engine reported no duration: while any is, `wall_over_engine`
+    /// is unknown.
+    pub statements_without_engine_time: u64,
+}
+
+impl RunTime {
+    /// The run's wall time over its engine time: 1.0 would be a run that did nothing
+    /// but statements. Unknown when some statement's engine time is.
+    pub fn wall_over_engine(&self) -> Option<f64> {
+        if self.statements_without_engine_time > 0 {
+            return None;
+        }
+        ratio(self.wall_seconds, self.engine_seconds)
+    }
 }
 
 /// A bundle of the logs benchmark.
@@ -77,16 +112,78 @@ pub struct LogsDataset {
     pub warm_runs: u32,
 }
 
-/// The generator's `INSERT ... SELECT`, run twice: straight on the engine into a table
-/// dropped afterwards, then through the harness. Each is recorded as soon as it ran.
+/// The generator's `INSERT ... SELECT`: first a calibration on a bounded sample, raw
+/// engine and harness alternated after a warm-up, then the full ingest once through the
+/// harness. Each is recorded as soon as it ran.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Ingest {
     /// Rows the generator was asked for.
     pub rows: u64,
-    /// Straight on the engine, without the harness's tagging and statistics reads.
+    /// Straight on the engine, without the harness's tagging and statistics reads: the
+    /// median of the calibration's raw runs, on its sample (`calibration.sample_rows`).
     pub raw_engine: Option<IngestTiming>,
     /// Through the harness (`measure`): the figure the report compares with the source.
     pub harness: Option<HarnessIngest>,
+    /// The raw engine against the harness on the sample; absent in bundles written
+    /// before it existed (their `raw_engine` ran the full statement first, cold).
+    #[serde(default)]
+    pub calibration: Option<IngestCalibration>,
+}
+
+/// The raw engine and the harness on the same bounded sample of the generator, after a
+/// warm-up, in an order that gives neither the first or the last word (R H H R, then
+/// H R R H), each into a scratch table dropped after.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IngestCalibration {
+    /// Rows of each calibration statement.
+    pub sample_rows: u64,
+    /// The warm-up (through the harness, not counted).
+    pub warm_up: IngestTiming,
+    /// Every counted run, in the order run.
+    pub runs: Vec<CalibrationRun>,
+    /// Harness rows/s over raw rows/s, one per pair of neighbouring runs (R H, H R, ...);
+    /// unknown (`null`) where a rate of the pair is.
+    pub harness_over_raw: Vec<Option<f64>>,
+}
+
+/// One counted calibration run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CalibrationRun {
+    /// `raw_engine` or `harness`.
+    pub path: IngestPath,
+    pub timing: IngestTiming,
+}
+
+/// How an ingest statement ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IngestPath {
+    RawEngine,
+    Harness,
+}
+
+impl IngestPath {
+    pub fn label(self) -> &'static str {
+        match self {
+            IngestPath::RawEngine => "raw engine",
+            IngestPath::Harness => "harness",
+        }
+    }
+}
+
+impl IngestCalibration {
+    /// The median of the pairs' ratios, with the smallest and largest: unknown when no
+    /// pair gave one.
+    pub fn ratio_spread(&self) -> Option<(f64, f64, f64)> {
+        let mut ratios: Vec<f64> =
+            self.harness_over_raw.iter().flatten().copied().filter(|value| value.is_finite()).collect();
+        ratios.sort_by(f64::total_cmp);
+        let (first, last) = (*ratios.first()?, *ratios.last()?);
+        let middle = ratios.len() / 2;
+        let median =
+            if ratios.len().is_multiple_of(2) { (ratios[middle - 1] + ratios[middle]) / 2.0 } else { ratios[middle] };
+        Some((median, first, last))
+    }
 }
 
 /// The engine's own duration of an ingest statement, and the rate it gives.
@@ -110,8 +207,12 @@ pub struct HarnessIngest {
 }
 
 impl Ingest {
-    /// Harness rows/s over raw-engine rows/s, when both are known.
+    /// Harness rows/s over raw-engine rows/s: the calibration's median where there is
+    /// one, else (older bundles) the two full statements', when both are known.
     pub fn harness_over_raw(&self) -> Option<f64> {
+        if let Some(calibration) = &self.calibration {
+            return calibration.ratio_spread().map(|(median, _, _)| median);
+        }
         let harness = self.harness.as_ref()?.timing.rows_per_second?;
         ratio(harness, self.raw_engine.as_ref()?.rows_per_second?)
     }
