@@ -203,6 +203,7 @@ impl PackDefaults<'_> {
             claims: Vec::new(),
             broken: Vec::new(),
             answer_varies: false,
+            answer_may_be_empty: false,
         };
         let Some(section) = section else { return Ok(query) };
         if let Some(listed) = &section.designs {
@@ -214,6 +215,7 @@ impl PackDefaults<'_> {
         let line = |span: Range<usize>| self.source.line(span);
         query.claims = claims::flatten(section, &line).map_err(|error| anyhow!("{}:{error}", self.source.file))?;
         query.answer_varies = section.answer_varies.as_ref().is_some_and(|varies| *varies.get_ref());
+        query.answer_may_be_empty = section.answer_may_be_empty.as_ref().is_some_and(|may| *may.get_ref());
         self.check_claims_fit(&query)?;
         query.broken = self.broken_designs(section, &query)?;
         Ok(query)
@@ -295,6 +297,11 @@ fn check_sql_files(pack: &Pack) -> Result<()> {
                 "{}: a pack's query is one SELECT (or WITH ... SELECT); put set-up in the design or the generator",
                 statement.location()
             );
+        }
+        // Nor reach past the tables: a query that writes on the host, reads its files or
+        // connects out would do so on every case (the engine's readonly mode stops none of it).
+        if let Some(outside) = crate::sql::reaches_outside(&statement.sql) {
+            bail!("{}:{}: {}", statement.file, statement.line + outside.lines_into_code, outside.problem);
         }
     }
     Ok(())

@@ -97,6 +97,10 @@ pub struct Query {
     pub broken: Vec<(String, String)>,
     /// `answer_varies = true`: the answer is not compared between builds, nor snapshotted.
     pub answer_varies: bool,
+    /// `answer_may_be_empty = true`: a case whose answer has no rows may pass; otherwise
+    /// it fails, since claims on what a query reads hold trivially for a filter that
+    /// matches nothing.
+    pub answer_may_be_empty: bool,
 }
 
 /// One test: a query on a design at a scale.
@@ -128,6 +132,9 @@ pub struct Observation {
     /// The answer's lines, sorted: a query without ORDER BY may return them in any order.
     /// In a case of a query whose answer varies, [`VARYING_ANSWER`].
     pub answer: String,
+    /// Rows in the answer (its lines: one a row in TabSeparated), counted before any
+    /// placeholder replaces it. A `count()` of nothing is one row, `0`.
+    pub answer_rows: usize,
     pub read_rows: u64,
     /// Granules (marks) the read selected (the `SelectedMarks` event); `None` where the
     /// statistics record has no ProfileEvents.
@@ -170,4 +177,8 @@ pub struct ClaimCheck {
 pub struct CaseOutcome {
     pub observation: Observation,
     pub checks: Vec<ClaimCheck>,
+    /// The query's file, which a failure about its answer names.
+    pub query_file: PathBuf,
+    /// The query says `answer_may_be_empty = true`.
+    pub answer_may_be_empty: bool,
 }

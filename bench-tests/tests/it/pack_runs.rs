@@ -12,6 +12,15 @@ const SCHEMA: &str = "CREATE TABLE t (k UInt64, v UInt64) ENGINE = MergeTree ORD
 
 /// A pack in a temporary folder; `name` keeps its datasets apart from other tests'.
 fn pack_in_temp(name: &str, generator: &str, claims: &str) -> (tempfile::TempDir, Pack) {
+    let root = pack_files(name, generator, claims, POINT);
+    let pack = Pack::load(&root.path().join(name)).unwrap();
+    (root, pack)
+}
+
+const POINT: &str = "SELECT count(), sum(v) FROM t WHERE k = 42\n";
+
+/// The files of a pack in a temporary folder, `query` as `queries/point.sql`.
+fn pack_files(name: &str, generator: &str, claims: &str, query: &str) -> tempfile::TempDir {
     let root = tempfile::tempdir().unwrap();
     let folder = root.path().join(name);
     for (path, text) in [
@@ -22,15 +31,14 @@ fn pack_in_temp(name: &str, generator: &str, claims: &str) -> (tempfile::TempDir
             "CREATE TABLE t (k UInt64, v UInt64) ENGINE = MergeTree ORDER BY v SETTINGS index_granularity = 256;\n",
         ),
         ("generator.sql", generator),
-        ("queries/point.sql", "SELECT count(), sum(v) FROM t WHERE k = 42\n"),
+        ("queries/point.sql", query),
         ("claims.toml", claims),
     ] {
         let path = folder.join(path);
         fs::create_dir_all(path.parent().unwrap()).unwrap();
         fs::write(path, text).unwrap();
     }
-    let pack = Pack::load(&folder).unwrap();
-    (root, pack)
+    root
 }
 
 const GENERATOR: &str = "INSERT INTO t SELECT number, cityHash64(number) % 1000 FROM numbers({rows});\n";
@@ -101,4 +109,67 @@ fn a_broken_design_that_no_claim_catches_fails_its_test() {
         "claims.toml:3: broken design unsorted at 5000 rows was expected to violate same_answer_on_every_design, \
          but the claim held (5000 rows and 20 granules read): this claim does not catch the design at this scale"
     );
+}
+
+#[test]
+fn an_empty_answer_fails_its_case_unless_the_query_says_it_may_be_empty() {
+    // The generator's keys stop at 4999: the filter finds nothing, and reads 1 granule.
+    let claims = "scales = [5000]\n[queries.point]\ngranules_read_at_most = 1\n";
+    let root = pack_files("run_empty", GENERATOR, claims, "SELECT k, v FROM t WHERE k = 99999\n");
+    let folder = root.path().join("run_empty");
+    let case = Case { query: "point".into(), design: "sorted".into(), rows: 5000, must_violate: None };
+    let outcome = Pack::load(&folder).unwrap().run_case(TargetKind::Embedded, &case).unwrap();
+    assert_eq!(outcome.observation.answer_rows, 0);
+    let failures = outcome.verdict(&case, "claims.toml").unwrap_err();
+    let query_file = folder.join("queries/point.sql");
+    assert_eq!(
+        failures,
+        format!(
+            "{}: the query returned no rows on design sorted at 5000 rows, so claims about what it reads hold for \
+             nothing: check its filter against the generator's data, or write answer_may_be_empty = true in \
+             [queries.point] of claims.toml if no rows is the answer meant",
+            query_file.display()
+        )
+    );
+
+    fs::write(folder.join("claims.toml"), format!("{claims}answer_may_be_empty = true\n")).unwrap();
+    let outcome = Pack::load(&folder).unwrap().run_case(TargetKind::Embedded, &case).unwrap();
+    let report = outcome.verdict(&case, "claims.toml").unwrap();
+    assert!(
+        report.last().unwrap().ends_with("no rows on design sorted at 5000 rows, as answer_may_be_empty = true allows")
+    );
+
+    // A count of nothing is one row, 0: an answer.
+    fs::write(&query_file, "SELECT count() FROM t WHERE k = 99999\n").unwrap();
+    fs::write(folder.join("claims.toml"), claims).unwrap();
+    let outcome = Pack::load(&folder).unwrap().run_case(TargetKind::Embedded, &case).unwrap();
+    assert_eq!((outcome.observation.answer_rows, outcome.observation.answer.as_str()), (1, "0"));
+    outcome.verdict(&case, "claims.toml").unwrap();
+}
+
+#[test]
+fn a_query_that_reaches_past_its_tables_is_refused_on_load_at_its_line() {
+    let refusal = |query: &str| {
+        let root = pack_files("run_outside", GENERATOR, "scales = [5000]\n", query);
+        let folder = root.path().join("run_outside");
+        let error = format!("{:#}", Pack::load(&folder).unwrap_err());
+        error.replace(&format!("{}/", folder.display()), "")
+    };
+    let message = refusal("-- every key\nSELECT k\nFROM t\nINTO OUTFILE 'keys.tsv'\n");
+    assert_eq!(
+        message,
+        "queries/point.sql:4: INTO OUTFILE writes the answer to a file on the host, and a pack's query only reads; \
+         remove the clause (the case records the answer)"
+    );
+    let message = refusal(
+        "SELECT count()\nFROM t\nWHERE v IN (SELECT toUInt64(line) FROM file('/etc/hostname', 'LineAsString'))\n",
+    );
+    assert!(message.starts_with("queries/point.sql:3: file(...) reads outside the pack's tables"), "{message}");
+    let message = refusal("SELECT count() FROM t SETTINGS use_query_cache = 1\n");
+    assert!(
+        message.starts_with("queries/point.sql:1: setting use_query_cache keeps state past the query"),
+        "{message}"
+    );
+    let message = refusal("SELECT * FROM remote('127.0.0.1', system.one)\n");
+    assert!(message.starts_with("queries/point.sql:1: remote(...) reads outside"), "{message}");
 }

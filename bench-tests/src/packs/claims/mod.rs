@@ -57,7 +57,7 @@ macro_rules! claim_keys {
     ($($key:ty),* $(,)?) => {
         /// Every key of a query section: where the query runs, then its claim keys.
         const SECTION_KEYS: &[&str] =
-            &["designs", "scales", "answer_varies", "broken", "on", $(<$key as ClaimKey>::KEY),*];
+            &["designs", "scales", "answer_varies", "answer_may_be_empty", "broken", "on", $(<$key as ClaimKey>::KEY),*];
 
         /// Reads the value of the claim key `key` (`None`: `key` is no claim key).
         fn read_claim_key<'de, A: MapAccess<'de>>(
@@ -168,6 +168,9 @@ pub struct QuerySection {
     /// reservoir depends on how threads split the rows): snapshots record no answer and
     /// the determinism check does not compare it. Not a claim.
     pub answer_varies: Option<Spanned<bool>>,
+    /// The query may return no rows and its case still pass (a filter that finds nothing
+    /// on purpose); without it an empty answer fails the case. Not a claim.
+    pub answer_may_be_empty: Option<Spanned<bool>>,
     /// A broken design (a file in `broken/`) and the claim it must violate.
     pub broken: BTreeMap<Spanned<String>, Spanned<String>>,
     /// Claims that hold on one design only.
@@ -198,6 +201,7 @@ impl<'de> Visitor<'de> for SectionVisitor {
                 "designs" => section.designs = map.next_value()?,
                 "scales" => section.scales = map.next_value()?,
                 "answer_varies" => section.answer_varies = map.next_value()?,
+                "answer_may_be_empty" => section.answer_may_be_empty = map.next_value()?,
                 "broken" => section.broken = map.next_value()?,
                 "on" => section.on = map.next_value()?,
                 key => {
@@ -334,12 +338,13 @@ pub fn flatten(section: &QuerySection, line: &dyn Fn(Range<usize>) -> usize) -> 
         if on_section.designs.is_some()
             || on_section.scales.is_some()
             || on_section.answer_varies.is_some()
+            || on_section.answer_may_be_empty.is_some()
             || !on_section.broken.is_empty()
             || !on_section.on.is_empty()
         {
             bail!(
-                "{}: on.{} may hold claims only (designs, scales, answer_varies, broken and on belong to the \
-                 query)",
+                "{}: on.{} may hold claims only (designs, scales, answer_varies, answer_may_be_empty, broken and on \
+                 belong to the query)",
                 line(on.span()),
                 design.get_ref()
             );
