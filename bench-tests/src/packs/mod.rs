@@ -40,7 +40,7 @@ mod judge;
 mod load;
 mod observe;
 
-pub use load::{discover, known_packs, pack_names};
+pub use load::{check_name, discover, discover_in, known_packs, pack_names};
 
 use std::path::PathBuf;
 
@@ -54,6 +54,10 @@ use claims::Claim;
 /// The most rows the determinism check builds: random values show at any scale, and it
 /// builds every design twice.
 pub const DETERMINISM_ROWS: u64 = 100_000;
+
+/// Where the packs harness (`tests/packs.rs`) finds its packs instead of `fixtures/`,
+/// keeping their snapshots in its `snapshots/`: a pack tried out of the tree.
+pub const PACKS_DIR_ENV: &str = "CHBENCH_PACKS_DIR";
 
 /// The file that makes a folder a pack.
 pub const CLAIMS_FILE: &str = "claims.toml";

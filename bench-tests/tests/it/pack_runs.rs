@@ -22,7 +22,13 @@ const POINT: &str = "SELECT count(), sum(v) FROM t WHERE k = 42\n";
 /// The files of a pack in a temporary folder, `query` as `queries/point.sql`.
 fn pack_files(name: &str, generator: &str, claims: &str, query: &str) -> tempfile::TempDir {
     let root = tempfile::tempdir().unwrap();
-    let folder = root.path().join(name);
+    write_pack(root.path(), name, generator, claims, query);
+    root
+}
+
+/// The files of pack `name` under `root`.
+fn write_pack(root: &std::path::Path, name: &str, generator: &str, claims: &str, query: &str) {
+    let folder = root.join(name);
     for (path, text) in [
         ("designs/sorted.sql", SCHEMA),
         ("designs/also_sorted.sql", SCHEMA),
@@ -38,7 +44,6 @@ fn pack_files(name: &str, generator: &str, claims: &str, query: &str) -> tempfil
         fs::create_dir_all(path.parent().unwrap()).unwrap();
         fs::write(path, text).unwrap();
     }
-    root
 }
 
 const GENERATOR: &str = "INSERT INTO t SELECT number, cityHash64(number) % 1000 FROM numbers({rows});\n";
@@ -172,4 +177,68 @@ fn a_query_that_reaches_past_its_tables_is_refused_on_load_at_its_line() {
     );
     let message = refusal("SELECT * FROM remote('127.0.0.1', system.one)\n");
     assert!(message.starts_with("queries/point.sql:1: remote(...) reads outside"), "{message}");
+}
+
+#[test]
+fn a_new_snapshot_and_a_failed_claim_are_one_line_each_and_counted_apart() {
+    // Two packs through the real harness (tests/packs.rs): one whose claims hold and whose
+    // snapshot is new, one whose claim fails.
+    let packs = tempfile::tempdir().unwrap();
+    let holds = "scales = [5000]\n[queries.point]\ngranules_read_at_most = 1\n";
+    write_pack(packs.path(), "harness_holds", GENERATOR, holds, POINT);
+    let fails = "scales = [5000]\n[queries.point]\nread_rows_at_most = 1\n";
+    write_pack(packs.path(), "harness_fails", GENERATOR, fails, POINT);
+    let output = std::process::Command::new(packs_harness())
+        .arg("::point::sorted::")
+        .env("CHBENCH_PACKS_DIR", packs.path())
+        .env("INSTA_UPDATE", "no")
+        .env_remove("INSTA_OUTPUT")
+        .current_dir(chbench::files::workspace_root())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(!output.status.success(), "{text}");
+    let told: Vec<&str> = text
+        .lines()
+        .filter(|line| {
+            ["new snapshot: ", "changed snapshot: ", "claim failed: "].iter().any(|start| line.starts_with(start))
+        })
+        .collect();
+    let claims_file = packs.path().join("harness_fails/claims.toml");
+    assert_eq!(
+        told,
+        [
+            format!(
+                "claim failed: {}:3: invariant read_rows_at_most violated: measured 256 rows read, expected at most 1",
+                claims_file.display()
+            ),
+            "new snapshot: harness_holds_point_sorted_5000: none written (INSTA_UPDATE=no, or CI): run the case \
+             locally, then cargo insta review"
+                .to_string(),
+        ],
+        "{text}"
+    );
+    let everything = format!("{text}{}", String::from_utf8_lossy(&output.stderr));
+    assert!(!everything.contains("panicked") && !everything.contains("stack backtrace"), "{everything}");
+    assert!(
+        text.contains("failed cases: 1 new snapshot to review (cargo insta review), 1 case whose claims failed"),
+        "{text}"
+    );
+}
+
+/// The newest build of the `packs` test binary, beside this one in `deps/` (nextest builds
+/// both; a nested cargo would rebuild chbench with other features, for minutes).
+fn packs_harness() -> std::path::PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let deps = exe.parent().unwrap();
+    let newest = fs::read_dir(deps)
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .filter(|path| {
+            let name = path.file_name().unwrap_or_default().to_string_lossy();
+            name.strip_prefix("packs-").is_some_and(|hash| hash.chars().all(|c| c.is_ascii_hexdigit()))
+        })
+        .max_by_key(|path| path.metadata().and_then(|metadata| metadata.modified()).ok());
+    newest.unwrap_or_else(|| panic!("no packs harness in {}: build it (cargo nextest run builds it)", deps.display()))
 }
