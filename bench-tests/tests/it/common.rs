@@ -30,7 +30,7 @@ fn snapshot_dir(engine_version: &str) -> PathBuf {
     );
     // Packs run from another folder keep their snapshots there, out of the tree's.
     let snapshots = std::env::var_os(chbench::packs::PACKS_DIR_ENV)
-        .map_or_else(|| chbench::files::workspace_root(), PathBuf::from)
+        .map_or_else(chbench::files::workspace_root, PathBuf::from)
         .join("snapshots");
     snapshots.join(format!("clickhouse-{engine_version}"))
 }
