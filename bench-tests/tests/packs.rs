@@ -13,7 +13,7 @@
 //! `new snapshot: ...` (the case holds, and its first snapshot waits for `cargo insta
 //! review`), `changed snapshot: ...` (with the lines that changed). No panic and no
 //! backtrace: insta's own output is turned off (`INSTA_OUTPUT=none` unless set) and this
-//! harness says it. Run as one process (`cargo test --test packs`), the summary ends with
+//! harness says it. Run as one process (`cargo test -p chbench --test packs`), the summary ends with
 //! a line counting each kind apart.
 //!
 //! `CHBENCH_PACKS_DIR=DIR` runs the packs under DIR instead of `fixtures/`, with their
