@@ -34,6 +34,9 @@ pub enum Command {
         after_long_help = MEASURE_FORMS
     )]
     Measure(Measure),
+    /// Write a minimal scenario pack to fixtures/NAME (one design, a generator, one query,
+    /// claims with comments) that passes as written once its first snapshots are accepted.
+    NewPack(NewPack),
     /// A ClickHouse deployment on Kubernetes (EKS, or kind): up, status, baseline, collect, down.
     Eks(Eks),
     /// Remove the `container` target's containers whose run or process has ended (what
@@ -309,6 +312,17 @@ pub struct RunFlags {
     /// target, kind and scale, with `-2`, `-3`... if another run took it in the same second).
     #[arg(long)]
     pub run_id: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct NewPack {
+    /// The pack's name: lowercase letters, digits and _, starting with a letter (its
+    /// folder, and the first part of its tests' names).
+    pub name: String,
+    /// The folder the pack goes in [default: the workspace's fixtures/, where the tests
+    /// find it]; elsewhere, its tests run with CHBENCH_PACKS_DIR=DIR.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

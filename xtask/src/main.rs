@@ -6,6 +6,7 @@ mod clean_containers;
 mod eks;
 mod flags;
 mod measure;
+mod new_pack;
 mod progress;
 mod report;
 mod setup;
@@ -22,6 +23,7 @@ fn main() -> ExitCode {
         flags::Command::Bench(bench) => bench.run(),
         flags::Command::Measure(measure) => measure.run(),
         flags::Command::Report(report) => report.run(),
+        flags::Command::NewPack(new_pack) => new_pack.run(),
         flags::Command::Eks(eks) => eks.run(),
         flags::Command::CleanContainers(clean) => clean.run(),
     });

@@ -1,7 +1,8 @@
 //! Judging a case: the claims that apply to it, the observations they need (the case's own,
 //! then those of the designs and scales they compare with, each observed once, one dataset
 //! open at a time), each claim's outcome by its rule, and the verdict (on a broken design:
-//! that the named claim was violated).
+//! that the named claim was violated; on any case, an answer with rows unless the query
+//! says `answer_may_be_empty = true`).
 
 use std::collections::BTreeMap;
 
@@ -9,6 +10,7 @@ use anyhow::{Context, Result};
 
 use super::claims::{Claim, Observations};
 use super::{AlsoMeasure, Case, CaseOutcome, ClaimCheck, Observation, Pack, Query, VARYING_ANSWER};
+use crate::files::shown;
 use crate::target_info::TargetKind;
 
 impl Pack {
@@ -25,7 +27,12 @@ impl Pack {
             .into_iter()
             .map(|claim| ClaimCheck { claim: claim.clone(), check: claim.rule.check(&claim.name, &observations) })
             .collect();
-        Ok(CaseOutcome { observation, checks })
+        Ok(CaseOutcome {
+            observation,
+            checks,
+            query_file: query.file.clone(),
+            answer_may_be_empty: query.answer_may_be_empty,
+        })
     }
 
     /// The case's own observation, measured a second time without a skip index when a
@@ -134,7 +141,18 @@ impl CaseOutcome {
             }
         }
         failures.extend(self.broken_design_uncaught(case, claims_file));
-        report.extend(self.empty_answer_note());
+        match self.empty_answer(case) {
+            Some(problem) if self.answer_may_be_empty => {
+                report.push(format!("{problem}, as answer_may_be_empty = true allows"))
+            }
+            Some(problem) => failures.push(format!(
+                "{problem}, so claims about what it reads hold for nothing: check its filter against the \
+                 generator's data, or write answer_may_be_empty = true in [queries.{}] of {claims_file} if no rows \
+                 is the answer meant",
+                case.query
+            )),
+            None => {}
+        }
         if failures.is_empty() { Ok(report) } else { Err(failures.join("\n")) }
     }
 
@@ -155,12 +173,16 @@ impl CaseOutcome {
         ))
     }
 
-    /// A query that returned nothing satisfies claims about what it reads too easily.
-    fn empty_answer_note(&self) -> Option<String> {
-        self.observation.answer.is_empty().then(|| {
-            "note: the query returned no rows here, so claims about what it reads hold easily; check its filter \
-             against the generator's data"
-                .to_string()
+    /// `<query file>: the query returned no rows on design D at N rows` when its answer has
+    /// no rows (a single row of zeros, `count()` of nothing, is an answer).
+    fn empty_answer(&self, case: &Case) -> Option<String> {
+        (self.observation.answer_rows == 0).then(|| {
+            format!(
+                "{}: the query returned no rows on design {} at {} rows",
+                shown(&self.query_file),
+                case.design,
+                case.rows
+            )
         })
     }
 }

@@ -18,17 +18,24 @@ use crate::fixtures::{Fixture, Params, Statement};
 /// Every pack under `fixtures/`, loaded: each folder with a `claims.toml`, by name. A pack
 /// that fails its checks is returned as its error, so the others still run.
 pub fn discover() -> Result<Vec<(String, Result<Pack>)>> {
-    let root = fixtures_root();
-    Ok(pack_names()?.into_iter().map(|name| (name.clone(), Pack::load(&root.join(&name)))).collect())
+    discover_in(&fixtures_root())
+}
+
+/// Every pack under `root`, as [`discover`] finds those under `fixtures/`.
+pub fn discover_in(root: &Path) -> Result<Vec<(String, Result<Pack>)>> {
+    Ok(pack_names_in(root)?.into_iter().map(|name| (name.clone(), Pack::load(&root.join(&name)))).collect())
 }
 
 /// The names of the packs under `fixtures/` (folders with a `claims.toml`), sorted;
 /// nothing is loaded.
 pub fn pack_names() -> Result<Vec<String>> {
-    let root = fixtures_root();
+    pack_names_in(&fixtures_root())
+}
+
+fn pack_names_in(root: &Path) -> Result<Vec<String>> {
     let mut names = Vec::new();
-    for entry in fs::read_dir(&root).with_context(|| format!("cannot list {}", shown(&root)))? {
-        let folder = entry.with_context(|| format!("cannot list {}", shown(&root)))?.path();
+    for entry in fs::read_dir(root).with_context(|| format!("cannot list {}", shown(root)))? {
+        let folder = entry.with_context(|| format!("cannot list {}", shown(root)))?.path();
         if folder.join(CLAIMS_FILE).is_file() {
             names.push(folder.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default());
         }
@@ -216,6 +223,7 @@ impl PackDefaults<'_> {
             claims: Vec::new(),
             broken: Vec::new(),
             answer_varies: false,
+            answer_may_be_empty: false,
             expected_error: None,
         };
         let Some(section) = section else {
@@ -232,6 +240,7 @@ impl PackDefaults<'_> {
         let line = |span: Range<usize>| self.source.line(span);
         query.claims = claims::flatten(section, &line).map_err(|error| anyhow!("{}:{error}", self.source.file))?;
         query.answer_varies = section.answer_varies.as_ref().is_some_and(|varies| *varies.get_ref());
+        query.answer_may_be_empty = section.answer_may_be_empty.as_ref().is_some_and(|may| *may.get_ref());
         if let Some(error) = &section.error {
             query.expected_error = Some(self.expected_error(error, &query, section)?);
             // Nothing is measured of a statement that fails: no claim, not even the table's.
@@ -439,6 +448,11 @@ fn check_sql_files(pack: &Pack) -> Result<()> {
                 statement.location()
             );
         }
+        // Nor reach past the tables: a query that writes on the host, reads its files or
+        // connects out would do so on every case (the engine's readonly mode stops none of it).
+        if let Some(outside) = crate::sql::reaches_outside(&statement.sql) {
+            bail!("{}:{}: {}", statement.file, statement.line + outside.lines_into_code, outside.problem);
+        }
     }
     Ok(())
 }
@@ -485,8 +499,8 @@ fn generator_files(
     Ok(files)
 }
 
-/// A name used in test names, dataset names and snapshot files.
-fn check_name(name: &str, what: &str) -> Result<()> {
+/// A name used in test names, dataset names and snapshot files; `what` says whose it is.
+pub fn check_name(name: &str, what: &str) -> Result<()> {
     // Lowercase too: a name is a file on disk and a test name, and case would tell two
     // apart on one file system and not on another.
     let valid = crate::sql::is_identifier(name)

@@ -40,7 +40,7 @@ mod judge;
 mod load;
 mod observe;
 
-pub use load::{discover, known_packs, pack_names};
+pub use load::{check_name, discover, discover_in, known_packs, pack_names};
 
 use std::path::PathBuf;
 
@@ -54,6 +54,10 @@ use claims::Claim;
 /// The most rows the determinism check builds: random values show at any scale, and it
 /// builds every design twice.
 pub const DETERMINISM_ROWS: u64 = 100_000;
+
+/// Where the packs harness (`tests/packs.rs`) finds its packs instead of `fixtures/`,
+/// keeping their snapshots in its `snapshots/`: a pack tried out of the tree.
+pub const PACKS_DIR_ENV: &str = "CHBENCH_PACKS_DIR";
 
 /// The file that makes a folder a pack.
 pub const CLAIMS_FILE: &str = "claims.toml";
@@ -97,6 +101,10 @@ pub struct Query {
     pub broken: Vec<(String, String)>,
     /// `answer_varies = true`: the answer is not compared between builds, nor snapshotted.
     pub answer_varies: bool,
+    /// `answer_may_be_empty = true`: a case whose answer has no rows may pass; otherwise
+    /// it fails, since claims on what a query reads hold trivially for a filter that
+    /// matches nothing.
+    pub answer_may_be_empty: bool,
     /// `error = "CODE"`: the query must fail with that error; nothing else is measured.
     pub expected_error: Option<ExpectedError>,
 }
@@ -137,6 +145,9 @@ pub struct Observation {
     /// The answer's lines, sorted: a query without ORDER BY may return them in any order.
     /// In a case of a query whose answer varies, [`VARYING_ANSWER`].
     pub answer: String,
+    /// Rows in the answer (its lines: one a row in TabSeparated), counted before any
+    /// placeholder replaces it. A `count()` of nothing is one row, `0`.
+    pub answer_rows: usize,
     pub read_rows: u64,
     /// Granules (marks) the read selected (the `SelectedMarks` event); `None` where the
     /// statistics record has no ProfileEvents.
@@ -179,4 +190,8 @@ pub struct ClaimCheck {
 pub struct CaseOutcome {
     pub observation: Observation,
     pub checks: Vec<ClaimCheck>,
+    /// The query's file, which a failure about its answer names.
+    pub query_file: PathBuf,
+    /// The query says `answer_may_be_empty = true`.
+    pub answer_may_be_empty: bool,
 }

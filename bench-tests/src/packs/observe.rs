@@ -76,6 +76,7 @@ impl Pack {
                 design: design.to_string(),
                 rows,
                 answer: sorted_lines(&measured.body),
+                answer_rows: measured.body.lines().count(),
                 read_rows: measured.stats.read_rows,
                 granules_read,
                 pruning,

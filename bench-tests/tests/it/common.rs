@@ -28,7 +28,21 @@ fn snapshot_dir(engine_version: &str) -> PathBuf {
         !engine_version.is_empty() && engine_version.chars().all(|c| c.is_ascii_digit() || c == '.'),
         "engine version {engine_version:?} is not digits and dots"
     );
-    chbench::files::workspace_root().join("snapshots").join(format!("clickhouse-{engine_version}"))
+    // Packs run from another folder keep their snapshots there, out of the tree's.
+    let snapshots = std::env::var_os(chbench::packs::PACKS_DIR_ENV)
+        .map_or_else(chbench::files::workspace_root, PathBuf::from)
+        .join("snapshots");
+    snapshots.join(format!("clickhouse-{engine_version}"))
+}
+
+/// Where the snapshot `name` of an engine version is kept (it may not exist yet).
+pub fn snapshot_file(name: &str, engine_version: &str) -> PathBuf {
+    snapshot_dir(engine_version).join(format!("{name}.snap"))
+}
+
+/// The facts a stored snapshot holds, when the file exists and reads as one.
+pub fn stored_facts(path: &std::path::Path) -> Option<Value> {
+    stored_snapshot_body(&std::fs::read_to_string(path).ok()?)
 }
 
 /// Snapshots a scenario's structural facts as `snapshots/clickhouse-<version>/<name>.snap`,

@@ -14,4 +14,5 @@ mod eks_build;
 #[cfg(not(feature = "eks"))]
 mod eks_rerun;
 mod measure_pack;
+mod new_pack;
 mod workflows;

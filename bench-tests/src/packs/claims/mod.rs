@@ -65,7 +65,7 @@ macro_rules! claim_keys {
     ($($key:ty),* $(,)?) => {
         /// Every key of a query section: where the query runs, then its claim keys.
         const SECTION_KEYS: &[&str] =
-            &["designs", "scales", "answer_varies", "error", "broken", "on", $(<$key as ClaimKey>::KEY),*];
+            &["designs", "scales", "answer_varies", "answer_may_be_empty", "error", "broken", "on", $(<$key as ClaimKey>::KEY),*];
 
         /// Reads the value of the claim key `key` (`None`: `key` is no claim key).
         fn read_claim_key<'de, A: MapAccess<'de>>(
@@ -194,6 +194,9 @@ pub struct QuerySection {
     /// reservoir depends on how threads split the rows): snapshots record no answer and
     /// the determinism check does not compare it. Not a claim.
     pub answer_varies: Option<Spanned<bool>>,
+    /// The query may return no rows and its case still pass (a filter that finds nothing
+    /// on purpose); without it an empty answer fails the case. Not a claim.
+    pub answer_may_be_empty: Option<Spanned<bool>>,
     /// `error = "TOO_MANY_ROWS"`: the query must fail with this error code (a limit in its
     /// own SETTINGS, say); its cases check that and measure nothing. Not a claim.
     pub error: Option<Spanned<String>>,
@@ -227,6 +230,7 @@ impl<'de> Visitor<'de> for SectionVisitor {
                 "designs" => section.designs = map.next_value()?,
                 "scales" => section.scales = map.next_value()?,
                 "answer_varies" => section.answer_varies = map.next_value()?,
+                "answer_may_be_empty" => section.answer_may_be_empty = map.next_value()?,
                 "error" => section.error = map.next_value()?,
                 "broken" => section.broken = map.next_value()?,
                 "on" => section.on = map.next_value()?,
@@ -368,13 +372,14 @@ pub fn flatten(section: &QuerySection, line: &dyn Fn(Range<usize>) -> usize) -> 
         if on_section.designs.is_some()
             || on_section.scales.is_some()
             || on_section.answer_varies.is_some()
+            || on_section.answer_may_be_empty.is_some()
             || on_section.error.is_some()
             || !on_section.broken.is_empty()
             || !on_section.on.is_empty()
         {
             bail!(
-                "{}: on.{} may hold claims only (designs, scales, answer_varies, error, broken and on belong to the \
-                 query)",
+                "{}: on.{} may hold claims only (designs, scales, answer_varies, answer_may_be_empty, error, broken \
+                 and on belong to the query)",
                 line(on.span()),
                 design.get_ref()
             );
