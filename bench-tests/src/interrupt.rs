@@ -42,7 +42,10 @@ pub fn stop_at_the_next_statement_on_ctrl_c() -> Result<()> {
                     // Ends the process as an unhandled signal would.
                     let _ = signal_hook::low_level::emulate_default_handler(signal);
                 }
-                eprintln!("\nchbench: stopping after the statement in progress (Ctrl-C again stops at once)");
+                eprintln!(
+                    "\nchbench: stopping after the statement in progress, or now if it waits on a server (Ctrl-C \
+                     again stops at once)"
+                );
             }
         })
         .context("cannot start the Ctrl-C handler's thread")?;
@@ -52,6 +55,11 @@ pub fn stop_at_the_next_statement_on_ctrl_c() -> Result<()> {
 /// What the first Ctrl-C does: asks the work in this process to stop at its next check.
 pub fn request_stop() {
     REQUESTED.store(true, Ordering::SeqCst);
+}
+
+/// Whether Ctrl-C or SIGTERM came: what a wait on the network polls, to end at once.
+pub fn requested() -> bool {
+    REQUESTED.load(Ordering::SeqCst)
 }
 
 /// [`Interrupted`] once Ctrl-C or SIGTERM came.

@@ -21,4 +21,5 @@ mod measurement;
 mod pack_checks;
 mod pack_runs;
 mod results_bundle;
+mod server;
 mod storage_baseline;
