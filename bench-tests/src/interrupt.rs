@@ -79,6 +79,11 @@ fn run_stop_hooks() {
     }
 }
 
+/// Whether Ctrl-C or SIGTERM came: what a wait on the network polls, to end at once.
+pub fn requested() -> bool {
+    REQUESTED.load(Ordering::SeqCst)
+}
+
 /// [`Interrupted`] once Ctrl-C or SIGTERM came.
 pub fn check() -> Result<()> {
     if REQUESTED.load(Ordering::SeqCst) { Err(Interrupted.into()) } else { Ok(()) }

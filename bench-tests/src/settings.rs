@@ -31,6 +31,14 @@ impl Settings {
             .with("use_skip_indexes_on_data_read", 0)
     }
 
+    /// Whether the session default `name` may be left out on a server that does not know
+    /// it: true for those that turn a cache off, since a server without the setting has
+    /// no such cache, so leaving it out measures the same. Any other unknown setting is
+    /// refused on open.
+    pub fn unknown_changes_nothing(name: &str) -> bool {
+        matches!(name, "use_query_cache" | "use_query_condition_cache")
+    }
+
     /// Bypasses the page cache for reads (the source's "direct I/O" run).
     pub fn direct_io() -> Settings {
         Settings::new().with("min_bytes_to_use_direct_io", 1)

@@ -216,14 +216,7 @@ impl Target {
             scenario_databases: Vec::new(),
         };
         let version = target.query_text("SELECT version()").context("cannot read the engine version")?;
-        target.info.engine_version = clickhouse_version(&version).with_context(|| {
-            format!(
-                "{} answered `SELECT version()` with {:?}, not a ClickHouse version: is it a ClickHouse HTTP \
-                 port (8123 by default)?",
-                target.info.endpoint,
-                one_line(&version).chars().take(60).collect::<String>()
-            )
-        })?;
+        target.info.engine_version = supported_version(&target.info.endpoint, &version)?.text;
         Ok(target)
     }
 
@@ -489,13 +482,67 @@ fn drop_left_behind_databases(target: &mut Target) {
     }
 }
 
-/// `26.7.2.1` from the answer to `SELECT version()`; `None` when it is not a version
-/// (some other HTTP server answered).
-fn clickhouse_version(answer: &str) -> Option<String> {
-    let version = answer.trim();
-    let parts: Vec<&str> = version.split('.').collect();
-    let numeric = parts.iter().all(|part| !part.is_empty() && part.chars().all(|c| c.is_ascii_digit()));
-    (parts.len() >= 2 && numeric).then(|| version.to_string())
+/// The oldest ClickHouse release (year, month) this tool supports: 25.3, the first with
+/// the query condition cache, which every cold run drops (`SYSTEM DROP QUERY CONDITION
+/// CACHE` in [`crate::measure::CACHE_DROPS`]) and every session turns off. The rest it
+/// relies on is older (README "Choosing a target" lists it): `log_comment` and its
+/// `system.query_log` column, `EXPLAIN indexes = 1, json = 1`, the `ProfileEvents` map
+/// column, the query cache and the page cache.
+pub const OLDEST_SUPPORTED: (u32, u32) = (25, 3);
+
+/// Why [`OLDEST_SUPPORTED`] is the floor, as the refusal says it.
+const FLOOR_REASON: &str = "every cold run drops the query condition cache, which came in 25.3";
+
+/// A ClickHouse version as `SELECT version()` answers it: `26.7.2.1`, or a vendor's
+/// `24.8.14.10459.altinitystable` (numbers first, then a tag).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClickHouseVersion {
+    /// As the engine printed it, trimmed.
+    pub text: String,
+    /// The leading numeric parts, at least two (year and month).
+    pub numbers: Vec<u32>,
+}
+
+impl ClickHouseVersion {
+    /// `None` when `answer` is not a version (some other HTTP server answered).
+    pub fn parse(answer: &str) -> Option<ClickHouseVersion> {
+        let text = answer.trim();
+        if text.lines().count() != 1 {
+            return None;
+        }
+        let numbers: Vec<u32> = text
+            .split('.')
+            .map_while(|part| part.chars().all(|c| c.is_ascii_digit()).then(|| part.parse().ok()).flatten())
+            .collect();
+        (numbers.len() >= 2).then(|| ClickHouseVersion { text: text.to_string(), numbers })
+    }
+
+    /// Whether it is [`OLDEST_SUPPORTED`] or newer.
+    pub fn is_supported(&self) -> bool {
+        (self.numbers[0], self.numbers[1]) >= OLDEST_SUPPORTED
+    }
+}
+
+/// The version in `answer` (to `SELECT version()` at `endpoint`), refusing in one line
+/// an answer that is no version and a release older than [`OLDEST_SUPPORTED`].
+pub fn supported_version(endpoint: &str, answer: &str) -> Result<ClickHouseVersion> {
+    let Some(version) = ClickHouseVersion::parse(answer) else {
+        bail!(
+            "{endpoint} is not ClickHouse: it answered `SELECT version()` with {:?}, not a ClickHouse version; is \
+             it a ClickHouse HTTP port (8123 by default)?",
+            one_line(answer).chars().take(60).collect::<String>()
+        );
+    };
+    if !version.is_supported() {
+        let (year, month) = OLDEST_SUPPORTED;
+        bail!(
+            "ClickHouse {} at {endpoint} is older than the oldest this tool supports ({year}.{month}): \
+             {FLOOR_REASON}; upgrade the server to {year}.{month} or newer, or choose another target with \
+             CHBENCH_TARGET",
+            version.text
+        );
+    }
+    Ok(version)
 }
 
 /// `system.events` at one moment, and what reading it cost.
@@ -609,11 +656,42 @@ mod tests {
 
     #[test]
     fn only_a_version_counts_as_a_clickhouse_answer() {
-        assert_eq!(clickhouse_version("26.7.2.1\n").as_deref(), Some("26.7.2.1"));
-        assert_eq!(clickhouse_version("18.16.1").as_deref(), Some("18.16.1"));
-        for answer in ["<html><body>It works</body></html>", "", "26", "26..1", "v26.7"] {
-            assert_eq!(clickhouse_version(answer), None, "{answer}");
+        let text = |answer: &str| ClickHouseVersion::parse(answer).map(|version| version.text);
+        assert_eq!(text("26.7.2.1\n").as_deref(), Some("26.7.2.1"));
+        assert_eq!(text("18.16.1").as_deref(), Some("18.16.1"));
+        let vendor = ClickHouseVersion::parse("24.8.14.10459.altinitystable").unwrap();
+        assert_eq!(vendor.numbers, [24, 8, 14, 10459]);
+        for answer in ["<html><body>It works</body></html>", "", "26", "26..1", "v26.7", "26.7\n26.8", "99999999999.1"]
+        {
+            assert_eq!(text(answer), None, "{answer}");
         }
+    }
+
+    #[test]
+    fn versions_compare_by_year_then_month() {
+        let supported = |answer: &str| ClickHouseVersion::parse(answer).unwrap().is_supported();
+        assert_eq!(OLDEST_SUPPORTED, (25, 3));
+        for answer in ["25.3.1.1", "25.3", "25.10.1.1", "26.1.1.1", "26.7.2.1", "100.1"] {
+            assert!(supported(answer), "{answer}");
+        }
+        // 25.10 is newer than 25.3: numbers, not text, are compared.
+        for answer in ["25.2.9.99", "24.12.1.1", "24.8.14.10459.altinitystable", "18.16.1", "3.99"] {
+            assert!(!supported(answer), "{answer}");
+        }
+    }
+
+    #[test]
+    fn an_old_server_is_named_with_its_version_the_endpoint_and_the_floor() {
+        let error = supported_version("http://127.0.0.1:8123", "18.16.1\n").unwrap_err().to_string();
+        assert!(
+            error.starts_with(
+                "ClickHouse 18.16.1 at http://127.0.0.1:8123 is older than the oldest this tool supports (25.3): "
+            ),
+            "{error}"
+        );
+        assert!(error.contains("upgrade the server to 25.3 or newer"), "{error}");
+        let error = supported_version("http://127.0.0.1:8123", "<!DOCTYPE HTML>").unwrap_err().to_string();
+        assert!(error.starts_with("http://127.0.0.1:8123 is not ClickHouse: "), "{error}");
     }
 
     #[test]

@@ -22,7 +22,7 @@ pub fn scenario_target(scenario: &str) -> Target {
 /// has its own, so the same tests gate the embedded engine and a server of another
 /// release, and two versions' folders side by side show what changed between them.
 fn snapshot_dir(engine_version: &str) -> PathBuf {
-    // The version was read as digits and dots (`clickhouse_version`); a path component
+    // The version was read as digits and dots (`ClickHouseVersion::parse`); a path component
     // made of anything else would be a bug.
     assert!(
         !engine_version.is_empty() && engine_version.chars().all(|c| c.is_ascii_digit() || c == '.'),

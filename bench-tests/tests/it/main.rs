@@ -22,4 +22,5 @@ mod pack_checks;
 mod pack_claims;
 mod pack_runs;
 mod results_bundle;
+mod server;
 mod storage_baseline;

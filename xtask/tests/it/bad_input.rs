@@ -175,9 +175,124 @@ fn a_server_that_is_not_clickhouse_is_named_before_any_bundle_is_made() {
         &[("CHBENCH_URL", &url)],
     );
     let line = error_line(&output);
-    assert!(line.contains(&format!("{url} answered `SELECT version()` with")), "{line}");
+    assert!(line.contains(&format!("{url} is not ClickHouse: it answered `SELECT version()` with")), "{line}");
     assert!(line.contains("not a ClickHouse version"), "{line}");
     assert_eq!(std::fs::read_dir(results.path()).unwrap().count(), 0, "a bundle was made");
+}
+
+/// A folder holding `one.sql` (`SELECT 1`), and that file's path: what `measure` runs
+/// against a server (it reads its files before it opens the target).
+fn select_one() -> (tempfile::TempDir, String) {
+    let folder = tempfile::tempdir().unwrap();
+    let file = folder.path().join("one.sql");
+    std::fs::write(&file, "SELECT 1;\n").unwrap();
+    let path = file.to_str().unwrap().to_string();
+    (folder, path)
+}
+
+#[test]
+fn a_web_server_that_refuses_the_request_is_named_as_not_clickhouse() {
+    // What Python's http.server answers a POST with.
+    let page = "<!DOCTYPE HTML>\n<html lang=\"en\"><head><title>Error response</title></head><body>\
+                <h1>Error response</h1><p>Error code: 501</p></body></html>\n";
+    let url = loopback_peer("501 Unsupported method ('POST')", page);
+    let (_folder, sql) = select_one();
+    let output = xtask(&["measure", "--target", "url", &sql], &[("CHBENCH_URL", &url)]);
+    let line = error_line(&output);
+    assert!(
+        line.contains(&format!("{url} is not ClickHouse: it answered `SELECT version()` with an HTTP error")),
+        "{line}"
+    );
+    assert!(line.contains("is it a ClickHouse HTTP port"), "{line}");
+}
+
+/// A loopback peer that accepts every connection and never answers; reports each one.
+fn silent_peer() -> (String, std::sync::mpsc::Receiver<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let (accepted, connections) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut open = Vec::new();
+        for stream in listener.incoming().flatten() {
+            open.push(stream);
+            let _ = accepted.send(());
+        }
+    });
+    (url, connections)
+}
+
+#[test]
+fn a_server_that_never_answers_is_named_with_the_endpoint_and_the_timeout() {
+    let (url, _connections) = silent_peer();
+    let (_folder, sql) = select_one();
+    let output =
+        xtask(&["measure", "--target", "url", &sql], &[("CHBENCH_URL", &url), ("CHBENCH_RESPONSE_TIMEOUT", "0.5")]);
+    let line = error_line(&output);
+    assert!(line.contains(&format!("ClickHouse at {url} is not responding: no answer within 0.5 s")), "{line}");
+    assert!(line.contains("CHBENCH_RESPONSE_TIMEOUT"), "{line}");
+}
+
+/// The old client waited on such a peer forever, SIGTERM or not (nextest ends this test
+/// as hung there); the default response timeout is far longer than the wait here takes.
+#[test]
+fn sigterm_ends_a_command_waiting_on_a_server_that_never_answers() {
+    let (url, connections) = silent_peer();
+    let (_folder, sql) = select_one();
+    let mut command = common::xtask();
+    command
+        .args(["measure", "--target", "url", &sql])
+        .env_remove("CHBENCH_LIBCHDB")
+        .env_remove("CHBENCH_RESPONSE_TIMEOUT")
+        .env("CHBENCH_URL", &url)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let child = command.spawn().expect("cannot run xtask");
+    connections.recv().expect("xtask never connected");
+    let sent = std::process::Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    assert!(sent.success());
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(130), "{}", String::from_utf8_lossy(&output.stderr));
+    let errors = error_lines(&output);
+    assert_eq!(errors, ["error: interrupted by Ctrl-C or SIGTERM"], "{}", String::from_utf8_lossy(&output.stderr));
+}
+
+#[test]
+fn a_url_to_another_machine_is_refused_before_the_password_is_sent() {
+    let (url, connections) = silent_peer();
+    let (_folder, sql) = select_one();
+    // The documentation address block (RFC 5737): nothing answers there.
+    let output = xtask(&["measure", "--target", "url", &sql], &[("CHBENCH_URL", "http://192.0.2.1:8123")]);
+    let line = error_line(&output);
+    assert!(line.contains("CHBENCH_URL names a host that is not this machine (192.0.2.1)"), "{line}");
+    assert!(line.contains("in clear") && line.contains("SSH tunnel"), "{line}");
+    // The loopback one is still taken (and reached).
+    let _ = xtask(&["measure", "--target", "url", &sql], &[("CHBENCH_URL", &url), ("CHBENCH_RESPONSE_TIMEOUT", "0.1")]);
+    assert!(connections.try_recv().is_ok(), "the loopback URL was not reached");
+}
+
+/// Values that HTTP would change (spaces at either end) or refuse (control characters) in
+/// the header they travel in: each refused with the same line, naming the variable.
+const UNSENDABLE: [&str; 6] = [" pw", "pw ", "p\nw", "pw\r\n", "\t", "a-long-password-with-a-tab-at-the-end\t"];
+
+#[test]
+fn a_password_or_user_the_transport_would_change_is_refused_the_same_way() {
+    let url = refusing_peer();
+    let (_folder, sql) = select_one();
+    for variable in ["CHBENCH_PASSWORD", "CHBENCH_USER"] {
+        let outputs: Vec<String> = UNSENDABLE
+            .iter()
+            .map(|value| {
+                let output = xtask(&["measure", "--target", "url", &sql], &[("CHBENCH_URL", &url), (variable, value)]);
+                let line = error_line(&output);
+                assert!(line.starts_with(&format!("error: {variable} starts or ends with a space")), "{line}");
+                assert!(!line.contains("refused user") && !line.contains("header value"), "{line}");
+                format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr))
+            })
+            .collect();
+        for (value, output) in UNSENDABLE.iter().zip(&outputs) {
+            assert_eq!(output, &outputs[0], "the output changes with {variable}={value:?}");
+        }
+    }
 }
 
 #[test]
