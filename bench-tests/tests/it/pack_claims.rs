@@ -35,8 +35,6 @@ const QUERIES: [(&str, &str); 5] = [
 /// The pack `vocab` (designs `plain` and `raw`, the latter without compression) with
 /// `claims`; every test shares its datasets, since they are built from the same SQL.
 fn vocab_pack(claims: &str) -> (tempfile::TempDir, Pack) {
-    let root = tempfile::tempdir().unwrap();
-    let folder = root.path().join("vocab");
     let mut files = vec![
         ("designs/plain.sql".to_string(), schema("")),
         ("designs/raw.sql".to_string(), schema(" CODEC(NONE)")),
@@ -44,6 +42,13 @@ fn vocab_pack(claims: &str) -> (tempfile::TempDir, Pack) {
         ("claims.toml".to_string(), claims.to_string()),
     ];
     files.extend(QUERIES.iter().map(|(name, sql)| (format!("queries/{name}.sql"), sql.to_string())));
+    write_pack("vocab", files)
+}
+
+/// The pack `name` of `files` (path in the pack, text) in a temporary folder.
+fn write_pack(name: &str, files: Vec<(String, String)>) -> (tempfile::TempDir, Pack) {
+    let root = tempfile::tempdir().unwrap();
+    let folder = root.path().join(name);
     for (path, text) in files {
         let path = folder.join(path);
         fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -251,4 +256,78 @@ fn a_query_can_be_expected_to_fail_with_an_error_code() {
     // The other cases run on, and the determinism check leaves the failing queries out.
     let lines = pack.check_determinism(kind).unwrap_or_else(|error| panic!("{error:#}"));
     assert_eq!(lines.len(), 1, "{lines:?}");
+}
+
+/// A bloom filter on a unique `tag`, 4 parts of 4 granules: `tag = '1234'` is in one
+/// granule of one part.
+const BLOOM_SCHEMA: &str = "CREATE TABLE t\n(\n    k UInt64,\n    day Date,\n    tag String,\n    \
+     INDEX tag_bf tag TYPE bloom_filter(0.001) GRANULARITY 1\n)\n\
+     ENGINE = MergeTree\nPARTITION BY day\nORDER BY k\nSETTINGS index_granularity = 256;\n";
+
+#[test]
+fn a_skip_stage_applied_while_reading_is_claimed_on_what_the_read_kept() {
+    let claims = "scales = [4000]\n\
+                  [queries.on_read]\n\
+                  index.skip_index.tag_bf.granules_selected_at_most = 1\n\
+                  index.skip.granules_dropped_share_at_least = 0.9\n\
+                  index.skip.parts_selected_at_most = 1\n\
+                  index.skip.initial_parts = 4\n\
+                  index.skip.initial_granules = 16\n\
+                  [queries.planned]\n\
+                  index.skip_index.tag_bf.granules_selected_at_most = 1\n\
+                  index.skip.granules_dropped_share_at_least = 0.9\n\
+                  index.skip.parts_selected_at_most = 1\n\
+                  index.skip.initial_parts = 4\n";
+    let files = [
+        ("designs/bloom.sql", BLOOM_SCHEMA),
+        (
+            "generator.sql",
+            "INSERT INTO t SELECT number, toDate('2026-01-01') + number % 4, toString(number) FROM numbers({rows});\n",
+        ),
+        (
+            "queries/on_read.sql",
+            "SELECT count() FROM t WHERE tag = '1234'\nSETTINGS use_skip_indexes_on_data_read = 1\n",
+        ),
+        ("queries/planned.sql", "SELECT count() FROM t WHERE tag = '1234'\n"),
+        ("claims.toml", claims),
+    ];
+    let (_root, pack) = write_pack("on_read", files.map(|(path, text)| (path.to_string(), text.to_string())).into());
+    // The plan keeps all 16 granules of a stage left to the read; the claim reads what the
+    // read kept, the same granule the planned twin's stage keeps.
+    assert_outcomes(
+        &outcomes(&pack, "on_read", "bloom", 4000),
+        &[
+            (
+                "index.skip_index.tag_bf.granules_selected_at_most",
+                true,
+                "skip index tag_bf: 1 of 16 granules selected (as the read selected them",
+            ),
+            ("index.skip.granules_dropped_share_at_least", true, "skip index tag_bf: 1 of 16 granules kept, 0.9375"),
+            (
+                "index.skip.parts_selected_at_most",
+                false,
+                "measured unknown (skip index tag_bf: the statement applies skip indexes while reading \
+                 (use_skip_indexes_on_data_read = 1), so SelectedParts counts parts before them",
+            ),
+            ("index.skip.initial_parts", true, "skip index tag_bf: 4 parts to start with"),
+            ("index.skip.initial_granules", true, "skip index tag_bf: 1 of 16 granules selected"),
+        ],
+    );
+    assert_outcomes(
+        &outcomes(&pack, "planned", "bloom", 4000),
+        &[
+            (
+                "index.skip_index.tag_bf.granules_selected_at_most",
+                true,
+                "skip index tag_bf: 1 of 16 granules selected,",
+            ),
+            (
+                "index.skip.granules_dropped_share_at_least",
+                true,
+                "skip index tag_bf: 1 of 16 granules kept, 0.9375 dropped,",
+            ),
+            ("index.skip.parts_selected_at_most", true, "skip index tag_bf: 1 of 4 parts selected"),
+            ("index.skip.initial_parts", true, "skip index tag_bf: 1 of 4 parts selected"),
+        ],
+    );
 }

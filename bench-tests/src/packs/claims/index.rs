@@ -3,7 +3,9 @@
 //! granules, the share of granules dropped), each bounded exactly, from above or from
 //! below; and `rows_dropped_share_*` of a skip index, which measures the query again
 //! without it. A stage missing from the plan violates every claim about it; a skip
-//! index's claims name the index they measured.
+//! index's claims name the index they measured. What a skip stage left to the read
+//! (`applied_on_data_read`) kept is what the read kept: its granules read, its parts
+//! unknown.
 
 use std::collections::BTreeMap;
 
@@ -197,30 +199,39 @@ impl Rule for StageCount {
     }
 
     fn check(&self, name: &str, observed: &Observations) -> Option<Check> {
-        let (what, kept) = match self.count {
+        let (what, kept_count) = match self.count {
             Count::InitialParts => ("parts", false),
             Count::InitialGranules => ("granules", false),
             Count::SelectedParts => ("parts", true),
             Count::SelectedGranules => ("granules", true),
         };
-        let verb = if kept { "selected" } else { "to start with" };
+        let verb = if kept_count { "selected" } else { "to start with" };
         let expected = format!("{} {what} {verb}", self.bound.text(self.value as f64));
         Some(match find_stage(observed.own, self.stage, self.skip_index.as_deref()) {
             Err(missing) => claim(name, false, missing, expected),
             Ok(found) => {
-                let (selected, initial) = match self.count {
-                    Count::InitialParts | Count::SelectedParts => (found.selected_parts, found.initial_parts),
+                let label = stage_label(found);
+                let (kept, initial) = match self.count {
+                    Count::InitialParts | Count::SelectedParts => {
+                        (found.parts_kept().ok_or(PARTS_UNKNOWN), found.initial_parts)
+                    }
                     Count::InitialGranules | Count::SelectedGranules => {
-                        (found.selected_granules, found.initial_granules)
+                        (kept_granules(found, observed.own), found.initial_granules)
                     }
                 };
-                let measured_count = if kept { selected } else { initial };
-                claim(
-                    name,
-                    self.bound.holds(measured_count as f64, self.value as f64),
-                    format!("{}{selected} of {initial} {what} selected", stage_label(found)),
-                    expected,
-                )
+                let measured_count = if kept_count { kept } else { Ok(initial) };
+                match measured_count {
+                    Err(reason) => claim(name, false, format!("unknown ({label}{reason})"), expected),
+                    Ok(count) => {
+                        // What a stage started with is the plan's, known even where what it
+                        // kept is not.
+                        let measured = match kept {
+                            Ok(kept) => format!("{label}{kept} of {initial} {what} selected{}", read_note(found)),
+                            Err(_) => format!("{label}{initial} {what} to start with"),
+                        };
+                        claim(name, self.bound.holds(count as f64, self.value as f64), measured, expected)
+                    }
+                }
             }
         })
     }
@@ -248,20 +259,23 @@ impl Rule for GranulesDroppedShare {
             Ok(found) if found.initial_granules == 0 => {
                 claim(name, false, format!("unknown ({}the stage was given no granules)", stage_label(found)), expected)
             }
-            Ok(found) => {
-                let dropped = 1.0 - found.selected_granules as f64 / found.initial_granules as f64;
-                claim(
-                    name,
-                    self.bound.holds(dropped, self.share),
-                    format!(
-                        "{}{} of {} granules kept, {dropped:.4} dropped",
-                        stage_label(found),
-                        found.selected_granules,
-                        found.initial_granules
-                    ),
-                    expected,
-                )
-            }
+            Ok(found) => match kept_granules(found, observed.own) {
+                Err(reason) => claim(name, false, format!("unknown ({}{reason})", stage_label(found)), expected),
+                Ok(kept) => {
+                    let dropped = 1.0 - kept as f64 / found.initial_granules as f64;
+                    claim(
+                        name,
+                        self.bound.holds(dropped, self.share),
+                        format!(
+                            "{}{kept} of {} granules kept, {dropped:.4} dropped{}",
+                            stage_label(found),
+                            found.initial_granules,
+                            read_note(found)
+                        ),
+                        expected,
+                    )
+                }
+            },
         })
     }
 }
@@ -309,6 +323,30 @@ impl Rule for RowsDroppedShare {
             }
             _ => claim(name, false, format!("unknown (the query read no rows without the {index})"), expected),
         })
+    }
+}
+
+/// Why the parts a skip stage applied while reading kept are unknown.
+const PARTS_UNKNOWN: &str = "the statement applies skip indexes while reading \
+     (use_skip_indexes_on_data_read = 1), so SelectedParts counts parts before them and the \
+     plan's count is not what the read kept: claim granules instead";
+
+/// The granules a stage kept as the read did ([`IndexStage::granules_kept`]), or why
+/// that is unknown.
+fn kept_granules(found: &IndexStage, observed: &Observation) -> Result<u64, &'static str> {
+    found.granules_kept(observed.granules_read).ok_or(
+        "the statement applies skip indexes while reading and the statistics record has no \
+         SelectedMarks event, so what the read kept is unknown",
+    )
+}
+
+/// Where a kept count came from when it is not the plan's: the read's granules, after
+/// every skip index of the statement together.
+fn read_note(found: &IndexStage) -> &'static str {
+    if found.applied_on_data_read {
+        " (as the read selected them: skip indexes applied while reading, all together)"
+    } else {
+        ""
     }
 }
 
