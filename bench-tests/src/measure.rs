@@ -17,7 +17,7 @@ use serde::Deserialize;
 use crate::settings::Settings;
 use crate::sql::{Sql, one_line, sql_string};
 use crate::stats::{QueryStats, StatementTag, StatsSource};
-use crate::targets::Target;
+use crate::targets::{ClickHouseVersion, Target};
 
 /// A measured statement's result and its statistics.
 #[derive(Debug, Clone)]
@@ -179,16 +179,24 @@ fn micros(duration: std::time::Duration) -> u64 {
     u64::try_from(duration.as_micros()).unwrap_or(u64::MAX)
 }
 
-/// Caches a cold run must not find warm. The page cache of the OS is not among them:
-/// a cold run bypasses it with [`Settings::direct_io`].
-pub const CACHE_DROPS: [&str; 6] = [
-    "SYSTEM DROP MARK CACHE",
-    "SYSTEM DROP UNCOMPRESSED CACHE",
-    "SYSTEM DROP QUERY CACHE",
-    "SYSTEM DROP QUERY CONDITION CACHE",
-    "SYSTEM DROP PAGE CACHE",
-    "SYSTEM DROP FILESYSTEM CACHE",
+/// Caches a cold run must not find warm, each with the release (year, month) that brought
+/// it: a server older than that has no such cache, so there is nothing to drop (the
+/// statement would be a syntax error there). Releases from `system.settings_changes` of
+/// the cache's setting: the page cache 24.3, the query condition cache 25.3. The page
+/// cache of the OS is not among them: a cold run bypasses it with [`Settings::direct_io`].
+pub const CACHE_DROPS: [(&str, (u32, u32)); 6] = [
+    ("SYSTEM DROP MARK CACHE", (0, 0)),
+    ("SYSTEM DROP UNCOMPRESSED CACHE", (0, 0)),
+    ("SYSTEM DROP QUERY CACHE", (23, 5)),
+    ("SYSTEM DROP QUERY CONDITION CACHE", (25, 3)),
+    ("SYSTEM DROP PAGE CACHE", (24, 3)),
+    ("SYSTEM DROP FILESYSTEM CACHE", (0, 0)),
 ];
+
+/// The statements of [`CACHE_DROPS`] for the caches a server of `version` has.
+fn cache_drops_on(version: &ClickHouseVersion) -> Vec<&'static str> {
+    CACHE_DROPS.iter().filter(|(_, since)| version.is_at_least(*since)).map(|(statement, _)| *statement).collect()
+}
 
 /// Drops the engine's caches before a cold run; a target that cannot
 /// ([`Capabilities::caches_droppable`](crate::targets::Capabilities::caches_droppable))
@@ -197,7 +205,9 @@ pub fn drop_caches(target: &mut Target) -> Result<()> {
     if !target.capabilities().caches_droppable {
         bail!("target {} cannot drop its caches, so it cannot run a cold (direct-I/O) run", target.info().kind);
     }
-    for statement in CACHE_DROPS {
+    let version = ClickHouseVersion::parse(&target.info().engine_version)
+        .with_context(|| format!("cannot tell the engine's release from {:?}", target.info().engine_version))?;
+    for statement in cache_drops_on(&version) {
         target.execute(statement).with_context(|| format!("cannot drop caches before a cold run ({statement})"))?;
     }
     Ok(())
@@ -209,6 +219,16 @@ mod tests {
 
     fn events(pairs: &[(&str, u64)]) -> BTreeMap<String, u64> {
         pairs.iter().map(|(name, value)| (name.to_string(), *value)).collect()
+    }
+
+    #[test]
+    fn a_server_without_a_cache_is_not_asked_to_drop_it() {
+        let drops = |version: &str| cache_drops_on(&ClickHouseVersion::parse(version).unwrap());
+        assert_eq!(drops("26.7.2.1").len(), CACHE_DROPS.len());
+        let on_24_8 = drops("24.8.14.10459.altinitystable");
+        assert!(!on_24_8.contains(&"SYSTEM DROP QUERY CONDITION CACHE"), "{on_24_8:?}");
+        assert!(on_24_8.contains(&"SYSTEM DROP PAGE CACHE"), "{on_24_8:?}");
+        assert_eq!(drops("25.3.1.1").len(), CACHE_DROPS.len());
     }
 
     #[test]

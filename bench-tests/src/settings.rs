@@ -32,11 +32,12 @@ impl Settings {
     }
 
     /// Whether the session default `name` may be left out on a server that does not know
-    /// it: true for those that turn a cache off, since a server without the setting has
-    /// no such cache, so leaving it out measures the same. Any other unknown setting is
-    /// refused on open.
+    /// it, because leaving it out measures the same: the settings that turn a cache off (a
+    /// server without the setting has no such cache), and `use_skip_indexes_on_data_read`
+    /// (new in 25.9: a server without it applies skip indexes while planning, which is
+    /// what the session's 0 asks for). Any other unknown setting is refused on open.
     pub fn unknown_changes_nothing(name: &str) -> bool {
-        matches!(name, "use_query_cache" | "use_query_condition_cache")
+        matches!(name, "use_query_cache" | "use_query_condition_cache" | "use_skip_indexes_on_data_read")
     }
 
     /// Bypasses the page cache for reads (the source's "direct I/O" run).

@@ -482,16 +482,19 @@ fn drop_left_behind_databases(target: &mut Target) {
     }
 }
 
-/// The oldest ClickHouse release (year, month) this tool supports: 25.3, the first with
-/// the query condition cache, which every cold run drops (`SYSTEM DROP QUERY CONDITION
-/// CACHE` in [`crate::measure::CACHE_DROPS`]) and every session turns off. The rest it
-/// relies on is older (README "Choosing a target" lists it): `log_comment` and its
-/// `system.query_log` column, `EXPLAIN indexes = 1, json = 1`, the `ProfileEvents` map
-/// column, the query cache and the page cache.
-pub const OLDEST_SUPPORTED: (u32, u32) = (25, 3);
+/// The oldest ClickHouse release (year, month) this tool supports: 24.3, the first with
+/// the userspace page cache, which every cold run drops (`SYSTEM DROP PAGE CACHE` in
+/// [`crate::measure::CACHE_DROPS`]); a cold run on an older server would read a warm
+/// cache. What is newer is left out where the server lacks it, since that changes no
+/// measurement: the query condition cache (25.3; nothing to drop or turn off) and
+/// `use_skip_indexes_on_data_read` (25.9; without it skip indexes apply while planning,
+/// the mode the session pins). The rest it relies on is older (README "Choosing a
+/// target" lists it): `log_comment` and its `system.query_log` column,
+/// `EXPLAIN indexes = 1, json = 1`, the `ProfileEvents` map column, the query cache.
+pub const OLDEST_SUPPORTED: (u32, u32) = (24, 3);
 
 /// Why [`OLDEST_SUPPORTED`] is the floor, as the refusal says it.
-const FLOOR_REASON: &str = "every cold run drops the query condition cache, which came in 25.3";
+const FLOOR_REASON: &str = "a cold run drops the userspace page cache, which came in 24.3";
 
 /// A ClickHouse version as `SELECT version()` answers it: `26.7.2.1`, or a vendor's
 /// `24.8.14.10459.altinitystable` (numbers first, then a tag).
@@ -519,7 +522,12 @@ impl ClickHouseVersion {
 
     /// Whether it is [`OLDEST_SUPPORTED`] or newer.
     pub fn is_supported(&self) -> bool {
-        (self.numbers[0], self.numbers[1]) >= OLDEST_SUPPORTED
+        self.is_at_least(OLDEST_SUPPORTED)
+    }
+
+    /// Whether it is the release `(year, month)` or newer.
+    pub fn is_at_least(&self, (year, month): (u32, u32)) -> bool {
+        (self.numbers[0], self.numbers[1]) >= (year, month)
     }
 }
 
@@ -670,12 +678,12 @@ mod tests {
     #[test]
     fn versions_compare_by_year_then_month() {
         let supported = |answer: &str| ClickHouseVersion::parse(answer).unwrap().is_supported();
-        assert_eq!(OLDEST_SUPPORTED, (25, 3));
-        for answer in ["25.3.1.1", "25.3", "25.10.1.1", "26.1.1.1", "26.7.2.1", "100.1"] {
+        assert_eq!(OLDEST_SUPPORTED, (24, 3));
+        for answer in ["24.3.1.1", "24.3", "24.8.14.10459.altinitystable", "24.10.1.1", "26.7.2.1", "100.1"] {
             assert!(supported(answer), "{answer}");
         }
-        // 25.10 is newer than 25.3: numbers, not text, are compared.
-        for answer in ["25.2.9.99", "24.12.1.1", "24.8.14.10459.altinitystable", "18.16.1", "3.99"] {
+        // 24.10 is newer than 24.3: numbers, not text, are compared.
+        for answer in ["24.2.9.99", "23.12.1.1", "18.16.1", "3.99"] {
             assert!(!supported(answer), "{answer}");
         }
     }
@@ -685,11 +693,11 @@ mod tests {
         let error = supported_version("http://127.0.0.1:8123", "18.16.1\n").unwrap_err().to_string();
         assert!(
             error.starts_with(
-                "ClickHouse 18.16.1 at http://127.0.0.1:8123 is older than the oldest this tool supports (25.3): "
+                "ClickHouse 18.16.1 at http://127.0.0.1:8123 is older than the oldest this tool supports (24.3): "
             ),
             "{error}"
         );
-        assert!(error.contains("upgrade the server to 25.3 or newer"), "{error}");
+        assert!(error.contains("upgrade the server to 24.3 or newer"), "{error}");
         let error = supported_version("http://127.0.0.1:8123", "<!DOCTYPE HTML>").unwrap_err().to_string();
         assert!(error.starts_with("http://127.0.0.1:8123 is not ClickHouse: "), "{error}");
     }

@@ -88,10 +88,10 @@ fn an_old_server_is_refused_in_one_line_naming_its_version_and_the_floor() {
                 .unwrap_or_else(|| panic!("no version first: {line}"));
             assert!(version.split('.').all(|part| part.parse::<u32>().is_ok()), "{line}");
             assert!(
-                rest.starts_with(&format!("at {url} is older than the oldest this tool supports (25.3): ")),
+                rest.starts_with(&format!("at {url} is older than the oldest this tool supports (24.3): ")),
                 "{line}"
             );
-            assert!(line.contains("upgrade the server to 25.3 or newer"), "{line}");
+            assert!(line.contains("upgrade the server to 24.3 or newer"), "{line}");
             assert!(!line.contains("Unknown setting"), "a session setting went before the version check: {line}");
             eprintln!("refused, as it should be: {line}");
         }
