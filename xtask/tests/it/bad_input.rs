@@ -420,3 +420,25 @@ fn a_good_pack_command_line_gets_as_far_as_the_engine() {
     let line = error_line(&output);
     assert!(line.contains("CHBENCH_LIBCHDB=/nonexistent/libchdb.so is not a file"), "{line}");
 }
+
+#[test]
+fn an_empty_or_truncated_results_file_is_named_with_what_to_do() {
+    let bundle = tempfile::tempdir().unwrap();
+    let results = bundle.path().join("results.json");
+    let report = |text: &str| {
+        std::fs::write(&results, text).unwrap();
+        error_line(&xtask(&["report", bundle.path().to_str().unwrap()], &[]))
+    };
+    let what_to_do = "copy the bundle again from where it was written, or run the benchmark again";
+    for empty in ["", "\n"] {
+        assert_eq!(report(empty), format!("error: {} is empty: {what_to_do}", results.display()));
+    }
+    let line = report("{\n  \"schema_version\": 2,\n  \"run_id\": \"20261130T152128Z-embedded-logs-10M\",\n");
+    assert_eq!(
+        line,
+        format!(
+            "error: {} is truncated: it ends at line 4, column 0, before its JSON does; {what_to_do}",
+            results.display()
+        )
+    );
+}
