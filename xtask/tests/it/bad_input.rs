@@ -442,3 +442,20 @@ fn an_empty_or_truncated_results_file_is_named_with_what_to_do() {
         )
     );
 }
+
+#[test]
+fn a_run_id_already_taken_is_refused_before_the_engine_starts() {
+    let results = tempfile::tempdir().unwrap();
+    let taken = results.path().join("yesterday");
+    std::fs::create_dir(&taken).unwrap();
+    std::fs::write(taken.join("results.json"), "{}").unwrap();
+    // An engine that does not exist: reaching it would be its error, not this one.
+    let output = xtask(
+        &["bench", "--target", "embedded", "--run-id", "yesterday", "--results-dir", results.path().to_str().unwrap()],
+        &[("CHBENCH_LIBCHDB", "/nonexistent/libchdb.so")],
+    );
+    let line = error_line(&output);
+    assert_eq!(line, format!("error: the results folder {} already exists; choose another run id", taken.display()));
+    assert!(!String::from_utf8_lossy(&output.stderr).contains("chbench: target"), "the engine started");
+    assert_eq!(std::fs::read_to_string(taken.join("results.json")).unwrap(), "{}");
+}
