@@ -459,3 +459,13 @@ fn a_run_id_already_taken_is_refused_before_the_engine_starts() {
     assert!(!String::from_utf8_lossy(&output.stderr).contains("chbench: target"), "the engine started");
     assert_eq!(std::fs::read_to_string(taken.join("results.json")).unwrap(), "{}");
 }
+
+#[test]
+fn clean_containers_without_docker_has_nothing_to_clean() {
+    // A socket that does not exist: no daemon answers, as on a machine without Docker.
+    let output = xtask(&["clean-containers"], &[("DOCKER_HOST", "unix:///nonexistent/docker.sock")]);
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("no Docker daemon answers") && stdout.contains("no container to remove"), "{stdout}");
+    assert!(error_lines(&output).is_empty(), "{}", String::from_utf8_lossy(&output.stderr));
+}
