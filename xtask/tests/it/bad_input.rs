@@ -250,21 +250,56 @@ fn run_ids_that_could_name_a_path_elsewhere_are_refused() {
     assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0, "something was written");
 }
 
+/// Runs a command line clap refuses and returns its one error line.
+fn usage_error(args: &[&str], env: &[(&str, &str)]) -> String {
+    let output = xtask(args, env);
+    // clap refuses it before anything runs, with its own usage-error code.
+    assert_eq!(output.status.code(), Some(2), "{args:?}: {:?}", output.status);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let errors = error_lines(&output);
+    assert_eq!(errors.len(), 1, "expected one error line in:\n{stderr}");
+    errors[0].clone()
+}
+
 #[test]
 fn an_unknown_target_lists_the_known_ones() {
-    for (args, env) in
-        [(&["bench", "--target", "kubernetes"][..], &[][..]), (&["bench"][..], &[("CHBENCH_TARGET", "kubernetes")][..])]
-    {
-        let output = xtask(args, env);
-        // clap refuses it before anything runs, with its own usage-error code.
-        assert_eq!(output.status.code(), Some(2), "{:?}", output.status);
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        let errors = error_lines(&output);
-        assert_eq!(errors.len(), 1, "expected one error line in:\n{stderr}");
-        assert!(errors[0].contains("'kubernetes'") && errors[0].contains("--target"), "{stderr}");
-        let choose = format!("is not a target; choose one of {}", chbench::target_info::TargetKind::names());
-        assert!(errors[0].contains(&choose), "{stderr}");
+    let choose = format!("is not a target; choose one of {}", chbench::target_info::TargetKind::names());
+    let line = usage_error(&["bench", "--target", "kubernetes"], &[]);
+    assert!(line.contains("'kubernetes'") && line.contains("--target") && line.contains(&choose), "{line}");
+    // From the variable, the line names the variable: no --target was given.
+    for args in [&["bench"][..], &["measure", "q.sql"]] {
+        let line = usage_error(args, &[("CHBENCH_TARGET", "kubernetes")]);
+        assert!(line.starts_with("error: CHBENCH_TARGET=\"kubernetes\": \"kubernetes\" is not a target"), "{line}");
+        assert!(line.contains(&choose) && line.ends_with("set CHBENCH_TARGET to one of them, or unset it"), "{line}");
+        assert!(!line.contains("--target"), "{line}");
     }
+    // Both given: the flag is what clap read, and what the line names.
+    let line = usage_error(&["bench", "--target=kubernetes"], &[("CHBENCH_TARGET", "embedded")]);
+    assert!(line.contains("'kubernetes'") && line.contains("--target"), "{line}");
+}
+
+#[test]
+fn an_unknown_benchmark_kind_lists_the_kinds() {
+    let kinds: Vec<&str> = chbench::benchmarks::kinds::KINDS.iter().map(|kind| kind.name).collect();
+    for name in ["nope", "log"] {
+        let line = usage_error(&["bench", name], &[]);
+        assert_eq!(
+            line,
+            format!(
+                "error: {name:?} is not a benchmark kind; the kinds: {} (`cargo xtask bench KIND --help` lists a \
+                 kind's flags)",
+                kinds.join(", ")
+            )
+        );
+    }
+}
+
+#[test]
+fn a_kinds_flags_before_its_name_say_to_put_the_kind_first() {
+    let line = usage_error(&["bench", "--rows", "10", "logs"], &[]);
+    assert_eq!(line, "error: a kind's flags follow its name: cargo xtask bench logs --rows 10");
+    let line = usage_error(&["bench", "--runs", "2", "logs", "--rows", "1K"], &[]);
+    assert_eq!(line, "error: a kind's flags follow its name: cargo xtask bench logs --runs 2 --rows 1K");
 }
 
 #[test]
