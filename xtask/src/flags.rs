@@ -182,21 +182,21 @@ pub struct EksUp {
     /// The namespace every object goes in (and `down` removes).
     #[arg(long, env = chbench::targets::eks::NAMESPACE_ENV, default_value = chbench::cluster::DEFAULT_NAMESPACE)]
     pub namespace: String,
-    /// The benchmark node's instance type [default: m5.xlarge; m6id.xlarge for eks-nvme].
+    /// EKS only: the benchmark node's instance type [default: m5.xlarge; m6id.xlarge for eks-nvme].
     #[arg(long)]
     pub node_type: Option<String>,
     /// The server image, pinned by tag or digest.
     #[arg(long, default_value = "clickhouse/clickhouse-server:26.3.33.24")]
     pub image: String,
-    /// The data volume in GiB [default: 100; 10 on kind].
+    /// The data volume in GiB, at most 65536 on eks-gp3 [default: 100; 10 on kind].
     #[arg(long)]
     pub volume_gib: Option<u32>,
-    /// gp3 IOPS.
-    #[arg(long, default_value_t = 3000)]
-    pub iops: u32,
-    /// gp3 throughput in MiB/s.
-    #[arg(long, default_value_t = 125)]
-    pub throughput_mibps: u32,
+    /// eks-gp3 only: the volume's provisioned IOPS, 3000 to 80000 [default: 3000].
+    #[arg(long)]
+    pub iops: Option<u32>,
+    /// eks-gp3 only: the volume's provisioned throughput in MiB/s, 125 to 2000 [default: 125].
+    #[arg(long)]
+    pub throughput_mibps: Option<u32>,
     /// How long to wait for the pod to be Ready, in seconds.
     #[arg(long, default_value_t = 600)]
     pub timeout_seconds: u64,

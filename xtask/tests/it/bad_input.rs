@@ -504,3 +504,50 @@ fn clean_containers_without_docker_has_nothing_to_clean() {
     assert!(stdout.contains("no Docker daemon answers") && stdout.contains("no container to remove"), "{stdout}");
     assert!(error_lines(&output).is_empty(), "{}", String::from_utf8_lossy(&output.stderr));
 }
+
+/// `eks up` flags that no cluster would take, or that the variant would ignore, each
+/// refused in one line before anything is built or sent: a cargo that does not exist
+/// would be the error of a rebuild with the Kubernetes client.
+#[test]
+fn eks_up_flags_are_refused_before_the_kubernetes_client_is_built() {
+    let eks_up = |flags: &[&str]| {
+        let mut args = vec!["eks", "up"];
+        args.extend(flags);
+        error_line(&xtask(&args, &[("CARGO", "/nonexistent/cargo"), ("KUBECONFIG", "/nonexistent/kubeconfig")]))
+    };
+    assert_eq!(
+        eks_up(&["--volume-gib", "65537"]),
+        "error: --volume-gib 65537: a gp3 volume holds at most 65536 GiB (64 TiB); give --volume-gib 65536 or less"
+    );
+    assert_eq!(
+        eks_up(&["--iops", "100"]),
+        "error: --iops 100: gp3 takes 3000 to 80000 IOPS; give --iops in that range"
+    );
+    assert_eq!(
+        eks_up(&["--throughput-mibps", "3000", "--iops", "16000"]),
+        "error: --throughput-mibps 3000: gp3 takes 125 to 2000 MiB/s; give --throughput-mibps in that range"
+    );
+    let line = eks_up(&["--node-type", "xlarge"]);
+    assert!(line.starts_with("error: --node-type \"xlarge\" is not an instance type: give FAMILY.SIZE"), "{line}");
+    let line = eks_up(&["--variant", "eks-nvme", "--node-type", "m5.xlarge"]);
+    assert!(line.starts_with("error: --node-type m5.xlarge has no local NVMe"), "{line}");
+    for (variant, flag, value, store) in [
+        ("kind", "--iops", "4000", "the cluster's default storage class"),
+        ("kind", "--throughput-mibps", "250", "the cluster's default storage class"),
+        ("eks-nvme", "--iops", "3000", "the node's instance store"),
+        ("eks-nvme", "--throughput-mibps", "125", "the node's instance store"),
+    ] {
+        assert_eq!(
+            eks_up(&["--variant", variant, flag, value]),
+            format!(
+                "error: {flag}: {variant} has no gp3 volume (its data is on {store}), so {flag} would do nothing; \
+                 drop it, or use --variant eks-gp3"
+            )
+        );
+    }
+    assert_eq!(
+        eks_up(&["--variant", "kind", "--node-type", "m5.xlarge"]),
+        "error: --node-type: kind chooses no node (its pod goes wherever the cluster puts it), so --node-type would \
+         do nothing; drop it, or use --variant eks-gp3 or eks-nvme"
+    );
+}
