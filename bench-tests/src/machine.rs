@@ -131,10 +131,12 @@ impl ProcessFinder {
             .iter()
             // A thread is not another process (sysinfo lists Linux tasks when asked).
             .filter(|(pid, process)| !self.own_lineage.contains(pid) && process.thread_kind().is_none())
-            .filter(|(_, process)| process.exe().is_some_and(|exe| exe.starts_with(&self.build_dir)))
-            .map(|(pid, process)| SeenProcess {
-                pid: pid.as_u32(),
-                name: process.name().to_string_lossy().into_owned(),
+            .filter_map(|(pid, process)| {
+                let exe = process.exe().filter(|exe| exe.starts_with(&self.build_dir))?;
+                // The executable's name, not sysinfo's: that one is read once per pid, and a
+                // pid first seen between a fork and its exec keeps the parent's (`bash`).
+                let name = exe.file_name().unwrap_or(process.name()).to_string_lossy().into_owned();
+                Some(SeenProcess { pid: pid.as_u32(), name })
             })
             .collect()
     }
