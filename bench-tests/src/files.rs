@@ -32,11 +32,18 @@ pub fn shown(path: &Path) -> String {
 
 /// Writes a file whole or not at all: into a temporary file of its own in the same
 /// folder, then renamed into place, so that a reader (or a kill) never sees half of it and
-/// two writers at once do not trip over one temporary name.
+/// two writers at once do not trip over one temporary name. The file gets the permissions
+/// any new file gets (0666 less the umask), as the files beside it do: a temporary file
+/// alone would be the owner's only.
 pub fn write_atomically(path: &Path, text: &str) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt as _;
+
     let folder = path.parent().unwrap_or(Path::new("."));
-    let mut temporary =
-        tempfile::NamedTempFile::new_in(folder).with_context(|| format!("cannot write into {}", folder.display()))?;
+    // The kernel takes the umask off the mode asked for, as for `File::create`.
+    let mut temporary = tempfile::Builder::new()
+        .permissions(std::fs::Permissions::from_mode(0o666))
+        .tempfile_in(folder)
+        .with_context(|| format!("cannot write into {}", folder.display()))?;
     temporary.write_all(text.as_bytes()).with_context(|| format!("cannot write {}", path.display()))?;
     temporary.persist(path).with_context(|| format!("cannot write {}", path.display()))?;
     Ok(())
@@ -49,4 +56,25 @@ pub fn free_bytes(folder: &Path) -> Result<u64> {
     let stat =
         rustix::fs::statvfs(existing).with_context(|| format!("cannot read the free space of {}", shown(existing)))?;
     Ok(stat.f_bavail.saturating_mul(stat.f_frsize))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt as _;
+
+    use super::*;
+
+    #[test]
+    fn a_file_written_atomically_has_the_permissions_of_any_new_file() {
+        let folder = tempfile::tempdir().unwrap();
+        let plain = folder.path().join("samples.jsonl");
+        std::fs::File::create(&plain).unwrap();
+        let atomic = folder.path().join("results.json");
+        write_atomically(&atomic, "{}").unwrap();
+        // Rewritten, as results.json is after every step.
+        write_atomically(&atomic, "{\"a\": 1}").unwrap();
+        let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(format!("{:o}", mode(&atomic)), format!("{:o}", mode(&plain)));
+        assert_eq!(std::fs::read_to_string(&atomic).unwrap(), "{\"a\": 1}");
+    }
 }

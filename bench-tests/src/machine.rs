@@ -3,8 +3,10 @@
 //!
 //! A run records the CPU model, cores and memory, the load average at its start and end,
 //! the other processes of this tool that ran meanwhile (this build's `xtask` or test
-//! binaries: a test suite beside a benchmark doubled its scan times), and the CPU that
-//! other processes used during the run. The machine counts as not quiet when another
+//! binaries, told by their executable's path: a test suite beside a benchmark doubled its
+//! scan times), and the CPU that other processes used during the run. A thread looks for
+//! other processes every half second, since most test processes start and end between
+//! two phases. The machine counts as not quiet when another
 //! process of this tool ran, or when other processes used more than
 //! [`QUIET_OTHERS_CPU_CORES`] on average. The load average is recorded but not judged:
 //! it remembers the last minutes, so it is high right after `cargo` built the tool.
@@ -14,7 +16,8 @@
 //! otherwise count as noise, so for server targets it is left unknown, with the reason.
 
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use sysinfo::{
@@ -36,7 +39,8 @@ pub struct MachineInfo {
     pub memory_bytes: u64,
     pub load_average_start: LoadAverage,
     pub load_average_end: Option<LoadAverage>,
-    /// Other processes of this tool seen at the start, at each phase and at the end.
+    /// Other processes of this tool seen at the start, at each phase, at the end, and by
+    /// the background sampler in between.
     pub other_chbench_processes: Vec<SeenProcess>,
     /// CPU used by other processes during the run, in cores on average.
     pub others_cpu_cores: Option<f64>,
@@ -75,43 +79,146 @@ pub struct SeenProcess {
     pub name: String,
 }
 
+/// How often the background sampler looks for other processes of this tool. A test
+/// process of a suite lives from a fraction of a second to a few seconds, so looking only
+/// at the run's phase boundaries missed whole suites. One look reads the status and the
+/// executable link of every process: 2.2 ms for 112 processes in a debug build here, under
+/// half a percent of a core at this interval.
+const SAMPLE_EVERY: Duration = Duration::from_millis(500);
+
 /// Watches the machine while a run goes: [`MachineWatch::start`], [`MachineWatch::observe`]
-/// at each phase, [`MachineWatch::finish`] at the end.
+/// at each phase, [`MachineWatch::finish`] at the end. Between them a background thread
+/// looks for other processes of this tool every [`SAMPLE_EVERY`], so that one that starts
+/// and ends within a phase is seen too.
 pub struct MachineWatch {
     /// The machine's CPU usage is measured between this one's two refreshes, at the start
     /// and at the end: nothing else may refresh it (a process refresh would).
     cpu: System,
-    /// For processes: this one's, the others of this tool.
+    /// For this process's own CPU time and lineage, and the looks `observe` takes.
     system: System,
     started: Instant,
     own_cpu_ms_at_start: Option<u64>,
     engine_in_process: bool,
-    /// This process and its ancestors (cargo, a test runner): never counted as others.
-    own_lineage: Vec<Pid>,
-    /// Where this build's binaries live; a process running one is this tool.
-    build_dir: PathBuf,
+    /// What tells another process of this tool from the rest.
+    finder: ProcessFinder,
+    /// Every other process of this tool seen so far, by `observe` or the sampler, in the
+    /// order seen; `observe` reports the ones after `reported`.
+    seen: Arc<Mutex<Vec<SeenProcess>>>,
+    reported: usize,
+    sampler: Option<Sampler>,
     info: MachineInfo,
 }
 
+/// Finds the other processes of this tool: those running one of this build's binaries
+/// (`xtask`, a test binary such as `it-<hash>` or `packs-<hash>`), this process and its
+/// ancestors (cargo, a test runner) aside.
+#[derive(Clone)]
+struct ProcessFinder {
+    /// This process and its ancestors: never counted as others.
+    own_lineage: Vec<Pid>,
+    /// Where this build's binaries live; a process running one is this tool.
+    build_dir: PathBuf,
+}
+
+impl ProcessFinder {
+    fn find(&self, system: &mut System) -> Vec<SeenProcess> {
+        refresh_processes(system);
+        if self.build_dir.as_os_str().is_empty() {
+            return Vec::new();
+        }
+        system
+            .processes()
+            .iter()
+            // A thread is not another process (sysinfo lists Linux tasks when asked).
+            .filter(|(pid, process)| !self.own_lineage.contains(pid) && process.thread_kind().is_none())
+            .filter_map(|(pid, process)| {
+                let exe = process.exe().filter(|exe| exe.starts_with(&self.build_dir))?;
+                // The executable's name, not sysinfo's: that one is read once per pid, and a
+                // pid first seen between a fork and its exec keeps the parent's (`bash`).
+                let name = exe.file_name().unwrap_or(process.name()).to_string_lossy().into_owned();
+                Some(SeenProcess { pid: pid.as_u32(), name })
+            })
+            .collect()
+    }
+}
+
+/// The background thread that looks for other processes of this tool; it stops when
+/// its sender is dropped.
+struct Sampler {
+    stop: mpsc::Sender<()>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl Sampler {
+    fn start(finder: ProcessFinder, seen: Arc<Mutex<Vec<SeenProcess>>>) -> std::io::Result<Sampler> {
+        let (stop, stopped) = mpsc::channel::<()>();
+        let thread = std::thread::Builder::new().name("chbench-machine-watch".to_string()).spawn(move || {
+            let mut system = System::new();
+            loop {
+                record(&seen, finder.find(&mut system));
+                match stopped.recv_timeout(SAMPLE_EVERY) {
+                    Err(mpsc::RecvTimeoutError::Timeout) => continue,
+                    _ => break,
+                }
+            }
+        })?;
+        Ok(Sampler { stop, thread })
+    }
+
+    fn stop(self) {
+        drop(self.stop);
+        // A sampler that panicked has lost nothing recorded before.
+        let _ = self.thread.join();
+    }
+}
+
+/// Adds the processes in `found` not seen before to `seen`.
+fn record(seen: &Mutex<Vec<SeenProcess>>, found: Vec<SeenProcess>) {
+    // A poisoned lock still holds every process recorded before the panic.
+    let mut seen = seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    for process in found {
+        if !seen.contains(&process) {
+            seen.push(process);
+        }
+    }
+}
+
+fn refresh_processes(system: &mut System) {
+    // The executable every time: a pid first seen between a test runner's fork and its
+    // exec would otherwise keep the runner's. No tasks: the engine's threads are not
+    // processes, and listing them costs a read per thread.
+    system.refresh_processes_specifics(
+        ProcessesToUpdate::All,
+        true,
+        ProcessRefreshKind::nothing().without_tasks().with_exe(UpdateKind::Always),
+    );
+}
+
 impl MachineWatch {
-    /// Records the machine and looks for other processes of this tool. `engine_in_process`
-    /// says whether the measured engine's work shows in this process's CPU time.
+    /// Records the machine and looks for other processes of this tool, then keeps looking
+    /// in the background until [`MachineWatch::finish`]. `engine_in_process` says whether
+    /// the measured engine's work shows in this process's CPU time.
     pub fn start(engine_in_process: bool) -> MachineWatch {
         // sysinfo keeps every /proc/<pid>/stat open unless told otherwise.
         sysinfo::set_open_files_limit(0);
         let cpu = System::new_with_specifics(RefreshKind::nothing().with_cpu(CpuRefreshKind::everything()));
-        let system =
+        let mut system =
             System::new_with_specifics(RefreshKind::nothing().with_memory(MemoryRefreshKind::nothing().with_ram()));
         let build_dir = crate::files::chbench_dir().parent().map(Path::to_path_buf).unwrap_or_default();
         let cpu_model = cpu.cpus().first().map(|core| core.brand().trim().to_string()).unwrap_or_default();
         let logical_cores = cpu.cpus().len();
+        refresh_processes(&mut system);
+        let finder = ProcessFinder { own_lineage: lineage(&system), build_dir };
+        let seen = Arc::new(Mutex::new(Vec::new()));
         let mut watch = MachineWatch {
             cpu,
             started: Instant::now(),
             own_cpu_ms_at_start: None,
             engine_in_process,
-            own_lineage: Vec::new(),
-            build_dir,
+            finder: finder.clone(),
+            seen: Arc::clone(&seen),
+            reported: 0,
+            sampler: None,
             info: MachineInfo {
                 cpu_model,
                 logical_cores,
@@ -125,48 +232,39 @@ impl MachineWatch {
             },
             system,
         };
-        watch.refresh_processes();
-        watch.own_lineage = watch.lineage();
         watch.own_cpu_ms_at_start = watch.own_cpu_ms();
         watch.observe();
+        // Without the thread (the system refused one) the phases' looks remain.
+        watch.sampler = Sampler::start(finder, seen).ok();
         watch
     }
 
-    /// Looks for other processes of this tool now; returns those not seen before.
+    /// Looks for other processes of this tool now; returns those not reported before,
+    /// the background sampler's finds since the last call included.
     pub fn observe(&mut self) -> Vec<SeenProcess> {
-        self.refresh_processes();
-        let build_dir = &self.build_dir;
-        let others: Vec<SeenProcess> = self
-            .system
-            .processes()
-            .iter()
-            // sysinfo lists threads too (Linux tasks); a thread is not another process.
-            .filter(|(pid, process)| !self.own_lineage.contains(pid) && process.thread_kind().is_none())
-            .filter(|(_, process)| {
-                process.exe().is_some_and(|exe| !build_dir.as_os_str().is_empty() && exe.starts_with(build_dir))
-            })
-            .map(|(pid, process)| SeenProcess {
-                pid: pid.as_u32(),
-                name: process.name().to_string_lossy().into_owned(),
-            })
-            .collect();
-        let mut new = Vec::new();
-        for process in others {
-            if !self.info.other_chbench_processes.contains(&process) {
-                self.info.other_chbench_processes.push(process.clone());
-                new.push(process);
-            }
-        }
+        let found = self.finder.find(&mut self.system);
+        record(&self.seen, found);
+        let seen = self.seen_so_far();
+        let new = seen[self.reported.min(seen.len())..].to_vec();
+        self.reported = seen.len();
+        self.info.other_chbench_processes = seen;
         new
     }
 
-    /// What is known so far.
-    pub fn info(&self) -> &MachineInfo {
-        &self.info
+    /// What is known so far, with every process the sampler has seen.
+    pub fn info(&self) -> MachineInfo {
+        MachineInfo { other_chbench_processes: self.seen_so_far(), ..self.info.clone() }
+    }
+
+    fn seen_so_far(&self) -> Vec<SeenProcess> {
+        self.seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
     }
 
     /// The end of the run: load average, other processes' CPU, and the verdict.
     pub fn finish(mut self) -> MachineInfo {
+        if let Some(sampler) = self.sampler.take() {
+            sampler.stop();
+        }
         self.observe();
         self.cpu.refresh_cpu_usage();
         self.info.load_average_end = Some(LoadAverage::now());
@@ -192,14 +290,6 @@ impl MachineWatch {
         self.info
     }
 
-    fn refresh_processes(&mut self) {
-        self.system.refresh_processes_specifics(
-            ProcessesToUpdate::All,
-            true,
-            ProcessRefreshKind::nothing().with_exe(UpdateKind::OnlyIfNotSet),
-        );
-    }
-
     fn own_cpu_ms(&mut self) -> Option<u64> {
         let pid = sysinfo::get_current_pid().ok()?;
         self.system.refresh_processes_specifics(
@@ -209,20 +299,20 @@ impl MachineWatch {
         );
         self.system.process(pid).map(|process| process.accumulated_cpu_time())
     }
+}
 
-    /// This process and its ancestors.
-    fn lineage(&self) -> Vec<Pid> {
-        let mut lineage = Vec::new();
-        let mut next = sysinfo::get_current_pid().ok();
-        while let Some(pid) = next {
-            if lineage.contains(&pid) {
-                break;
-            }
-            lineage.push(pid);
-            next = self.system.process(pid).and_then(|process| process.parent());
+/// This process and its ancestors, as `system` last saw them.
+fn lineage(system: &System) -> Vec<Pid> {
+    let mut lineage = Vec::new();
+    let mut next = sysinfo::get_current_pid().ok();
+    while let Some(pid) = next {
+        if lineage.contains(&pid) {
+            break;
         }
-        lineage
+        lineage.push(pid);
+        next = system.process(pid).and_then(|process| process.parent());
     }
+    lineage
 }
 
 /// Why the machine was not quiet, one reason a line.
@@ -276,6 +366,55 @@ mod tests {
         assert!(busy[0].contains("1.20 of 2 cores"), "{busy:?}");
         let shared = noise(&info(vec![SeenProcess { pid: 7, name: "logs-0a1b".to_string() }], Some(0.0)));
         assert!(shared[0].contains("logs-0a1b (pid 7)"), "{shared:?}");
+    }
+
+    /// A child process killed when the test ends, passed or not.
+    struct Child(std::process::Child);
+
+    impl Drop for Child {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+
+    #[test]
+    fn a_test_process_that_starts_and_ends_between_phases_is_seen() {
+        let watch = MachineWatch::start(true);
+        // A real process running a binary of this build, named as nextest's test binaries
+        // are: a copy of sleep in the build folder.
+        let build = crate::files::chbench_dir();
+        std::fs::create_dir_all(&build).unwrap();
+        let folder = tempfile::Builder::new().prefix("machine-test-").tempdir_in(&build).unwrap();
+        let binary = folder.path().join("it-0a1b2c3d");
+        std::fs::copy("/bin/sleep", &binary).unwrap();
+        let spawn = || std::process::Command::new(&binary).arg("600").spawn();
+        // Another thread's fork may hold the copy open for writing a moment.
+        let mut attempts = 0;
+        let child = loop {
+            match spawn() {
+                Err(error) if error.kind() == std::io::ErrorKind::ExecutableFileBusy && attempts < 50 => {
+                    attempts += 1;
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                other => break Child(other.unwrap()),
+            }
+        };
+        let pid = child.0.id();
+        let seen = |processes: &[SeenProcess]| processes.iter().any(|process| process.pid == pid);
+        // No phase boundary (no `observe`) while it runs: only the background sampler can
+        // see it. The deadline is for a sampler that never looks, not a measurement.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !seen(&watch.info().other_chbench_processes) {
+            assert!(Instant::now() < deadline, "the watch never saw pid {pid}: {:?}", watch.info());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        drop(child);
+        let finished = watch.finish();
+        let process = finished.other_chbench_processes.iter().find(|process| process.pid == pid).unwrap();
+        assert_eq!(process.name, "it-0a1b2c3d");
+        assert!(!finished.quiet(), "{finished:?}");
+        assert!(finished.noise[0].contains(&format!("it-0a1b2c3d (pid {pid})")), "{:?}", finished.noise);
     }
 
     #[test]

@@ -10,7 +10,7 @@
 use anyhow::{Context, Result};
 use chbench::benchmarks::kinds::default_kind;
 use chbench::benchmarks::{AnyBenchmark, BundlePlace};
-use chbench::results::{ExistingFolder, check_run_id, prepare_results_folder};
+use chbench::results::{ExistingFolder, check_run_id, prepare_results_folder, refuse_a_taken_run_id};
 use clap::FromArgMatches;
 
 use crate::flags::{Bench, RunFlags};
@@ -41,6 +41,9 @@ fn run(flags: &RunFlags, benchmark: &dyn AnyBenchmark) -> Result<()> {
         benchmark.check_storage(&chbench::files::chbench_dir())?;
     }
     prepare_results_folder(&flags.results_dir)?;
+    if let Some(run_id) = &flags.run_id {
+        refuse_a_taken_run_id(&flags.results_dir, run_id)?;
+    }
     // The eks target from an xtask built without it: this command runs again, built with it.
     let mut target = crate::eks::open_target(flags.target.target)?;
     let (run_id, existing) = match &flags.run_id {

@@ -5,14 +5,20 @@
 //! `bench --target eks`, see [`open_target`]) compiles the client and a laptop that never
 //! runs one never does.
 
-use anyhow::Result;
+use anyhow::{Result, anyhow};
+use chbench::cluster::checks::check_values;
+use chbench::cluster::{Values, Variant};
 use chbench::target_info::TargetKind;
 use chbench::targets::{Target, open_target_of_kind};
 
-use crate::flags::Eks;
+use crate::flags::{Eks, EksUp};
 
 impl Eks {
     pub fn run(self) -> Result<()> {
+        // Checked before the Kubernetes client is built: a mistake costs no build.
+        if let crate::flags::EksCommand::Up(up) = &self.command {
+            values(up)?;
+        }
         #[cfg(not(feature = "eks"))]
         {
             rerun_with_the_eks_feature().map(|never| match never {})
@@ -26,6 +32,42 @@ impl Eks {
             crate::flags::EksCommand::Baseline(baseline) => with_client::baseline(&baseline),
         }
     }
+}
+
+/// The manifests' values: the variant's defaults with what the flags give, checked. A flag
+/// the variant would ignore is refused: it would otherwise do nothing, silently.
+fn values(flags: &EksUp) -> Result<Values> {
+    let variant = flags.variant;
+    let ignored = |flag: &str, why: &str, instead: &str| {
+        anyhow!("{flag}: {variant} {why}, so {flag} would do nothing; drop it, or use {instead}")
+    };
+    if variant != Variant::EksGp3 {
+        let store = match variant {
+            Variant::EksNvme => "the node's instance store",
+            _ => "the cluster's default storage class",
+        };
+        let why = format!("has no gp3 volume (its data is on {store})");
+        for (flag, given) in [("--iops", flags.iops), ("--throughput-mibps", flags.throughput_mibps)] {
+            if given.is_some() {
+                return Err(ignored(flag, &why, "--variant eks-gp3"));
+            }
+        }
+    }
+    if variant == Variant::Kind && flags.node_type.is_some() {
+        let why = "chooses no node (its pod goes wherever the cluster puts it)";
+        return Err(ignored("--node-type", why, "--variant eks-gp3 or eks-nvme"));
+    }
+    let defaults = Values::defaults(variant);
+    let values = Values {
+        namespace: flags.namespace.clone(),
+        image: flags.image.clone(),
+        node_type: flags.node_type.clone().unwrap_or(defaults.node_type),
+        volume_gib: flags.volume_gib.unwrap_or(defaults.volume_gib),
+        iops: flags.iops.unwrap_or(defaults.iops),
+        throughput_mibps: flags.throughput_mibps.unwrap_or(defaults.throughput_mibps),
+    };
+    check_values(variant, &values)?;
+    Ok(values)
 }
 
 /// Opens a target of `kind`; one this xtask was built without the feature for (the `eks`
@@ -61,7 +103,7 @@ mod with_client {
 
     use anyhow::{Context, Result, bail};
     use chbench::cluster::{
-        DownOutcome, UpOutcome, Values, baseline, check_namespace, down_blocking, status_blocking, up as deploy,
+        DownOutcome, UpOutcome, baseline, check_namespace, down_blocking, status_blocking, up as deploy,
     };
 
     use crate::flags::{EksBaseline, EksCollect, EksDown, EksStatus, EksUp};
@@ -75,19 +117,6 @@ mod with_client {
             bail!("--timeout-seconds must be at least 1");
         }
         Ok(Duration::from_secs(seconds))
-    }
-
-    /// The manifests' values: the variant's defaults, with what the flags give.
-    fn values(flags: &EksUp) -> Values {
-        let defaults = Values::defaults(flags.variant);
-        Values {
-            namespace: flags.namespace.clone(),
-            image: flags.image.clone(),
-            node_type: flags.node_type.clone().unwrap_or(defaults.node_type),
-            volume_gib: flags.volume_gib.unwrap_or(defaults.volume_gib),
-            iops: flags.iops,
-            throughput_mibps: flags.throughput_mibps,
-        }
     }
 
     pub fn collect(flags: &EksCollect) -> Result<()> {
@@ -107,7 +136,7 @@ mod with_client {
     }
 
     pub fn up(flags: &EksUp) -> Result<()> {
-        match deploy(flags.variant, &values(flags), timeout(flags.timeout_seconds)?, flags.dry_run, progress)? {
+        match deploy(flags.variant, &super::values(flags)?, timeout(flags.timeout_seconds)?, flags.dry_run, progress)? {
             UpOutcome::Planned(documents) => {
                 // What would be applied, in order, each document under its file and line.
                 for document in documents {

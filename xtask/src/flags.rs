@@ -1,13 +1,13 @@
 //! The whole command line, in one place; each benchmark kind's own flags are declared in
 //! the kind's folder and added here from the registry.
 
-use std::ffi::OsStr;
+use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
 
 use chbench::benchmarks::kinds::{self, Kind};
 use chbench::target_info::{TARGET_ENV, TargetKind};
 use clap::builder::{PossibleValue, TypedValueParser};
-use clap::error::ErrorKind;
+use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::{Arg, ArgMatches, Args, FromArgMatches, Parser, Subcommand, ValueEnum};
 
 #[derive(Debug, Parser)]
@@ -42,6 +42,59 @@ pub enum Command {
     /// Remove the `container` target's containers whose run or process has ended (what
     /// every open of the target does first), so that none is left running after a run.
     CleanContainers(CleanContainers),
+}
+
+/// This process's command line, parsed; on a mistake, clap's error (exit code 2), said
+/// in the user's terms where clap's own words would mislead (see [`in_the_users_terms`]).
+pub fn parse() -> Xtask {
+    let args: Vec<OsString> = std::env::args_os().collect();
+    Xtask::try_parse_from(&args).unwrap_or_else(|error| in_the_users_terms(error, &args).exit())
+}
+
+/// clap's error for `args`, or a clearer one for the mistakes clap words in its own
+/// terms: a bad `CHBENCH_TARGET` (clap names `--target`, which was not given), an unknown
+/// benchmark kind (clap lists none), and a kind's flags before its name (clap says they
+/// "cannot be used with" it).
+fn in_the_users_terms(error: clap::Error, args: &[OsString]) -> clap::Error {
+    let context = |kind| match error.get(kind) {
+        Some(ContextValue::String(text)) => Some(text.clone()),
+        _ => None,
+    };
+    // What the user typed after `cargo xtask`, up to a `--`.
+    let given: Vec<&str> = args.iter().skip(1).map_while(|arg| arg.to_str()).take_while(|arg| *arg != "--").collect();
+    let bench = given.first() == Some(&"bench");
+    let reworded = match error.kind() {
+        ErrorKind::ValueValidation
+            if context(ContextKind::InvalidArg).is_some_and(|arg| arg.starts_with("--target"))
+                && !given.iter().any(|arg| *arg == "--target" || arg.starts_with("--target=")) =>
+        {
+            // The value came from the variable, `--target`'s default.
+            let value = context(ContextKind::InvalidValue).unwrap_or_default();
+            let why = parse_target(&value).err().unwrap_or_default();
+            format!("{TARGET_ENV}={value:?}: {why}; set {TARGET_ENV} to one of them, or unset it")
+        }
+        ErrorKind::InvalidSubcommand if bench => {
+            let name = context(ContextKind::InvalidSubcommand).unwrap_or_default();
+            let kinds: Vec<&str> = kinds::KINDS.iter().map(|kind| kind.name).collect();
+            format!(
+                "{name:?} is not a benchmark kind; the kinds: {} (`cargo xtask bench KIND --help` lists a kind's flags)",
+                kinds.join(", ")
+            )
+        }
+        ErrorKind::ArgumentConflict if bench => {
+            let Some(kind) = context(ContextKind::InvalidSubcommand).filter(|name| kinds::kind_named(name).is_some())
+            else {
+                return error;
+            };
+            let mut flags: Vec<&str> = given[1..].to_vec();
+            if let Some(at) = flags.iter().position(|arg| *arg == kind) {
+                flags.remove(at);
+            }
+            format!("a kind's flags follow its name: cargo xtask bench {kind} {}", flags.join(" "))
+        }
+        _ => return error,
+    };
+    clap::Error::raw(error.kind(), format!("{reworded}\n"))
 }
 
 /// `cargo xtask eks <command>`. Built with the `eks` feature, which the first `eks`
@@ -132,21 +185,21 @@ pub struct EksUp {
     /// The namespace every object goes in (and `down` removes).
     #[arg(long, env = chbench::targets::eks::NAMESPACE_ENV, default_value = chbench::cluster::DEFAULT_NAMESPACE)]
     pub namespace: String,
-    /// The benchmark node's instance type [default: m5.xlarge; m6id.xlarge for eks-nvme].
+    /// EKS only: the benchmark node's instance type [default: m5.xlarge; m6id.xlarge for eks-nvme].
     #[arg(long)]
     pub node_type: Option<String>,
     /// The server image, pinned by tag or digest.
     #[arg(long, default_value = "clickhouse/clickhouse-server:26.3.33.24")]
     pub image: String,
-    /// The data volume in GiB [default: 100; 10 on kind].
+    /// The data volume in GiB, at most 65536 on eks-gp3 [default: 100; 10 on kind].
     #[arg(long)]
     pub volume_gib: Option<u32>,
-    /// gp3 IOPS.
-    #[arg(long, default_value_t = 3000)]
-    pub iops: u32,
-    /// gp3 throughput in MiB/s.
-    #[arg(long, default_value_t = 125)]
-    pub throughput_mibps: u32,
+    /// eks-gp3 only: the volume's provisioned IOPS, 3000 to 80000 [default: 3000].
+    #[arg(long)]
+    pub iops: Option<u32>,
+    /// eks-gp3 only: the volume's provisioned throughput in MiB/s, 125 to 2000 [default: 125].
+    #[arg(long)]
+    pub throughput_mibps: Option<u32>,
     /// How long to wait for the pod to be Ready, in seconds.
     #[arg(long, default_value_t = 600)]
     pub timeout_seconds: u64,

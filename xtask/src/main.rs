@@ -13,10 +13,8 @@ mod setup;
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
 fn main() -> ExitCode {
-    let flags = flags::Xtask::parse();
+    let flags = flags::parse();
     // Without this, Ctrl-C would end the process before it removes the engine's folder.
     let outcome = chbench::interrupt::stop_at_the_next_statement_on_ctrl_c().and_then(|()| match flags.command {
         flags::Command::Setup(setup) => setup.run(),

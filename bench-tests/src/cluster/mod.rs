@@ -7,14 +7,15 @@
 //! ([`portforward`]); the Namespace's annotations ([`annotations`]). What a run leaves is
 //! copied out by `crate::collect`, a layer up, since it reads the server through a target.
 //!
-//! The variants and their values are always built (the command line names them); the
-//! rest only with the `eks` cargo feature (it brings the Kubernetes client and API
+//! The variants, their values and the values' checks ([`checks`]) are always built (the
+//! command line names and checks them); the rest only with the `eks` cargo feature (it brings the Kubernetes client and API
 //! types), so that a laptop that never touches a cluster does not compile them.
 
 #[cfg(feature = "eks")]
 pub mod annotations;
 #[cfg(feature = "eks")]
 pub mod baseline;
+pub mod checks;
 #[cfg(feature = "eks")]
 pub mod deploy;
 #[cfg(feature = "eks")]

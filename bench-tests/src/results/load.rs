@@ -33,8 +33,22 @@ pub fn bundle_kind(dir: &Path) -> Result<String> {
 fn read_results(dir: &Path) -> Result<(PathBuf, String, serde_json::Value)> {
     let path = dir.join(RESULTS_FILE);
     let text = fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
-    let value: serde_json::Value =
-        serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))?;
+    // The writer replaces the file whole, so an empty or cut file was damaged after it:
+    // by a copy cut short or a full disk.
+    const WHAT_TO_DO: &str = "copy the bundle again from where it was written, or run the benchmark again";
+    if text.trim().is_empty() {
+        bail!("{} is empty: {WHAT_TO_DO}", path.display());
+    }
+    let value: serde_json::Value = match serde_json::from_str(&text) {
+        Ok(value) => value,
+        Err(error) if error.is_eof() => bail!(
+            "{} is truncated: it ends at line {}, column {}, before its JSON does; {WHAT_TO_DO}",
+            path.display(),
+            error.line(),
+            error.column()
+        ),
+        Err(error) => return Err(error).with_context(|| format!("{} is not JSON", path.display())),
+    };
     match value.get("schema_version").and_then(serde_json::Value::as_u64) {
         None => bail!("{} is not a results bundle: it has no schema_version", path.display()),
         Some(1) => bail!(

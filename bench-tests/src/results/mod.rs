@@ -35,7 +35,7 @@ use serde::de::{DeserializeOwned, Error as _};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 pub use self::load::{bundle_kind, load_bundle};
-pub use self::writer::{BundleWriter, ExistingFolder, prepare_results_folder};
+pub use self::writer::{BundleWriter, ExistingFolder, prepare_results_folder, refuse_a_taken_run_id};
 use crate::machine::MachineInfo;
 use crate::query_runs::QueryRuns;
 use crate::settings::Settings;

@@ -50,7 +50,7 @@ impl<Results: KindResults> BundleWriter<Results> {
                 Ok(()) => break dir,
                 Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {
                     if existing == ExistingFolder::Refuse || attempt >= 100 {
-                        bail!("the results folder {} already exists; choose another run id", dir.display());
+                        return Err(taken(&dir));
                     }
                     attempt += 1;
                     bundle.run_id = format!("{base_id}-{attempt}");
@@ -153,4 +153,20 @@ pub fn prepare_results_folder(root: &Path) -> Result<()> {
         bail!("the results folder {} is not a folder; give --results-dir a folder", root.display());
     }
     fs::create_dir_all(root).with_context(|| format!("cannot create the results folder {}", root.display()))
+}
+
+/// Refuses a run id the user chose whose folder exists under `root`: checked before a run
+/// starts its engine. [`BundleWriter::create`] still refuses it atomically, for a run that
+/// takes it meanwhile.
+pub fn refuse_a_taken_run_id(root: &Path, run_id: &str) -> Result<()> {
+    let dir = root.join(run_id);
+    // `exists` follows a symlink; a dangling one would still block create_dir.
+    if dir.symlink_metadata().is_ok() {
+        return Err(taken(&dir));
+    }
+    Ok(())
+}
+
+fn taken(dir: &Path) -> anyhow::Error {
+    anyhow::anyhow!("the results folder {} already exists; choose another run id", dir.display())
 }

@@ -350,6 +350,41 @@ fn a_finished_bundle_has_its_samples_in_results_json_and_no_journal() {
     assert_eq!(bundle.benchmark.queries[0].samples.len(), 1);
 }
 
+/// Every file of a folder and its subfolders, but the SQL copies (which keep the
+/// fixtures' own permissions), with its permission bits.
+fn modes(folder: &std::path::Path, modes: &mut BTreeMap<String, u32>) {
+    use std::os::unix::fs::PermissionsExt as _;
+    for entry in std::fs::read_dir(folder).unwrap() {
+        let entry = entry.unwrap();
+        let metadata = entry.metadata().unwrap();
+        if metadata.is_dir() {
+            if entry.file_name() != "sql" {
+                self::modes(&entry.path(), modes);
+            }
+        } else {
+            modes.insert(entry.file_name().to_string_lossy().into_owned(), metadata.permissions().mode() & 0o777);
+        }
+    }
+}
+
+#[test]
+fn every_file_of_a_bundle_has_the_same_permissions() {
+    let root = tempfile::tempdir().unwrap();
+    let mut writer = BundleWriter::create(root.path(), extreme_bundle(1.5, 7), ExistingFolder::Refuse).unwrap();
+    writer.start_query(no_samples_yet()).unwrap();
+    writer.record_sample(sample(1.5, 7, 0), Some("615\n".to_string())).unwrap();
+    write_report(writer.dir()).unwrap();
+    let mut found = BTreeMap::new();
+    modes(writer.dir(), &mut found);
+    // samples.jsonl is opened as any new file is: the others must match it.
+    let journal = found[SAMPLES_FILE];
+    assert!(found.contains_key(RESULTS_FILE) && found.contains_key("report.md"), "{found:?}");
+    assert!(found.keys().any(|name| name.ends_with(".svg")), "no chart was written: {found:?}");
+    for (name, mode) in &found {
+        assert_eq!(format!("{mode:o}"), format!("{journal:o}"), "{name} has other permissions than {SAMPLES_FILE}");
+    }
+}
+
 #[test]
 fn a_schema_1_bundle_gets_one_line_saying_what_to_do() {
     let root = tempfile::tempdir().unwrap();

@@ -365,21 +365,56 @@ fn run_ids_that_could_name_a_path_elsewhere_are_refused() {
     assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0, "something was written");
 }
 
+/// Runs a command line clap refuses and returns its one error line.
+fn usage_error(args: &[&str], env: &[(&str, &str)]) -> String {
+    let output = xtask(args, env);
+    // clap refuses it before anything runs, with its own usage-error code.
+    assert_eq!(output.status.code(), Some(2), "{args:?}: {:?}", output.status);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let errors = error_lines(&output);
+    assert_eq!(errors.len(), 1, "expected one error line in:\n{stderr}");
+    errors[0].clone()
+}
+
 #[test]
 fn an_unknown_target_lists_the_known_ones() {
-    for (args, env) in
-        [(&["bench", "--target", "kubernetes"][..], &[][..]), (&["bench"][..], &[("CHBENCH_TARGET", "kubernetes")][..])]
-    {
-        let output = xtask(args, env);
-        // clap refuses it before anything runs, with its own usage-error code.
-        assert_eq!(output.status.code(), Some(2), "{:?}", output.status);
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        let errors = error_lines(&output);
-        assert_eq!(errors.len(), 1, "expected one error line in:\n{stderr}");
-        assert!(errors[0].contains("'kubernetes'") && errors[0].contains("--target"), "{stderr}");
-        let choose = format!("is not a target; choose one of {}", chbench::target_info::TargetKind::names());
-        assert!(errors[0].contains(&choose), "{stderr}");
+    let choose = format!("is not a target; choose one of {}", chbench::target_info::TargetKind::names());
+    let line = usage_error(&["bench", "--target", "kubernetes"], &[]);
+    assert!(line.contains("'kubernetes'") && line.contains("--target") && line.contains(&choose), "{line}");
+    // From the variable, the line names the variable: no --target was given.
+    for args in [&["bench"][..], &["measure", "q.sql"]] {
+        let line = usage_error(args, &[("CHBENCH_TARGET", "kubernetes")]);
+        assert!(line.starts_with("error: CHBENCH_TARGET=\"kubernetes\": \"kubernetes\" is not a target"), "{line}");
+        assert!(line.contains(&choose) && line.ends_with("set CHBENCH_TARGET to one of them, or unset it"), "{line}");
+        assert!(!line.contains("--target"), "{line}");
     }
+    // Both given: the flag is what clap read, and what the line names.
+    let line = usage_error(&["bench", "--target=kubernetes"], &[("CHBENCH_TARGET", "embedded")]);
+    assert!(line.contains("'kubernetes'") && line.contains("--target"), "{line}");
+}
+
+#[test]
+fn an_unknown_benchmark_kind_lists_the_kinds() {
+    let kinds: Vec<&str> = chbench::benchmarks::kinds::KINDS.iter().map(|kind| kind.name).collect();
+    for name in ["nope", "log"] {
+        let line = usage_error(&["bench", name], &[]);
+        assert_eq!(
+            line,
+            format!(
+                "error: {name:?} is not a benchmark kind; the kinds: {} (`cargo xtask bench KIND --help` lists a \
+                 kind's flags)",
+                kinds.join(", ")
+            )
+        );
+    }
+}
+
+#[test]
+fn a_kinds_flags_before_its_name_say_to_put_the_kind_first() {
+    let line = usage_error(&["bench", "--rows", "10", "logs"], &[]);
+    assert_eq!(line, "error: a kind's flags follow its name: cargo xtask bench logs --rows 10");
+    let line = usage_error(&["bench", "--runs", "2", "logs", "--rows", "1K"], &[]);
+    assert_eq!(line, "error: a kind's flags follow its name: cargo xtask bench logs --runs 2 --rows 1K");
 }
 
 #[test]
@@ -566,4 +601,100 @@ fn rows_beyond_the_free_disk_or_a_sane_bound_are_refused_before_anything_runs() 
     // A pack's scale too, before its dataset is built.
     let line = measure_without_an_engine(&["primary_key", "one_device_one_hour", "--rows", "11G"]);
     assert!(line.contains("dataset primary_key_readings_11000000000 (11000000000 rows) is more than"), "{line}");
+}
+
+#[test]
+fn an_empty_or_truncated_results_file_is_named_with_what_to_do() {
+    let bundle = tempfile::tempdir().unwrap();
+    let results = bundle.path().join("results.json");
+    let report = |text: &str| {
+        std::fs::write(&results, text).unwrap();
+        error_line(&xtask(&["report", bundle.path().to_str().unwrap()], &[]))
+    };
+    let what_to_do = "copy the bundle again from where it was written, or run the benchmark again";
+    for empty in ["", "\n"] {
+        assert_eq!(report(empty), format!("error: {} is empty: {what_to_do}", results.display()));
+    }
+    let line = report("{\n  \"schema_version\": 2,\n  \"run_id\": \"20261130T152128Z-embedded-logs-10M\",\n");
+    assert_eq!(
+        line,
+        format!(
+            "error: {} is truncated: it ends at line 4, column 0, before its JSON does; {what_to_do}",
+            results.display()
+        )
+    );
+}
+
+#[test]
+fn a_run_id_already_taken_is_refused_before_the_engine_starts() {
+    let results = tempfile::tempdir().unwrap();
+    let taken = results.path().join("yesterday");
+    std::fs::create_dir(&taken).unwrap();
+    std::fs::write(taken.join("results.json"), "{}").unwrap();
+    // An engine that does not exist: reaching it would be its error, not this one.
+    let output = xtask(
+        &["bench", "--target", "embedded", "--run-id", "yesterday", "--results-dir", results.path().to_str().unwrap()],
+        &[("CHBENCH_LIBCHDB", "/nonexistent/libchdb.so")],
+    );
+    let line = error_line(&output);
+    assert_eq!(line, format!("error: the results folder {} already exists; choose another run id", taken.display()));
+    assert!(!String::from_utf8_lossy(&output.stderr).contains("chbench: target"), "the engine started");
+    assert_eq!(std::fs::read_to_string(taken.join("results.json")).unwrap(), "{}");
+}
+
+#[test]
+fn clean_containers_without_docker_has_nothing_to_clean() {
+    // A socket that does not exist: no daemon answers, as on a machine without Docker.
+    let output = xtask(&["clean-containers"], &[("DOCKER_HOST", "unix:///nonexistent/docker.sock")]);
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("no Docker daemon answers") && stdout.contains("no container to remove"), "{stdout}");
+    assert!(error_lines(&output).is_empty(), "{}", String::from_utf8_lossy(&output.stderr));
+}
+
+/// `eks up` flags that no cluster would take, or that the variant would ignore, each
+/// refused in one line before anything is built or sent: a cargo that does not exist
+/// would be the error of a rebuild with the Kubernetes client.
+#[test]
+fn eks_up_flags_are_refused_before_the_kubernetes_client_is_built() {
+    let eks_up = |flags: &[&str]| {
+        let mut args = vec!["eks", "up"];
+        args.extend(flags);
+        error_line(&xtask(&args, &[("CARGO", "/nonexistent/cargo"), ("KUBECONFIG", "/nonexistent/kubeconfig")]))
+    };
+    assert_eq!(
+        eks_up(&["--volume-gib", "65537"]),
+        "error: --volume-gib 65537: a gp3 volume holds at most 65536 GiB (64 TiB); give --volume-gib 65536 or less"
+    );
+    assert_eq!(
+        eks_up(&["--iops", "100"]),
+        "error: --iops 100: gp3 takes 3000 to 80000 IOPS; give --iops in that range"
+    );
+    assert_eq!(
+        eks_up(&["--throughput-mibps", "3000", "--iops", "16000"]),
+        "error: --throughput-mibps 3000: gp3 takes 125 to 2000 MiB/s; give --throughput-mibps in that range"
+    );
+    let line = eks_up(&["--node-type", "xlarge"]);
+    assert!(line.starts_with("error: --node-type \"xlarge\" is not an instance type: give FAMILY.SIZE"), "{line}");
+    let line = eks_up(&["--variant", "eks-nvme", "--node-type", "m5.xlarge"]);
+    assert!(line.starts_with("error: --node-type m5.xlarge has no local NVMe"), "{line}");
+    for (variant, flag, value, store) in [
+        ("kind", "--iops", "4000", "the cluster's default storage class"),
+        ("kind", "--throughput-mibps", "250", "the cluster's default storage class"),
+        ("eks-nvme", "--iops", "3000", "the node's instance store"),
+        ("eks-nvme", "--throughput-mibps", "125", "the node's instance store"),
+    ] {
+        assert_eq!(
+            eks_up(&["--variant", variant, flag, value]),
+            format!(
+                "error: {flag}: {variant} has no gp3 volume (its data is on {store}), so {flag} would do nothing; \
+                 drop it, or use --variant eks-gp3"
+            )
+        );
+    }
+    assert_eq!(
+        eks_up(&["--variant", "kind", "--node-type", "m5.xlarge"]),
+        "error: --node-type: kind chooses no node (its pod goes wherever the cluster puts it), so --node-type would \
+         do nothing; drop it, or use --variant eks-gp3 or eks-nvme"
+    );
 }
