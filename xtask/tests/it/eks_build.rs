@@ -73,6 +73,11 @@ fn the_default_build_compiles_no_tls_stack() {
 /// `rerun-if-env-changed=CARGO_MANIFEST_DIR`), so leaving them would rebuild the
 /// default build here. Cargo's fingerprint log says what it finds stale, and why.
 fn eks_command_from_a_shell() -> std::process::Output {
+    cargo_from_a_shell(&["xtask", "eks", "up", "--dry-run"])
+}
+
+/// Cargo with `args` as a shell runs it (see [`eks_command_from_a_shell`]).
+fn cargo_from_a_shell(args: &[&str]) -> std::process::Output {
     const SET_FOR_A_PACKAGE: [&str; 7] = [
         "CARGO_MANIFEST_DIR",
         "CARGO_MANIFEST_PATH",
@@ -83,7 +88,7 @@ fn eks_command_from_a_shell() -> std::process::Output {
         "OUT_DIR",
     ];
     let mut command = Command::new(cargo());
-    command.args(["xtask", "eks", "up", "--dry-run"]).current_dir(workspace());
+    command.args(args).current_dir(workspace());
     for (name, _) in std::env::vars_os() {
         let Some(name) = name.to_str() else { continue };
         if name.starts_with("CARGO_PKG_") || name.starts_with("CARGO_BIN_EXE_") || SET_FOR_A_PACKAGE.contains(&name) {
@@ -93,7 +98,7 @@ fn eks_command_from_a_shell() -> std::process::Output {
     command
         .env("CARGO_LOG", "cargo::core::compiler::fingerprint=info")
         .output()
-        .expect("cannot run cargo xtask eks up --dry-run")
+        .unwrap_or_else(|error| panic!("cannot run cargo {}: {error}", args.join(" ")))
 }
 
 /// Each run switches twice (the default build of xtask, then the `eks` build it runs),
@@ -119,4 +124,13 @@ fn a_second_eks_command_compiles_nothing() {
         stale.join("\n")
     );
     assert!(!stderr.contains("Compiling "), "the second run compiled:\n{stderr}");
+
+    // The `eks` build's xtask replaced target/debug/xtask, the binary the other tests
+    // run as the default build (eks_rerun's expect it to rerun cargo): put the default
+    // build's back (fresh, so cargo only links it into place) and check that it is.
+    let restored = cargo_from_a_shell(&["build", "--quiet", "-p", "xtask"]);
+    assert!(restored.status.success(), "cannot build xtask: {}", String::from_utf8_lossy(&restored.stderr));
+    let output = crate::common::xtask().args(["eks", "status"]).env("CARGO", "/nonexistent/cargo").output().unwrap();
+    let errors = crate::common::error_lines(&output).join("\n");
+    assert!(errors.contains("cannot run /nonexistent/cargo"), "target/debug/xtask is not the default build: {errors}");
 }
