@@ -4,8 +4,7 @@
 //!
 //! - `CHBENCH_TARGET` chooses the engine every scenario runs on: `embedded` (the real
 //!   ClickHouse engine in-process, libchdb), `container` (`clickhouse/clickhouse-server`
-//!   in Docker, one container per nextest run, driven through bollard; testcontainers
-//!   only pulls the image), `url` (a running server: `CHBENCH_URL`, `CHBENCH_USER`,
+//!   in Docker, one container per nextest run, driven through bollard), `url` (a running server: `CHBENCH_URL`, `CHBENCH_USER`,
 //!   `CHBENCH_PASSWORD`), `eks` (the pod `cargo xtask eks up` deployed, through a
 //!   port-forward; needs the `eks` feature) or `auto`, the default: `container` when a
 //!   Docker daemon answers, else `embedded`. In the library

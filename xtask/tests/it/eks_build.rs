@@ -1,58 +1,71 @@
-//! The default build and the `eks` build (what `cargo xtask eks ...` runs itself as) turn
-//! on the same features in every crate they share, so that switching between them
-//! relinks chbench and xtask and rebuilds nothing else (see "One build for both" in
-//! bench-tests/Cargo.toml). When a dependency's features drift, this names the crate
-//! and the features to add there. And the `eks` build is built once: a second `cargo
-//! xtask eks ...` compiles nothing.
+//! What the default build compiles, and switching between it and the `eks` build (what
+//! `cargo xtask eks ...` runs itself as). The default build has no TLS stack (no ring,
+//! aws-lc or rustls: the container target talks to Docker over a local socket); only the
+//! `eks` build's Kubernetes client brings one. The two builds ask for different features
+//! of the crates they share, and cargo keeps each variant side by side in target/, so
+//! once both are built a switch compiles nothing: `cargo xtask eks ...` is itself a switch
+//! each way (the default build of xtask runs the `eks` build).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::process::Command;
 
 use crate::common::{cargo, workspace};
 
-/// Each crate of xtask's build (its normal dependencies, with what they build on) and the
-/// features it is built with, as `cargo tree` resolves them from the lock file.
-fn features_of_each_crate(extra: &[&str]) -> BTreeMap<String, BTreeSet<String>> {
+/// The crates xtask's build compiles (normal and build-script dependencies, with what
+/// they build on), as (name, version), as `cargo tree` resolves them from the lock file.
+fn crates_compiled(extra: &[&str]) -> BTreeSet<(String, String)> {
     let output = Command::new(cargo())
-        .args(["tree", "--locked", "-p", "xtask", "-e", "normal", "--prefix", "none", "-f", "{p} [{f}]"])
+        .args(["tree", "--locked", "-p", "xtask", "-e", "normal,build", "--prefix", "none", "-f", "{p}"])
         .args(extra)
         .current_dir(workspace())
         .output()
         .expect("cannot run cargo tree");
     assert!(output.status.success(), "cargo tree failed: {}", String::from_utf8_lossy(&output.stderr));
-    let mut crates: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for line in String::from_utf8_lossy(&output.stdout).lines() {
-        let Some((package, features)) = line.trim_end_matches(" (*)").split_once(" [") else { continue };
-        // A crate built for the host (a proc-macro's dependency) and for the target shows
-        // twice; what matters is that the two builds ask for the same features of it.
-        let features = features.trim_end_matches(']').split(',').filter(|f| !f.is_empty()).map(str::to_string);
-        crates.entry(package.to_string()).or_default().extend(features);
-    }
-    crates
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|line| {
+            let mut words = line.split_whitespace();
+            Some((words.next()?.to_string(), words.next()?.to_string()))
+        })
+        .collect()
 }
 
+fn names(crates: &BTreeSet<(String, String)>) -> BTreeSet<&str> {
+    crates.iter().map(|(name, _)| name.as_str()).collect()
+}
+
+/// The TLS stack and what brought it into the default build before: testcontainers
+/// (bollard's buildkit: tonic, rustls; its defaults: ring, reqwest).
+const NOT_IN_THE_DEFAULT_BUILD: [&str; 10] = [
+    "ring",
+    "aws-lc-sys",
+    "aws-lc-rs",
+    "rustls",
+    "tokio-rustls",
+    "hyper-rustls",
+    "reqwest",
+    "tonic",
+    "testcontainers",
+    "testcontainers-modules",
+];
+
 #[test]
-fn the_eks_build_turns_on_no_feature_the_default_build_lacks() {
-    let default = features_of_each_crate(&[]);
-    let eks = features_of_each_crate(&["--features", "xtask/eks"]);
-    assert!(default.len() > 100, "cargo tree listed only {} crates", default.len());
-    let drifted: Vec<String> = default
-        .iter()
-        .filter(|(package, _)| !package.starts_with("chbench ") && !package.starts_with("xtask "))
-        .filter_map(|(package, features)| {
-            let with_eks = eks.get(package)?;
-            (with_eks != features).then(|| {
-                let added: Vec<&String> = with_eks.difference(features).collect();
-                format!("{package}: the eks build adds {added:?}")
-            })
-        })
-        .collect();
+fn the_default_build_compiles_no_tls_stack() {
+    let compiled = crates_compiled(&[]);
+    let (default, eks) = (names(&compiled), crates_compiled(&["--features", "xtask/eks"]));
+    let eks = names(&eks);
+    assert!(default.contains("bollard") && default.contains("chbench"), "cargo tree listed {default:?}");
+    // The query sees a TLS stack where there is one.
+    assert!(eks.contains("kube-client") && eks.contains("rustls"), "the eks build: {eks:?}");
+    let present: Vec<&str> = NOT_IN_THE_DEFAULT_BUILD.into_iter().filter(|name| default.contains(*name)).collect();
     assert!(
-        drifted.is_empty(),
-        "each switch between `cargo xtask` and `cargo xtask eks` would rebuild these and what depends on them; \
-         turn the same features on in bench-tests/Cargo.toml (\"One build for both\"):\n{}",
-        drifted.join("\n")
+        present.is_empty(),
+        "the default build compiles {present:?} again (`cargo tree -p xtask -e normal,build -i <crate>` says \
+         through what); keep TLS in the eks feature"
     );
+    // 176 when this was written (273 with testcontainers-modules): a bound, so that a
+    // new dependency's weight is a decision.
+    assert!(compiled.len() <= 200, "the default build compiles {} crates; it was 176", compiled.len());
 }
 
 /// `cargo xtask eks up --dry-run` (the eks build, no cluster) as a shell runs it: the variables cargo and nextest set for
@@ -60,6 +73,11 @@ fn the_eks_build_turns_on_no_feature_the_default_build_lacks() {
 /// `rerun-if-env-changed=CARGO_MANIFEST_DIR`), so leaving them would rebuild the
 /// default build here. Cargo's fingerprint log says what it finds stale, and why.
 fn eks_command_from_a_shell() -> std::process::Output {
+    cargo_from_a_shell(&["xtask", "eks", "up", "--dry-run"])
+}
+
+/// Cargo with `args` as a shell runs it (see [`eks_command_from_a_shell`]).
+fn cargo_from_a_shell(args: &[&str]) -> std::process::Output {
     const SET_FOR_A_PACKAGE: [&str; 7] = [
         "CARGO_MANIFEST_DIR",
         "CARGO_MANIFEST_PATH",
@@ -70,7 +88,7 @@ fn eks_command_from_a_shell() -> std::process::Output {
         "OUT_DIR",
     ];
     let mut command = Command::new(cargo());
-    command.args(["xtask", "eks", "up", "--dry-run"]).current_dir(workspace());
+    command.args(args).current_dir(workspace());
     for (name, _) in std::env::vars_os() {
         let Some(name) = name.to_str() else { continue };
         if name.starts_with("CARGO_PKG_") || name.starts_with("CARGO_BIN_EXE_") || SET_FOR_A_PACKAGE.contains(&name) {
@@ -80,11 +98,13 @@ fn eks_command_from_a_shell() -> std::process::Output {
     command
         .env("CARGO_LOG", "cargo::core::compiler::fingerprint=info")
         .output()
-        .expect("cannot run cargo xtask eks up --dry-run")
+        .unwrap_or_else(|error| panic!("cannot run cargo {}: {error}", args.join(" ")))
 }
 
-/// Slow the first time on a fresh clone (it builds the Kubernetes client, about a minute
-/// on 2 cores); after that both runs only check fingerprints.
+/// Each run switches twice (the default build of xtask, then the `eks` build it runs),
+/// so a second run that compiles nothing shows that a switch rebuilds nothing. Slow the
+/// first time on a fresh clone (it builds the Kubernetes client, about a minute on 2
+/// cores); after that both runs only check fingerprints.
 #[test]
 fn a_second_eks_command_compiles_nothing() {
     // The manifests it prints say that the eks build of xtask ran.
@@ -104,4 +124,13 @@ fn a_second_eks_command_compiles_nothing() {
         stale.join("\n")
     );
     assert!(!stderr.contains("Compiling "), "the second run compiled:\n{stderr}");
+
+    // The `eks` build's xtask replaced target/debug/xtask, the binary the other tests
+    // run as the default build (eks_rerun's expect it to rerun cargo): put the default
+    // build's back (fresh, so cargo only links it into place) and check that it is.
+    let restored = cargo_from_a_shell(&["build", "--quiet", "-p", "xtask"]);
+    assert!(restored.status.success(), "cannot build xtask: {}", String::from_utf8_lossy(&restored.stderr));
+    let output = crate::common::xtask().args(["eks", "status"]).env("CARGO", "/nonexistent/cargo").output().unwrap();
+    let errors = crate::common::error_lines(&output).join("\n");
+    assert!(errors.contains("cannot run /nonexistent/cargo"), "target/debug/xtask is not the default build: {errors}");
 }
