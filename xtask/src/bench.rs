@@ -7,6 +7,8 @@
 //! from it, the error line says where they are, and the command exits with 130. A
 //! second Ctrl-C stops at once; the bundle on disk is valid all the same.
 
+use std::io::Write as _;
+
 use anyhow::{Context, Result};
 use chbench::benchmarks::kinds::default_kind;
 use chbench::benchmarks::{AnyBenchmark, BundlePlace};
@@ -70,7 +72,9 @@ fn run(flags: &RunFlags, benchmark: &dyn AnyBenchmark) -> Result<()> {
             )
         });
     }
-    println!("report: {}", end.report?.display());
+    let report = end.report?;
+    // As the progress lines: a reader that went away does not make a finished run fail.
+    let _ = writeln!(std::io::stdout(), "report: {}", report.display());
     Ok(())
 }
 

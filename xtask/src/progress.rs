@@ -1,7 +1,7 @@
 //! Progress for long runs: a bar on a terminal, and quiet lines (one when a step starts,
 //! one when it ends) when the output goes to a file or a CI log.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write as _};
 use std::time::Duration;
 
 use chbench::benchmarks::Progress;
@@ -21,7 +21,7 @@ impl TerminalProgress {
 impl Progress for TerminalProgress {
     fn start(&self, step: &str, units: Option<u64>) {
         if !self.interactive {
-            eprintln!("==> {step}");
+            say(&format!("==> {step}"));
             return;
         }
         let bar = match units {
@@ -46,14 +46,14 @@ impl Progress for TerminalProgress {
     fn warn(&self, line: &str) {
         match self.bar.borrow().as_ref() {
             Some(bar) => bar.println(format!("warning: {line}")),
-            None => eprintln!("warning: {line}"),
+            None => say(&format!("warning: {line}")),
         }
     }
 
     fn note(&self, line: &str) {
         match self.bar.borrow().as_ref() {
             Some(bar) => bar.println(format!("chbench: {line}")),
-            None => eprintln!("chbench: {line}"),
+            None => say(&format!("chbench: {line}")),
         }
     }
 
@@ -61,6 +61,12 @@ impl Progress for TerminalProgress {
         if let Some(bar) = self.bar.borrow_mut().take() {
             bar.finish_and_clear();
         }
-        eprintln!("    {summary}");
+        say(&format!("    {summary}"));
     }
+}
+
+/// One line on stderr. A reader that went away (`2>&1 | head`) must not stop the run:
+/// `eprintln!` would panic there and leave the bundle unfinished, so the error is dropped.
+fn say(line: &str) {
+    let _ = writeln!(std::io::stderr(), "{line}");
 }

@@ -78,8 +78,9 @@ const DEFAULT_RESPONSE_TIMEOUT: Duration = Duration::from_secs(30);
 /// How often a waiting request looks whether Ctrl-C came: "at once" to a person.
 const INTERRUPT_POLL: Duration = Duration::from_millis(50);
 /// How long an interrupted statement's `KILL QUERY` may take (at most the response
-/// timeout): the process is stopping.
-const KILL_WAIT: Duration = Duration::from_secs(5);
+/// timeout): the process is stopping, and a healthy server answers `ASYNC` in
+/// milliseconds; a silent one must not hold up the stop.
+const KILL_WAIT: Duration = Duration::from_secs(1);
 
 /// The limits on waiting for a server, from `CHBENCH_CONNECT_TIMEOUT` and
 /// `CHBENCH_RESPONSE_TIMEOUT` (seconds) or the defaults.
