@@ -259,31 +259,24 @@ pub const NON_DETERMINISTIC: &[&str] = &[
 ];
 
 /// The first call in `text` whose value differs between runs, with its byte offset and
-/// how a message names it (`rand()`, `generateRandom without a seed`).
+/// how a message names it (`rand()`, `generateRandom without a seed`). Words are read as
+/// `sql::code_words` reads them (outside strings, quoted names and comments); a name
+/// after a `.` is a member, not a function, and one right after a digit is no name.
 fn non_deterministic_call(text: &str) -> Option<(usize, String)> {
-    let mut scanner = Scanner::default();
-    let mut previous: Option<char> = None;
-    let mut offset = 0;
-    while let Some(character) = text[offset..].chars().next() {
-        let starts_word = !previous.is_some_and(|before| before.is_alphanumeric() || before == '_' || before == '.');
-        if scanner.in_code() && starts_word && (character.is_alphabetic() || character == '_') {
-            let word_length =
-                text[offset..].find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(text.len() - offset);
-            let word = &text[offset..offset + word_length];
-            let after = text[offset + word_length..].trim_start();
-            if let Some(arguments) = after.strip_prefix('(') {
-                if NON_DETERMINISTIC.iter().any(|name| name.eq_ignore_ascii_case(word)) {
-                    return Some((offset, format!("{word}()")));
-                }
-                // The table function draws from a random seed unless given one (its second argument).
-                if word.eq_ignore_ascii_case("generateRandom") && top_level_arguments(arguments) < 2 {
-                    return Some((offset, format!("{word} without a seed")));
-                }
-            }
+    for word in crate::sql::code_words(text) {
+        if word.next != Some('(') || text[..word.offset].ends_with(|c: char| c == '.' || c.is_alphanumeric()) {
+            continue;
         }
-        scanner.step(&text[offset..]);
-        previous = Some(character);
-        offset += character.len_utf8();
+        if NON_DETERMINISTIC.iter().any(|name| name.eq_ignore_ascii_case(word.text)) {
+            return Some((word.offset, format!("{}()", word.text)));
+        }
+        // The table function draws from a random seed unless given one (its second argument).
+        let after = text[word.offset + word.text.len()..].trim_start();
+        if word.text.eq_ignore_ascii_case("generateRandom")
+            && after.strip_prefix('(').is_some_and(|arguments| top_level_arguments(arguments) < 2)
+        {
+            return Some((word.offset, format!("{} without a seed", word.text)));
+        }
     }
     None
 }

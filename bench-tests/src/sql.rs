@@ -296,10 +296,10 @@ pub fn reaches_outside(sql: &str) -> Option<Outside> {
 /// A word of a statement's code (outside strings, quoted names and comments): where it
 /// starts, the character after it past whitespace, and whether it is inside a function
 /// call's parentheses.
-struct CodeWord<'a> {
-    text: &'a str,
-    offset: usize,
-    next: Option<char>,
+pub(crate) struct CodeWord<'a> {
+    pub(crate) text: &'a str,
+    pub(crate) offset: usize,
+    pub(crate) next: Option<char>,
     in_call: bool,
 }
 
@@ -307,7 +307,7 @@ struct CodeWord<'a> {
 const SUBQUERY_KEYWORDS: &[&str] =
     &["FROM", "JOIN", "IN", "AS", "WHERE", "ON", "AND", "OR", "NOT", "SELECT", "WITH", "EXISTS", "USING", "ALL", "ANY"];
 
-fn code_words(sql: &str) -> Vec<CodeWord<'_>> {
+pub(crate) fn code_words(sql: &str) -> Vec<CodeWord<'_>> {
     let mut words: Vec<CodeWord> = Vec::new();
     // One entry per open parenthesis: whether it opens a call (a name right before it,
     // not a keyword: `FROM (SELECT ...)` and `IN (SELECT ...)` open subqueries).
