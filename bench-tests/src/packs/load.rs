@@ -227,7 +227,7 @@ impl PackDefaults<'_> {
             expected_error: None,
         };
         let Some(section) = section else {
-            self.add_table_claims(&mut query);
+            self.add_table_claims(&mut query)?;
             self.check_claims_fit(&query)?;
             return Ok(query);
         };
@@ -246,7 +246,7 @@ impl PackDefaults<'_> {
             // Nothing is measured of a statement that fails: no claim, not even the table's.
             return Ok(query);
         }
-        self.add_table_claims(&mut query);
+        self.add_table_claims(&mut query)?;
         self.check_claims_fit(&query)?;
         query.broken = self.broken_designs(section, &query)?;
         Ok(query)
@@ -284,11 +284,36 @@ impl PackDefaults<'_> {
     }
 
     /// The `[table]` claims that apply on the query's designs, among its own in the
-    /// file's order.
-    fn add_table_claims(&self, query: &mut Query) {
+    /// file's order. A query that names none of the designs' tables (`SELECT 1`, a floor
+    /// to compare with) has no table to check them on, so it takes none.
+    fn add_table_claims(&self, query: &mut Query) -> Result<()> {
+        if !self.names_a_declared_table(query)? {
+            return Ok(());
+        }
         let applies = |claim: &&Claim| claim.only_on.as_ref().is_none_or(|design| query.designs.contains(design));
         query.claims.extend(self.table_claims.iter().filter(applies).cloned());
         query.claims.sort_by_key(|claim| claim.line);
+        Ok(())
+    }
+
+    /// Whether the query's text names, as a word of code, a table one of its designs
+    /// creates (any, when a design declares none this can read).
+    fn names_a_declared_table(&self, query: &Query) -> Result<bool> {
+        let tables: Vec<&str> = self
+            .declared
+            .iter()
+            .filter(|(design, _)| query.designs.contains(design))
+            .map(|(_, declared)| declared.as_ref().map(|declared| declared.table.as_str()))
+            .collect::<Option<_>>()
+            .unwrap_or_default();
+        if tables.is_empty() {
+            return Ok(true);
+        }
+        let statement = Fixture::read(&query.file)?.render_one(&Params::new().with("rows", 1))?;
+        Ok(crate::sql::code_words(&statement).iter().any(|word| {
+            let word = word.text.rsplit('.').next().unwrap_or(word.text);
+            tables.iter().any(|table| word.eq_ignore_ascii_case(table.rsplit('.').next().unwrap_or(table)))
+        }))
     }
 
     /// The columns and skip indexes a claim names, in the CREATE TABLE of each design it
