@@ -58,6 +58,16 @@ pub fn free_bytes(folder: &Path) -> Result<u64> {
     Ok(stat.f_bavail.saturating_mul(stat.f_frsize))
 }
 
+/// The files (inodes) a process may still create in `folder`'s file system, as
+/// [`free_bytes`] finds it; `None` where the file system does not count them (statvfs
+/// says 0 files in all, as btrfs does).
+pub fn free_files(folder: &Path) -> Result<Option<u64>> {
+    let existing = folder.ancestors().find(|parent| parent.exists()).unwrap_or(folder);
+    let stat =
+        rustix::fs::statvfs(existing).with_context(|| format!("cannot read the free space of {}", shown(existing)))?;
+    Ok((stat.f_files > 0).then_some(stat.f_favail))
+}
+
 #[cfg(test)]
 mod tests {
     use std::os::unix::fs::PermissionsExt as _;

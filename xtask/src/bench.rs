@@ -75,7 +75,10 @@ fn run(flags: &RunFlags, benchmark: &dyn AnyBenchmark) -> Result<()> {
     let report = end.report?;
     // As the progress lines: a reader that went away does not make a finished run fail.
     let _ = writeln!(std::io::stdout(), "report: {}", report.display());
-    Ok(())
+    // What the run was held to fails it only now, with everything written.
+    end.verdict.with_context(|| {
+        format!("run {} failed its check (its bundle and report are in {})", end.run_id, end.dir.display())
+    })
 }
 
 /// `20261130T031500Z`: a UTC time as a folder name.

@@ -16,6 +16,7 @@
 
 pub mod kinds;
 pub mod logs;
+pub mod parts;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -80,6 +81,12 @@ pub trait Benchmark: Sized + 'static {
     }
     /// Its report section and charts, made from its bundle alone.
     fn report(bundle: &RunBundle<Self::Results>) -> Result<Section>;
+    /// Whether a run that measured everything passes what its flags asked of it (a bound
+    /// on a slope, say): called on the finished bundle, after its report is written, so a
+    /// failed verdict loses nothing. An error is the verdict's one line.
+    fn verdict(_bundle: &RunBundle<Self::Results>) -> Result<()> {
+        Ok(())
+    }
     /// What differs between two of its bundles, as Markdown.
     fn compare(_before: &RunBundle<Self::Results>, _after: &RunBundle<Self::Results>) -> Result<String> {
         bail!("comparing two {} bundles is not implemented yet", Self::Results::KIND)
@@ -211,6 +218,9 @@ pub struct RunEnd {
     pub phase: String,
     pub outcome: Result<()>,
     pub report: Result<PathBuf>,
+    /// The kind's [`Benchmark::verdict`] on the finished bundle; `Ok` when the run did not
+    /// end (its outcome is the error then) or the bundle could not be read.
+    pub verdict: Result<()>,
 }
 
 /// A benchmark of a kind chosen at run time, from the command line.
@@ -251,12 +261,17 @@ impl<B: Benchmark> AnyBenchmark for B {
             .finish(outcome.as_ref().err().map(|error| format!("{error:#}")))
             .with_context(|| format!("cannot save the results in {}", dir.display()));
         let report = saved.and_then(|()| write_report_of::<B>(&dir));
+        let verdict = match (&outcome, &report) {
+            (Ok(()), Ok(_)) => B::verdict(&writer.bundle),
+            _ => Ok(()),
+        };
         Ok(RunEnd {
             run_id: writer.bundle.run_id.clone(),
             phase: phase_label::<B>(&writer.bundle.phase).to_string(),
             dir,
             outcome,
             report,
+            verdict,
         })
     }
 }

@@ -15,4 +15,5 @@ mod eks_build;
 mod eks_rerun;
 mod measure_pack;
 mod new_pack;
+mod parts_sweep;
 mod workflows;

@@ -1,0 +1,38 @@
+//! The parts benchmark's flags, as `cargo xtask bench parts` takes them.
+
+use clap::Args;
+
+use super::PartsBenchmark;
+use crate::units::parse_part_count;
+
+#[derive(Debug, Clone, Args)]
+pub struct PartsFlags {
+    /// Active parts of the (namespace, day) design at each point of the sweep, rising,
+    /// comma-separated (K suffix works: 1K,5K,20K); each point adds parts to the last
+    #[arg(long, value_delimiter = ',', default_value = "100,1000,5000,20000", value_parser = parse_part_count)]
+    pub parts: Vec<u64>,
+    /// Measured runs of each query at each point, design and client count, after one warm-up
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    pub runs: u32,
+    /// Clients running each query at once at every point, comma-separated (1 is always run
+    /// first: the slopes are fitted to it)
+    #[arg(long, value_delimiter = ',', default_value = "1,4,16", value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub clients: Vec<u32>,
+    /// Fail the run when a query's planning slope on the (namespace, day) design exceeds this
+    /// many microseconds per 1,000 active parts (or cannot be trusted), after the bundle and
+    /// report are written
+    #[arg(long, value_name = "US_PER_1K_PARTS", allow_negative_numbers = true)]
+    pub max_slope: Option<f64>,
+}
+
+impl PartsFlags {
+    pub fn benchmark(&self) -> PartsBenchmark {
+        let mut clients = self.clients.clone();
+        if !clients.contains(&1) {
+            clients.push(1);
+        }
+        clients.sort_unstable();
+        clients.dedup();
+        PartsBenchmark { points: self.parts.clone(), runs: self.runs, clients, max_slope: self.max_slope }
+    }
+}

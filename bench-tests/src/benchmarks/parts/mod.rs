@@ -1,0 +1,639 @@
+//! The `parts` benchmark: what planning costs as a table's active parts grow, on the
+//! Ready-Analytics-like table of Cloudflare's account (docs/sources.md), in its two
+//! partition designs (`fixtures/parts/`). One method per phase:
+//!
+//! 1. [`PartsPhase::Prepare`]: a database per design, its table, merges stopped (a target
+//!    that cannot stop them is refused), the counters the engine has, and the sweep held to
+//!    the engine's `max_parts_in_total` before anything is built.
+//! 2. [`PartsPhase::Sweep`]: for each point, each design's table grown to it by the pack's
+//!    generator (parts added to the last point's, never rebuilt), then every query on every
+//!    design: one warm-up and N runs from one client, then the same from K clients at once
+//!    where the target runs statements at once. Every sample is journaled as measured; the
+//!    slopes are fitted again after each point, so an interrupted sweep keeps its curve.
+//! 3. [`PartsPhase::Gate`]: `--max-slope` held against each query's planning slope on the
+//!    `(namespace, day)` design; the run fails on it after the bundle and report are written
+//!    ([`super::Benchmark::verdict`]).
+
+pub mod fit;
+mod flags;
+pub mod report;
+mod results;
+
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+
+pub use self::flags::PartsFlags;
+pub use self::results::{
+    EngineEvents, FitQuality, Fitted, Gate, LOCK_EVENTS, Limits, OTHER_EVENTS, PLANNING_EVENTS, PartsBundle,
+    PartsQueryRuns, PartsResults, PartsVariant, PlanningSample, Point, PointBuild, SlopeFit, Sweep, counters_of,
+};
+use super::{Benchmark, Run};
+use crate::breakdown::TimeBreakdown;
+use crate::fixtures::{Fixture, Params};
+use crate::measure::measure;
+use crate::parts::parts_summary;
+use crate::query_runs::{QueryRuns, Sample, SampleKind};
+use crate::report::Section;
+use crate::results::RunBundle;
+use crate::settings::Settings;
+use crate::sql::sql_string;
+use crate::stats::StatementTag;
+use crate::units::{human_bytes, milliseconds, number};
+
+/// The designs, by file in `fixtures/parts/designs/`: the first is the one whose parts the
+/// points count and the gate holds; the second holds the same rows.
+pub const DESIGNS: [&str; 2] = ["by_namespace_day", "by_day"];
+/// The queries, by file in `fixtures/parts/queries/`.
+pub const QUERIES: [&str; 4] = ["day_by_date", "day_by_range", "namespace_index", "select_one"];
+/// The generator's constants (`fixtures/parts/generator.sql`): rows per `(namespace, day)`
+/// part, and namespaces per day.
+pub const ROWS_PER_PART: u64 = 100;
+pub const NAMESPACES: u64 = 20;
+/// The table every design creates.
+const TABLE: &str = "ready_analytics";
+/// The most parts a sweep builds on any target: ten times the default's largest point,
+/// and within ClickHouse's default `max_parts_in_total` (100,000).
+pub const MAX_PARTS: u64 = 100_000;
+/// What a part of this table takes in an in-process engine's folder: about 14 small files
+/// and a folder, each a 4 KiB block on ext4 (measured: by_namespace_day's table at 20,000
+/// parts took 1.2 GB in `du`), with the by_day table beside it; and its files.
+const DISK_BYTES_PER_PART: u64 = 64 * 1024;
+const FILES_PER_PART: u64 = 16;
+
+/// The benchmark's phases, in the order it runs them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PartsPhase {
+    Prepare,
+    Sweep,
+    Gate,
+}
+
+impl super::Phase for PartsPhase {
+    const ALL: &'static [PartsPhase] = &[PartsPhase::Prepare, PartsPhase::Sweep, PartsPhase::Gate];
+
+    fn name(self) -> &'static str {
+        match self {
+            PartsPhase::Prepare => "prepare",
+            PartsPhase::Sweep => "sweep",
+            PartsPhase::Gate => "gate",
+        }
+    }
+
+    fn label(self) -> &'static str {
+        self.name()
+    }
+}
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct PartsBenchmark {
+    /// Active parts of the first design at each point.
+    pub points: Vec<u64>,
+    pub runs: u32,
+    /// Client counts, rising, 1 first.
+    pub clients: Vec<u32>,
+    pub max_slope: Option<f64>,
+}
+
+type PartsRun<'a> = Run<'a, PartsResults>;
+
+impl Benchmark for PartsBenchmark {
+    type Results = PartsResults;
+    type Phase = PartsPhase;
+    type Flags = PartsFlags;
+    const ABOUT: &'static str = "Planning cost as a table's active parts grow (Cloudflare's Ready-Analytics account): \
+                                 a sweep over part counts on two partition designs, slopes per query, a gate";
+
+    fn from_flags(flags: PartsFlags) -> PartsBenchmark {
+        flags.benchmark()
+    }
+
+    fn check(&self) -> Result<()> {
+        check_points(&self.points)?;
+        if let Some(bound) = self.max_slope
+            && !(bound.is_finite() && bound >= 0.0)
+        {
+            bail!("--max-slope {bound} is not a bound: give microseconds of planning per 1,000 parts, 0 or more");
+        }
+        Ok(())
+    }
+
+    fn check_storage(&self, folder: &Path) -> Result<()> {
+        let parts = self.points.last().copied().unwrap_or(0);
+        // The second design holds the same rows in a twentieth of the parts.
+        let all_parts = parts + parts.div_ceil(NAMESPACES);
+        let needed = all_parts * DISK_BYTES_PER_PART;
+        let free = crate::files::free_bytes(folder)?;
+        if needed > free {
+            bail!(
+                "--parts {parts} needs about {} in {} ({all_parts} parts of about {} each) and {} is free there; \
+                 ask for fewer parts or free some space",
+                human_bytes(needed),
+                crate::files::shown(folder),
+                human_bytes(DISK_BYTES_PER_PART),
+                human_bytes(free)
+            );
+        }
+        if let Some(free_files) = crate::files::free_files(folder)?
+            && all_parts * FILES_PER_PART > free_files
+        {
+            bail!(
+                "--parts {parts} needs about {} files in {} ({FILES_PER_PART} a part) and the file system has room \
+                 for {free_files} more; ask for fewer parts or free some files",
+                all_parts * FILES_PER_PART,
+                crate::files::shown(folder)
+            );
+        }
+        Ok(())
+    }
+
+    fn sql_files(&self) -> Vec<String> {
+        let designs = DESIGNS.iter().map(|design| format!("parts/designs/{design}.sql"));
+        let queries = QUERIES.iter().map(|query| format!("parts/queries/{query}.sql"));
+        designs.chain(["parts/generator.sql".to_string()]).chain(queries).collect()
+    }
+
+    fn new_results(&self) -> PartsResults {
+        PartsResults {
+            sweep: Sweep {
+                points: self.points.clone(),
+                rows_per_part: ROWS_PER_PART,
+                namespaces: NAMESPACES,
+                designs: DESIGNS.iter().map(|design| design.to_string()).collect(),
+                queries: QUERIES.iter().map(|query| query.to_string()).collect(),
+                runs: self.runs,
+                clients: self.clients.clone(),
+                max_slope_us_per_1k_parts: self.max_slope,
+            },
+            engine_events: EngineEvents::Unknown { reason: "not read yet".to_string() },
+            limits: None,
+            points: Vec::new(),
+            queries: Vec::new(),
+            fits: Vec::new(),
+            gate: None,
+        }
+    }
+
+    fn run_label(&self) -> String {
+        let points: Vec<String> = self.points.iter().map(|parts| super::logs::short_count(*parts)).collect();
+        format!("parts-{}", points.join("_"))
+    }
+
+    fn run_phase(&self, phase: PartsPhase, run: &mut PartsRun<'_>) -> Result<()> {
+        match phase {
+            PartsPhase::Prepare => self.prepare(run),
+            PartsPhase::Sweep => self.sweep(run),
+            PartsPhase::Gate => self.gate(run),
+        }?;
+        run.writer.save()
+    }
+
+    /// The designs' databases go: on a shared server they would hold thousands of parts
+    /// for nothing (what was measured is in the bundle).
+    fn clean_up(&self, run: &mut PartsRun<'_>) -> Result<()> {
+        for design in DESIGNS {
+            run.target.execute(&format!("DROP DATABASE IF EXISTS {} SYNC", database(run, design)))?;
+        }
+        Ok(())
+    }
+
+    fn report(bundle: &RunBundle<PartsResults>) -> Result<Section> {
+        Ok(Section { markdown: report::markdown(&bundle.benchmark), charts: report::charts(&bundle.benchmark)? })
+    }
+
+    fn verdict(bundle: &RunBundle<PartsResults>) -> Result<()> {
+        match &bundle.benchmark.gate {
+            Some(gate) if !gate.failures.is_empty() => bail!("{}", gate.failures.join("; ")),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Points must be counts of parts, rising, within [`MAX_PARTS`]: each is built by adding
+/// parts to the one before.
+fn check_points(points: &[u64]) -> Result<()> {
+    if points.is_empty() {
+        bail!("--parts lists no point: give part counts, e.g. --parts 100,1000,5000");
+    }
+    for (index, &parts) in points.iter().enumerate() {
+        if parts == 0 {
+            bail!("--parts 0: a point needs at least one part");
+        }
+        if parts > MAX_PARTS {
+            bail!(
+                "--parts {parts} is more than this benchmark builds ({MAX_PARTS}, within ClickHouse's default \
+                 max_parts_in_total): ask for at most {MAX_PARTS}"
+            );
+        }
+        if let Some(&before) = index.checked_sub(1).and_then(|before| points.get(before))
+            && parts <= before
+        {
+            let said = if parts == before { "twice" } else { "after a larger one" };
+            bail!(
+                "--parts lists {parts} {said} ({before} before it): each point adds parts to the last, so give \
+                 the counts rising, e.g. --parts 100,1000,5000"
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The database of `design` for this run, so that two runs on one server never share one.
+fn database(run: &PartsRun<'_>, design: &str) -> String {
+    format!("chbench_{}_{design}", run.run_id().replace(['.', '-'], "_"))
+}
+
+impl PartsBenchmark {
+    fn prepare(&self, run: &mut PartsRun<'_>) -> Result<()> {
+        run.progress.start("prepare: a table per design, merges stopped, the engine's counters and limits", None);
+        for design in DESIGNS {
+            run.target.use_fresh_database(&database(run, design))?;
+            Fixture::load(format!("parts/designs/{design}.sql"))?.apply(run.target, &Params::new())?;
+            if let Err(error) = run.target.execute(&format!("SYSTEM STOP MERGES {TABLE}")) {
+                bail!(
+                    "target {} cannot stop merges ({:#}): the sweep counts parts as inserted, which merges would \
+                     combine; run it as a user allowed SYSTEM STOP MERGES, or on another target",
+                    run.target.info().kind,
+                    error
+                );
+            }
+        }
+        let events = engine_events(run);
+        run.results().engine_events = events;
+        let limits = Limits { max_parts_in_total: merge_tree_setting(run, "max_parts_in_total") };
+        run.results().limits = Some(limits.clone());
+        let largest = self.points.last().copied().unwrap_or(0);
+        if let Some(limit) = limits.max_parts_in_total
+            && largest > limit
+        {
+            bail!(
+                "--parts {largest} is above the engine's max_parts_in_total ({limit}): an INSERT past it fails with \
+                 TOO_MANY_PARTS; ask for at most {limit} parts, or raise the setting on the server"
+            );
+        }
+        let summary = match &run.results().engine_events {
+            EngineEvents::Known { names } => {
+                let wanted = PLANNING_EVENTS.iter().chain(&LOCK_EVENTS).chain(&OTHER_EVENTS);
+                let missing: Vec<&str> = wanted.filter(|name| !names.contains(**name)).copied().collect();
+                if missing.is_empty() {
+                    "prepare: every planning and lock counter is in this engine".to_string()
+                } else {
+                    format!("prepare: not in this engine (unknown in every sample): {}", missing.join(", "))
+                }
+            }
+            EngineEvents::Unknown { reason } => format!("prepare: which counters the engine has is unknown ({reason})"),
+        };
+        run.progress.finish(&summary);
+        Ok(())
+    }
+
+    fn sweep(&self, run: &mut PartsRun<'_>) -> Result<()> {
+        let generator = Fixture::load("parts/generator.sql")?;
+        let queries: Vec<(String, crate::fixtures::Statement)> = QUERIES
+            .iter()
+            .map(|query| {
+                let file = format!("parts/queries/{query}.sql");
+                Ok((file.clone(), Fixture::load(&file)?.render_one(&Params::new())?))
+            })
+            .collect::<Result<_>>()?;
+        let clients = self.clients_on(run);
+        let mut before = 0;
+        for (index, &parts) in self.points.iter().enumerate() {
+            let measures = DESIGNS.len() * QUERIES.len() * clients.len();
+            run.progress.start(
+                &format!("point {}/{}: {parts} parts on {}", index + 1, self.points.len(), DESIGNS[0]),
+                Some((DESIGNS.len() + measures) as u64),
+            );
+            let mut point = Point { parts, builds: Vec::new(), measure_seconds: None };
+            for design in DESIGNS {
+                let build = self
+                    .build(run, &generator, design, before, parts)
+                    .with_context(|| format!("building the point of {parts} parts on {design} failed"))?;
+                run.progress.advance(&format!(
+                    "{design}: +{} rows, {} active parts in {:.1} s",
+                    build.added_rows, build.active_parts, build.seconds
+                ));
+                point.builds.push(build);
+            }
+            run.results().points.push(point);
+            run.writer.save()?;
+            let started = Instant::now();
+            for design in DESIGNS {
+                run.target.use_database(&database(run, design))?;
+                let active_parts = point_build(run.results(), parts, design).map_or(0, |build| build.active_parts);
+                for (file, statement) in &queries {
+                    let query = file.trim_start_matches("parts/queries/").trim_end_matches(".sql");
+                    for &count in &clients {
+                        let variant =
+                            PartsVariant { design: design.to_string(), point: parts, active_parts, clients: count };
+                        self.query_runs(run, query, file, statement, variant)?;
+                    }
+                }
+            }
+            if let Some(point) = run.results().points.last_mut() {
+                point.measure_seconds = Some(started.elapsed().as_secs_f64());
+            }
+            run.results().fits = fits(run.results());
+            run.writer.save()?;
+            run.progress.finish(&point_summary(run.results(), parts));
+            before = parts;
+        }
+        Ok(())
+    }
+
+    /// The client counts this target runs: every one asked for where it runs statements at
+    /// once, else one (said once).
+    fn clients_on(&self, run: &mut PartsRun<'_>) -> Vec<u32> {
+        if self.clients.len() > 1 && !false
+        /* CONCURRENCY-MERGE */
+        {
+            run.progress.warn(&format!(
+                "target {} runs one statement at a time: measuring with 1 client only",
+                run.target.info().kind
+            ));
+            return vec![1];
+        }
+        self.clients.clone()
+    }
+
+    /// Grows `design`'s table from the point of `before` parts to `parts` (of the first
+    /// design): the generator adds the rows between, and the table is checked after.
+    fn build(
+        &self,
+        run: &mut PartsRun<'_>,
+        generator: &Fixture,
+        design: &str,
+        before: u64,
+        parts: u64,
+    ) -> Result<PointBuild> {
+        let started = Instant::now();
+        run.target.use_database(&database(run, design))?;
+        let added_rows = (parts - before) * ROWS_PER_PART;
+        let statements = generator.render(&Params::new().with("rows", added_rows))?;
+        let (insert, set_up) = statements.split_last().context("fixtures/parts/generator.sql has no statement")?;
+        for statement in set_up {
+            run.target.execute(statement).with_context(|| statement.location())?;
+        }
+        let tag = StatementTag::new(&run.run_id(), "parts", &format!("build_{design}"), parts as u32);
+        let measured = measure(run.target, insert, &tag, &Settings::new())?;
+        let table = parts_summary(run.target, TABLE)?;
+        if table.rows != parts * ROWS_PER_PART {
+            bail!("the table holds {} rows after the insert, not the {} asked for", table.rows, parts * ROWS_PER_PART);
+        }
+        // Merges stopped and one part per (namespace, day): the first design has exactly the
+        // parts asked for. Fewer means merges ran; more, that the insert was split.
+        if design == DESIGNS[0] && table.active_parts != parts {
+            bail!(
+                "{} active parts after the insert, not {parts}: {}",
+                table.active_parts,
+                if table.active_parts < parts {
+                    "merges ran although they were stopped"
+                } else {
+                    "the insert was split into more parts than partitions"
+                }
+            );
+        }
+        Ok(PointBuild {
+            design: design.to_string(),
+            added_rows,
+            rows: table.rows,
+            active_parts: table.active_parts,
+            partitions: table.partitions,
+            bytes_on_disk: table.bytes_on_disk,
+            seconds: started.elapsed().as_secs_f64(),
+            insert: measured.stats,
+        })
+    }
+
+    /// One warm-up, then `runs` measured runs of `statement` by `variant.clients` clients,
+    /// every sample journaled as measured.
+    fn query_runs(
+        &self,
+        run: &mut PartsRun<'_>,
+        query: &str,
+        file: &str,
+        statement: &crate::fixtures::Statement,
+        variant: PartsVariant,
+    ) -> Result<()> {
+        let scenario = format!("{query}_{}_{}", variant.design, variant.point);
+        let clients = variant.clients;
+        let label = format!("{query} on {} x{clients}", variant.design);
+        run.writer.start_query(QueryRuns {
+            query: query.to_string(),
+            variant,
+            sql_file: file.to_string(),
+            answer: String::new(),
+            samples: Vec::new(),
+        })?;
+        let warm_up = StatementTag::new(&run.run_id(), &scenario, &format!("warm_up_{clients}"), 0);
+        measure(run.target, statement, &warm_up, &Settings::new())?;
+        let measured = if clients == 1 {
+            (1..=self.runs)
+                .map(|attempt| {
+                    let tag = StatementTag::new(&run.run_id(), &scenario, "clients_1", attempt);
+                    measure(run.target, statement, &tag, &Settings::new())
+                })
+                .collect::<Result<Vec<_>>>()?
+        } else {
+            bail!("CONCURRENCY-MERGE")
+        };
+        let mut durations = Vec::new();
+        for (attempt, measured) in measured.into_iter().enumerate() {
+            durations.push(measured.stats.server_ms());
+            let answer = (attempt == 0).then(|| measured.body.chars().take(2000).collect());
+            let breakdown = TimeBreakdown::from_stats(&measured.stats);
+            let sample = Sample {
+                kind: SampleKind::Warm,
+                attempt: attempt as u32 + 1,
+                settings: Settings::new(),
+                stats: measured.stats,
+                breakdown,
+            };
+            run.writer.record_sample(sample, answer)?;
+        }
+        durations.sort_by(f64::total_cmp);
+        run.progress.advance(&format!("{label}: median {}", milliseconds(crate::numbers::median(&durations))));
+        Ok(())
+    }
+
+    /// Holds each query's planning slope on the first design to `--max-slope`.
+    fn gate(&self, run: &mut PartsRun<'_>) -> Result<()> {
+        let results = run.results();
+        results.fits = fits(results);
+        let Some(bound) = self.max_slope else {
+            return Ok(());
+        };
+        let failures = gate_failures(&results.fits, bound);
+        run.progress.start(&format!("gate: planning slopes on {} within {bound} µs per 1,000 parts", DESIGNS[0]), None);
+        let summary = if failures.is_empty() {
+            "gate: every query within the bound".to_string()
+        } else {
+            format!("gate: {} queries outside the bound", failures.len())
+        };
+        run.results().gate = Some(Gate { max_slope_us_per_1k_parts: bound, design: DESIGNS[0].to_string(), failures });
+        run.progress.finish(&summary);
+        Ok(())
+    }
+}
+
+/// The lines of the queries whose planning slope on the first design breaks `bound`, or
+/// cannot be held to it (a fit that is not trusted, or unknown).
+pub fn gate_failures(fits: &[SlopeFit], bound: f64) -> Vec<String> {
+    fits.iter()
+        .filter(|fit| fit.design == DESIGNS[0] && fit.fitted == Fitted::Planning)
+        .filter_map(|fit| {
+            let quality = match (fit.r_squared, &fit.quality) {
+                (Some(r_squared), quality) => format!("R² {r_squared:.3}, {}", quality.label()),
+                (None, quality) => quality.label(),
+            };
+            match fit.slope_us_per_1k_parts {
+                Some(slope) if fit.quality.trusted() && slope <= bound => None,
+                Some(slope) if fit.quality.trusted() => Some(format!(
+                    "query {} on {}: planning grows {} µs per 1,000 parts ({quality}), above --max-slope {}",
+                    fit.query,
+                    fit.design,
+                    number(slope, 0),
+                    number(bound, 0)
+                )),
+                _ => Some(format!(
+                    "query {} on {}: its planning slope cannot be held to --max-slope {} ({quality})",
+                    fit.query,
+                    fit.design,
+                    number(bound, 0)
+                )),
+            }
+        })
+        .collect()
+}
+
+/// Every design and query's lines, planning and duration, through its one-client samples.
+pub fn fits(results: &PartsResults) -> Vec<SlopeFit> {
+    let mut fits = Vec::new();
+    for design in &results.sweep.designs {
+        for query in &results.sweep.queries {
+            let runs: Vec<&PartsQueryRuns> = results
+                .queries
+                .iter()
+                .filter(|runs| runs.query == *query && runs.variant.design == *design && runs.variant.clients == 1)
+                .collect();
+            if runs.is_empty() {
+                continue;
+            }
+            for fitted in [Fitted::Planning, Fitted::Duration] {
+                let samples: Vec<(u64, Option<f64>)> = runs
+                    .iter()
+                    .flat_map(|runs| {
+                        runs.samples.iter().map(|sample| {
+                            let figures = PlanningSample::of(sample, &results.engine_events);
+                            let y = match fitted {
+                                Fitted::Planning => figures.planning_us,
+                                Fitted::Duration => Some(figures.duration_us),
+                            };
+                            (runs.variant.active_parts, y)
+                        })
+                    })
+                    .collect();
+                fits.push(fit::fit_line(design, query, fitted, &samples));
+            }
+        }
+    }
+    fits
+}
+
+fn point_build<'a>(results: &'a PartsResults, parts: u64, design: &str) -> Option<&'a PointBuild> {
+    results.points.iter().find(|point| point.parts == parts)?.builds.iter().find(|build| build.design == design)
+}
+
+/// Which of the counters the benchmark reads the engine has, from `system.events` with
+/// zero values shown; unknown (with why) when that cannot be read.
+fn engine_events(run: &mut PartsRun<'_>) -> EngineEvents {
+    let names: Vec<String> =
+        PLANNING_EVENTS.iter().chain(&LOCK_EVENTS).chain(&OTHER_EVENTS).map(|name| sql_string(name)).collect();
+    let sql = format!(
+        "SELECT name FROM system.events WHERE name IN ({}) SETTINGS system_events_show_zero_values = 1",
+        names.join(", ")
+    );
+    match run.target.query_text(&sql) {
+        Ok(text) => EngineEvents::Known { names: text.lines().map(str::to_string).collect() },
+        Err(error) => EngineEvents::Unknown { reason: format!("{error:#}") },
+    }
+}
+
+/// A MergeTree setting's value as the engine says it, if it is a number.
+fn merge_tree_setting(run: &mut PartsRun<'_>, name: &str) -> Option<u64> {
+    let sql = format!("SELECT value FROM system.merge_tree_settings WHERE name = {}", sql_string(name));
+    run.target.query_text(&sql).ok()?.trim().parse().ok()
+}
+
+fn point_summary(results: &PartsResults, parts: u64) -> String {
+    let medians: Vec<String> = results
+        .queries
+        .iter()
+        .filter(|runs| runs.variant.point == parts && runs.variant.design == DESIGNS[0] && runs.variant.clients == 1)
+        .map(|runs| {
+            let planning: Vec<f64> = runs
+                .samples
+                .iter()
+                .filter_map(|sample| PlanningSample::of(sample, &results.engine_events).planning_us)
+                .map(|us| us / 1e3)
+                .collect();
+            let mut planning = planning;
+            planning.sort_by(f64::total_cmp);
+            format!(
+                "{} {} (planning {})",
+                runs.query,
+                milliseconds(runs.warm_median_ms()),
+                milliseconds(crate::numbers::median(&planning))
+            )
+        })
+        .collect();
+    format!("{parts} parts on {}: {}", DESIGNS[0], medians.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn points_must_be_rising_counts_of_parts() {
+        let error = |points: &[u64]| check_points(points).unwrap_err().to_string();
+        assert!(check_points(&[1]).is_ok());
+        assert!(check_points(&[100, 1_000, 5_000, 20_000]).is_ok());
+        assert!(error(&[]).contains("lists no point"));
+        assert!(error(&[0, 100]).starts_with("--parts 0: a point needs at least one part"));
+        assert!(error(&[100, 100]).contains("lists 100 twice"), "{}", error(&[100, 100]));
+        assert!(error(&[1_000, 100]).contains("after a larger one"));
+        assert!(error(&[MAX_PARTS + 1]).contains("more than this benchmark builds"));
+    }
+
+    #[test]
+    fn the_gate_names_the_query_its_slope_the_bound_and_the_fit() {
+        let fit = |query: &str, slope: f64, quality: FitQuality| SlopeFit {
+            design: DESIGNS[0].to_string(),
+            query: query.to_string(),
+            fitted: Fitted::Planning,
+            samples: 20,
+            part_counts: 4,
+            slope_us_per_1k_parts: Some(slope),
+            intercept_us: Some(500.0),
+            r_squared: Some(0.99),
+            slope_stderr_us_per_1k_parts: Some(10.0),
+            quality,
+        };
+        let fits = [
+            fit("fast", 100.0, FitQuality::Linear),
+            fit("slow", 8_000.0, FitQuality::Linear),
+            fit("noisy", 100.0, FitQuality::Poor),
+        ];
+        let failures = gate_failures(&fits, 5_000.0);
+        assert_eq!(failures.len(), 2, "{failures:?}");
+        assert_eq!(
+            failures[0],
+            "query slow on by_namespace_day: planning grows 8000 µs per 1,000 parts (R² 0.990, linear), above \
+             --max-slope 5000"
+        );
+        assert!(failures[1].contains("query noisy") && failures[1].contains("cannot be held"), "{failures:?}");
+    }
+}
