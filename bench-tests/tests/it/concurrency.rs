@@ -161,3 +161,37 @@ fn a_stop_during_a_concurrent_run_cancels_every_client_and_leaves_nothing_runnin
         .expect("the engine does not answer after the stop");
     assert_eq!(listed, "0\n");
 }
+
+/// On the target `CHBENCH_TARGET` chooses: each record of a concurrent run is of the
+/// source the target declares for concurrency, and on a server each statement has a
+/// query_log row of its own (its own query id, its own events). Servers cannot run here
+/// (no Docker); on the embedded engine this checks the counters-alone records again.
+#[test]
+fn each_statement_of_a_concurrent_run_has_a_record_of_the_declared_source() {
+    let mut target = crate::common::scenario_target("concurrency_declared_source");
+    target
+        .execute("CREATE TABLE t (k UInt64) ENGINE = MergeTree ORDER BY k SETTINGS index_granularity = 8192")
+        .unwrap();
+    target.execute("INSERT INTO t SELECT number FROM numbers(100000)").unwrap();
+    let tag =
+        |client: usize, run: u32| StatementTag::new("test", "concurrency_declared_source", &format!("c{client}"), run);
+    let query = "SELECT count() FROM t WHERE k >= 90000";
+    let together = measure_concurrently(&mut target, query, tag, &Settings::new(), 4, 2).unwrap();
+    let source = target.capabilities().concurrent_stats_source();
+    let mut query_ids = std::collections::BTreeSet::new();
+    for each in &together {
+        let stats = &each.measured.stats;
+        assert_eq!(each.measured.body, "10000\n");
+        assert_eq!(stats.source, source);
+        match source {
+            StatsSource::QueryLog => {
+                let query_id = stats.raw.get("query_id").and_then(|id| id.as_str()).unwrap().to_string();
+                assert!(query_ids.insert(query_id), "two statements share a query_log row");
+                assert_eq!(stats.event("SelectedRows"), stats.read_rows, "{:?}", stats.profile_events);
+            }
+            StatsSource::ResultCounters => assert!(stats.profile_events.is_empty()),
+            StatsSource::ResultAndEventsDelta => panic!("an events delta beside other clients' statements"),
+        }
+    }
+    assert_eq!(together.len(), 8);
+}
