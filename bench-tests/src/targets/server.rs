@@ -16,6 +16,9 @@
 //! refuses unknown ones), refuses what is not ClickHouse or older than
 //! [`super::OLDEST_SUPPORTED`], then leaves out the session defaults the server does not
 //! know only where that changes no measurement ([`Settings::unknown_changes_nothing`]).
+//! A concurrent client ([`Backend::client_opener`]) is a client of its own, with its own
+//! runtime and HTTP connections, made in its thread from the same configuration and the
+//! session defaults that check kept; the server is not asked again.
 //!
 //! No request waits forever ([`Timeouts`]): connecting has a limit, and a request the
 //! server has not answered within the response timeout is checked on a second
