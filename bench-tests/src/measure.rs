@@ -8,8 +8,16 @@
 //! which has no query_log, from the result's storage counters and the `system.events`
 //! delta around the statement, less the cost of reading `system.events` itself. Which
 //! one is the target's declared [`StatsSource`], never its name.
+//!
+//! [`measure_concurrently`] runs one statement from several clients at once: on servers
+//! each statement still has its own query_log row (found by its own query id, with one
+//! flush and one lookup after all clients end); on the embedded engine, whose
+//! `system.events` is process-wide, each record holds the result's counters alone
+//! ([`StatsSource::ResultCounters`]), as [`Capabilities::concurrent_stats_source`] says.
+//!
+//! [`Capabilities::concurrent_stats_source`]: crate::targets::Capabilities::concurrent_stats_source
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use anyhow::{Context, Result, bail};
 use serde::Deserialize;
@@ -17,7 +25,7 @@ use serde::Deserialize;
 use crate::settings::Settings;
 use crate::sql::{Sql, one_line, sql_string};
 use crate::stats::{QueryStats, StatementTag, StatsSource};
-use crate::targets::{ClickHouseVersion, Target};
+use crate::targets::{ClickHouseVersion, ClientOutput, Output, Target};
 
 /// A measured statement's result and its statistics.
 #[derive(Debug, Clone)]
@@ -44,6 +52,10 @@ pub fn measure<S: Sql + ?Sized>(
     let measured = match target.stats_source() {
         StatsSource::ResultAndEventsDelta => measure_with_events_delta(target, sql, log_comment, &settings),
         StatsSource::QueryLog => measure_with_query_log(target, sql, log_comment, &settings),
+        StatsSource::ResultCounters => {
+            let output = target.run(sql, &settings, "TabSeparated")?;
+            stats_from_result_counters(log_comment, &output, sql).map(|stats| Measured { body: output.body, stats })
+        }
     };
     match statement.location() {
         Some(location) => measured.context(location),
@@ -156,10 +168,16 @@ fn measure_with_query_log(
     let Some(raw) = rows.pop() else {
         bail!("no system.query_log row with log_comment {log_comment:?} for: {}", one_line(sql));
     };
+    let stats = stats_from_query_log_row(raw, log_comment, &output)?;
+    Ok(Measured { body: output.body, stats })
+}
+
+/// The record of a statement from its query_log row `raw` and its `output`.
+fn stats_from_query_log_row(raw: serde_json::Value, log_comment: String, output: &Output) -> Result<QueryStats> {
     let row: QueryLogRow = serde_json::from_value(raw.clone())
         .with_context(|| format!("unexpected system.query_log row for {log_comment:?}"))?;
-    let counters = output.counters;
-    let stats = QueryStats {
+    let counters = &output.counters;
+    Ok(QueryStats {
         log_comment,
         source: StatsSource::QueryLog,
         read_rows: row.read_rows,
@@ -171,8 +189,158 @@ fn measure_with_query_log(
         memory_usage: Some(row.memory_usage),
         profile_events: row.profile_events.into_iter().filter(|(_, value)| *value > 0).collect(),
         raw,
+    })
+}
+
+/// The record of a statement from its result's counters alone
+/// ([`StatsSource::ResultCounters`]): no ProfileEvents, which are then unknown.
+fn stats_from_result_counters(log_comment: String, output: &Output, sql: &str) -> Result<QueryStats> {
+    let counters = &output.counters;
+    let known = |value: Option<u64>, what: &str| {
+        value.with_context(|| format!("the engine reported no {what} for: {}", one_line(sql)))
     };
-    Ok(Measured { body: output.body, stats })
+    Ok(QueryStats {
+        log_comment,
+        source: StatsSource::ResultCounters,
+        read_rows: known(counters.read_rows, "rows read")?,
+        read_bytes: known(counters.read_bytes, "bytes read")?,
+        result_rows: known(counters.result_rows, "result rows")?,
+        server_duration_us: known(counters.elapsed_us, "duration")?,
+        client_duration_us: micros(output.client_elapsed),
+        memory_usage: counters.memory_usage,
+        profile_events: BTreeMap::new(),
+        raw: serde_json::json!({ "result_counters": counters }),
+    })
+}
+
+/// One measured statement of [`measure_concurrently`]: the client that ran it, its place
+/// in that client's series, and the measurement.
+#[derive(Debug, Clone)]
+pub struct ClientMeasured {
+    /// The client, from 0.
+    pub client: usize,
+    /// The client's run, from 0.
+    pub run: u32,
+    pub measured: Measured,
+}
+
+/// Runs `statement` from `clients` clients at once, each `runs_per_client` times in a row
+/// ([`Target::run_concurrently`]), as measured statements tagged `tag_of(client, run)` with
+/// statement-level `settings`; one record per statement, ordered by client, then run. The
+/// records' source is [`Capabilities::concurrent_stats_source`]: each statement's own
+/// query_log row on servers, the result's counters alone on the embedded engine (no
+/// ProfileEvents). One client is [`measure`], run after run. A target that runs one
+/// statement at a time refuses more than one client; a stop requested during the run
+/// returns [`crate::interrupt::Interrupted`].
+///
+/// [`Capabilities::concurrent_stats_source`]: crate::targets::Capabilities::concurrent_stats_source
+pub fn measure_concurrently<S: Sql + ?Sized>(
+    target: &mut Target,
+    statement: &S,
+    tag_of: impl Fn(usize, u32) -> StatementTag + Sync,
+    settings: &Settings,
+    clients: usize,
+    runs_per_client: u32,
+) -> Result<Vec<ClientMeasured>> {
+    crate::interrupt::check()?;
+    target.capabilities().concurrent_queries.check_clients(target.info().kind, clients, runs_per_client)?;
+    if clients == 1 {
+        return (0..runs_per_client)
+            .map(|run| {
+                let measured = measure(target, statement, &tag_of(0, run), settings)?;
+                Ok(ClientMeasured { client: 0, run, measured })
+            })
+            .collect();
+    }
+    let sql = statement.sql();
+    // Every statement's tag, and on servers its own query id, decided before the start.
+    let statements: Vec<Vec<(String, String)>> = (0..clients)
+        .map(|client| {
+            (0..runs_per_client)
+                .map(|run| (tag_of(client, run).to_string(), uuid::Uuid::new_v4().to_string()))
+                .collect()
+        })
+        .collect();
+    let tagged = |client: usize, run: u32| &statements[client][run as usize];
+    let measured = match target.capabilities().concurrent_stats_source() {
+        StatsSource::QueryLog => {
+            let outputs = target.run_concurrently(
+                clients,
+                runs_per_client,
+                sql,
+                |client, run| {
+                    let (log_comment, query_id) = tagged(client, run);
+                    settings.merged(&Settings::new().with("log_comment", log_comment).with("query_id", query_id))
+                },
+                "TabSeparated",
+            )?;
+            measured_from_query_log(target, outputs, &tagged, sql)
+        }
+        StatsSource::ResultCounters => {
+            let outputs = target.run_concurrently(
+                clients,
+                runs_per_client,
+                sql,
+                |client, run| settings.merged(&Settings::new().with("log_comment", &tagged(client, run).0)),
+                "TabSeparated",
+            )?;
+            outputs
+                .into_iter()
+                .map(|ClientOutput { client, run, output }| {
+                    let stats = stats_from_result_counters(tagged(client, run).0.clone(), &output, sql)?;
+                    Ok(ClientMeasured { client, run, measured: Measured { body: output.body, stats } })
+                })
+                .collect()
+        }
+        StatsSource::ResultAndEventsDelta => bail!(
+            "target {} declares that each statement's events are its own while others run, but measures them as a \
+             process-wide events delta, which holds every statement's: declare events_per_statement false",
+            target.info().kind
+        ),
+    };
+    match statement.location() {
+        Some(location) => measured.context(location),
+        None => measured,
+    }
+}
+
+/// The records of a concurrent run's statements from their query_log rows: one flush and
+/// one lookup by the list of their query ids, after every client ended.
+fn measured_from_query_log<'a>(
+    target: &mut Target,
+    outputs: Vec<ClientOutput>,
+    tagged: &impl Fn(usize, u32) -> &'a (String, String),
+    sql: &str,
+) -> Result<Vec<ClientMeasured>> {
+    target.execute("SYSTEM FLUSH LOGS").context("cannot flush the query log")?;
+    let query_ids: Vec<&str> = outputs.iter().map(|output| tagged(output.client, output.run).1.as_str()).collect();
+    let rows: Vec<serde_json::Value> = target.query_rows(&query_log_lookup(&query_ids))?;
+    let mut by_query_id: HashMap<String, serde_json::Value> =
+        rows.into_iter().filter_map(|row| Some((row.get("query_id")?.as_str()?.to_string(), row))).collect();
+    outputs
+        .into_iter()
+        .map(|ClientOutput { client, run, output }| {
+            let (log_comment, query_id) = tagged(client, run);
+            let raw = by_query_id
+                .remove(query_id)
+                .filter(|row| row.get("log_comment").and_then(serde_json::Value::as_str) == Some(log_comment.as_str()));
+            let Some(raw) = raw else {
+                bail!(
+                    "no system.query_log row with query id {query_id} and log_comment {log_comment:?} (client \
+                     {client}, run {run}) for: {}",
+                    one_line(sql)
+                );
+            };
+            let stats = stats_from_query_log_row(raw, log_comment.clone(), &output)?;
+            Ok(ClientMeasured { client, run, measured: Measured { body: output.body, stats } })
+        })
+        .collect()
+}
+
+/// The lookup of the finished statements `query_ids` in `system.query_log`, one row each.
+fn query_log_lookup(query_ids: &[&str]) -> String {
+    let ids: Vec<String> = query_ids.iter().map(|id| sql_string(id)).collect();
+    format!("SELECT * FROM system.query_log WHERE type = 'QueryFinish' AND query_id IN ({})", ids.join(", "))
 }
 
 fn micros(duration: std::time::Duration) -> u64 {
@@ -229,6 +397,40 @@ mod tests {
         assert!(!on_24_8.contains(&"SYSTEM DROP QUERY CONDITION CACHE"), "{on_24_8:?}");
         assert!(on_24_8.contains(&"SYSTEM DROP PAGE CACHE"), "{on_24_8:?}");
         assert_eq!(drops("25.3.1.1").len(), CACHE_DROPS.len());
+    }
+
+    #[test]
+    fn a_concurrent_runs_query_log_rows_are_found_by_their_query_ids_in_one_lookup() {
+        assert_eq!(
+            query_log_lookup(&["0b7c-1", "it's"]),
+            "SELECT * FROM system.query_log WHERE type = 'QueryFinish' AND query_id IN ('0b7c-1', 'it\\'s')"
+        );
+    }
+
+    #[test]
+    fn a_record_from_the_result_counters_alone_has_no_profile_events() {
+        let counters = crate::targets::ResultCounters {
+            read_rows: Some(8192),
+            read_bytes: Some(65536),
+            result_rows: Some(1),
+            elapsed_us: Some(1500),
+            memory_usage: None,
+        };
+        let output = Output {
+            body: "1\n".to_string(),
+            client_elapsed: std::time::Duration::from_micros(1700),
+            counters: counters.clone(),
+        };
+        let stats = stats_from_result_counters("r/s/q/0".to_string(), &output, "SELECT 1").unwrap();
+        assert_eq!(stats.source, StatsSource::ResultCounters);
+        assert_eq!((stats.read_rows, stats.read_bytes, stats.result_rows), (8192, 65536, 1));
+        assert_eq!((stats.server_duration_us, stats.client_duration_us), (1500, 1700));
+        assert!(stats.profile_events.is_empty());
+        assert_eq!(stats.raw, serde_json::json!({ "result_counters": counters }));
+        // A counter the engine did not give is an error, never a 0.
+        let output = Output { counters: crate::targets::ResultCounters { elapsed_us: None, ..counters }, ..output };
+        let error = stats_from_result_counters("r/s/q/0".to_string(), &output, "SELECT 1").unwrap_err();
+        assert_eq!(error.to_string(), "the engine reported no duration for: SELECT 1");
     }
 
     #[test]

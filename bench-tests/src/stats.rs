@@ -50,10 +50,11 @@ pub struct QueryStats {
     /// Peak memory of the statement; unknown on the embedded engine.
     pub memory_usage: Option<u64>,
     /// ProfileEvents: the query_log map on servers, the `system.events` delta on the
-    /// embedded engine. Only non-zero counters are kept.
+    /// embedded engine, none from the result's counters alone
+    /// ([`StatsSource::ResultCounters`]: unknown, not zero). Only non-zero counters are kept.
     pub profile_events: BTreeMap<String, u64>,
     /// The raw record the numbers came from (a query_log row, or the result counters and
-    /// the events before and after), kept for results bundles.
+    /// the events before and after, or the result counters alone), kept for results bundles.
     pub raw: serde_json::Value,
 }
 
@@ -82,6 +83,10 @@ pub enum StatsSource {
     /// The result's storage counters and the `system.events` delta around the statement
     /// (the embedded engine, which has no query_log).
     ResultAndEventsDelta,
+    /// The result's counters alone, with no ProfileEvents: the embedded engine while other
+    /// clients' statements run, since `system.events` is process-wide and a delta would
+    /// hold theirs too.
+    ResultCounters,
 }
 
 #[cfg(test)]

@@ -199,6 +199,12 @@ impl Connection {
         Ok(Connection { handle, api, storage })
     }
 
+    /// The storage folder the connection has open (canonical), where another connection
+    /// of this process must go while this one is open.
+    pub fn storage(&self) -> &Path {
+        &self.storage
+    }
+
     /// Runs one statement and returns its output in `format` (e.g. `TabSeparated`).
     /// A statement running when a stop is requested is cancelled, and this returns
     /// [`Interrupted`].

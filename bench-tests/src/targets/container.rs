@@ -62,10 +62,12 @@ use futures_util::StreamExt;
 use sysinfo::{Pid, ProcessRefreshKind, ProcessesToUpdate, System};
 
 use super::server::{BENCH_USER, ServerConfig, ServerTarget};
-use super::{Backend, Capabilities, ResultCounters, Storage};
+use super::{Backend, Capabilities, ClientOpener, ResultCounters, Storage};
 use crate::settings::Settings;
 
-/// A server chbench started, measured as any server: the `url` target's capabilities.
+/// A server chbench started, measured as any server: the `url` target's capabilities
+/// (concurrent clients too: each an HTTP client of its own to the container's port, each
+/// statement with its own query_log row).
 pub const CAPABILITIES: Capabilities = super::server::CAPABILITIES;
 
 /// Starts or joins the container of this process's scope (the `container` kind's opener
@@ -718,6 +720,11 @@ impl Backend for ContainerTarget {
 
     fn endpoint(&self) -> String {
         format!("{} at {}", self.image, self.server.config().display_url())
+    }
+
+    /// Clients of the server inside; the container stays this target's.
+    fn client_opener(&self) -> Result<ClientOpener> {
+        self.server.client_opener()
     }
 }
 

@@ -14,7 +14,9 @@ use super::{Backend, Capabilities, KubernetesDeployment, Storage};
 use crate::cluster::{DEFAULT_NAMESPACE, check_namespace};
 
 /// A server someone else owns (`up` and `down` do): the `url` target's capabilities,
-/// statistics from its query_log, datasets as shared databases.
+/// statistics from its query_log, datasets as shared databases, concurrent clients each
+/// with an HTTP client of its own through the port-forward (which forwards every
+/// connection), each statement with its own query_log row.
 pub const CAPABILITIES: Capabilities = super::server::CAPABILITIES;
 
 /// The environment variable naming the deployment's namespace.
@@ -92,7 +94,7 @@ mod with_client {
     use crate::settings::Settings;
     use crate::storage_baseline::StorageBaseline;
     use crate::targets::server::{BENCH_USER, ServerConfig, ServerTarget};
-    use crate::targets::{Backend, KubernetesDeployment, ResultCounters, Target, TargetKind};
+    use crate::targets::{Backend, ClientOpener, KubernetesDeployment, ResultCounters, Target, TargetKind};
 
     /// What the target needs of a deployment: which it is (its pod, Ready, its image and
     /// node), and ClickHouse's password.
@@ -219,6 +221,12 @@ mod with_client {
 
         fn deployment(&self) -> Option<KubernetesDeployment> {
             Some(self.deployment.identity.clone())
+        }
+
+        /// Clients of the server through the same forward, which lives as long as this
+        /// target (the caller holds it while its clients run).
+        fn client_opener(&self) -> Result<ClientOpener> {
+            self.server.client_opener()
         }
 
         /// The baseline `up` (or `eks baseline`) measured on the pod's node and kept in

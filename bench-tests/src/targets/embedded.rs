@@ -12,6 +12,10 @@
 //! Statement settings are applied as `SET` and restored after the statement; session
 //! settings stay until restored, which is what lets the measurement window hold the
 //! statement alone.
+//!
+//! Concurrent clients each get a connection of their own on the folder the target has
+//! open (the engine runs connections on one folder in parallel, and they see the same
+//! tables); they never claim, copy or remove the folder, which stays the target's.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -20,7 +24,7 @@ use std::sync::Mutex;
 use anyhow::{Context, Result, anyhow, bail};
 
 use super::chdb::{self, Connection};
-use super::{Backend, Capabilities, DatasetProvision, ResultCounters, StatsSource, Storage};
+use super::{Backend, Capabilities, ClientOpener, Concurrency, DatasetProvision, ResultCounters, StatsSource, Storage};
 use crate::settings::Settings;
 
 /// What the embedded engine can do.
@@ -33,6 +37,10 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     datasets: DatasetProvision::HardLinkedCopy,
     caches_droppable: true,
     engine_in_process: true,
+    // Connections on the one folder run at once (two threads on one connection would
+    // queue), but system.events is process-wide: while others run, a statement's events
+    // delta holds theirs too (docs/embedded-engine.md).
+    concurrent_queries: Concurrency::Parallel { events_per_statement: false },
 };
 
 /// Opens the embedded engine on `storage` (the kind's opener for `targets::spec`).
@@ -83,7 +91,13 @@ impl EmbeddedTarget {
             Storage::CopyOf(dataset) => claim_process_folder(Some(dataset))?,
         };
         // If the connection fails, dropping the guard gives the folder back.
-        let connection = Connection::open(&folder)?;
+        EmbeddedTarget::connect(&folder, guard, library)
+    }
+
+    /// A connection to `folder` with the session defaults in force, holding `guard`'s use
+    /// of the folder if it has one.
+    fn connect(folder: &Path, guard: Option<StorageGuard>, library: PathBuf) -> Result<EmbeddedTarget> {
+        let connection = Connection::open(folder)?;
         let session = Settings::session_defaults();
         let target = EmbeddedTarget { connection, _storage: guard, library, session };
         for statement in target.session.set_statements() {
@@ -142,6 +156,15 @@ impl Backend for EmbeddedTarget {
 
     fn endpoint(&self) -> String {
         format!("libchdb at {}", self.library.display())
+    }
+
+    /// Another connection on the folder this target has open, which stays open (and this
+    /// target's) while the client's connection lives: no guard, so the client never
+    /// removes it.
+    fn client_opener(&self) -> Result<ClientOpener> {
+        let folder = self.connection.storage().to_path_buf();
+        let library = self.library.clone();
+        Ok(Box::new(move || Ok(Box::new(EmbeddedTarget::connect(&folder, None, library.clone())?) as Box<dyn Backend>)))
     }
 }
 

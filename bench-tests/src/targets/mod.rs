@@ -3,7 +3,8 @@
 //!
 //! Every target is a [`Backend`] (run a statement, change database, keep settings for a
 //! session) wrapped in a [`Target`], which offers the same few operations everywhere
-//! ([`Target::run`], [`Target::execute`], [`Target::query_text`]). What a scenario or the
+//! ([`Target::run`], [`Target::execute`], [`Target::query_text`], and one statement from
+//! several clients at once, [`Target::run_concurrently`]). What a scenario or the
 //! measurement core may depend on is declared per kind in [`Capabilities`] (how statements
 //! are measured, how datasets are provided, ...); callers branch on those, never on the
 //! target's name. [`spec`] is the only code that maps a kind to its file.
@@ -21,11 +22,14 @@ pub mod server;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, anyhow, bail};
 use serde::{Deserialize, Serialize};
 
+use crate::interrupt::Interrupted;
 use crate::settings::Settings;
 use crate::sql::one_line;
 use crate::stats::StatsSource;
@@ -91,6 +95,54 @@ pub struct Capabilities {
     /// Whether the engine does its work in this process, so that this process's CPU time
     /// is the engine's rather than a server's elsewhere. The machine check branches on it.
     pub engine_in_process: bool,
+    /// Whether statements from several clients run at once, and what a statement's record
+    /// holds then. [`Target::run_concurrently`] and `measure_concurrently` branch on it.
+    pub concurrent_queries: Concurrency,
+}
+
+impl Capabilities {
+    /// How a statement's record is obtained while other clients' statements run at once:
+    /// the target's own [`StatsSource`] when each statement's ProfileEvents are its own,
+    /// the result's counters alone ([`StatsSource::ResultCounters`]) when they are not.
+    /// A [`Concurrency::Serial`] target runs one client only, measured as always.
+    pub fn concurrent_stats_source(&self) -> StatsSource {
+        match self.concurrent_queries {
+            Concurrency::Parallel { events_per_statement: false } => StatsSource::ResultCounters,
+            Concurrency::Serial | Concurrency::Parallel { events_per_statement: true } => self.stats_source,
+        }
+    }
+}
+
+/// Whether statements from several clients run at once on a target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Concurrency {
+    /// One statement at a time (a client per connection would queue).
+    Serial,
+    /// Clients on connections of their own run at once. `events_per_statement`: whether each
+    /// statement's ProfileEvents are its own while others run (servers: its query_log row; the
+    /// embedded engine: no, `system.events` is process-wide).
+    Parallel { events_per_statement: bool },
+}
+
+impl Concurrency {
+    /// Refuses, in one line, what a concurrent run on a target of `kind` cannot be: no
+    /// client or no run, or several clients on a target that runs one statement at a time.
+    pub fn check_clients(self, kind: TargetKind, clients: usize, runs_per_client: u32) -> Result<()> {
+        if clients == 0 || runs_per_client == 0 {
+            bail!(
+                "a concurrent run needs at least one client and one run per client ({clients} clients, \
+                 {runs_per_client} runs asked for)"
+            );
+        }
+        if self == Concurrency::Serial && clients > 1 {
+            bail!(
+                "target {kind} runs one statement at a time, so {clients} clients cannot run at once on it: use 1 \
+                 client, or a target that runs statements in parallel"
+            );
+        }
+        Ok(())
+    }
 }
 
 /// How a prepared dataset is provided to the processes that use it.
@@ -152,6 +204,28 @@ pub trait Backend {
     fn deployment(&self) -> Option<KubernetesDeployment> {
         None
     }
+
+    /// How a concurrent client gets a connection of its own to the same engine, with the
+    /// session defaults in force (its database is set by the caller). Only for targets whose
+    /// [`Capabilities::concurrent_queries`] is [`Concurrency::Parallel`].
+    fn client_opener(&self) -> Result<ClientOpener> {
+        bail!("this target cannot open a connection for another client")
+    }
+}
+
+/// Opens another connection to a target's engine, from the thread of the client that
+/// uses it (a backend need not be `Send`: the embedded engine's connection is a raw
+/// handle, a server's client runs on a runtime of its own thread).
+pub type ClientOpener = Box<dyn Fn() -> Result<Box<dyn Backend>> + Send + Sync>;
+
+/// One statement that one client of [`Target::run_concurrently`] ran.
+#[derive(Debug, Clone)]
+pub struct ClientOutput {
+    /// The client, from 0.
+    pub client: usize,
+    /// The client's run, from 0: the statement's place in its client's series.
+    pub run: u32,
+    pub output: Output,
 }
 
 /// What one statement returned.
@@ -291,15 +365,104 @@ impl Target {
         let started = Instant::now();
         let (body, counters) =
             self.backend.run(sql, settings, format).with_context(|| format!("statement failed: {}", one_line(sql)))?;
-        let client_elapsed = started.elapsed();
+        let output = Output { body, client_elapsed: started.elapsed(), counters };
+        self.count_statement(&output);
+        Ok(output)
+    }
+
+    /// Adds a completed statement to [`Target::statement_time`].
+    fn count_statement(&mut self, output: &Output) {
         let time = &mut self.statement_time;
         time.statements += 1;
-        time.client_us += u64::try_from(client_elapsed.as_micros()).unwrap_or(u64::MAX);
-        match counters.elapsed_us {
+        time.client_us += u64::try_from(output.client_elapsed.as_micros()).unwrap_or(u64::MAX);
+        match output.counters.elapsed_us {
             Some(us) => time.engine_us += us,
             None => time.without_engine_time += 1,
         }
-        Ok(Output { body, client_elapsed, counters })
+    }
+
+    /// Runs `sql` from `clients` clients at once, each `runs_per_client` times in a row,
+    /// with statement-level `settings_of(client, run)` and the output in `format`; returns
+    /// every statement's output, ordered by client, then run. Each client has a connection
+    /// of its own, opened in its own thread, in this target's database with the session
+    /// defaults in force; they start together once all are connected. One client runs on
+    /// this target's own connection. Every statement counts in [`Target::statement_time`].
+    ///
+    /// A target that runs one statement at a time ([`Concurrency::Serial`]) refuses more
+    /// than one client. When a statement fails, the other clients stop at their next run
+    /// and the first failure (by client) is the error. A stop requested meanwhile
+    /// ([`crate::interrupt`]) cancels the statements running (the targets' own hooks reach
+    /// every connection) and the call returns [`Interrupted`].
+    pub fn run_concurrently(
+        &mut self,
+        clients: usize,
+        runs_per_client: u32,
+        sql: &str,
+        settings_of: impl Fn(usize, u32) -> Settings + Sync,
+        format: &str,
+    ) -> Result<Vec<ClientOutput>> {
+        self.capabilities.concurrent_queries.check_clients(self.info.kind, clients, runs_per_client)?;
+        if clients == 1 {
+            let mut outputs = Vec::new();
+            for run in 0..runs_per_client {
+                crate::interrupt::check()?;
+                let output = self.run(sql, &settings_of(0, run), format)?;
+                outputs.push(ClientOutput { client: 0, run, output });
+            }
+            return Ok(outputs);
+        }
+        let opener = self.backend.client_opener().context("cannot open connections for concurrent clients")?;
+        let start = StartLine::new(clients);
+        let failed = AtomicBool::new(false);
+        let database = self.database.as_str();
+        let outcomes: Vec<Result<Vec<ClientOutput>>> = std::thread::scope(|scope| {
+            let mut handles = Vec::with_capacity(clients);
+            for client in 0..clients {
+                let (opener, start, failed, settings_of) = (&opener, &start, &failed, &settings_of);
+                let client_run = ClientRun { client, runs_per_client, sql, format, database, failed };
+                let spawned =
+                    std::thread::Builder::new().name(format!("client-{client}")).spawn_scoped(scope, move || {
+                        client_run.run(opener, Arrival { start, arrived: false }, settings_of)
+                    });
+                match spawned {
+                    Ok(handle) => handles.push(Ok(handle)),
+                    Err(error) => {
+                        // The clients started so far must not wait for this one.
+                        start.abandon();
+                        handles.push(Err(anyhow!("cannot start the thread of client {client}: {error}")));
+                        break;
+                    }
+                }
+            }
+            handles
+                .into_iter()
+                .enumerate()
+                .map(|(client, handle)| {
+                    handle?.join().unwrap_or_else(|_| Err(anyhow!("the thread of client {client} panicked")))
+                })
+                .collect()
+        });
+        let mut outputs = Vec::new();
+        let mut first_error = None;
+        for outcome in outcomes {
+            match outcome {
+                Ok(client_outputs) => outputs.extend(client_outputs),
+                Err(error) => {
+                    first_error.get_or_insert(error);
+                }
+            }
+        }
+        for output in &outputs {
+            self.count_statement(&output.output);
+        }
+        if let Some(error) = first_error {
+            // Statements cancelled by a stop fail each in its own words: the stop is the fact.
+            if crate::interrupt::requested() {
+                return Err(Interrupted.into());
+            }
+            return Err(error);
+        }
+        Ok(outputs)
     }
 
     /// Every statement this target ran so far, summed.
@@ -374,6 +537,118 @@ impl Target {
         let value = outcome?;
         restored?;
         Ok(value)
+    }
+}
+
+/// One client of [`Target::run_concurrently`], run in a thread of its own.
+struct ClientRun<'a> {
+    client: usize,
+    runs_per_client: u32,
+    sql: &'a str,
+    format: &'a str,
+    database: &'a str,
+    /// Set when a client's statement fails, so that the others stop at their next run.
+    failed: &'a AtomicBool,
+}
+
+impl ClientRun<'_> {
+    /// Opens the client's connection, in the target's database, waits at the start line
+    /// for the others, then runs the statement in a row; the connection closes in this
+    /// thread, which opened it. A start abandoned by another client runs nothing.
+    fn run(
+        self,
+        opener: &ClientOpener,
+        arrival: Arrival<'_>,
+        settings_of: &(impl Fn(usize, u32) -> Settings + Sync),
+    ) -> Result<Vec<ClientOutput>> {
+        let ClientRun { client, runs_per_client, sql, format, database, failed } = self;
+        let connection = opener().and_then(|mut backend| {
+            backend.use_database(database).with_context(|| format!("cannot use database {database}"))?;
+            Ok(backend)
+        });
+        // On an error, dropping the arrival releases the others, who then stop.
+        let mut backend = connection.with_context(|| format!("client {client} cannot connect"))?;
+        if !arrival.wait_for_all() {
+            return Ok(Vec::new());
+        }
+        let mut outputs = Vec::new();
+        for run in 0..runs_per_client {
+            if failed.load(Ordering::SeqCst) {
+                break;
+            }
+            crate::interrupt::check()?;
+            let started = Instant::now();
+            match backend.run(sql, &settings_of(client, run), format) {
+                Ok((body, counters)) => outputs.push(ClientOutput {
+                    client,
+                    run,
+                    output: Output { body, client_elapsed: started.elapsed(), counters },
+                }),
+                Err(error) => {
+                    failed.store(true, Ordering::SeqCst);
+                    return Err(
+                        error.context(format!("client {client}, run {run}: statement failed: {}", one_line(sql)))
+                    );
+                }
+            }
+        }
+        Ok(outputs)
+    }
+}
+
+/// Where the clients of [`Target::run_concurrently`] wait until all are connected: a
+/// barrier that can be abandoned, so that a client that cannot connect (or a thread that
+/// cannot start) releases the others instead of leaving them waiting.
+struct StartLine {
+    clients: usize,
+    /// Clients arrived, and whether the start was abandoned.
+    state: Mutex<(usize, bool)>,
+    changed: Condvar,
+}
+
+impl StartLine {
+    fn new(clients: usize) -> StartLine {
+        StartLine { clients, state: Mutex::new((0, false)), changed: Condvar::new() }
+    }
+
+    /// Releases every client waiting and every later one: the run will not start.
+    fn abandon(&self) {
+        if let Ok(mut state) = self.state.lock() {
+            state.1 = true;
+        }
+        self.changed.notify_all();
+    }
+}
+
+/// A client's place at the [`StartLine`]: dropped before it arrived (its connection
+/// failed, or it panicked), it abandons the start.
+struct Arrival<'a> {
+    start: &'a StartLine,
+    arrived: bool,
+}
+
+impl Arrival<'_> {
+    /// Waits until every client has arrived (true) or the start was abandoned (false).
+    fn wait_for_all(mut self) -> bool {
+        self.arrived = true;
+        let Ok(mut state) = self.start.state.lock() else { return false };
+        state.0 += 1;
+        self.start.changed.notify_all();
+        while state.0 < self.start.clients && !state.1 {
+            match self.start.changed.wait(state) {
+                Ok(next) => state = next,
+                Err(_) => return false,
+            }
+        }
+        !state.1
+    }
+}
+
+impl Drop for Arrival<'_> {
+    fn drop(&mut self) {
+        if !self.arrived {
+            self.start.abandon();
+        }
     }
 }
 
@@ -644,8 +919,12 @@ mod tests {
                 datasets: DatasetProvision::HardLinkedCopy,
                 caches_droppable: true,
                 engine_in_process: true,
+                // Connections on the process's one folder run at once, but system.events
+                // is process-wide: a statement's events delta would hold the others'.
+                concurrent_queries: Concurrency::Parallel { events_per_statement: false },
             }
         );
+        assert_eq!(embedded.concurrent_stats_source(), StatsSource::ResultCounters);
         let url = spec(TargetKind::Url).capabilities;
         assert_eq!(
             url,
@@ -655,11 +934,55 @@ mod tests {
                 datasets: DatasetProvision::SharedDatabase,
                 caches_droppable: true,
                 engine_in_process: false,
+                concurrent_queries: Concurrency::Parallel { events_per_statement: true },
             }
         );
+        assert_eq!(url.concurrent_stats_source(), StatsSource::QueryLog);
         // The container and the eks pod are measured as any server is.
         assert_eq!(spec(TargetKind::Container).capabilities, url);
         assert_eq!(spec(TargetKind::Eks).capabilities, url);
+        // An events delta cannot tell apart statements that run at once.
+        for kind in [TargetKind::Embedded, TargetKind::Url, TargetKind::Container, TargetKind::Eks] {
+            assert_ne!(spec(kind).capabilities.concurrent_stats_source(), StatsSource::ResultAndEventsDelta, "{kind}");
+        }
+    }
+
+    #[test]
+    fn a_serial_target_refuses_several_clients_in_one_line() {
+        let error = Concurrency::Serial.check_clients(TargetKind::Url, 4, 3).unwrap_err().to_string();
+        assert_eq!(
+            error,
+            "target url runs one statement at a time, so 4 clients cannot run at once on it: use 1 client, or a \
+             target that runs statements in parallel"
+        );
+        assert!(Concurrency::Serial.check_clients(TargetKind::Url, 1, 3).is_ok());
+        let parallel = Concurrency::Parallel { events_per_statement: false };
+        assert!(parallel.check_clients(TargetKind::Embedded, 16, 1).is_ok());
+        for (clients, runs) in [(0, 1), (4, 0)] {
+            let error = parallel.check_clients(TargetKind::Embedded, clients, runs).unwrap_err().to_string();
+            assert!(error.starts_with("a concurrent run needs at least one client and one run per client"), "{error}");
+        }
+    }
+
+    #[test]
+    fn clients_start_together_or_not_at_all() {
+        // Every client arrives: all start.
+        let start = StartLine::new(3);
+        let started: Vec<bool> = std::thread::scope(|scope| {
+            let handles: Vec<_> =
+                (0..3).map(|_| scope.spawn(|| Arrival { start: &start, arrived: false }.wait_for_all())).collect();
+            handles.into_iter().map(|handle| handle.join().unwrap()).collect()
+        });
+        assert_eq!(started, [true, true, true]);
+        // One never arrives (its connection failed): the others are released, not started.
+        let start = StartLine::new(3);
+        let started: Vec<bool> = std::thread::scope(|scope| {
+            let handles: Vec<_> =
+                (0..2).map(|_| scope.spawn(|| Arrival { start: &start, arrived: false }.wait_for_all())).collect();
+            drop(Arrival { start: &start, arrived: false });
+            handles.into_iter().map(|handle| handle.join().unwrap()).collect()
+        });
+        assert_eq!(started, [false, false]);
     }
 
     #[test]

@@ -16,6 +16,9 @@
 //! refuses unknown ones), refuses what is not ClickHouse or older than
 //! [`super::OLDEST_SUPPORTED`], then leaves out the session defaults the server does not
 //! know only where that changes no measurement ([`Settings::unknown_changes_nothing`]).
+//! A concurrent client ([`Backend::client_opener`]) is a client of its own, with its own
+//! runtime and HTTP connections, made in its thread from the same configuration and the
+//! session defaults that check kept; the server is not asked again.
 //!
 //! No request waits forever ([`Timeouts`]): connecting has a limit, and a request the
 //! server has not answered within the response timeout is checked on a second
@@ -36,7 +39,7 @@ use std::time::Duration;
 
 use anyhow::{Result, anyhow, bail};
 
-use super::{Backend, Capabilities, DatasetProvision, ResultCounters, StatsSource, Storage};
+use super::{Backend, Capabilities, ClientOpener, Concurrency, DatasetProvision, ResultCounters, StatsSource, Storage};
 use crate::interrupt::Interrupted;
 use crate::settings::Settings;
 use crate::sql::sql_string;
@@ -49,6 +52,9 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     datasets: DatasetProvision::SharedDatabase,
     caches_droppable: true,
     engine_in_process: false,
+    // Each client is an HTTP client of its own, and each statement's query_log row holds
+    // its own ProfileEvents.
+    concurrent_queries: Concurrency::Parallel { events_per_statement: true },
 };
 
 /// Connects to the server given by `CHBENCH_URL` (the `url` kind's opener for
@@ -210,6 +216,8 @@ impl ServerConfig {
 
 pub struct ServerTarget {
     config: ServerConfig,
+    /// The session defaults the server knows, which every request carries.
+    session: Settings,
     client: clickhouse::Client,
     runtime: tokio::runtime::Runtime,
     /// Why the server counts as not responding, once a request found it so: later
@@ -268,27 +276,17 @@ impl ServerTarget {
     /// ClickHouse or too old, then builds the client with the session defaults the
     /// server knows (see the module docs).
     pub fn connect(config: ServerConfig) -> Result<ServerTarget> {
-        let runtime = crate::runtime::blocking_runtime("the HTTP client")?;
-        // The crate's own client but for the connector; idle connections are kept 2 s, as
-        // the crate does (the server closes them after 3).
-        let http = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
-            .pool_idle_timeout(Duration::from_secs(2))
-            .build(connector(&config.timeouts));
-        let client = clickhouse::Client::with_http_client(http)
-            .with_url(&config.url)
-            .with_user(&config.user)
-            .with_password(&config.password);
-        let mut target = ServerTarget { config, client, runtime, silent: None };
+        let mut target = ServerTarget::unchecked(config, Settings::new())?;
         let answer = target.opening_query("SELECT version()")?;
         super::supported_version(&target.config.display_url(), &answer)?;
         let defaults = Settings::session_defaults();
         let names: Vec<String> = defaults.iter().map(|(name, _)| sql_string(name)).collect();
         let known =
             target.opening_query(&format!("SELECT name FROM system.settings WHERE name IN ({})", names.join(", ")))?;
-        let mut client = target.client.clone();
+        let mut session = Settings::new();
         for (name, value) in defaults.iter() {
             if known.lines().any(|line| line == name) {
-                client = client.with_setting(name, value);
+                session = session.with(name, value);
             } else if !Settings::unknown_changes_nothing(name) {
                 bail!(
                     "ClickHouse at {} has no setting {name}, which every session sets: use a server of the supported \
@@ -297,8 +295,31 @@ impl ServerTarget {
                 );
             }
         }
-        target.client = client;
+        for (name, value) in session.iter() {
+            target.client = target.client.clone().with_setting(name, value);
+        }
+        target.session = session;
         Ok(target)
+    }
+
+    /// A client of the server `config` names, with `session` sent with every request,
+    /// on a runtime of its own; nothing is sent yet (the server was checked by
+    /// [`ServerTarget::connect`], or is being).
+    fn unchecked(config: ServerConfig, session: Settings) -> Result<ServerTarget> {
+        let runtime = crate::runtime::blocking_runtime("the HTTP client")?;
+        // The crate's own client but for the connector; idle connections are kept 2 s, as
+        // the crate does (the server closes them after 3).
+        let http = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+            .pool_idle_timeout(Duration::from_secs(2))
+            .build(connector(&config.timeouts));
+        let mut client = clickhouse::Client::with_http_client(http)
+            .with_url(&config.url)
+            .with_user(&config.user)
+            .with_password(&config.password);
+        for (name, value) in session.iter() {
+            client = client.with_setting(name, value);
+        }
+        Ok(ServerTarget { config, session, client, runtime, silent: None })
     }
 
     pub fn config(&self) -> &ServerConfig {
@@ -474,6 +495,16 @@ impl Backend for ServerTarget {
 
     fn endpoint(&self) -> String {
         self.config.display_url()
+    }
+
+    /// A client of its own (HTTP connections and runtime) for the same server, user and
+    /// session defaults: the credentials go from this configuration to the new client's
+    /// headers, as they came here, never into a message.
+    fn client_opener(&self) -> Result<ClientOpener> {
+        let (config, session) = (self.config.clone(), self.session.clone());
+        Ok(Box::new(
+            move || Ok(Box::new(ServerTarget::unchecked(config.clone(), session.clone())?) as Box<dyn Backend>),
+        ))
     }
 }
 

@@ -44,6 +44,7 @@ fn read_rows_agrees_with_the_selected_rows_event() {
     match target.stats_source() {
         StatsSource::QueryLog => assert!(stats.raw.get("query_id").is_some()),
         StatsSource::ResultAndEventsDelta => assert!(stats.raw.get("events_after").is_some()),
+        StatsSource::ResultCounters => assert!(stats.raw.get("result_counters").is_some()),
     }
 }
 
