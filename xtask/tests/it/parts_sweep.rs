@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use chbench::benchmarks::parts::{DESIGNS, FitQuality, Fitted, PartsBundle, PartsResults, QUERIES, ROWS_PER_PART};
 use chbench::results::{RunStatus, SAMPLES_FILE, load_bundle};
+use chbench::stats::StatsSource;
 use chbench::targets::embedded::storage_dir_of_process;
 
 use crate::common::{error_line, xtask};
@@ -27,7 +28,7 @@ fn sweep(results: &Path, run_id: &str, flags: &[&str]) -> std::process::Output {
 #[test]
 fn a_sweep_grows_each_design_point_by_point_and_fits_every_query() {
     let results = tempfile::tempdir().unwrap();
-    let output = sweep(results.path(), "sweep", &["--parts", "1,20,200", "--runs", "2", "--clients", "1"]);
+    let output = sweep(results.path(), "sweep", &["--parts", "1,20,200", "--runs", "2", "--clients", "2,1"]);
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let dir = results.path().join("sweep");
     let bundle: PartsBundle = load_bundle(&dir).unwrap();
@@ -50,12 +51,21 @@ fn a_sweep_grows_each_design_point_by_point_and_fits_every_query() {
         }
         assert!(point.measure_seconds.is_some_and(|seconds| seconds > 0.0), "{point:?}");
     }
-    // Every query on every design at every point, two samples each; the answer and the
-    // part read are the same at every point and on both designs.
-    assert_eq!(parts.queries.len(), 3 * DESIGNS.len() * QUERIES.len());
+    // Every query on every design at every point, by one client and by two at once; the
+    // answer and the part read are the same at every point and on both designs.
+    assert_eq!(parts.sweep.clients, [1, 2]);
+    assert_eq!(parts.queries.len(), 3 * DESIGNS.len() * QUERIES.len() * 2);
     for query in QUERIES {
         let runs: Vec<_> = parts.queries.iter().filter(|runs| runs.query == query).collect();
-        assert!(runs.iter().all(|runs| runs.samples.len() == 2), "{query}");
+        assert!(runs.iter().all(|runs| runs.samples.len() == 2 * runs.variant.clients as usize), "{query}");
+        // Two clients at once on the embedded engine: the result's counters alone, since
+        // its events are the process's.
+        for runs in &runs {
+            let expected =
+                if runs.variant.clients == 1 { StatsSource::ResultAndEventsDelta } else { StatsSource::ResultCounters };
+            assert!(runs.samples.iter().all(|sample| sample.stats.source == expected), "{query} {:?}", runs.variant);
+        }
+        let runs: Vec<_> = runs.into_iter().filter(|runs| runs.variant.clients == 1).collect();
         assert!(runs.iter().all(|each| each.answer == runs[0].answer && !each.answer.is_empty()), "{query}");
         if query != "select_one" {
             let read_parts =

@@ -32,7 +32,7 @@ pub use self::results::{
 use super::{Benchmark, Run};
 use crate::breakdown::TimeBreakdown;
 use crate::fixtures::{Fixture, Params};
-use crate::measure::measure;
+use crate::measure::{Measured, measure, measure_concurrently};
 use crate::parts::parts_summary;
 use crate::query_runs::{QueryRuns, Sample, SampleKind};
 use crate::report::Section;
@@ -40,6 +40,7 @@ use crate::results::RunBundle;
 use crate::settings::Settings;
 use crate::sql::sql_string;
 use crate::stats::StatementTag;
+use crate::targets::Concurrency;
 use crate::units::{human_bytes, milliseconds, number};
 
 /// The designs, by file in `fixtures/parts/designs/`: the first is the one whose parts the
@@ -346,9 +347,7 @@ impl PartsBenchmark {
     /// The client counts this target runs: every one asked for where it runs statements at
     /// once, else one (said once).
     fn clients_on(&self, run: &mut PartsRun<'_>) -> Vec<u32> {
-        if self.clients.len() > 1 && !false
-        /* CONCURRENCY-MERGE */
-        {
+        if self.clients.len() > 1 && run.target.capabilities().concurrent_queries == Concurrency::Serial {
             run.progress.warn(&format!(
                 "target {} runs one statement at a time: measuring with 1 client only",
                 run.target.info().kind
@@ -429,29 +428,38 @@ impl PartsBenchmark {
         })?;
         let warm_up = StatementTag::new(&run.run_id(), &scenario, &format!("warm_up_{clients}"), 0);
         measure(run.target, statement, &warm_up, &Settings::new())?;
-        let measured = if clients == 1 {
-            (1..=self.runs)
-                .map(|attempt| {
-                    let tag = StatementTag::new(&run.run_id(), &scenario, "clients_1", attempt);
-                    measure(run.target, statement, &tag, &Settings::new())
-                })
-                .collect::<Result<Vec<_>>>()?
-        } else {
-            bail!("CONCURRENCY-MERGE")
-        };
+        // Each round is recorded as soon as it ends: one statement from one client, or one
+        // from each of K clients started together, so that an interruption keeps the rounds
+        // done and every round has K statements running at once.
         let mut durations = Vec::new();
-        for (attempt, measured) in measured.into_iter().enumerate() {
-            durations.push(measured.stats.server_ms());
-            let answer = (attempt == 0).then(|| measured.body.chars().take(2000).collect());
-            let breakdown = TimeBreakdown::from_stats(&measured.stats);
-            let sample = Sample {
-                kind: SampleKind::Warm,
-                attempt: attempt as u32 + 1,
-                settings: Settings::new(),
-                stats: measured.stats,
-                breakdown,
+        let run_id = run.run_id();
+        for round in 1..=self.runs {
+            let measured: Vec<Measured> = if clients == 1 {
+                let tag = StatementTag::new(&run_id, &scenario, "clients_1", round);
+                vec![measure(run.target, statement, &tag, &Settings::new())?]
+            } else {
+                let tag_of = |client: usize, _: u32| {
+                    StatementTag::new(&run_id, &scenario, &format!("clients_{clients}_{client}"), round)
+                };
+                measure_concurrently(run.target, statement, tag_of, &Settings::new(), clients as usize, 1)?
+                    .into_iter()
+                    .map(|client| client.measured)
+                    .collect()
             };
-            run.writer.record_sample(sample, answer)?;
+            for measured in measured {
+                durations.push(measured.stats.server_ms());
+                let first = run.results().queries.last().is_some_and(|runs| runs.samples.is_empty());
+                let answer = first.then(|| measured.body.chars().take(2000).collect());
+                let breakdown = TimeBreakdown::from_stats(&measured.stats);
+                let sample = Sample {
+                    kind: SampleKind::Warm,
+                    attempt: round,
+                    settings: Settings::new(),
+                    stats: measured.stats,
+                    breakdown,
+                };
+                run.writer.record_sample(sample, answer)?;
+            }
         }
         durations.sort_by(f64::total_cmp);
         run.progress.advance(&format!("{label}: median {}", milliseconds(crate::numbers::median(&durations))));

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::numbers::nan_if_null;
 use crate::query_runs::{QueryRuns, Sample};
 use crate::results::{KindResults, RunBundle};
-use crate::stats::QueryStats;
+use crate::stats::{QueryStats, StatsSource};
 
 /// The planning counters: what a statement spent before it read a row. Their sum is the
 /// planning time the slopes are fitted to.
@@ -285,7 +285,8 @@ pub struct Gate {
     pub failures: Vec<String>,
 }
 
-/// Whether a record carries the statement's own counters.
-fn events_measured(_stats: &QueryStats) -> bool {
-    true
+/// Whether a record carries the statement's own counters: not one from the result's
+/// counters alone (several clients at once on an engine whose counters are process-wide).
+fn events_measured(stats: &QueryStats) -> bool {
+    stats.source != StatsSource::ResultCounters
 }
