@@ -1,6 +1,7 @@
 //! SVG charts for reports, drawn with plotters: horizontal bars on a log scale (sizes,
-//! times), and stacked shares (where a query's time went). A value that was not measured
-//! (NaN) draws no bar and is labelled `unknown`.
+//! times), stacked shares (where a query's time went), and lines through measured points
+//! on log-log axes (a time against a count). A value that was not measured (NaN) draws
+//! no bar or point and is labelled `unknown`.
 
 use anyhow::{Result, anyhow};
 use plotters::coord::ranged1d::{IntoSegmentedCoord as _, SegmentValue};
@@ -140,6 +141,101 @@ pub fn shares(title: &str, parts: [&str; 3], rows: &[(String, [f64; 3])]) -> Res
     Ok(svg)
 }
 
+/// Colours of [`log_log_lines`]: more than [`COLORS`], since a chart holds a line per
+/// query and design.
+const LINE_COLORS: [RGBColor; 8] = [
+    RGBColor(0x4e, 0x79, 0xa7),
+    RGBColor(0xf2, 0x8e, 0x2b),
+    RGBColor(0x59, 0xa1, 0x4f),
+    RGBColor(0xe1, 0x57, 0x59),
+    RGBColor(0x76, 0xb7, 0xb2),
+    RGBColor(0xb0, 0x7a, 0xa1),
+    RGBColor(0x9c, 0x75, 0x5f),
+    RGBColor(0xed, 0xc9, 0x48),
+];
+
+/// One line of [`log_log_lines`]: its name and its measured points (x, y), x rising.
+pub struct Line {
+    pub name: String,
+    pub points: Vec<(f64, f64)>,
+}
+
+/// Lines through measured points on log-log axes, every point marked, a legend naming
+/// each line: log on both axes so that a sweep from a hundred parts to a hundred thousand,
+/// and times from a millisecond to seconds, all show. A point whose x or y is not a
+/// positive number (not measured) is not drawn and breaks its line, so a gap shows where
+/// a figure is unknown; a line with no point at all is named `unknown` in the legend.
+pub fn log_log_lines(title: &str, x_label: &str, y_unit: &str, lines: &[Line]) -> Result<String> {
+    let drawable = |(x, y): &(f64, f64)| x.is_finite() && *x > 0.0 && y.is_finite() && *y > 0.0;
+    let measured: Vec<(f64, f64)> =
+        lines.iter().flat_map(|line| line.points.iter().copied()).filter(drawable).collect();
+    if measured.is_empty() {
+        return Ok(empty("nothing measured"));
+    }
+    // Room around the points: a fifth of a decade each side, more when every point is
+    // at one value (a log axis over nothing has no scale).
+    let range = |values: Vec<f64>| {
+        let low = values.iter().copied().fold(f64::INFINITY, f64::min);
+        let high = values.iter().copied().fold(0.0, f64::max);
+        let margin = if high > low { 1.6 } else { 3.0 };
+        (low / margin)..(high * margin)
+    };
+    let x_range = range(measured.iter().map(|point| point.0).collect());
+    let y_range = range(measured.iter().map(|point| point.1).collect());
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, 460)).into_drawing_area();
+        root.fill(&WHITE).map_err(chart_error)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(format!("{title} (log-log)"), ("sans-serif", 16))
+            .margin(12)
+            .x_label_area_size(36)
+            .y_label_area_size(56)
+            .build_cartesian_2d(x_range.log_scale(), y_range.log_scale())
+            .map_err(chart_error)?;
+        chart
+            .configure_mesh()
+            .x_desc(x_label)
+            .y_desc(y_unit)
+            .x_label_formatter(&|value| compact(*value))
+            .y_label_formatter(&|value| compact(*value))
+            .draw()
+            .map_err(chart_error)?;
+        for (index, line) in lines.iter().enumerate() {
+            let color = LINE_COLORS[index % LINE_COLORS.len()];
+            // Runs of consecutive measured points: an unknown one ends a run.
+            let mut runs: Vec<Vec<(f64, f64)>> = vec![Vec::new()];
+            for point in &line.points {
+                match runs.last_mut() {
+                    Some(run) if drawable(point) => run.push(*point),
+                    _ => runs.push(Vec::new()),
+                }
+            }
+            for run in runs.iter().filter(|run| run.len() > 1) {
+                chart
+                    .draw_series(std::iter::once(PathElement::new(run.clone(), color.stroke_width(2))))
+                    .map_err(chart_error)?;
+            }
+            let points: Vec<(f64, f64)> = line.points.iter().copied().filter(drawable).collect();
+            let name = if points.is_empty() { format!("{} (unknown)", line.name) } else { line.name.clone() };
+            chart
+                .draw_series(points.into_iter().map(|point| Circle::new(point, 3, color.filled())))
+                .map_err(chart_error)?
+                .label(name)
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 14, y)], color.stroke_width(2)));
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .draw()
+            .map_err(chart_error)?;
+        root.present().map_err(chart_error)?;
+    }
+    Ok(svg)
+}
+
 /// The label of each row on a segmented axis, first row at the top (plotters counts rows
 /// from the bottom).
 fn row_labels(names: impl DoubleEndedIterator<Item = String>) -> impl Fn(&SegmentValue<usize>) -> String {
@@ -193,6 +289,22 @@ mod tests {
     fn shares_are_drawn_within_the_chart_even_when_they_overflow() {
         let svg = shares("Share", ["CPU", "read wait", "other"], &[("q1".to_string(), [1.2, 0.3, f64::NAN])]).unwrap();
         assert!(svg.contains("CPU") && svg.contains("read wait"), "{svg}");
+    }
+
+    #[test]
+    fn lines_mark_their_points_and_name_a_line_with_none_unknown() {
+        let lines = [
+            Line { name: "q1 · by_day".to_string(), points: vec![(200.0, 1.5), (2_000.0, f64::NAN), (20_000.0, 9.0)] },
+            Line { name: "q2 · by_day".to_string(), points: vec![(200.0, f64::NAN)] },
+        ];
+        let svg = log_log_lines("Duration", "active parts", "ms", &lines).unwrap();
+        assert!(
+            svg.contains("log-log") && svg.contains("q1 · by_day") && svg.contains("q2 · by_day (unknown)"),
+            "{svg}"
+        );
+        // Two measured points of q1, each a circle; the unknown one draws none.
+        assert_eq!(svg.matches("<circle").count(), 2, "{svg}");
+        assert!(log_log_lines("Duration", "active parts", "ms", &lines[1..]).unwrap().contains("nothing measured"));
     }
 
     #[test]
