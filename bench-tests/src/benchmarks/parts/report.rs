@@ -888,4 +888,16 @@ mod tests {
         );
         assert_eq!(duration.matches("<circle").count(), 4, "{duration}");
     }
+
+    #[test]
+    fn counters_of_an_engine_whose_list_is_unknown_read_unknown_never_0() {
+        let results = PartsResults {
+            engine_events: EngineEvents::Unknown { reason: "system.events could not be read".to_string() },
+            ..measured()
+        };
+        let markdown = markdown(&results);
+        assert!(markdown.contains("| 200 | 201 | 1.10 (1.00-1.20) | unknown | unknown |"), "{markdown}");
+        assert!(markdown.contains("| `day_by_date` | 201 | unknown / unknown | unknown / unknown |"), "{markdown}");
+        assert!(markdown.contains("Which counters the engine has is unknown (system.events could not be read)"));
+    }
 }
