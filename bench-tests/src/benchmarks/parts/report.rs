@@ -17,7 +17,7 @@ use super::results::{EngineEvents, Fitted, PLANNING_EVENTS, PartsQueryRuns, Part
 use crate::markdown::Table;
 use crate::numbers::{median, ratio};
 use crate::report::charts::{self, Line};
-use crate::units::{human_bytes, number, percent, times};
+use crate::units::{human_bytes, milliseconds, number, percent, times};
 
 /// How the report cites the source: by its name in docs/sources.md.
 const SOURCE: &str = "Cloudflare's account of Ready-Analytics, \"Cloudflare: query planning and part counts in \
@@ -417,11 +417,13 @@ fn slopes(out: &mut String, results: &PartsResults) {
         let _ = writeln!(
             out,
             "{table}\nA least-squares line through every one-client run against the design's active parts. \
-             Linear: R² at least {}; flat: over the sweep the line rises less than {} of the mean, so a low R² \
-             is noise about a level line; a poor fit (the curve bends, or the noise is as large as the growth) \
-             has no slope to state, and its fitted numbers stay in `results.json` only.\n",
+             Linear: R² at least {}; flat: over the sweep the line rises, two standard errors up, less than {} \
+             of the mean or {}, so a low R² is noise about a level line; a poor fit (the curve bends, or the \
+             noise is as large as the growth) has no slope to state, and its fitted numbers stay in \
+             `results.json` only.\n",
             number(super::fit::GOOD_R_SQUARED, 2),
-            percent(Some(super::fit::FLAT_GROWTH), "unknown")
+            percent(Some(super::fit::FLAT_GROWTH), "unknown"),
+            milliseconds(Some(super::fit::FLAT_FLOOR_US / 1e3))
         );
     }
     if let Some(gate) = &results.gate {
