@@ -57,9 +57,9 @@ const TABLE: &str = "ready_analytics";
 /// The most parts a sweep builds on any target: ten times the default's largest point,
 /// and within ClickHouse's default `max_parts_in_total` (100,000).
 pub const MAX_PARTS: u64 = 100_000;
-/// What a part of this table takes in an in-process engine's folder: about 14 small files
-/// and a folder, each a 4 KiB block on ext4 (measured: by_namespace_day's table at 20,000
-/// parts took 1.2 GB in `du`), with the by_day table beside it; and its files.
+/// What a part of this table takes in an in-process engine's folder, and its files: 14
+/// small files and a folder, each at least a 4 KiB block on ext4 (measured: the pack's
+/// by_namespace_day dataset of 2,000 parts, 115 MB and 28,017 entries in `du` and `find`).
 const DISK_BYTES_PER_PART: u64 = 64 * 1024;
 const FILES_PER_PART: u64 = 16;
 
@@ -123,31 +123,8 @@ impl Benchmark for PartsBenchmark {
 
     fn check_storage(&self, folder: &Path) -> Result<()> {
         let parts = self.points.last().copied().unwrap_or(0);
-        // The second design holds the same rows in a twentieth of the parts.
-        let all_parts = parts + parts.div_ceil(NAMESPACES);
-        let needed = all_parts * DISK_BYTES_PER_PART;
-        let free = crate::files::free_bytes(folder)?;
-        if needed > free {
-            bail!(
-                "--parts {parts} needs about {} in {} ({all_parts} parts of about {} each) and {} is free there; \
-                 ask for fewer parts or free some space",
-                human_bytes(needed),
-                crate::files::shown(folder),
-                human_bytes(DISK_BYTES_PER_PART),
-                human_bytes(free)
-            );
-        }
-        if let Some(free_files) = crate::files::free_files(folder)?
-            && all_parts * FILES_PER_PART > free_files
-        {
-            bail!(
-                "--parts {parts} needs about {} files in {} ({FILES_PER_PART} a part) and the file system has room \
-                 for {free_files} more; ask for fewer parts or free some files",
-                all_parts * FILES_PER_PART,
-                crate::files::shown(folder)
-            );
-        }
-        Ok(())
+        let free = FreeSpace { bytes: crate::files::free_bytes(folder)?, files: crate::files::free_files(folder)? };
+        check_parts_fit(parts, &free, &crate::files::shown(folder))
     }
 
     fn sql_files(&self) -> Vec<String> {
@@ -241,6 +218,53 @@ fn check_points(points: &[u64]) -> Result<()> {
     Ok(())
 }
 
+/// What a folder's file system has room for.
+struct FreeSpace {
+    bytes: u64,
+    /// `None` where the file system does not count files.
+    files: Option<u64>,
+}
+
+/// Refuses a sweep to `parts` whose tables would not fit in `free` (in `folder`, as
+/// messages name it), before the engine starts.
+fn check_parts_fit(parts: u64, free: &FreeSpace, folder: &str) -> Result<()> {
+    // The second design holds the same rows in a twentieth of the parts.
+    let all_parts = parts + parts.div_ceil(NAMESPACES);
+    let needed = all_parts * DISK_BYTES_PER_PART;
+    if needed > free.bytes {
+        bail!(
+            "--parts {parts} needs about {} in {folder} ({all_parts} parts of about {} each) and {} is free there; \
+             ask for fewer parts or free some space",
+            human_bytes(needed),
+            human_bytes(DISK_BYTES_PER_PART),
+            human_bytes(free.bytes)
+        );
+    }
+    if let Some(free_files) = free.files
+        && all_parts * FILES_PER_PART > free_files
+    {
+        bail!(
+            "--parts {parts} needs about {} files in {folder} ({FILES_PER_PART} a part) and the file system has room \
+             for {free_files} more; ask for fewer parts or free some files",
+            all_parts * FILES_PER_PART
+        );
+    }
+    Ok(())
+}
+
+/// Refuses a sweep beyond the engine's `max_parts_in_total`, before anything is built.
+fn check_parts_limit(largest: u64, limits: &Limits) -> Result<()> {
+    if let Some(limit) = limits.max_parts_in_total
+        && largest > limit
+    {
+        bail!(
+            "--parts {largest} is above the engine's max_parts_in_total ({limit}): an INSERT past it fails with \
+             TOO_MANY_PARTS; ask for at most {limit} parts, or raise the setting on the server"
+        );
+    }
+    Ok(())
+}
+
 /// The database of `design` for this run, so that two runs on one server never share one.
 fn database(run: &PartsRun<'_>, design: &str) -> String {
     format!("chbench_{}_{design}", run.run_id().replace(['.', '-'], "_"))
@@ -265,15 +289,7 @@ impl PartsBenchmark {
         run.results().engine_events = events;
         let limits = Limits { max_parts_in_total: merge_tree_setting(run, "max_parts_in_total") };
         run.results().limits = Some(limits.clone());
-        let largest = self.points.last().copied().unwrap_or(0);
-        if let Some(limit) = limits.max_parts_in_total
-            && largest > limit
-        {
-            bail!(
-                "--parts {largest} is above the engine's max_parts_in_total ({limit}): an INSERT past it fails with \
-                 TOO_MANY_PARTS; ask for at most {limit} parts, or raise the setting on the server"
-            );
-        }
+        check_parts_limit(self.points.last().copied().unwrap_or(0), &limits)?;
         let summary = match &run.results().engine_events {
             EngineEvents::Known { names } => {
                 let wanted = PLANNING_EVENTS.iter().chain(&LOCK_EVENTS).chain(&OTHER_EVENTS);
@@ -446,14 +462,17 @@ impl PartsBenchmark {
                     .map(|client| client.measured)
                     .collect()
             };
-            for measured in measured {
+            for (client, measured) in measured.into_iter().enumerate() {
+                // A sample's number is unique within its query runs (the journal keys on
+                // it): the round's clients one after the other.
+                let attempt = (round - 1) * clients + client as u32 + 1;
                 durations.push(measured.stats.server_ms());
                 let first = run.results().queries.last().is_some_and(|runs| runs.samples.is_empty());
                 let answer = first.then(|| measured.body.chars().take(2000).collect());
                 let breakdown = TimeBreakdown::from_stats(&measured.stats);
                 let sample = Sample {
                     kind: SampleKind::Warm,
-                    attempt: round,
+                    attempt,
                     settings: Settings::new(),
                     stats: measured.stats,
                     breakdown,
@@ -614,6 +633,23 @@ mod tests {
         assert!(error(&[100, 100]).contains("lists 100 twice"), "{}", error(&[100, 100]));
         assert!(error(&[1_000, 100]).contains("after a larger one"));
         assert!(error(&[MAX_PARTS + 1]).contains("more than this benchmark builds"));
+    }
+
+    #[test]
+    fn a_sweep_beyond_the_disk_its_files_or_the_engine_limit_is_refused_naming_it() {
+        let roomy = FreeSpace { bytes: 100 << 30, files: Some(10_000_000) };
+        assert!(check_parts_fit(20_000, &roomy, "target/chbench").is_ok());
+        let small = FreeSpace { bytes: 100 << 20, files: None };
+        let error = check_parts_fit(20_000, &small, "target/chbench").unwrap_err().to_string();
+        assert!(error.starts_with("--parts 20000 needs about 1.28 GiB in target/chbench (21000 parts"), "{error}");
+        assert!(error.contains("100.00 MiB is free there"), "{error}");
+        let few_files = FreeSpace { bytes: 100 << 30, files: Some(1_000) };
+        let error = check_parts_fit(20_000, &few_files, "target/chbench").unwrap_err().to_string();
+        assert!(error.contains("needs about 336000 files") && error.contains("room for 1000 more"), "{error}");
+        let limits = Limits { max_parts_in_total: Some(10_000) };
+        let error = check_parts_limit(20_000, &limits).unwrap_err().to_string();
+        assert!(error.starts_with("--parts 20000 is above the engine's max_parts_in_total (10000)"), "{error}");
+        assert!(check_parts_limit(20_000, &Limits { max_parts_in_total: None }).is_ok());
     }
 
     #[test]
