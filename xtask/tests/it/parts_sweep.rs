@@ -78,6 +78,10 @@ fn a_sweep_grows_each_design_point_by_point_and_fits_every_query() {
     assert!(parts.fits.iter().all(|fit| fit.part_counts == 3 && fit.samples == 6), "{:?}", parts.fits);
     assert!(parts.fits.iter().all(|fit| !matches!(fit.quality, FitQuality::Unknown { .. })), "{:?}", parts.fits);
     assert!(parts.fits.iter().any(|fit| fit.fitted == Fitted::Planning));
+    // Each phase's time, and the clean-up's, are in the bundle.
+    let phases: Vec<&str> = parts.phase_times.iter().map(|time| time.phase.as_str()).collect();
+    assert_eq!(phases, ["prepare", "sweep", "gate", "clean_up"]);
+    assert!(parts.phase_times.iter().all(|time| time.seconds >= 0.0));
     assert!(dir.join("report.md").is_file());
 }
 

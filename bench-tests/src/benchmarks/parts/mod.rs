@@ -27,7 +27,8 @@ use anyhow::{Context, Result, bail};
 pub use self::flags::PartsFlags;
 pub use self::results::{
     EngineEvents, FitQuality, Fitted, Gate, LOCK_EVENTS, Limits, OTHER_EVENTS, PLANNING_EVENTS, PartsBundle,
-    PartsQueryRuns, PartsResults, PartsVariant, PlanningSample, Point, PointBuild, SlopeFit, Sweep, counters_of,
+    PartsQueryRuns, PartsResults, PartsVariant, PhaseTime, PlanningSample, Point, PointBuild, SlopeFit, Sweep,
+    counters_of,
 };
 use super::{Benchmark, Run};
 use crate::breakdown::TimeBreakdown;
@@ -151,6 +152,7 @@ impl Benchmark for PartsBenchmark {
             queries: Vec::new(),
             fits: Vec::new(),
             gate: None,
+            phase_times: Vec::new(),
         }
     }
 
@@ -160,21 +162,30 @@ impl Benchmark for PartsBenchmark {
     }
 
     fn run_phase(&self, phase: PartsPhase, run: &mut PartsRun<'_>) -> Result<()> {
-        match phase {
+        let started = Instant::now();
+        let outcome = match phase {
             PartsPhase::Prepare => self.prepare(run),
             PartsPhase::Sweep => self.sweep(run),
             PartsPhase::Gate => self.gate(run),
-        }?;
+        };
+        // Timed whether it ended or not: the time is the performance figure's evidence.
+        let seconds = started.elapsed().as_secs_f64();
+        run.results().phase_times.push(PhaseTime { phase: super::Phase::name(phase).to_string(), seconds });
+        outcome?;
         run.writer.save()
     }
 
     /// The designs' databases go: on a shared server they would hold thousands of parts
-    /// for nothing (what was measured is in the bundle).
+    /// for nothing (what was measured is in the bundle). Dropping thousands of parts takes
+    /// a while, so it is timed too.
     fn clean_up(&self, run: &mut PartsRun<'_>) -> Result<()> {
+        let started = Instant::now();
         for design in DESIGNS {
             run.target.execute(&format!("DROP DATABASE IF EXISTS {} SYNC", database(run, design)))?;
         }
-        Ok(())
+        let seconds = started.elapsed().as_secs_f64();
+        run.results().phase_times.push(PhaseTime { phase: "clean_up".to_string(), seconds });
+        run.writer.save()
     }
 
     fn report(bundle: &RunBundle<PartsResults>) -> Result<Section> {

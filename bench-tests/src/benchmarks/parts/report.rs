@@ -649,6 +649,13 @@ fn builds(out: &mut String, results: &PartsResults) {
     }
     measure.row(["total".to_string(), total_seconds(measure_seconds, measures_unknown)]);
     let _ = writeln!(out, "{measure}");
+    if !results.phase_times.is_empty() {
+        let mut phases = Table::new(["phase", "seconds"]);
+        for time in &results.phase_times {
+            phases.row([time.phase.replace('_', " "), number(time.seconds, 1)]);
+        }
+        let _ = writeln!(out, "Each phase's wall time (a phase that stopped, until it stopped):\n\n{phases}");
+    }
 }
 
 /// A sum of seconds, saying how many were unknown rather than counting them as none.
@@ -750,6 +757,7 @@ mod tests {
             queries: Vec::new(),
             fits: Vec::new(),
             gate: None,
+            phase_times: vec![crate::benchmarks::parts::PhaseTime { phase: "clean_up".to_string(), seconds: 2.5 }],
         }
     }
 

@@ -51,6 +51,18 @@ pub struct PartsResults {
     pub fits: Vec<SlopeFit>,
     /// `--max-slope` and what it found, once the sweep ended.
     pub gate: Option<Gate>,
+    /// Wall time of each phase that ran (ended or not), then of the clean-up.
+    #[serde(default)]
+    pub phase_times: Vec<PhaseTime>,
+}
+
+/// How long one phase took.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PhaseTime {
+    /// The phase's name (`prepare`, `sweep`, `gate`), or `clean_up`.
+    pub phase: String,
+    #[serde(deserialize_with = "nan_if_null")]
+    pub seconds: f64,
 }
 
 /// What the sweep was asked for.
