@@ -129,13 +129,7 @@ pub fn shares(title: &str, parts: [&str; 3], rows: &[(String, [f64; 3])]) -> Res
                 .label(*name)
                 .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], COLORS[part].filled()));
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .draw()
-            .map_err(chart_error)?;
+        draw_legend(&mut chart, SeriesLabelPosition::UpperRight)?;
         root.present().map_err(chart_error)?;
     }
     Ok(svg)
@@ -224,13 +218,7 @@ pub fn log_log_lines(title: &str, x_label: &str, y_unit: &str, lines: &[Line]) -
                 .label(name)
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 14, y)], color.stroke_width(2)));
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .draw()
-            .map_err(chart_error)?;
+        draw_legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
         root.present().map_err(chart_error)?;
     }
     Ok(svg)
@@ -262,6 +250,20 @@ pub fn empty(text: &str) -> String {
         let _ = root.present();
     }
     svg
+}
+
+/// The series' names in a framed box at `position`, the same on every chart.
+fn draw_legend<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(
+    chart: &mut ChartContext<'a, DB, CT>,
+    position: SeriesLabelPosition,
+) -> Result<()> {
+    chart
+        .configure_series_labels()
+        .position(position)
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()
+        .map_err(chart_error)
 }
 
 fn chart_error<E: std::error::Error>(error: E) -> anyhow::Error {
