@@ -460,3 +460,19 @@ fn a_generator_or_design_that_draws_random_values_is_refused_at_its_line() {
     let error = pack.dataset("plain", 1000).unwrap().statements().unwrap_err().to_string();
     assert!(error.contains("generator.sql:3: rand() gives other values on every run"), "{error}");
 }
+
+/// `[table]` claims are about the table a query reads: a query that names none of the
+/// designs' tables (a `SELECT 1` floor) takes none of them, the others all.
+#[test]
+fn a_query_that_reads_no_table_takes_no_table_claims() {
+    let claims = "scales = [1000]\n[table]\nactive_parts_at_most = 5\n[queries.q]\ngranules_read_at_most = 1\n";
+    let (_root, folder) =
+        pack_with(&[("claims.toml", claims), ("queries/floor.sql", "-- reads nothing\nSELECT 1 AS t_count\n")]);
+    let pack = Pack::load(&folder).unwrap();
+    let claims_of = |name: &str| -> Vec<String> {
+        let query = pack.queries.iter().find(|query| query.name == name).unwrap();
+        query.claims.iter().map(|claim| claim.name.clone()).collect()
+    };
+    assert_eq!(claims_of("q"), ["table.active_parts_at_most", "granules_read_at_most"]);
+    assert!(claims_of("floor").is_empty(), "{:?}", claims_of("floor"));
+}
