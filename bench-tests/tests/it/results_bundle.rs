@@ -1,8 +1,8 @@
 //! Whatever the results writer produces, the reader and the report accept: bundles with
 //! extreme, non-finite and missing values round-trip, a journal cut short by a kill is
 //! read up to its last whole line, and a schema-1 bundle gets one line saying what to
-//! do. Every field is documented in docs/results.md. No engine is needed: these bundles
-//! are built by hand.
+//! do. Every field of a bundle of each kind (logs, parts) is documented in
+//! docs/results.md. No engine is needed: these bundles are built by hand.
 
 use std::collections::BTreeMap;
 
@@ -12,11 +12,16 @@ use chbench::benchmarks::logs::{
     BloomFilter, CalibrationRun, HarnessIngest, Ingest, IngestCalibration, IngestPath, IngestTiming, LogsBundle,
     LogsDataset, LogsQueryRuns, LogsResults, QueryVariant, RunTime,
 };
+use chbench::benchmarks::parts::{
+    EngineEvents, FitQuality, Fitted, Gate, LOCK_EVENTS, Limits, OTHER_EVENTS, PLANNING_EVENTS, PartsBundle,
+    PartsQueryRuns, PartsResults, PartsVariant, Point, PointBuild, SlopeFit, Sweep,
+};
 use chbench::breakdown::{Bottleneck, TimeBreakdown};
 use chbench::machine::{LoadAverage, MachineInfo, SeenProcess};
-use chbench::query_runs::{Sample, SampleKind, Step};
+use chbench::query_runs::{QueryRuns, Sample, SampleKind, Step};
 use chbench::results::{
-    BundleWriter, DONE, ExistingFolder, RESULTS_FILE, RunStatus, SAMPLES_FILE, SCHEMA_VERSION, STARTING, load_bundle,
+    BundleWriter, DONE, ExistingFolder, KindResults, RESULTS_FILE, RunBundle, RunStatus, SAMPLES_FILE, SCHEMA_VERSION,
+    STARTING, load_bundle,
 };
 use chbench::settings::Settings;
 use chbench::stats::{QueryStats, StatsSource};
@@ -207,6 +212,129 @@ fn extreme_bundle(value: f64, count: u64) -> LogsBundle {
     }
 }
 
+/// A parts bundle with every number set to `value` or `count` and every optional field
+/// present: limits, a point's measure time, the gate, a fit of each quality, the engine's
+/// counters known; one client's samples with their counters and two clients' without.
+fn extreme_parts_bundle(value: f64, count: u64) -> PartsBundle {
+    let clients = u32::try_from(count).unwrap_or(u32::MAX);
+    let counters = PLANNING_EVENTS.iter().chain(&LOCK_EVENTS).chain(&OTHER_EVENTS);
+    let variant = |clients: u32| PartsVariant {
+        design: "by_namespace_day".to_string(),
+        point: count,
+        active_parts: count,
+        clients,
+    };
+    // One sample per round here: several clients' samples of one round are another test's.
+    let concurrent = |round: u32| Sample {
+        stats: QueryStats { source: StatsSource::ResultCounters, ..stats(count) },
+        ..sample(value, count, round)
+    };
+    let fit = |fitted: Fitted, quality: FitQuality| {
+        let known = !matches!(quality, FitQuality::Unknown { .. });
+        SlopeFit {
+            design: "by_namespace_day".to_string(),
+            query: "day_by_date".to_string(),
+            fitted,
+            samples: usize::MAX,
+            part_counts: usize::MAX,
+            slope_us_per_1k_parts: known.then_some(value),
+            intercept_us: known.then_some(value),
+            r_squared: known.then_some(value),
+            slope_stderr_us_per_1k_parts: known.then_some(value),
+            quality,
+        }
+    };
+    let envelope = extreme_bundle(value, count);
+    PartsBundle {
+        schema_version: envelope.schema_version,
+        run_id: envelope.run_id,
+        status: envelope.status,
+        phase: envelope.phase,
+        started_at: envelope.started_at,
+        finished_at: envelope.finished_at,
+        target: envelope.target,
+        storage_baseline: envelope.storage_baseline,
+        session_settings: envelope.session_settings,
+        sql_files: vec!["parts/generator.sql".to_string()],
+        machine: envelope.machine,
+        error: envelope.error,
+        benchmark: PartsResults {
+            sweep: Sweep {
+                points: vec![count],
+                rows_per_part: count,
+                namespaces: count,
+                designs: vec!["by_namespace_day".to_string()],
+                queries: vec!["day_by_date".to_string()],
+                runs: clients,
+                clients: vec![1, clients],
+                max_slope_us_per_1k_parts: Some(value),
+            },
+            engine_events: EngineEvents::Known { names: counters.map(|name| name.to_string()).collect() },
+            limits: Some(Limits { max_parts_in_total: Some(count) }),
+            points: vec![Point {
+                parts: count,
+                builds: vec![PointBuild {
+                    design: "by_namespace_day".to_string(),
+                    added_rows: count,
+                    rows: count,
+                    active_parts: count,
+                    partitions: count,
+                    bytes_on_disk: count,
+                    seconds: value,
+                    insert: stats(count),
+                }],
+                measure_seconds: Some(value),
+            }],
+            queries: vec![
+                PartsQueryRuns {
+                    query: "day_by_date".to_string(),
+                    variant: variant(1),
+                    sql_file: "parts/queries/day_by_date.sql".to_string(),
+                    answer: "100\t707.14\n".to_string(),
+                    samples: vec![sample(value, count, 1), sample(value, count, 2)],
+                },
+                PartsQueryRuns {
+                    variant: variant(clients),
+                    samples: vec![concurrent(1), concurrent(2)],
+                    ..parts_no_samples_yet()
+                },
+            ],
+            fits: vec![
+                fit(Fitted::Planning, FitQuality::Linear),
+                fit(Fitted::Duration, FitQuality::Flat),
+                fit(Fitted::Planning, FitQuality::Poor),
+                fit(Fitted::Duration, FitQuality::Unknown { reason: "one part count: a slope needs two".to_string() }),
+            ],
+            // The bound is always finite: a run refuses any other `--max-slope` before it
+            // starts (and the field has no `null` reading).
+            gate: Some(Gate {
+                max_slope_us_per_1k_parts: if value.is_finite() { value } else { 5_000.0 },
+                design: "by_namespace_day".to_string(),
+                failures: vec!["query day_by_date on by_namespace_day: planning grows".to_string()],
+            }),
+        },
+    }
+}
+
+/// The same bundle on an engine whose counter list could not be read: `engine_events` is
+/// unknown, with the reason.
+fn unknown_events_parts_bundle() -> PartsBundle {
+    let mut bundle = extreme_parts_bundle(1.5, 7);
+    bundle.benchmark.engine_events = EngineEvents::Unknown { reason: "system.events could not be read".to_string() };
+    bundle
+}
+
+/// A parts query as it is started, before its first sample.
+fn parts_no_samples_yet() -> PartsQueryRuns {
+    PartsQueryRuns {
+        query: "day_by_date".to_string(),
+        variant: PartsVariant { design: "by_day".to_string(), point: 20, active_parts: 1, clients: 1 },
+        sql_file: "parts/queries/day_by_date.sql".to_string(),
+        answer: String::new(),
+        samples: Vec::new(),
+    }
+}
+
 /// A bundle that stopped before measuring anything.
 fn empty_bundle() -> LogsBundle {
     LogsBundle {
@@ -232,12 +360,21 @@ fn empty_bundle() -> LogsBundle {
     }
 }
 
-/// Writes `bundle` as the writer does, reads it back and renders its report.
-fn write_read_and_report(bundle: &LogsBundle) -> (LogsBundle, String) {
+/// Writes `bundle` as a run does (its last query's samples through the journal), reads
+/// it back and renders its report.
+fn write_read_and_report<Results: KindResults>(bundle: &RunBundle<Results>) -> (RunBundle<Results>, String) {
     let root = tempfile::tempdir().unwrap();
-    let writer = BundleWriter::create(root.path(), bundle.clone(), ExistingFolder::Refuse).unwrap();
-    let read = load_bundle::<LogsResults>(writer.dir())
-        .unwrap_or_else(|error| panic!("the reader refused the bundle: {error:#}"));
+    let mut first = bundle.clone();
+    let last = first.benchmark.queries_mut().pop();
+    let mut writer = BundleWriter::create(root.path(), first, ExistingFolder::Refuse).unwrap();
+    if let Some(last) = last {
+        writer.start_query(QueryRuns { answer: String::new(), samples: Vec::new(), ..last.clone() }).unwrap();
+        for (index, sample) in last.samples.into_iter().enumerate() {
+            writer.record_sample(sample, (index == 0).then(|| last.answer.clone())).unwrap();
+        }
+    }
+    let read =
+        load_bundle::<Results>(writer.dir()).unwrap_or_else(|error| panic!("the reader refused the bundle: {error:#}"));
     let report = write_report(writer.dir()).unwrap_or_else(|error| panic!("the report refused the bundle: {error:#}"));
     (read, std::fs::read_to_string(report).unwrap())
 }
@@ -265,6 +402,76 @@ fn bundles_with_extreme_and_missing_values_round_trip_and_report() {
     let (read, report) = write_read_and_report(&empty_bundle());
     assert_eq!(read, empty_bundle());
     assert!(report.contains("**Incomplete run**"), "{report}");
+}
+
+/// A parts bundle with extreme values comes back as written, through `results.json` and
+/// the journal (a not-finite number as unknown), and its report shows no NaN or inf.
+#[test]
+fn parts_bundles_with_extreme_values_round_trip_and_report() {
+    let values = [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, f64::MAX, f64::MIN_POSITIVE, 0.0, -0.0, -1.0];
+    for (value, count) in values.iter().flat_map(|value| [(*value, 0), (*value, u64::MAX)]) {
+        let written = extreme_parts_bundle(value, count);
+        let (read, report) = write_read_and_report(&written);
+        // Compared as the JSON the writer would write again: NaN, which equals nothing,
+        // is `null` there, as is the unknown it reads back as.
+        assert_eq!(
+            serde_json::to_value(&read).unwrap(),
+            serde_json::to_value(&written).unwrap(),
+            "value {value}, count {count}"
+        );
+        if value.is_finite() {
+            assert_eq!(read, written, "value {value}, count {count}");
+        } else {
+            assert!(read.benchmark.points[0].builds[0].seconds.is_nan(), "value {value}: seconds not read as unknown");
+            assert_eq!(read.benchmark.points[0].measure_seconds, None, "value {value}");
+        }
+        let unknown_fit = read.benchmark.fits.iter().find(|fit| matches!(fit.quality, FitQuality::Unknown { .. }));
+        assert!(unknown_fit.is_some_and(|fit| fit.slope_us_per_1k_parts.is_none()), "{:?}", read.benchmark.fits);
+        let words: Vec<&str> = report.split(|c: char| !c.is_alphabetic()).collect();
+        assert!(!words.contains(&"NaN") && !words.contains(&"inf"), "value {value} leaks into the report:\n{report}");
+        assert!(report.contains("unknown"), "value {value}: no unknown fit in the report:\n{report}");
+    }
+    let (read, _) = write_read_and_report(&unknown_events_parts_bundle());
+    assert_eq!(read, unknown_events_parts_bundle());
+}
+
+/// K clients' samples of one round share its attempt (the round) and differ in their
+/// statement's tag: each is kept, as the run records it, as `results.json` and the journal
+/// hold it, and as it is read back.
+#[test]
+fn every_clients_sample_of_a_round_is_kept() {
+    let client = |client: u32| Sample {
+        stats: QueryStats {
+            log_comment: format!("run/day_by_date_by_day_20/clients_2_{client}/1"),
+            source: StatsSource::ResultCounters,
+            ..stats(7)
+        },
+        ..sample(1.5, 7, 1)
+    };
+    let mut bundle = extreme_parts_bundle(1.5, 7);
+    bundle.benchmark.queries.clear();
+    let root = tempfile::tempdir().unwrap();
+    let mut writer = BundleWriter::create(root.path(), bundle, ExistingFolder::Refuse).unwrap();
+    writer
+        .start_query(PartsQueryRuns {
+            variant: PartsVariant { clients: 2, ..parts_no_samples_yet().variant },
+            ..parts_no_samples_yet()
+        })
+        .unwrap();
+    writer.record_sample(client(0), Some("1\n".to_string())).unwrap();
+    writer.record_sample(client(1), None).unwrap();
+    let tags = |runs: &[PartsQueryRuns]| -> Vec<String> {
+        runs[0].samples.iter().map(|sample| sample.stats.log_comment.clone()).collect()
+    };
+    let expected = [client(0).stats.log_comment, client(1).stats.log_comment];
+    assert_eq!(tags(&writer.bundle.benchmark.queries), expected, "as the run holds them");
+    assert_eq!(
+        tags(&load_bundle::<PartsResults>(writer.dir()).unwrap().benchmark.queries),
+        expected,
+        "from the journal"
+    );
+    writer.finish(None).unwrap();
+    assert_eq!(tags(&load_bundle::<PartsResults>(writer.dir()).unwrap().benchmark.queries), expected, "finished");
 }
 
 /// The source's Q3: a direct-I/O scan reading 130 MiB/s from a volume fio measured at
@@ -399,12 +606,27 @@ fn a_schema_1_bundle_gets_one_line_saying_what_to_do() {
 
 /// Object paths whose keys are data, not fields: settings by name, ProfileEvents by
 /// name, and the raw record a statistic came from.
-const OPEN_MAPS: [&str; 5] = [
+const OPEN_MAPS: [&str; 6] = [
     "session_settings",
     "benchmark.queries[].samples[].settings",
     "benchmark.queries[].samples[].stats.profile_events",
     "benchmark.queries[].samples[].stats.raw",
     ".stats.raw",
+    "benchmark.points[].builds[].insert.raw",
+];
+
+/// Statistics records under another name than `stats`: documented once, as `stats.<field>`.
+const STATS_RECORDS: [&str; 1] = ["benchmark.points[].builds[].insert"];
+
+/// Fields whose values are names a reader must know: each value a bundle holds is
+/// documented in its kind's section, as `value`.
+const NAMED_VALUES: [&str; 6] = [
+    "benchmark.queries[].variant",
+    "benchmark.queries[].samples[].kind",
+    "benchmark.queries[].samples[].breakdown.bottleneck",
+    "benchmark.engine_events.state",
+    "benchmark.fits[].fitted",
+    "benchmark.fits[].quality.verdict",
 ];
 
 /// Every field path of `value`, e.g. `benchmark.queries[].samples[].stats.read_rows`.
@@ -430,22 +652,79 @@ fn field_paths(value: &serde_json::Value, path: &str, paths: &mut Vec<String>) {
     }
 }
 
+/// Every string of `value` at a path of [`NAMED_VALUES`], with its path.
+fn named_values(value: &serde_json::Value, path: &str, values: &mut Vec<(String, String)>) {
+    match value {
+        serde_json::Value::Object(fields) => {
+            for (name, field) in fields {
+                let path = if path.is_empty() { name.clone() } else { format!("{path}.{name}") };
+                named_values(field, &path, values);
+            }
+        }
+        serde_json::Value::Array(items) => {
+            for item in items {
+                named_values(item, &format!("{path}[]"), values);
+            }
+        }
+        serde_json::Value::String(text) if NAMED_VALUES.contains(&path) => {
+            values.push((path.to_string(), text.clone()))
+        }
+        _ => {}
+    }
+}
+
+/// The section of docs/results.md that describes `kind`'s fields, up to the next section.
+fn kind_section<'a>(docs: &'a str, kind: &str) -> &'a str {
+    let heading = format!("\n## The {kind} benchmark (`benchmark.kind` = `{kind}`)\n");
+    let start = docs.find(&heading).unwrap_or_else(|| panic!("docs/results.md has no section {heading:?}"));
+    let section = &docs[start + heading.len()..];
+    section.find("\n## ").map_or(section, |end| &section[..end])
+}
+
+/// The path a field is documented as: a statistics record's fields once, as `stats.<field>`.
+fn documented_as(path: &str) -> String {
+    let record_field = STATS_RECORDS.iter().find_map(|record| path.strip_prefix(record)?.strip_prefix('.'));
+    match (record_field, path.rsplit_once(".stats.")) {
+        (Some(field), _) | (None, Some((_, field))) => format!("stats.{field}"),
+        (None, None) => path.to_string(),
+    }
+}
+
+/// Every field of a bundle of each kind, with every optional field present, is in
+/// docs/results.md: a kind's own fields (and the names its fields hold) in its section,
+/// the envelope's and a statistics record's in theirs. A parts bundle twice: with the
+/// engine's counters known, and unknown with the reason.
 #[test]
 fn every_field_of_a_bundle_is_documented() {
     let docs_path = chbench::files::workspace_root().join("docs/results.md");
     let docs = std::fs::read_to_string(&docs_path).unwrap();
-    let mut paths = Vec::new();
-    field_paths(&serde_json::to_value(extreme_bundle(1.5, 7)).unwrap(), "", &mut paths);
-    paths.sort();
-    paths.dedup();
-    // A statistics record appears in several places and is documented once, as `stats.<field>`.
-    let documented_as = |path: &String| match path.rsplit_once(".stats.") {
-        Some((_, field)) => format!("stats.{field}"),
-        None => path.clone(),
-    };
-    let missing: Vec<String> =
-        paths.iter().map(documented_as).filter(|path| !docs.contains(&format!("`{path}`"))).collect();
-    assert!(missing.is_empty(), "{} does not document these fields (as `path`): {missing:#?}", docs_path.display());
+    let bundles = [
+        ("logs", serde_json::to_value(extreme_bundle(1.5, 7)).unwrap()),
+        ("parts", serde_json::to_value(extreme_parts_bundle(1.5, 7)).unwrap()),
+        ("parts", serde_json::to_value(unknown_events_parts_bundle()).unwrap()),
+    ];
+    let mut missing = Vec::new();
+    for (kind, bundle) in &bundles {
+        let section = kind_section(&docs, kind);
+        let mut paths = Vec::new();
+        field_paths(bundle, "", &mut paths);
+        for path in paths.iter().map(|path| documented_as(path)) {
+            let own = path.starts_with("benchmark.") && path != "benchmark.kind";
+            if !(if own { section } else { docs.as_str() }).contains(&format!("`{path}`")) {
+                missing.push(format!("{kind}: `{path}`"));
+            }
+        }
+        let mut values = Vec::new();
+        named_values(bundle, "", &mut values);
+        for (path, value) in values {
+            if !section.contains(&format!("`{value}`")) {
+                missing.push(format!("{kind}: `{path}` holds `{value}`"));
+            }
+        }
+    }
+    missing.sort();
+    missing.dedup();
+    assert!(missing.is_empty(), "{} does not document these fields and values: {missing:#?}", docs_path.display());
 }
 
 #[test]

@@ -226,3 +226,31 @@ fn sigterm(child: &mut Child) {
     let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
     assert!(status.success(), "kill -TERM failed");
 }
+
+/// `cargo xtask report` renders a parts bundle again from the bundle alone, by its folder
+/// or by its run id: the report the run wrote, every section of it, and its charts.
+#[test]
+fn a_parts_bundle_reports_again_by_its_folder_or_its_run_id() {
+    let results = tempfile::tempdir().unwrap();
+    let output = sweep(results.path(), "again", &["--parts", "1,20", "--runs", "1", "--clients", "1,2"]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let dir = results.path().join("again");
+    let written = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    for section in ["## Query duration against total parts", "## Slopes", "## Concurrency", "## Lock counters"] {
+        assert!(written.contains(section), "the report lacks {section}:\n{written}");
+    }
+    let charts = ["duration.svg", "planning.svg", "planning_share.svg"];
+    let by_folder = vec![dir.clone().into_os_string()];
+    let by_run_id = vec!["again".into(), "--results-dir".into(), results.path().as_os_str().to_owned()];
+    for (how, args) in [("by its folder", by_folder), ("by its run id", by_run_id)] {
+        for file in charts.iter().chain(&["report.md"]) {
+            std::fs::remove_file(dir.join(file)).unwrap();
+        }
+        let output = xtask().arg("report").args(&args).output().unwrap();
+        assert!(output.status.success(), "{how}: {}", String::from_utf8_lossy(&output.stderr));
+        assert_eq!(std::fs::read_to_string(dir.join("report.md")).unwrap(), written, "{how}");
+        for chart in charts {
+            assert!(dir.join(chart).is_file(), "{how}: no {chart}");
+        }
+    }
+}
