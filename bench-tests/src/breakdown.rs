@@ -10,7 +10,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::stats::QueryStats;
+use crate::stats::{QueryStats, StatsSource};
 
 /// One kind of work must exceed the other by this factor to name the bottleneck.
 const BOUND_FACTOR: f64 = 1.5;
@@ -52,6 +52,12 @@ pub struct TimeBreakdown {
 }
 
 impl TimeBreakdown {
+    /// The breakdown of a statement whose record has its counters; `None` for one that
+    /// has none to split its time by (`StatsSource::ResultCounters`), rather than zeros.
+    pub fn of_record(stats: &QueryStats) -> Option<TimeBreakdown> {
+        (stats.source != StatsSource::ResultCounters).then(|| TimeBreakdown::from_stats(stats))
+    }
+
     pub fn from_stats(stats: &QueryStats) -> TimeBreakdown {
         let thread_us = stats.event("RealTimeMicroseconds");
         let cpu_us = stats.event("UserTimeMicroseconds").saturating_add(stats.event("SystemTimeMicroseconds"));

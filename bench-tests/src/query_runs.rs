@@ -34,7 +34,9 @@ pub struct Sample {
     /// Statement-level settings of this run (on top of the session's).
     pub settings: Settings,
     pub stats: QueryStats,
-    pub breakdown: TimeBreakdown,
+    /// Where its time went; `None` when its record has no counters to split it by (several
+    /// clients at once on an engine whose counters are the process's).
+    pub breakdown: Option<TimeBreakdown>,
 }
 
 /// Every run of one query in one variant (e.g. Q5 `without_index` and `bloom_filter`).

@@ -14,7 +14,7 @@ use chbench::benchmarks::logs::{
 };
 use chbench::benchmarks::parts::{
     EngineEvents, FitQuality, Fitted, Gate, LOCK_EVENTS, Limits, OTHER_EVENTS, PLANNING_EVENTS, PartsBundle,
-    PartsQueryRuns, PartsResults, PartsVariant, Point, PointBuild, SlopeFit, Sweep,
+    PartsQueryRuns, PartsResults, PartsVariant, PhaseTime, Point, PointBuild, SlopeFit, Sweep,
 };
 use chbench::breakdown::{Bottleneck, TimeBreakdown};
 use chbench::machine::{LoadAverage, MachineInfo, SeenProcess};
@@ -52,14 +52,14 @@ fn sample(value: f64, count: u64, attempt: u32) -> Sample {
         attempt,
         settings: Settings::direct_io(),
         stats: stats(count),
-        breakdown: TimeBreakdown {
+        breakdown: Some(TimeBreakdown {
             thread_us: count,
             cpu_us: count,
             read_wait_us: count,
             other_us: count,
             bottleneck: Bottleneck::Unknown,
             read_mib_per_s: Some(value),
-        },
+        }),
     }
 }
 
@@ -227,6 +227,7 @@ fn extreme_parts_bundle(value: f64, count: u64) -> PartsBundle {
     // One sample per round here: several clients' samples of one round are another test's.
     let concurrent = |round: u32| Sample {
         stats: QueryStats { source: StatsSource::ResultCounters, ..stats(count) },
+        breakdown: None,
         ..sample(value, count, round)
     };
     let fit = |fitted: Fitted, quality: FitQuality| {
@@ -312,6 +313,7 @@ fn extreme_parts_bundle(value: f64, count: u64) -> PartsBundle {
                 design: "by_namespace_day".to_string(),
                 failures: vec!["query day_by_date on by_namespace_day: planning grows".to_string()],
             }),
+            phase_times: vec![PhaseTime { phase: "sweep".to_string(), seconds: value }],
         },
     }
 }
@@ -435,9 +437,9 @@ fn parts_bundles_with_extreme_values_round_trip_and_report() {
     assert_eq!(read, unknown_events_parts_bundle());
 }
 
-/// K clients' samples of one round share its attempt (the round) and differ in their
-/// statement's tag: each is kept, as the run records it, as `results.json` and the journal
-/// hold it, and as it is read back.
+/// K clients' samples of one round are numbered in turn (the journal folds a sample in by
+/// its kind and number, so two of one number would be one): each is kept, as the run
+/// records it, as `results.json` and the journal hold it, and as it is read back.
 #[test]
 fn every_clients_sample_of_a_round_is_kept() {
     let client = |client: u32| Sample {
@@ -446,7 +448,8 @@ fn every_clients_sample_of_a_round_is_kept() {
             source: StatsSource::ResultCounters,
             ..stats(7)
         },
-        ..sample(1.5, 7, 1)
+        breakdown: None,
+        ..sample(1.5, 7, client + 1)
     };
     let mut bundle = extreme_parts_bundle(1.5, 7);
     bundle.benchmark.queries.clear();
@@ -482,7 +485,7 @@ fn the_report_says_whether_a_scan_was_volume_bound() {
     let mut bundle = extreme_bundle(125.0, 7);
     let logs = &mut bundle.benchmark;
     logs.queries[0].query = "q3".to_string();
-    logs.queries[0].samples[0].breakdown.read_mib_per_s = Some(130.0);
+    logs.queries[0].samples[0].breakdown.as_mut().unwrap().read_mib_per_s = Some(130.0);
     let (_, report) = write_read_and_report(&bundle);
     assert!(report.contains("| against the storage baseline |"), "{report}");
     assert!(report.contains("| volume-bound (104 % of 125.0 MiB/s) |"), "{report}");

@@ -448,7 +448,7 @@ impl LogsBenchmark {
                 measured.stats.server_ms(),
                 measured.stats.read_rows
             ));
-            let breakdown = TimeBreakdown::from_stats(&measured.stats);
+            let breakdown = TimeBreakdown::of_record(&measured.stats);
             run.writer.record_sample(Sample { kind, attempt, settings, stats: measured.stats, breakdown }, answer)?;
         }
         Ok(())

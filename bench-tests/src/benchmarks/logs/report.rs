@@ -7,8 +7,10 @@ use std::fmt::Write as _;
 use anyhow::Result;
 
 use super::results::{LogsQueryRuns, LogsResults, QueryVariant};
+use crate::breakdown::{Bottleneck, TimeBreakdown};
 use crate::markdown::Table;
 use crate::numbers::ratio;
+use crate::query_runs::Sample;
 use crate::report::charts::{self, Bars};
 use crate::storage_baseline::{ReadVerdict, StorageBaseline, VOLUME_BOUND_SHARE};
 use crate::units::{exact, human_bytes, milliseconds, number, per_second, percent, times};
@@ -256,18 +258,22 @@ fn queries(out: &mut String, logs: &LogsResults, baseline: Option<&StorageBaseli
     for runs in &logs.queries {
         let direct = runs.direct_io();
         let direct_ms = direct.map(|sample| sample.stats.server_ms());
-        let throughput = direct.and_then(|sample| sample.breakdown.read_mib_per_s).map_or("-".to_string(), |rate| {
-            match logs.volume_limit_mib_per_s {
-                Some(limit) => format!("{} (volume limit {})", number(rate, 1), number(limit, 0)),
-                None => number(rate, 1),
-            }
-        });
+        let throughput =
+            direct.and_then(|sample| sample.breakdown.as_ref()?.read_mib_per_s).map_or("-".to_string(), |rate| {
+                match logs.volume_limit_mib_per_s {
+                    Some(limit) => format!("{} (volume limit {})", number(rate, 1), number(limit, 0)),
+                    None => number(rate, 1),
+                }
+            });
         // Only the direct-I/O run reads the volume: warm runs read the page cache.
         let against_volume = match direct {
-            Some(sample) => ReadVerdict::of(sample.breakdown.read_mib_per_s, baseline).label(),
+            Some(sample) => {
+                ReadVerdict::of(sample.breakdown.as_ref().and_then(|breakdown| breakdown.read_mib_per_s), baseline)
+                    .label()
+            }
             None => "-".to_string(),
         };
-        let warm_bound = runs.warm_upper_median_sample().map_or("-", |sample| sample.breakdown.bottleneck.label());
+        let warm_bound = runs.warm_upper_median_sample().map_or("-", bottleneck_of);
         let source_query = source::QUERIES
             .iter()
             .find(|(name, ..)| *name == runs.query && runs.variant != QueryVariant::BloomFilter)
@@ -284,7 +290,7 @@ fn queries(out: &mut String, logs: &LogsResults, baseline: Option<&StorageBaseli
             direct.map_or("-".to_string(), |sample| human_bytes(sample.stats.read_bytes)),
             throughput,
             against_volume,
-            direct.map_or("-", |sample| sample.breakdown.bottleneck.label()).to_string(),
+            direct.map_or("-", bottleneck_of).to_string(),
             warm_bound.to_string(),
             milliseconds(runs.harness_overhead_ms()),
             source_query,
@@ -415,17 +421,27 @@ fn queries_chart(logs: &LogsResults) -> Result<String> {
     charts::log_bars("Direct I/O vs warm (min), server-side", "ms", &["direct I/O", "warm min"], &groups)
 }
 
+/// A sample's bottleneck as reports say it, `unknown` for one without a breakdown.
+fn bottleneck_of(sample: &Sample) -> &'static str {
+    sample.breakdown.as_ref().map_or(Bottleneck::Unknown.label(), |breakdown| breakdown.bottleneck.label())
+}
+
+/// A sample's shares of thread time; unknown (NaN: no bar) without a breakdown.
+fn shares_of(sample: &Sample) -> (f64, f64, f64) {
+    sample.breakdown.as_ref().map_or((f64::NAN, f64::NAN, f64::NAN), TimeBreakdown::shares)
+}
+
 /// Shares of thread time for each query's direct-I/O run and warm median run.
 fn breakdown_chart(logs: &LogsResults) -> Result<String> {
     let mut rows = Vec::new();
     for runs in &logs.queries {
         let name = format!("{} {}", runs.query, runs.variant.label());
         if let Some(sample) = runs.direct_io() {
-            let (cpu, read, other) = sample.breakdown.shares();
+            let (cpu, read, other) = shares_of(sample);
             rows.push((format!("{name} direct I/O"), [cpu, read, other]));
         }
         if let Some(sample) = runs.warm_upper_median_sample() {
-            let (cpu, read, other) = sample.breakdown.shares();
+            let (cpu, read, other) = shares_of(sample);
             rows.push((format!("{name} warm"), [cpu, read, other]));
         }
     }

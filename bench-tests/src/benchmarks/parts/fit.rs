@@ -44,6 +44,11 @@ pub fn fit_line(design: &str, query: &str, fitted: Fitted, samples: &[(u64, Opti
     else {
         return unknown("a sample's figure is unknown (the engine lacks a counter it needs)");
     };
+    if points.len() < 3 {
+        return unknown(
+            "two samples: a line through two says nothing of how well it fits; give --runs 2 or a third point",
+        );
+    }
     let n = points.len() as f64;
     let mean_x = points.iter().map(|(x, _)| x).sum::<f64>() / n;
     let mean_y = points.iter().map(|(_, y)| y).sum::<f64>() / n;
@@ -55,7 +60,7 @@ pub fn fit_line(design: &str, query: &str, fitted: Fitted, samples: &[(u64, Opti
     let residual: f64 = points.iter().map(|(x, y)| (y - intercept - slope * x).powi(2)).sum();
     // Every sample equal: the line is exact and flat.
     let r_squared = if syy > 0.0 { 1.0 - residual / syy } else { 1.0 };
-    let stderr = (points.len() > 2).then(|| (residual / (n - 2.0) / sxx).sqrt() * 1000.0);
+    let stderr = Some((residual / (n - 2.0) / sxx).sqrt() * 1000.0);
     let (low, high) = (distinct[0] as f64, distinct[distinct.len() - 1] as f64);
     let growth = slope * (high - low);
     // The most the line may rise over the sweep, two standard errors up: flat only when
@@ -126,7 +131,9 @@ mod tests {
     fn one_part_count_or_an_unknown_sample_is_no_slope() {
         let one = fit_line("d", "q", Fitted::Planning, &samples(&[(100, 1.0), (100, 2.0)]));
         assert!(matches!(one.quality, FitQuality::Unknown { .. }) && one.slope_us_per_1k_parts.is_none());
-        let unknown = fit_line("d", "q", Fitted::Planning, &[(100, Some(1.0)), (1_000, None)]);
+        let unknown = fit_line("d", "q", Fitted::Planning, &[(100, Some(1.0)), (1_000, None), (1_000, Some(2.0))]);
         assert!(matches!(unknown.quality, FitQuality::Unknown { .. }));
+        let two = fit_line("d", "q", Fitted::Planning, &samples(&[(100, 1.0), (1_000, 50.0)]));
+        assert!(matches!(&two.quality, FitQuality::Unknown { reason } if reason.starts_with("two samples")), "{two:?}");
     }
 }

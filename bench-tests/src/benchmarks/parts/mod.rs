@@ -480,7 +480,7 @@ impl PartsBenchmark {
                 durations.push(measured.stats.server_ms());
                 let first = run.results().queries.last().is_some_and(|runs| runs.samples.is_empty());
                 let answer = first.then(|| measured.body.chars().take(2000).collect());
-                let breakdown = TimeBreakdown::from_stats(&measured.stats);
+                let breakdown = TimeBreakdown::of_record(&measured.stats);
                 let sample = Sample {
                     kind: SampleKind::Warm,
                     attempt,

@@ -708,7 +708,7 @@ mod tests {
                     kind: SampleKind::Warm,
                     attempt: attempt as u32,
                     settings: Settings::new(),
-                    breakdown: TimeBreakdown::from_stats(&stats),
+                    breakdown: TimeBreakdown::of_record(&stats),
                     stats,
                 })
                 .collect(),

@@ -290,6 +290,7 @@ impl FitQuality {
 /// `--max-slope` and the queries that broke it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Gate {
+    #[serde(deserialize_with = "nan_if_null")]
     pub max_slope_us_per_1k_parts: f64,
     /// The design whose planning slopes are held to the bound.
     pub design: String,
