@@ -77,7 +77,7 @@ pub fn compact(value: f64) -> String {
 
 /// `10M` is 10,000,000; plain numbers and `_` separators work too.
 pub fn parse_count(text: &str) -> Result<u64, String> {
-    match parse_amount(text, "row count")? {
+    match parse_amount(text, "row count", "1000000 or 10M")? {
         0 => Err("the row count must be positive".to_string()),
         rows => Ok(rows),
     }
@@ -86,11 +86,12 @@ pub fn parse_count(text: &str) -> Result<u64, String> {
 /// A count of parts as [`parse_count`] reads rows, 0 included: what a count of 0 means is
 /// for the caller to say.
 pub fn parse_part_count(text: &str) -> Result<u64, String> {
-    parse_amount(text, "part count")
+    parse_amount(text, "part count", "1000 or 5K")
 }
 
-/// `text` as a count of `noun`s: K, M and G suffixes and `_` separators work.
-fn parse_amount(text: &str, noun: &str) -> Result<u64, String> {
+/// `text` as a count of `noun`s (`example` of which says how to write one): K, M and G
+/// suffixes and `_` separators work.
+fn parse_amount(text: &str, noun: &str, example: &str) -> Result<u64, String> {
     let cleaned = text.trim().replace('_', "");
     let (digits, multiplier) = match cleaned.chars().last() {
         Some('k' | 'K') => (&cleaned[..cleaned.len() - 1], 1_000),
@@ -98,7 +99,7 @@ fn parse_amount(text: &str, noun: &str) -> Result<u64, String> {
         Some('g' | 'G') => (&cleaned[..cleaned.len() - 1], 1_000_000_000),
         _ => (cleaned.as_str(), 1),
     };
-    let count: u64 = digits.parse().map_err(|_| format!("{text:?} is not a {noun} (e.g. 1000000 or 10M)"))?;
+    let count: u64 = digits.parse().map_err(|_| format!("{text:?} is not a {noun} (e.g. {example})"))?;
     count.checked_mul(multiplier).ok_or_else(|| format!("{text:?} is too large"))
 }
 

@@ -25,13 +25,13 @@ impl Bench {
             None => (default_kind(), &self.default_kind.matches),
         };
         let flags = RunFlags::from_arg_matches(matches).context("cannot read the run's flags")?;
-        run(&flags, (kind.benchmark)(matches)?.as_ref())
+        run(&flags, kind.name, (kind.benchmark)(matches)?.as_ref())
     }
 }
 
 /// Checks the inputs, opens the target, creates the bundle, runs every phase, and
 /// finishes the bundle and its report whatever happened.
-fn run(flags: &RunFlags, benchmark: &dyn AnyBenchmark) -> Result<()> {
+fn run(flags: &RunFlags, kind_name: &str, benchmark: &dyn AnyBenchmark) -> Result<()> {
     // Bad inputs end here, before the engine starts.
     if let Some(run_id) = &flags.run_id {
         check_run_id(run_id)?;
@@ -68,7 +68,7 @@ fn run(flags: &RunFlags, benchmark: &dyn AnyBenchmark) -> Result<()> {
         return Err(error).with_context(|| {
             format!(
                 "run {run_id} stopped during {phase}; what it measured is in {dir} ({report}); run `cargo xtask \
-                 bench` again for a complete bundle"
+                 bench {kind_name}` again for a complete bundle"
             )
         });
     }

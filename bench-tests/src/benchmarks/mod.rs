@@ -177,6 +177,11 @@ pub fn run<B: Benchmark>(
     }
     if let Err(error) = benchmark.clean_up(&mut Run { target, writer, progress }) {
         let error = error.context("cannot clean up after the run");
+        // An interruption is said as one fact in the end; what it left on the target is
+        // said here, or nobody would know.
+        if error.is::<Interrupted>() && outcome.is_ok() {
+            progress.warn(&format!("{error:#}"));
+        }
         match outcome {
             Ok(()) => outcome = Err(error),
             // The run's own error is the one to report; this one is said too.

@@ -180,7 +180,10 @@ impl Benchmark for LogsBenchmark {
     /// The run's database goes: on a shared server it would hold a copy of the dataset
     /// for nothing (the measurements are in the bundle).
     fn clean_up(&self, run: &mut LogsRun<'_>) -> Result<()> {
-        run.target.execute(&format!("DROP DATABASE IF EXISTS {} SYNC", database(run)))
+        let database = database(run);
+        run.target.execute(&format!("DROP DATABASE IF EXISTS {database} SYNC")).with_context(|| {
+            format!("database {database} may be left on the target: drop it with DROP DATABASE {database} SYNC")
+        })
     }
 
     fn run_phase(&self, phase: LogsPhase, run: &mut LogsRun<'_>) -> Result<()> {

@@ -181,7 +181,10 @@ impl Benchmark for PartsBenchmark {
     fn clean_up(&self, run: &mut PartsRun<'_>) -> Result<()> {
         let started = Instant::now();
         for design in DESIGNS {
-            run.target.execute(&format!("DROP DATABASE IF EXISTS {} SYNC", database(run, design)))?;
+            let database = database(run, design);
+            run.target.execute(&format!("DROP DATABASE IF EXISTS {database} SYNC")).with_context(|| {
+                format!("database {database} may be left on the target: drop it with DROP DATABASE {database} SYNC")
+            })?;
         }
         let seconds = started.elapsed().as_secs_f64();
         run.results().phase_times.push(PhaseTime { phase: "clean_up".to_string(), seconds });
@@ -189,7 +192,10 @@ impl Benchmark for PartsBenchmark {
     }
 
     fn report(bundle: &RunBundle<PartsResults>) -> Result<Section> {
-        Ok(Section { markdown: report::markdown(&bundle.benchmark), charts: report::charts(&bundle.benchmark)? })
+        Ok(Section {
+            markdown: report::markdown(&bundle.benchmark, &bundle.target.engine_version),
+            charts: report::charts(&bundle.benchmark)?,
+        })
     }
 
     fn verdict(bundle: &RunBundle<PartsResults>) -> Result<()> {

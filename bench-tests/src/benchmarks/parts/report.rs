@@ -17,17 +17,21 @@ use super::results::{EngineEvents, Fitted, PLANNING_EVENTS, PartsQueryRuns, Part
 use crate::markdown::Table;
 use crate::numbers::{median, ratio};
 use crate::report::charts::{self, Line};
-use crate::units::{human_bytes, milliseconds, number, percent, times};
+use crate::stats::StatsSource;
+use crate::units::{human_bytes, number, percent, times};
 
 /// How the report cites the source: by its name in docs/sources.md.
 const SOURCE: &str = "Cloudflare's account of Ready-Analytics, \"Cloudflare: query planning and part counts in \
                       Ready-Analytics\" in docs/sources.md";
 
 /// The section's Markdown, from the results alone.
-pub fn markdown(results: &PartsResults) -> String {
+/// `engine_version` is the target's (the bundle's envelope), which says whether the engine
+/// has the upstream fix.
+pub fn markdown(results: &PartsResults, engine_version: &str) -> String {
     let mut out = String::new();
     let layout = Layout::of(results);
     sweep(&mut out, results, &layout);
+    designs_and_engine(&mut out, results, &layout, engine_version);
     if results.points.is_empty() && results.queries.is_empty() {
         let _ = writeln!(out, "Nothing measured yet: the run stopped before the first point was built.\n");
         return out;
@@ -163,24 +167,7 @@ fn runs_of<'a>(
 /// (the result's counters alone, while other clients ran) reads unknown for every
 /// counter here, so that no figure nobody measured is printed as 0.
 fn figures(runs: &PartsQueryRuns, events: &EngineEvents) -> Vec<PlanningSample> {
-    runs.warm_samples()
-        .map(|sample| {
-            let figures = PlanningSample::of(sample, events);
-            if !sample.stats.profile_events.is_empty() {
-                return figures;
-            }
-            PlanningSample {
-                duration_us: figures.duration_us,
-                planning_us: None,
-                execution_us: None,
-                parts_selected: None,
-                parts_considered: None,
-                real_time_us: None,
-                parts_lock_wait_us: None,
-                shared_parts_lock_wait_us: None,
-            }
-        })
-        .collect()
+    runs.warm_samples().map(|sample| PlanningSample::of(sample, events)).collect()
 }
 
 /// The median of values that must all be known: one unknown makes it unknown, since a
@@ -216,12 +203,12 @@ fn sweep(out: &mut String, results: &PartsResults, layout: &Layout) {
         .map_or(String::new(), |bound| format!(", planning slopes held to {} µs per 1,000 parts", number(bound, 1)));
     let _ = write!(
         out,
-        "Swept {} points ({} active parts of the `(namespace, day)` design) on the designs {}, {} rows per \
+        "Swept {} ({} active parts of the `(namespace, day)` design) on the designs {}, {} rows per \
          `(namespace, day)` part over {} namespaces, {} per query at each point and client count after a \
          warm-up, {} at once{bound}; {} of the {} points measured. The source ({SOURCE}) found that planning \
          walked the table's whole parts list, so a query reading a few parts planned more slowly as parts \
          grew (fixed upstream in ClickHouse 25.11).",
-        sweep.points.len(),
+        plural(u32::try_from(sweep.points.len()).unwrap_or(u32::MAX), "point"),
         list(&sweep.points),
         sweep.designs.iter().map(|design| format!("`{design}`")).collect::<Vec<_>>().join(", "),
         sweep.rows_per_part,
@@ -252,6 +239,59 @@ fn sweep(out: &mut String, results: &PartsResults, layout: &Layout) {
         }
         None => out.push_str("\n\n"),
     }
+}
+
+/// The partition key's part in it, at the largest point measured on both designs, and
+/// which side of the upstream fix the engine is on.
+fn designs_and_engine(out: &mut String, results: &PartsResults, layout: &Layout, engine_version: &str) {
+    if let [first, second, ..] = layout.designs.as_slice() {
+        let planning_at = |design: &str, query: &str, point: u64| {
+            let runs = runs_of(results, design, query, point, 1)?;
+            median_known(figures(runs, &results.engine_events).iter().map(|sample| sample.planning_us))
+                .map(|us| (runs.variant.active_parts, us))
+        };
+        let compared: Vec<String> = layout
+            .queries
+            .iter()
+            .filter_map(|query| {
+                let point = results.points.iter().rev().map(|point| point.parts).find(|&point| {
+                    planning_at(first, query, point).is_some() && planning_at(second, query, point).is_some()
+                })?;
+                let ((parts_here, here), (parts_there, there)) =
+                    (planning_at(first, query, point)?, planning_at(second, query, point)?);
+                Some(format!(
+                    "`{query}` {} ms at {parts_here} parts against {} ms at {parts_there}",
+                    ms(Some(here)),
+                    ms(Some(there))
+                ))
+            })
+            .collect();
+        if !compared.is_empty() {
+            let _ = writeln!(
+                out,
+                "The partition key's part, at the largest point measured on both designs (the same rows): median \
+                 planning on `{first}` against `{second}`: {}.\n",
+                compared.join("; ")
+            );
+        }
+    }
+    // The release as the bundle records it (year.month...), read here: a report depends on
+    // the bundle alone, not on the targets that wrote it.
+    let release: Option<(u32, u32)> = {
+        let mut numbers = engine_version.split('.').map(str::parse::<u32>);
+        match (numbers.next(), numbers.next()) {
+            (Some(Ok(year)), Some(Ok(month))) => Some((year, month)),
+            _ => None,
+        }
+    };
+    let side = match release {
+        Some(release) if release >= (25, 11) => {
+            "after the upstream fix (25.11): the slope is what planning still costs per part"
+        }
+        Some(_) => "before the upstream fix (25.11): compare with a run on 25.11 or later (docs/parts.md)",
+        None => "of a release this report cannot tell from the fix's",
+    };
+    let _ = writeln!(out, "The engine measured is ClickHouse {engine_version}, {side}.\n");
 }
 
 /// A fit as the headline says it: a number only when the fit is trusted.
@@ -416,14 +456,14 @@ fn slopes(out: &mut String, results: &PartsResults) {
         }
         let _ = writeln!(
             out,
-            "{table}\nA least-squares line through every one-client run against the design's active parts. \
-             Linear: R² at least {}; flat: over the sweep the line rises, two standard errors up, less than {} \
-             of the mean or {}, so a low R² is noise about a level line; a poor fit (the curve bends, or the \
-             noise is as large as the growth) has no slope to state, and its fitted numbers stay in \
+            "{table}\nA least-squares line through the median of each part count's one-client runs against the \
+             design's active parts (medians, so that one run that met a hiccup does not bend it). Linear: R² at \
+             least {}; flat: the slope is below {} µs per 1,000 parts even two standard errors up, so a low R² \
+             is noise about a level line; a poor fit (the curve bends, or the noise is as large as the growth, \
+             as on a sweep too small to tell) has no slope to state, and its fitted numbers stay in \
              `results.json` only.\n",
             number(super::fit::GOOD_R_SQUARED, 2),
-            percent(Some(super::fit::FLAT_GROWTH), "unknown"),
-            milliseconds(Some(super::fit::FLAT_FLOOR_US / 1e3))
+            number(super::fit::FLAT_SLOPE_US_PER_1K_PARTS, 0)
         );
     }
     if let Some(gate) = &results.gate {
@@ -489,8 +529,10 @@ fn concurrency(out: &mut String, results: &PartsResults, layout: &Layout) {
                 let median_duration = |runs: &PartsQueryRuns| {
                     median_known(figures(runs, &results.engine_events).iter().map(|sample| Some(sample.duration_us)))
                 };
-                let one = runs_of(results, design, query, *point, 1).and_then(median_duration);
-                let mut cells = vec![format!("`{query}`"), active_parts.to_string(), ms(one)];
+                let one_client = runs_of(results, design, query, *point, 1);
+                let one = one_client.and_then(median_duration);
+                let one_cell = if one_client.is_some() { ms(one) } else { "not measured".to_string() };
+                let mut cells = vec![format!("`{query}`"), active_parts.to_string(), one_cell];
                 for clients in &several {
                     let Some(runs) = runs_of(results, design, query, *point, *clients) else {
                         cells.extend(["not measured".to_string(), "-".to_string()]);
@@ -498,7 +540,8 @@ fn concurrency(out: &mut String, results: &PartsResults, layout: &Layout) {
                     };
                     let figures = figures(runs, &results.engine_events);
                     // Only records without counters: an engine that lacks one is said once above.
-                    let unknown = runs.warm_samples().filter(|sample| sample.stats.profile_events.is_empty()).count();
+                    let unknown =
+                        runs.warm_samples().filter(|sample| sample.stats.source == StatsSource::ResultCounters).count();
                     samples += figures.len();
                     unknown_samples += unknown;
                     if unknown > 0 {
@@ -695,6 +738,12 @@ mod tests {
         }
     }
 
+    /// A record of a statement run while others ran, on an engine whose counters are the
+    /// process's: the result's counters alone.
+    fn at_once(duration_us: u64) -> QueryStats {
+        QueryStats { source: StatsSource::ResultCounters, ..stats(duration_us, &[]) }
+    }
+
     fn runs(query: &str, point: u64, clients: u32, samples: Vec<QueryStats>) -> PartsQueryRuns {
         QueryRuns {
             query: query.to_string(),
@@ -788,8 +837,8 @@ mod tests {
         let queries = vec![
             day_by_date(200, 1_000, 400, 1),
             day_by_date(2_000, 3_000, 2_400, 2),
-            runs("day_by_date", 200, 4, vec![stats(2_000, &[]), stats(2_400, &[])]),
-            runs("day_by_date", 2_000, 4, vec![stats(9_000, &[]), stats(9_400, &[])]),
+            runs("day_by_date", 200, 4, vec![at_once(2_000), at_once(2_400)]),
+            runs("day_by_date", 2_000, 4, vec![at_once(9_000), at_once(9_400)]),
             runs("select_one", 200, 1, vec![one_client(500, 100, 0), one_client(500, 100, 0)]),
             runs("select_one", 2_000, 1, vec![one_client(500, 100, 0), one_client(520, 100, 0)]),
         ];
@@ -821,7 +870,7 @@ mod tests {
     #[test]
     fn a_run_stopped_before_the_first_point_renders_nothing_measured_yet() {
         let results = empty_results();
-        let markdown = markdown(&results);
+        let markdown = markdown(&results, "26.7.2.1");
         assert!(markdown.contains("Nothing measured yet"), "{markdown}");
         assert!(markdown.contains("0 of the 2 points measured"), "{markdown}");
         let charts = charts(&results).unwrap();
@@ -855,7 +904,7 @@ mod tests {
         };
         let duration = SlopeFit { fitted: Fitted::Duration, ..poor.clone() };
         let results = PartsResults { fits: vec![poor, linear, duration], ..measured() };
-        let markdown = markdown(&results);
+        let markdown = markdown(&results, "26.7.2.1");
         assert!(markdown.contains("`day_by_date` poor fit (R² 0.42): not a clean slope"), "{markdown}");
         assert!(markdown.contains("`select_one` 7.9 ± 0.5 (R² 0.97, linear)"), "{markdown}");
         for number in ["123", "98.7", "9876"] {
@@ -867,7 +916,7 @@ mod tests {
     #[test]
     fn each_point_shows_planning_share_concurrency_and_what_is_unknown_said_once() {
         let results = measured();
-        let markdown = markdown(&results);
+        let markdown = markdown(&results, "26.7.2.1");
         // Median of 1,000 and 1,200 µs, planning 400 µs: 36.67 %, the median of 40 % and 33.3 %.
         assert!(markdown.contains("| 200 | 201 | 1.10 (1.00-1.20) | 0.40 (36.67 %) | 1 |"), "{markdown}");
         assert!(
@@ -880,7 +929,7 @@ mod tests {
         assert!(markdown.contains("| `select_one` | 201 | 0.50 | not measured | - |"), "{markdown}");
         assert_eq!(markdown.matches("Unknown under concurrency").count(), 1, "{markdown}");
         assert!(markdown.contains("4 of the 4 runs with several clients"), "{markdown}");
-        assert!(markdown.contains("`stats.source` `result_and_events_delta`"), "{markdown}");
+        assert!(markdown.contains("`stats.source` `result_counters`"), "{markdown}");
         // Locks: the exclusive wait measured, the shared one not in this engine, unknown under concurrency.
         assert!(
             markdown.contains("| `day_by_date` | 201 | 7 / not in this engine | unknown / not in this engine |"),
@@ -905,7 +954,7 @@ mod tests {
             engine_events: EngineEvents::Unknown { reason: "system.events could not be read".to_string() },
             ..measured()
         };
-        let markdown = markdown(&results);
+        let markdown = markdown(&results, "26.7.2.1");
         assert!(markdown.contains("| 200 | 201 | 1.10 (1.00-1.20) | unknown | unknown |"), "{markdown}");
         assert!(markdown.contains("| `day_by_date` | 201 | unknown / unknown | unknown / unknown |"), "{markdown}");
         assert!(markdown.contains("Which counters the engine has is unknown (system.events could not be read)"));

@@ -234,20 +234,21 @@ pub enum Fitted {
 }
 
 /// A least-squares line through one query's samples on one design: y (µs) against the
-/// table's active parts, every one-client sample a point.
+/// table's active parts, through the median of the one-client samples at each part count.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SlopeFit {
     pub design: String,
     pub query: String,
     pub fitted: Fitted,
-    /// Samples the line goes through, and distinct part counts among them.
+    /// One-client samples it was fitted from, and distinct part counts among them (the
+    /// line goes through each one's median).
     pub samples: usize,
     pub part_counts: usize,
     /// µs per 1,000 active parts; unknown when the fit is.
     pub slope_us_per_1k_parts: Option<f64>,
     /// µs at no parts.
     pub intercept_us: Option<f64>,
-    /// The share of the samples' variance the line explains (1: every sample on it).
+    /// The share of the medians' variance the line explains (1: every median on it).
     pub r_squared: Option<f64>,
     /// The slope's standard error, µs per 1,000 parts.
     pub slope_stderr_us_per_1k_parts: Option<f64>,
@@ -258,11 +259,10 @@ pub struct SlopeFit {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "verdict")]
 pub enum FitQuality {
-    /// The samples lie on a line (R² at least [`super::fit::GOOD_R_SQUARED`]).
+    /// The medians lie on a line (R² at least [`super::fit::GOOD_R_SQUARED`]).
     Linear,
-    /// They do not grow: over the whole sweep the line rises (two standard errors up) less
-    /// than [`super::fit::FLAT_GROWTH`] of their mean or [`super::fit::FLAT_FLOOR_US`], so a
-    /// low R² is noise about a level line.
+    /// They do not grow: the slope is below [`super::fit::FLAT_SLOPE_US_PER_1K_PARTS`] even
+    /// two standard errors up, so a low R² is noise about a level line.
     Flat,
     /// Neither: the slope is not a clean number (the curve bends, or the noise is as large
     /// as the growth).
