@@ -48,7 +48,7 @@ pub fn stop_at_the_next_statement_on_ctrl_c() -> Result<()> {
                     // Ends the process as an unhandled signal would.
                     let _ = signal_hook::low_level::emulate_default_handler(signal);
                 }
-                eprintln!("\nchbench: stopping: cancelling the statement in progress (Ctrl-C again stops at once)");
+                eprintln!("\nchbench: stopping: cancelling the statement in progress (a second Ctrl-C or SIGTERM stops at once)");
                 run_stop_hooks();
             }
         })

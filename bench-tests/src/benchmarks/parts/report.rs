@@ -597,6 +597,9 @@ fn locks(out: &mut String, results: &PartsResults, layout: &Layout) {
         header
             .extend(layout.clients.iter().map(|clients| format!("{}: wait / shared wait", plural(*clients, "client"))));
         let mut table = Table::new(header);
+        // Whether any run waited at all: a table of nothing but zeros and unknowns is said
+        // in one line.
+        let (mut waited, mut measured) = (false, false);
         for query in &layout.queries {
             for (point, active_parts) in &points {
                 let mut cells = vec![format!("`{query}`"), active_parts.to_string()];
@@ -605,6 +608,11 @@ fn locks(out: &mut String, results: &PartsResults, layout: &Layout) {
                         cells.push("not measured".to_string());
                         continue;
                     };
+                    for sample in figures(runs, &results.engine_events) {
+                        let waits = [sample.parts_lock_wait_us, sample.shared_parts_lock_wait_us];
+                        measured |= waits.iter().any(Option::is_some);
+                        waited |= waits.iter().any(|wait| wait.is_some_and(|us| us > 0));
+                    }
                     let figures = figures(runs, &results.engine_events);
                     let wait = |missing: Option<&str>, value: fn(&PlanningSample) -> Option<u64>| match missing {
                         Some(missing) => missing.to_string(),
@@ -623,7 +631,16 @@ fn locks(out: &mut String, results: &PartsResults, layout: &Layout) {
                 table.row(cells);
             }
         }
-        let _ = writeln!(out, "### `{design}`\n\n{table}");
+        if waited || !measured {
+            let _ = writeln!(out, "### `{design}`\n\n{table}");
+        } else {
+            let _ = writeln!(
+                out,
+                "### `{design}`\n\nNo run waited for the parts lock: every wait measured was 0 µs (with several \
+                 clients at once, where the records have no counters, the waits are unknown: see \
+                 \"Concurrency\").\n"
+            );
+        }
     }
 }
 
@@ -946,6 +963,19 @@ mod tests {
             duration.contains("day_by_date · by_namespace_day") && duration.contains("select_one · by_namespace_day")
         );
         assert_eq!(duration.matches("<circle").count(), 4, "{duration}");
+    }
+
+    #[test]
+    fn lock_waits_that_are_all_zero_are_said_in_one_line() {
+        let mut results = measured();
+        for runs in &mut results.queries {
+            for sample in &mut runs.samples {
+                sample.stats.profile_events.retain(|name, _| !name.contains("LockWait"));
+            }
+        }
+        let markdown = markdown(&results, "26.7.2.1");
+        assert!(markdown.contains("No run waited for the parts lock: every wait measured was 0 µs"), "{markdown}");
+        assert!(!markdown.contains("wait / shared wait"), "{markdown}");
     }
 
     #[test]
