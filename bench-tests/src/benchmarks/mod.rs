@@ -175,6 +175,12 @@ pub fn run<B: Benchmark>(
             break;
         }
     }
+    // Where a run that stops now stopped: in the clean-up, once every phase ran.
+    if outcome.is_ok()
+        && let Err(error) = writer.phase(results::CLEAN_UP)
+    {
+        outcome = Err(error);
+    }
     if let Err(error) = benchmark.clean_up(&mut Run { target, writer, progress }) {
         let error = error.context("cannot clean up after the run");
         // An interruption is said as one fact in the end; what it left on the target is

@@ -55,6 +55,9 @@ const MAX_RUN_ID_LEN: usize = 100;
 pub const STARTING: &str = "starting";
 /// The phase a bundle records once every phase of its kind ran.
 pub const DONE: &str = "done";
+/// The phase a bundle records while the run removes what it made on the target, after
+/// every phase ran (a run whose phase failed keeps that phase's name).
+pub const CLEAN_UP: &str = "clean_up";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

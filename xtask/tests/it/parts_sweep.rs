@@ -188,6 +188,32 @@ fn sigterm_while_a_point_is_measured_keeps_its_samples() {
     assert!(std::fs::read_to_string(dir.join("report.md")).unwrap().contains("**Incomplete run**"));
 }
 
+/// SIGTERM while the run drops its tables: it stopped in the clean-up (not in a phase
+/// that ran to its end), every point measured is kept, and what the clean-up could not
+/// drop is named with the statement that drops it.
+#[test]
+fn sigterm_during_the_clean_up_says_so_and_what_it_left() {
+    let results = tempfile::tempdir().unwrap();
+    let mut child = spawn(results.path(), "cleaning", &["--parts", "2000", "--runs", "1", "--clients", "1"]);
+    let dir = results.path().join("cleaning");
+    wait_for(&mut child, || load_bundle::<PartsResults>(&dir).is_ok_and(|bundle| bundle.phase == "clean_up"));
+    sigterm(&mut child);
+    let (code, stderr) = finish(child, results.path(), "cleaning");
+    let bundle: PartsBundle = load_bundle(&dir).unwrap();
+    if code == Some(0) {
+        // The drops ended before the signal came: nothing left, nothing to say.
+        assert_eq!(bundle.status, RunStatus::Complete, "{stderr}");
+        return;
+    }
+    assert_eq!(code, Some(130), "{stderr}");
+    assert_eq!((bundle.status, bundle.phase.as_str()), (RunStatus::Incomplete, "clean_up"), "{stderr}");
+    assert!(stderr.contains("stopped during clean_up"), "{stderr}");
+    assert_eq!(bundle.benchmark.queries.len(), DESIGNS.len() * QUERIES.len());
+    if let Some(warning) = stderr.lines().find(|line| line.contains("cannot clean up after the run")) {
+        assert!(warning.contains("may be left on the target") && warning.contains("DROP DATABASE chbench_cleaning_"));
+    }
+}
+
 fn build<'a>(parts: &'a PartsResults, point: u64, design: &str) -> &'a chbench::benchmarks::parts::PointBuild {
     let point = parts.points.iter().find(|built| built.parts == point).unwrap();
     point.builds.iter().find(|build| build.design == design).unwrap()

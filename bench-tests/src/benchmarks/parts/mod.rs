@@ -180,11 +180,24 @@ impl Benchmark for PartsBenchmark {
     /// a while, so it is timed too.
     fn clean_up(&self, run: &mut PartsRun<'_>) -> Result<()> {
         let started = Instant::now();
+        // Every database is tried, and every one left is named.
+        let mut left = Vec::new();
+        let mut first_error = None;
         for design in DESIGNS {
             let database = database(run, design);
-            run.target.execute(&format!("DROP DATABASE IF EXISTS {database} SYNC")).with_context(|| {
-                format!("database {database} may be left on the target: drop it with DROP DATABASE {database} SYNC")
-            })?;
+            if let Err(error) = run.target.execute(&format!("DROP DATABASE IF EXISTS {database} SYNC")) {
+                first_error.get_or_insert(error);
+                left.push(database);
+            }
+        }
+        if let Some(error) = first_error {
+            let drops: Vec<String> = left.iter().map(|database| format!("DROP DATABASE {database} SYNC")).collect();
+            return Err(error.context(format!(
+                "{} may be left on the target: drop {} with {}",
+                left.join(" and "),
+                if left.len() == 1 { "it" } else { "them" },
+                drops.join("; ")
+            )));
         }
         let seconds = started.elapsed().as_secs_f64();
         run.results().phase_times.push(PhaseTime { phase: "clean_up".to_string(), seconds });
@@ -514,7 +527,7 @@ impl PartsBenchmark {
         let summary = if failures.is_empty() {
             "gate: every query within the bound".to_string()
         } else {
-            format!("gate: {} queries outside the bound", failures.len())
+            format!("gate: {} of {} queries not within the bound", failures.len(), QUERIES.len())
         };
         run.results().gate = Some(Gate { max_slope_us_per_1k_parts: bound, design: DESIGNS[0].to_string(), failures });
         run.progress.finish(&summary);
