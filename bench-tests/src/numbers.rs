@@ -20,6 +20,18 @@ pub fn median(sorted: &[f64]) -> Option<f64> {
     }
 }
 
+/// The median of values in any order; unknown for no values.
+pub fn median_unsorted(mut values: Vec<f64>) -> Option<f64> {
+    values.sort_by(f64::total_cmp);
+    median(&values)
+}
+
+/// The median of values that must all be known: one unknown makes it unknown, since a
+/// median of the ones that happen to be known would describe other runs.
+pub fn median_of_all(values: impl IntoIterator<Item = Option<f64>>) -> Option<f64> {
+    median_unsorted(values.into_iter().collect::<Option<Vec<f64>>>()?)
+}
+
 /// Reads a number that may have been written as `null` (not finite: JSON has no NaN)
 /// as NaN, so that nothing the writer produces is refused; reports show it as unknown.
 pub fn nan_if_null<'de, D: Deserializer<'de>>(deserializer: D) -> Result<f64, D::Error> {

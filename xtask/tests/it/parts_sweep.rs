@@ -15,14 +15,19 @@ use chbench::targets::embedded::storage_dir_of_process;
 
 use crate::common::{error_line, xtask};
 
-fn sweep(results: &Path, run_id: &str, flags: &[&str]) -> std::process::Output {
-    xtask()
+/// `cargo xtask bench parts` on the embedded engine, its bundle `run_id` under `results`.
+fn parts_command(results: &Path, run_id: &str, flags: &[&str]) -> Command {
+    let mut command = xtask();
+    command
         .args(["bench", "parts", "--target", "embedded", "--run-id", run_id])
         .args(flags)
         .arg("--results-dir")
-        .arg(results)
-        .output()
-        .unwrap()
+        .arg(results);
+    command
+}
+
+fn sweep(results: &Path, run_id: &str, flags: &[&str]) -> std::process::Output {
+    parts_command(results, run_id, flags).output().unwrap()
 }
 
 #[test]
@@ -223,15 +228,7 @@ fn build<'a>(parts: &'a PartsResults, point: u64, design: &str) -> &'a chbench::
 /// reads while the test waits would fill and stop the run.
 fn spawn(results: &Path, run_id: &str, flags: &[&str]) -> Child {
     let stderr = std::fs::File::create(results.join(format!("{run_id}.stderr.txt"))).unwrap();
-    xtask()
-        .args(["bench", "parts", "--target", "embedded", "--run-id", run_id])
-        .args(flags)
-        .arg("--results-dir")
-        .arg(results)
-        .stdout(Stdio::null())
-        .stderr(stderr)
-        .spawn()
-        .unwrap()
+    parts_command(results, run_id, flags).stdout(Stdio::null()).stderr(stderr).spawn().unwrap()
 }
 
 /// Waits for the run to end; its exit code and its stderr.

@@ -9,7 +9,7 @@
 //! linear-algebra stack the default build does not otherwise compile.
 
 use super::results::{FitQuality, Fitted, SlopeFit};
-use crate::numbers::median;
+use crate::numbers::median_unsorted;
 
 /// R² from which a line is a clean description of the medians.
 pub const GOOD_R_SQUARED: f64 = 0.9;
@@ -49,9 +49,8 @@ pub fn fit_line(design: &str, query: &str, fitted: Fitted, samples: &[(u64, Opti
     let points: Vec<(f64, f64)> = distinct
         .iter()
         .map(|&parts| {
-            let mut at: Vec<f64> = samples.iter().filter(|(x, _)| *x == parts).filter_map(|(_, y)| *y).collect();
-            at.sort_by(f64::total_cmp);
-            (parts as f64, median(&at).unwrap_or(f64::NAN))
+            let at: Vec<f64> = samples.iter().filter(|(x, _)| *x == parts).filter_map(|(_, y)| *y).collect();
+            (parts as f64, median_unsorted(at).unwrap_or(f64::NAN))
         })
         .collect();
     let n = points.len() as f64;

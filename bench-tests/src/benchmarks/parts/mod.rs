@@ -34,6 +34,7 @@ use super::{Benchmark, Run};
 use crate::breakdown::TimeBreakdown;
 use crate::fixtures::{Fixture, Params};
 use crate::measure::{Measured, measure, measure_concurrently};
+use crate::numbers::{median_of_all, median_unsorted};
 use crate::parts::parts_summary;
 use crate::query_runs::{QueryRuns, Sample, SampleKind};
 use crate::report::Section;
@@ -338,11 +339,12 @@ impl PartsBenchmark {
 
     fn sweep(&self, run: &mut PartsRun<'_>) -> Result<()> {
         let generator = Fixture::load("parts/generator.sql")?;
-        let queries: Vec<(String, crate::fixtures::Statement)> = QUERIES
+        let queries: Vec<(&str, String, crate::fixtures::Statement)> = QUERIES
             .iter()
-            .map(|query| {
+            .map(|&query| {
                 let file = format!("parts/queries/{query}.sql");
-                Ok((file.clone(), Fixture::load(&file)?.render_one(&Params::new())?))
+                let statement = Fixture::load(&file)?.render_one(&Params::new())?;
+                Ok((query, file, statement))
             })
             .collect::<Result<_>>()?;
         let clients = self.clients_on(run);
@@ -364,14 +366,14 @@ impl PartsBenchmark {
                 ));
                 point.builds.push(build);
             }
+            // Each design's active parts, as its build left them: what its runs are measured at.
+            let active: Vec<u64> = point.builds.iter().map(|build| build.active_parts).collect();
             run.results().points.push(point);
             run.writer.save()?;
             let started = Instant::now();
-            for design in DESIGNS {
+            for (design, active_parts) in DESIGNS.into_iter().zip(active) {
                 run.target.use_database(&database(run, design))?;
-                let active_parts = point_build(run.results(), parts, design).map_or(0, |build| build.active_parts);
-                for (file, statement) in &queries {
-                    let query = file.trim_start_matches("parts/queries/").trim_end_matches(".sql");
+                for (query, file, statement) in &queries {
                     for &count in &clients {
                         let variant =
                             PartsVariant { design: design.to_string(), point: parts, active_parts, clients: count };
@@ -510,8 +512,7 @@ impl PartsBenchmark {
                 run.writer.record_sample(sample, answer)?;
             }
         }
-        durations.sort_by(f64::total_cmp);
-        run.progress.advance(&format!("{label}: median {}", milliseconds(crate::numbers::median(&durations))));
+        run.progress.advance(&format!("{label}: median {}", milliseconds(median_unsorted(durations))));
         Ok(())
     }
 
@@ -599,10 +600,6 @@ pub fn fits(results: &PartsResults) -> Vec<SlopeFit> {
     fits
 }
 
-fn point_build<'a>(results: &'a PartsResults, parts: u64, design: &str) -> Option<&'a PointBuild> {
-    results.points.iter().find(|point| point.parts == parts)?.builds.iter().find(|build| build.design == design)
-}
-
 /// Which of the counters the benchmark reads the engine has, from `system.events` with
 /// zero values shown; unknown (with why) when that cannot be read.
 fn engine_events(run: &mut PartsRun<'_>) -> EngineEvents {
@@ -630,20 +627,12 @@ fn point_summary(results: &PartsResults, parts: u64) -> String {
         .iter()
         .filter(|runs| runs.variant.point == parts && runs.variant.design == DESIGNS[0] && runs.variant.clients == 1)
         .map(|runs| {
-            let planning: Vec<f64> = runs
-                .samples
-                .iter()
-                .filter_map(|sample| PlanningSample::of(sample, &results.engine_events).planning_us)
-                .map(|us| us / 1e3)
-                .collect();
-            let mut planning = planning;
-            planning.sort_by(f64::total_cmp);
-            format!(
-                "{} {} (planning {})",
-                runs.query,
-                milliseconds(runs.warm_median_ms()),
-                milliseconds(crate::numbers::median(&planning))
-            )
+            let planning = median_of_all(
+                runs.samples
+                    .iter()
+                    .map(|sample| PlanningSample::of(sample, &results.engine_events).planning_us.map(|us| us / 1e3)),
+            );
+            format!("{} {} (planning {})", runs.query, milliseconds(runs.warm_median_ms()), milliseconds(planning))
         })
         .collect();
     format!("{parts} parts on {}: {}", DESIGNS[0], medians.join(", "))

@@ -15,7 +15,7 @@ use anyhow::Result;
 
 use super::results::{EngineEvents, Fitted, PLANNING_EVENTS, PartsQueryRuns, PartsResults, PlanningSample, SlopeFit};
 use crate::markdown::Table;
-use crate::numbers::{median, ratio};
+use crate::numbers::{median, median_of_all, ratio};
 use crate::report::charts::{self, Line};
 use crate::stats::StatsSource;
 use crate::units::{human_bytes, number, percent, times};
@@ -57,7 +57,7 @@ pub fn charts(results: &PartsResults) -> Result<Vec<(&'static str, String)>> {
                     .into_iter()
                     .filter_map(|(point, active_parts)| {
                         let runs = runs_of(results, design, query, point, 1)?;
-                        let ms = median_known(figures(runs, &results.engine_events).iter().map(figure))
+                        let ms = median_of_all(figures(runs, &results.engine_events).iter().map(figure))
                             .map_or(f64::NAN, |us| us / 1e3);
                         Some((active_parts as f64, ms))
                     })
@@ -170,17 +170,9 @@ fn figures(runs: &PartsQueryRuns, events: &EngineEvents) -> Vec<PlanningSample> 
     runs.warm_samples().map(|sample| PlanningSample::of(sample, events)).collect()
 }
 
-/// The median of values that must all be known: one unknown makes it unknown, since a
-/// median of the runs that happen to be known would describe other runs.
-fn median_known(values: impl Iterator<Item = Option<f64>>) -> Option<f64> {
-    let mut known: Vec<f64> = values.collect::<Option<Vec<f64>>>()?;
-    known.sort_by(f64::total_cmp);
-    median(&known)
-}
-
 /// Planning's share of the duration: the median over the runs of each run's share.
 fn planning_share(figures: &[PlanningSample]) -> Option<f64> {
-    median_known(figures.iter().map(|sample| sample.planning_us.and_then(|us| ratio(us, sample.duration_us))))
+    median_of_all(figures.iter().map(|sample| sample.planning_us.and_then(|us| ratio(us, sample.duration_us))))
 }
 
 fn ms(us: Option<f64>) -> String {
@@ -247,7 +239,7 @@ fn designs_and_engine(out: &mut String, results: &PartsResults, layout: &Layout,
     if let [first, second, ..] = layout.designs.as_slice() {
         let planning_at = |design: &str, query: &str, point: u64| {
             let runs = runs_of(results, design, query, point, 1)?;
-            median_known(figures(runs, &results.engine_events).iter().map(|sample| sample.planning_us))
+            median_of_all(figures(runs, &results.engine_events).iter().map(|sample| sample.planning_us))
                 .map(|us| (runs.variant.active_parts, us))
         };
         let compared: Vec<String> = layout
@@ -376,9 +368,9 @@ fn durations(out: &mut String, results: &PartsResults, layout: &Layout) {
                     }
                     _ => "unknown (no runs)".to_string(),
                 };
-                let planning = median_known(figures.iter().map(|sample| sample.planning_us));
+                let planning = median_of_all(figures.iter().map(|sample| sample.planning_us));
                 let share = percent(planning_share(&figures), "unknown share");
-                let parts = median_known(figures.iter().map(|sample| sample.parts_selected.map(|parts| parts as f64)));
+                let parts = median_of_all(figures.iter().map(|sample| sample.parts_selected.map(|parts| parts as f64)));
                 // The claim: a query reads the same parts at every point.
                 let flag = match previous_parts[index] {
                     Some(before) if before != parts && parts.is_some() && before.is_some() => {
@@ -527,7 +519,7 @@ fn concurrency(out: &mut String, results: &PartsResults, layout: &Layout) {
         for query in &layout.queries {
             for (point, active_parts) in &points {
                 let median_duration = |runs: &PartsQueryRuns| {
-                    median_known(figures(runs, &results.engine_events).iter().map(|sample| Some(sample.duration_us)))
+                    median_of_all(figures(runs, &results.engine_events).iter().map(|sample| Some(sample.duration_us)))
                 };
                 let one_client = runs_of(results, design, query, *point, 1);
                 let one = one_client.and_then(median_duration);
@@ -550,7 +542,7 @@ fn concurrency(out: &mut String, results: &PartsResults, layout: &Layout) {
                     let duration = median_duration(runs);
                     cells.extend([
                         format!("{} ({})", ms(duration), times(duration.zip(one).and_then(|(k, one)| ratio(k, one)))),
-                        ms(median_known(figures.iter().map(|sample| sample.planning_us))),
+                        ms(median_of_all(figures.iter().map(|sample| sample.planning_us))),
                     ]);
                 }
                 table.row(cells);
@@ -617,7 +609,7 @@ fn locks(out: &mut String, results: &PartsResults, layout: &Layout) {
                     let wait = |missing: Option<&str>, value: fn(&PlanningSample) -> Option<u64>| match missing {
                         Some(missing) => missing.to_string(),
                         None => number(
-                            median_known(figures.iter().map(|sample| value(sample).map(|us| us as f64)))
+                            median_of_all(figures.iter().map(|sample| value(sample).map(|us| us as f64)))
                                 .unwrap_or(f64::NAN),
                             0,
                         ),
