@@ -33,9 +33,11 @@ pub mod invariant;
 pub mod markdown;
 pub mod numbers;
 pub mod runtime;
+pub mod significance;
 pub mod sql;
 pub mod units;
 // What a results bundle records:
+pub mod ab_variants;
 pub mod breakdown;
 pub mod machine;
 pub mod query_runs;
@@ -44,7 +46,8 @@ pub mod stats;
 pub mod storage_baseline;
 pub mod table_bytes;
 pub mod target_info;
-// The bundle and its report:
+// The bundle, its report and the comparison of bundles:
+pub mod compare;
 pub mod report;
 pub mod results;
 // Kubernetes deployments:

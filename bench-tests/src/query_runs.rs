@@ -37,6 +37,9 @@ pub struct Sample {
     /// Where its time went; `None` when its record has no counters to split it by (several
     /// clients at once on an engine whose counters are the process's).
     pub breakdown: Option<TimeBreakdown>,
+    /// In an A/B run, where in its round it ran (0: first); `None` elsewhere.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub round_position: Option<u32>,
 }
 
 /// Every run of one query in one variant (e.g. Q5 `without_index` and `bloom_filter`).
@@ -45,6 +48,10 @@ pub struct Sample {
 pub struct QueryRuns<Variant> {
     pub query: String,
     pub variant: Variant,
+    /// In an A/B run, the name of the [`crate::ab_variants::AbVariant`] these runs are of;
+    /// `None` elsewhere.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ab_variant: Option<String>,
     pub sql_file: String,
     /// The first run's result, as tab-separated text (cut to 2,000 characters).
     pub answer: String,

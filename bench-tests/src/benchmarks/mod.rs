@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
+use crate::ab_variants::AbRun;
 use crate::files::write_atomically;
 use crate::interrupt::Interrupted;
 use crate::machine::{MachineWatch, SeenProcess};
@@ -70,6 +71,10 @@ pub trait Benchmark: Sized + 'static {
     fn sql_files(&self) -> Vec<String>;
     /// Its results before anything is measured.
     fn new_results(&self) -> Self::Results;
+    /// The variants it measures in turns, when it is an A/B run (recorded in the bundle).
+    fn ab_run(&self) -> Option<AbRun> {
+        None
+    }
     /// What a default run id says after the time and target, e.g. `logs-10M`.
     fn run_label(&self) -> String;
     /// Runs one phase, recording what it measures in `run.results()`.
@@ -144,6 +149,7 @@ pub fn new_bundle<B: Benchmark>(benchmark: &B, run_id: &str, target: &mut Target
         sql_files: benchmark.sql_files(),
         machine: None,
         error: None,
+        ab_run: benchmark.ab_run(),
         benchmark: benchmark.new_results(),
     }
 }

@@ -36,6 +36,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 pub use self::load::{bundle_kind, load_bundle};
 pub use self::writer::{BundleWriter, ExistingFolder, prepare_results_folder, refuse_a_taken_run_id};
+use crate::ab_variants::AbRun;
 use crate::machine::MachineInfo;
 use crate::query_runs::QueryRuns;
 use crate::settings::Settings;
@@ -108,6 +109,10 @@ pub struct RunBundle<Results> {
     pub machine: Option<MachineInfo>,
     /// Why the run stopped early, when it did so with an error.
     pub error: Option<String>,
+    /// The variants an A/B run measured in turns, and how; `None` for a run of one
+    /// configuration.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ab_run: Option<AbRun>,
     #[serde(serialize_with = "tagged_with_kind", deserialize_with = "of_kind")]
     pub benchmark: Results,
 }

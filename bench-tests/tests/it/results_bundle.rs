@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 
+use chbench::ab_variants::{AbRun, AbVariant};
 use chbench::benchmarks::kinds::write_report;
 use chbench::benchmarks::logs::cost::{CostInputs, CostModel};
 use chbench::benchmarks::logs::{
@@ -60,6 +61,7 @@ fn sample(value: f64, count: u64, attempt: u32) -> Sample {
             bottleneck: Bottleneck::Unknown,
             read_mib_per_s: Some(value),
         }),
+        round_position: Some(attempt),
     }
 }
 
@@ -140,6 +142,15 @@ fn extreme_bundle(value: f64, count: u64) -> LogsBundle {
             noise: vec!["busy".to_string()],
         }),
         error: Some("a\nmultiline \"error\"".to_string()),
+        ab_run: Some(AbRun {
+            variants: vec![AbVariant {
+                name: "A".to_string(),
+                settings: Settings::new().with("max_threads", count),
+                engine_version: Some("26.5.3".to_string()),
+            }],
+            seed: count,
+            rounds: u32::MAX,
+        }),
         benchmark: LogsResults {
             dataset: LogsDataset { rows: count, step_ms: count, warm_runs: u32::MAX },
             volume_limit_mib_per_s: Some(value),
@@ -189,6 +200,7 @@ fn extreme_bundle(value: f64, count: u64) -> LogsBundle {
             queries: vec![LogsQueryRuns {
                 query: "q1".to_string(),
                 variant: QueryVariant::Default,
+                ab_variant: Some("A".to_string()),
                 sql_file: "logs/queries/q1.sql".to_string(),
                 answer: "42\n".to_string(),
                 samples: vec![sample(value, count, 0), sample(value, count, 1)],
@@ -259,6 +271,7 @@ fn extreme_parts_bundle(value: f64, count: u64) -> PartsBundle {
         sql_files: vec!["parts/generator.sql".to_string()],
         machine: envelope.machine,
         error: envelope.error,
+        ab_run: envelope.ab_run,
         benchmark: PartsResults {
             sweep: Sweep {
                 points: vec![count],
@@ -290,6 +303,7 @@ fn extreme_parts_bundle(value: f64, count: u64) -> PartsBundle {
                 PartsQueryRuns {
                     query: "day_by_date".to_string(),
                     variant: variant(1),
+                    ab_variant: None,
                     sql_file: "parts/queries/day_by_date.sql".to_string(),
                     answer: "100\t707.14\n".to_string(),
                     samples: vec![sample(value, count, 1), sample(value, count, 2)],
@@ -331,6 +345,7 @@ fn parts_no_samples_yet() -> PartsQueryRuns {
     PartsQueryRuns {
         query: "day_by_date".to_string(),
         variant: PartsVariant { design: "by_day".to_string(), point: 20, active_parts: 1, clients: 1 },
+        ab_variant: None,
         sql_file: "parts/queries/day_by_date.sql".to_string(),
         answer: String::new(),
         samples: Vec::new(),
@@ -516,6 +531,7 @@ fn no_samples_yet() -> LogsQueryRuns {
     LogsQueryRuns {
         query: "q1".to_string(),
         variant: QueryVariant::Default,
+        ab_variant: None,
         sql_file: "logs/queries/q1.sql".to_string(),
         answer: String::new(),
         samples: Vec::new(),
@@ -609,8 +625,9 @@ fn a_schema_1_bundle_gets_one_line_saying_what_to_do() {
 
 /// Object paths whose keys are data, not fields: settings by name, ProfileEvents by
 /// name, and the raw record a statistic came from.
-const OPEN_MAPS: [&str; 6] = [
+const OPEN_MAPS: [&str; 7] = [
     "session_settings",
+    "ab_run.variants[].settings",
     "benchmark.queries[].samples[].settings",
     "benchmark.queries[].samples[].stats.profile_events",
     "benchmark.queries[].samples[].stats.raw",

@@ -429,6 +429,7 @@ impl LogsBenchmark {
         run.writer.start_query(QueryRuns {
             query: query.to_string(),
             variant,
+            ab_variant: None,
             sql_file: sql_file.clone(),
             answer: String::new(),
             samples: Vec::new(),
@@ -452,7 +453,10 @@ impl LogsBenchmark {
                 measured.stats.read_rows
             ));
             let breakdown = TimeBreakdown::of_record(&measured.stats);
-            run.writer.record_sample(Sample { kind, attempt, settings, stats: measured.stats, breakdown }, answer)?;
+            run.writer.record_sample(
+                Sample { kind, attempt, settings, stats: measured.stats, breakdown, round_position: None },
+                answer,
+            )?;
         }
         Ok(())
     }

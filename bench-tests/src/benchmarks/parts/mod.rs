@@ -470,6 +470,7 @@ impl PartsBenchmark {
         run.writer.start_query(QueryRuns {
             query: query.to_string(),
             variant,
+            ab_variant: None,
             sql_file: file.to_string(),
             answer: String::new(),
             samples: Vec::new(),
@@ -508,6 +509,7 @@ impl PartsBenchmark {
                     settings: Settings::new(),
                     stats: measured.stats,
                     breakdown,
+                    round_position: None,
                 };
                 run.writer.record_sample(sample, answer)?;
             }

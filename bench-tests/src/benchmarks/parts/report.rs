@@ -757,6 +757,7 @@ mod tests {
         QueryRuns {
             query: query.to_string(),
             variant: PartsVariant { design: DESIGN.to_string(), point, active_parts: point + 1, clients },
+            ab_variant: None,
             sql_file: format!("sql/{query}.sql"),
             answer: "1".to_string(),
             samples: samples
@@ -768,6 +769,7 @@ mod tests {
                     settings: Settings::new(),
                     breakdown: TimeBreakdown::of_record(&stats),
                     stats,
+                    round_position: None,
                 })
                 .collect(),
         }
