@@ -26,6 +26,11 @@ pub enum Command {
     Bench(Box<Bench>),
     /// Render a results bundle's report (Markdown and SVG charts) again.
     Report(Report),
+    /// Compare two results bundles of one kind (A, the baseline, then B), or the variants
+    /// of one A/B bundle (`bench logs --variant ...`): per query the medians, their ratio
+    /// and a verdict (faster, slower, unchanged, unstable, untestable), why a query changed,
+    /// and totals; writes compare.md, medians.svg and compare.json (docs/compare.md).
+    Compare(Compare),
     /// Measure one statement and print a summary (`--json`: its full record): the last
     /// statement of each SQL file, or a scenario pack's query on the pack's dataset.
     #[command(
@@ -384,6 +389,31 @@ pub struct Report {
     pub run_id: String,
     #[arg(long, default_value = "results")]
     pub results_dir: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct Compare {
+    /// One A/B bundle, or two bundles (A, then B): run ids under --results-dir, or folders.
+    #[arg(required = true, num_args = 1..=2, value_name = "A [B]")]
+    pub bundles: Vec<String>,
+    #[arg(long, default_value = "results")]
+    pub results_dir: PathBuf,
+    /// One A/B bundle only: the two variants to compare, baseline first [default: its first two].
+    #[arg(long, value_name = "A,B")]
+    pub variants: Option<String>,
+    /// Compare bundles that were asked to do different things (dataset, SQL text, session
+    /// settings); the report opens with what differs.
+    #[arg(long)]
+    pub force: bool,
+    /// Print the comparison as JSON on stdout (the files are written too).
+    #[arg(long)]
+    pub json: bool,
+    /// Exit non-zero when more than N queries are slower (a workflow's gate).
+    #[arg(long, value_name = "N")]
+    pub fail_on_slower: Option<usize>,
+    /// Where compare.md, medians.svg and compare.json go [default: RESULTS_DIR/compare-A-vs-B].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

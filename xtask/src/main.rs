@@ -3,6 +3,7 @@
 
 mod bench;
 mod clean_containers;
+mod compare;
 mod eks;
 mod flags;
 mod measure;
@@ -21,6 +22,7 @@ fn main() -> ExitCode {
         flags::Command::Bench(bench) => bench.run(),
         flags::Command::Measure(measure) => measure.run(),
         flags::Command::Report(report) => report.run(),
+        flags::Command::Compare(compare) => compare.run(),
         flags::Command::NewPack(new_pack) => new_pack.run(),
         flags::Command::Eks(eks) => eks.run(),
         flags::Command::CleanContainers(clean) => clean.run(),

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 
 use super::{AnyBenchmark, Benchmark, logs, parts, write_report_of};
+use crate::compare::{BundleAt, CompareOptions, Comparison};
 use crate::results::{self, KindResults, bundle_kind, load_bundle};
 
 /// The registry of benchmark kinds: `cargo xtask bench <kind>`, a bundle's report and a
@@ -27,8 +28,8 @@ pub struct Kind {
     pub benchmark: fn(&clap::ArgMatches) -> Result<Box<dyn AnyBenchmark>>,
     /// Renders a bundle folder's report; returns the report's path.
     pub write_report: fn(&Path) -> Result<PathBuf>,
-    /// Compares two bundle folders of the kind.
-    pub compare: fn(&Path, &Path) -> Result<String>,
+    /// Compares one A/B bundle folder's variants, or two bundle folders, of the kind.
+    pub compare: fn(&[PathBuf], &CompareOptions) -> Result<Comparison>,
 }
 
 impl Kind {
@@ -79,19 +80,21 @@ pub fn write_report(bundle_dir: &Path) -> Result<PathBuf> {
     (kind_of_bundle(bundle_dir)?.write_report)(bundle_dir)
 }
 
-/// What differs between two bundles of one kind, as Markdown.
-pub fn compare(before: &Path, after: &Path) -> Result<String> {
-    let (kind, other) = (kind_of_bundle(before)?, kind_of_bundle(after)?);
-    if kind.name != other.name {
+/// The comparison of two bundle folders of one kind (baseline first), or of one A/B
+/// bundle folder's variants.
+pub fn compare(dirs: &[PathBuf], options: &CompareOptions) -> Result<Comparison> {
+    let mut kinds = dirs.iter().map(|dir| Ok((dir, kind_of_bundle(dir)?))).collect::<Result<Vec<_>>>()?.into_iter();
+    let Some((first, kind)) = kinds.next() else { bail!("no bundle to compare") };
+    if let Some((other_dir, other)) = kinds.find(|(_, other)| other.name != kind.name) {
         bail!(
             "{} is a {} benchmark and {} a {} one: only bundles of one kind compare",
-            before.display(),
+            first.display(),
             kind.name,
-            after.display(),
+            other_dir.display(),
             other.name
         );
     }
-    (kind.compare)(before, after)
+    (kind.compare)(dirs, options)
 }
 
 fn benchmark_of<B: Benchmark>(matches: &clap::ArgMatches) -> Result<Box<dyn AnyBenchmark>> {
@@ -100,6 +103,10 @@ fn benchmark_of<B: Benchmark>(matches: &clap::ArgMatches) -> Result<Box<dyn AnyB
     Ok(Box::new(B::from_flags(flags)))
 }
 
-fn compare_of<B: Benchmark>(before: &Path, after: &Path) -> Result<String> {
-    B::compare(&load_bundle::<B::Results>(before)?, &load_bundle::<B::Results>(after)?)
+fn compare_of<B: Benchmark>(dirs: &[PathBuf], options: &CompareOptions) -> Result<Comparison> {
+    let bundles = dirs
+        .iter()
+        .map(|dir| Ok(BundleAt { dir: dir.clone(), bundle: load_bundle::<B::Results>(dir)? }))
+        .collect::<Result<Vec<_>>>()?;
+    B::compare(&bundles, options)
 }

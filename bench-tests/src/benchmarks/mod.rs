@@ -21,9 +21,10 @@ pub mod parts;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 
 use crate::ab_variants::AbRun;
+use crate::compare::{self, BundleAt, CompareOptions, Comparison};
 use crate::files::write_atomically;
 use crate::interrupt::Interrupted;
 use crate::machine::{MachineWatch, SeenProcess};
@@ -92,9 +93,10 @@ pub trait Benchmark: Sized + 'static {
     fn verdict(_bundle: &RunBundle<Self::Results>) -> Result<()> {
         Ok(())
     }
-    /// What differs between two of its bundles, as Markdown.
-    fn compare(_before: &RunBundle<Self::Results>, _after: &RunBundle<Self::Results>) -> Result<String> {
-        bail!("comparing two {} bundles is not implemented yet", Self::Results::KIND)
+    /// The comparison of two of its bundles, or of one A/B bundle's variants: by default
+    /// the one every kind shares ([`compare::compare_bundles`]), query by query.
+    fn compare(bundles: &[BundleAt<Self::Results>], options: &CompareOptions) -> Result<Comparison> {
+        compare::compare_bundles(bundles, options)
     }
 }
 

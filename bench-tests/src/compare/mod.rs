@@ -1,1 +1,478 @@
-//! The comparison of two bundles of one kind, or of one A/B bundle's variants.
+//! The comparison of runs: two bundles of one kind (A, the baseline, and B, the
+//! candidate), or the variants of one A/B bundle (`ab_run`), query by query.
+//!
+//! For each query measured on both sides: the medians of the warm samples, their ratio and
+//! the verdict of [`crate::significance`] (faster, slower, unchanged, unstable, or
+//! untestable, with why); for a query flagged faster or slower, why ([`explain`]): the time
+//! breakdown side by side and the ProfileEvents that moved most per row read. Totals as
+//! the published comparisons give them (the sum of means and its gain, the geometric mean
+//! of the per-query ratios), and each side's CPU use against what its cores offered.
+//!
+//! Whether two bundles may be compared at all is [`checks`]'s: bundles asked to do
+//! different things (dataset, SQL text, session settings) are refused unless forced, and
+//! what is meant to differ (engine version, target, machine) is said. This module knows
+//! no kind: a kind's inputs come from [`KindResults::compared_inputs`] and a query's form
+//! from its variant's JSON. [`report`] renders a [`Comparison`] as Markdown and a chart.
+
+mod checks;
+mod explain;
+pub mod report;
+
+use std::path::PathBuf;
+
+use anyhow::{Result, bail};
+use serde::{Deserialize, Serialize};
+
+pub use self::explain::{BreakdownMedians, MovedEvent, Why};
+use crate::numbers::{median_unsorted, ratio};
+use crate::query_runs::QueryRuns;
+use crate::results::{KindResults, RunBundle, RunStatus};
+use crate::settings::Settings;
+use crate::significance::{Significance, Thresholds, Verdict, compare_timings};
+
+/// What `cargo xtask compare` was asked.
+#[derive(Debug, Clone, Default)]
+pub struct CompareOptions {
+    /// Compare bundles that were asked to do different things; the report opens with
+    /// what differs.
+    pub force: bool,
+    pub thresholds: Thresholds,
+    /// In one A/B bundle, the variants to compare (baseline, candidate); the first two
+    /// when not given.
+    pub variants: Option<(String, String)>,
+}
+
+/// A bundle read for a comparison, with the folder it came from.
+pub struct BundleAt<Results> {
+    pub dir: PathBuf,
+    pub bundle: RunBundle<Results>,
+}
+
+/// Everything a comparison found: what `--json` prints and the report renders.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    /// The benchmark kind of both sides.
+    pub kind: String,
+    pub baseline: Side,
+    pub candidate: Side,
+    /// What the bundles were asked to do differently, each a line: empty unless forced.
+    pub forced_differences: Vec<String>,
+    /// What differs between the sides that a comparison is there to show (engine
+    /// version, target, machine, a variant's settings).
+    pub differences: Vec<String>,
+    /// Why a side's numbers deserve caution: an incomplete run, a machine that was not quiet.
+    pub warnings: Vec<String>,
+    /// How the verdicts were decided.
+    pub method: Method,
+    /// Every query measured on both sides, in the baseline's order.
+    pub queries: Vec<QueryComparison>,
+    /// Queries measured on one side only, by label: listed apart, never compared.
+    pub only_in_baseline: Vec<String>,
+    pub only_in_candidate: Vec<String>,
+    pub summary: Summary,
+    pub totals: Totals,
+}
+
+/// One side of a comparison.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Side {
+    /// How the report names it: the run id, and the variant in an A/B bundle.
+    pub label: String,
+    pub run_id: String,
+    pub dir: PathBuf,
+    /// The A/B variant it is, in an A/B bundle.
+    pub variant: Option<String>,
+    /// The variant's statement settings (empty for a whole bundle).
+    pub settings: Settings,
+    pub engine_version: String,
+    pub target: String,
+    pub status: RunStatus,
+    /// CPU, cores and memory, as `MachineInfo` records them; `None` before the first phase.
+    pub machine: Option<String>,
+    /// The CPU its measured queries used against what the machine's cores offered while
+    /// they ran.
+    pub cpu: CpuUse,
+}
+
+/// The CPU-seconds a side's measured queries used against the cores x time they ran:
+/// the "CPU used against CPU paid for" of the storage comparison.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CpuUse {
+    /// `UserTimeMicroseconds + SystemTimeMicroseconds` over the warm samples, in seconds.
+    pub cpu_seconds: f64,
+    /// The engine's duration of those samples, in seconds.
+    pub query_seconds: f64,
+    pub cores: Option<usize>,
+    /// `cpu_seconds / (cores x query_seconds)`; `None` when a part is unknown.
+    pub share_of_cores: Option<f64>,
+    /// Warm samples whose record holds no counters (several clients on the embedded
+    /// engine): not in `cpu_seconds`.
+    pub samples_without_counters: usize,
+}
+
+/// The rules the verdicts followed, as numbers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Method {
+    pub test: String,
+    pub alpha: f64,
+    pub min_change: f64,
+    pub unstable_noise: f64,
+    pub resamples: u32,
+    pub seed: u64,
+    /// The samples compared: warm runs, by their engine-side duration.
+    pub samples: String,
+}
+
+/// One query on both sides.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QueryComparison {
+    /// The query and, where its kind measures it in several forms, the form.
+    pub query: String,
+    pub sql_file: String,
+    pub baseline: QuerySide,
+    pub candidate: QuerySide,
+    pub significance: Significance,
+    /// Why it changed, for a query flagged faster or slower.
+    pub why: Option<Why>,
+}
+
+/// One side of one query.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QuerySide {
+    pub samples: usize,
+    pub median_ms: Option<f64>,
+    pub mean_ms: Option<f64>,
+    /// The median of the warm samples' rows read.
+    pub read_rows: Option<f64>,
+    /// Medians of the warm samples' time breakdown; `None` when no sample has one.
+    pub breakdown: Option<BreakdownMedians>,
+}
+
+/// How many queries got each verdict.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Summary {
+    pub faster: usize,
+    pub slower: usize,
+    pub unchanged: usize,
+    pub unstable: usize,
+    pub untestable: usize,
+}
+
+impl Summary {
+    fn count(&mut self, verdict: Verdict) {
+        match verdict {
+            Verdict::Faster => self.faster += 1,
+            Verdict::Slower => self.slower += 1,
+            Verdict::Unchanged => self.unchanged += 1,
+            Verdict::Unstable => self.unstable += 1,
+            Verdict::Untestable => self.untestable += 1,
+        }
+    }
+
+    /// "1 slower, 4 unchanged", as ClickHouse's performance comparison words its status.
+    pub fn line(&self) -> String {
+        let counts = [
+            (self.faster, "faster"),
+            (self.slower, "slower"),
+            (self.unstable, "unstable"),
+            (self.unchanged, "unchanged"),
+            (self.untestable, "untestable"),
+        ];
+        let parts: Vec<String> =
+            counts.iter().filter(|(count, _)| *count > 0).map(|(count, word)| format!("{count} {word}")).collect();
+        if parts.is_empty() { "no query measured on both sides".to_string() } else { parts.join(", ") }
+    }
+}
+
+/// The totals the published comparisons give.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Totals {
+    /// Queries in the totals: measured on both sides with a known mean.
+    pub queries: usize,
+    /// The sum over queries of the mean warm time, in ms (the C7g against C6i study's total).
+    pub baseline_sum_of_means_ms: f64,
+    pub candidate_sum_of_means_ms: f64,
+    /// `1 - candidate / baseline` of those sums: above 0, the candidate is faster.
+    pub gain: Option<f64>,
+    /// The geometric mean of the per-query ratios of medians (candidate / baseline; below 1,
+    /// faster), over queries whose ratio is known.
+    pub geometric_mean_ratio: Option<f64>,
+}
+
+/// The comparison of `bundles`: two bundles (baseline first), or one A/B bundle's variants.
+pub fn compare_bundles<Results: KindResults>(
+    bundles: &[BundleAt<Results>],
+    options: &CompareOptions,
+) -> Result<Comparison> {
+    let (baseline, candidate) = match bundles {
+        [one] => variants_of(one, options)?,
+        [baseline, candidate] => {
+            if options.variants.is_some() {
+                bail!("--variants chooses two variants of one A/B bundle; with two bundles, each is a side");
+            }
+            (SideOf::whole(baseline), SideOf::whole(candidate))
+        }
+        _ => bail!("compare takes one A/B bundle or two bundles, not {}", bundles.len()),
+    };
+    let forced_differences = checks::refusals(&baseline, &candidate);
+    if !forced_differences.is_empty() && !options.force {
+        bail!(
+            "{} and {} were asked to do different things, so their times do not compare: {}; compare them anyway \
+             with --force",
+            baseline.label(),
+            candidate.label(),
+            forced_differences.join("; ")
+        );
+    }
+    let differences = checks::differences(&baseline, &candidate);
+    let warnings = checks::warnings(&baseline, &candidate);
+
+    let baseline_runs = baseline.runs();
+    let candidate_runs = candidate.runs();
+    let mut queries = Vec::new();
+    let mut summary = Summary::default();
+    let mut only_in_baseline = Vec::new();
+    for (label, runs) in &baseline_runs {
+        let Some(other) = candidate_runs.iter().find(|(other, _)| other == label).map(|(_, runs)| runs) else {
+            only_in_baseline.push(label.clone());
+            continue;
+        };
+        let query = compare_query(label, runs, other, &options.thresholds);
+        summary.count(query.significance.verdict);
+        queries.push(query);
+    }
+    let only_in_candidate = candidate_runs
+        .iter()
+        .filter(|(label, _)| !baseline_runs.iter().any(|(other, _)| other == label))
+        .map(|(label, _)| label.clone())
+        .collect();
+    let totals = totals(&queries);
+    let thresholds = &options.thresholds;
+    Ok(Comparison {
+        kind: Results::KIND.to_string(),
+        baseline: baseline.side(&baseline_runs),
+        candidate: candidate.side(&candidate_runs),
+        forced_differences,
+        differences,
+        warnings,
+        method: Method {
+            test: "Mann-Whitney U (two-sided) on the warm samples, with a floor on the change of medians, and the \
+                   permutation threshold of medians as the noise"
+                .to_string(),
+            alpha: thresholds.alpha,
+            min_change: thresholds.min_change,
+            unstable_noise: thresholds.unstable_noise,
+            resamples: thresholds.resamples,
+            seed: thresholds.seed,
+            samples: "warm runs, by the engine's duration (server_duration_us)".to_string(),
+        },
+        queries,
+        only_in_baseline,
+        only_in_candidate,
+        summary,
+        totals,
+    })
+}
+
+/// A side being compared: a bundle, or one variant of an A/B bundle.
+struct SideOf<'a, Results> {
+    at: &'a BundleAt<Results>,
+    /// The A/B variant, with its settings and engine version.
+    variant: Option<&'a crate::ab_variants::AbVariant>,
+}
+
+impl<'a, Results: KindResults> SideOf<'a, Results> {
+    fn whole(at: &'a BundleAt<Results>) -> SideOf<'a, Results> {
+        SideOf { at, variant: None }
+    }
+
+    fn bundle(&self) -> &'a RunBundle<Results> {
+        &self.at.bundle
+    }
+
+    fn label(&self) -> String {
+        match self.variant {
+            Some(variant) => format!("{} ({})", variant.name, self.at.bundle.run_id),
+            None => self.at.bundle.run_id.clone(),
+        }
+    }
+
+    /// Its query runs by label, in order: those of its variant in an A/B bundle.
+    fn runs(&self) -> Vec<(String, &'a QueryRuns<Results::Variant>)> {
+        let variant = self.variant.map(|variant| variant.name.as_str());
+        self.bundle()
+            .benchmark
+            .queries()
+            .iter()
+            .filter(|runs| variant.is_none() || runs.ab_variant.as_deref() == variant)
+            .map(|runs| (runs_label(runs, variant.is_none()), runs))
+            .collect()
+    }
+
+    fn side(&self, runs: &[(String, &QueryRuns<Results::Variant>)]) -> Side {
+        let bundle = self.bundle();
+        Side {
+            label: self.label(),
+            run_id: bundle.run_id.clone(),
+            dir: self.at.dir.clone(),
+            variant: self.variant.map(|variant| variant.name.clone()),
+            settings: self.variant.map(|variant| variant.settings.clone()).unwrap_or_default(),
+            engine_version: self
+                .variant
+                .and_then(|variant| variant.engine_version.clone())
+                .unwrap_or_else(|| bundle.target.engine_version.clone()),
+            target: bundle.target.kind.to_string(),
+            status: bundle.status,
+            machine: bundle.machine.as_ref().map(|machine| {
+                format!(
+                    "{}, {} logical cores, {}",
+                    machine.cpu_model,
+                    machine.logical_cores,
+                    crate::units::human_bytes(machine.memory_bytes)
+                )
+            }),
+            cpu: cpu_use(runs.iter().map(|(_, runs)| *runs), bundle.machine.as_ref().map(|m| m.logical_cores)),
+        }
+    }
+}
+
+/// The two variants of one A/B bundle to compare: those asked for, or its first two.
+fn variants_of<'a, Results: KindResults>(
+    at: &'a BundleAt<Results>,
+    options: &CompareOptions,
+) -> Result<(SideOf<'a, Results>, SideOf<'a, Results>)> {
+    let Some(ab_run) = &at.bundle.ab_run else {
+        bail!(
+            "{} is a run of one configuration: compare it with another bundle (`cargo xtask compare A B`), or run \
+             the variants in turns in one run (`--variant NAME:SETTING=VALUE`)",
+            at.dir.display()
+        );
+    };
+    let named = |name: &str| {
+        ab_run.variants.iter().find(|variant| variant.name == name).ok_or_else(|| {
+            anyhow::anyhow!(
+                "{} has no variant {name:?}; its variants: {}",
+                at.dir.display(),
+                ab_run.variants.iter().map(|variant| variant.name.as_str()).collect::<Vec<_>>().join(", ")
+            )
+        })
+    };
+    let (baseline, candidate) = match &options.variants {
+        Some((baseline, candidate)) if baseline == candidate => {
+            bail!("--variants names {baseline:?} twice: name the baseline, then another variant")
+        }
+        Some((baseline, candidate)) => (named(baseline)?, named(candidate)?),
+        None => match ab_run.variants.as_slice() {
+            [baseline, candidate, ..] => (baseline, candidate),
+            _ => bail!("{} holds fewer than two variants: nothing to compare", at.dir.display()),
+        },
+    };
+    Ok((SideOf { at, variant: Some(baseline) }, SideOf { at, variant: Some(candidate) }))
+}
+
+/// A query runs' label: the query, then its form when its kind has several (a variant
+/// that serialises to an object is written `key=value, ...`), then its A/B variant when
+/// the bundle's variants are not the sides.
+fn runs_label<Variant: Serialize>(runs: &QueryRuns<Variant>, with_ab_variant: bool) -> String {
+    let form = match serde_json::to_value(&runs.variant) {
+        Ok(serde_json::Value::String(form)) if form == "default" => None,
+        Ok(serde_json::Value::String(form)) => Some(form),
+        Ok(serde_json::Value::Object(fields)) => Some(
+            fields
+                .iter()
+                .map(|(name, value)| match value {
+                    serde_json::Value::String(text) => format!("{name}={text}"),
+                    other => format!("{name}={other}"),
+                })
+                .collect::<Vec<_>>()
+                .join(", "),
+        ),
+        Ok(other) => Some(other.to_string()),
+        Err(_) => None,
+    };
+    let mut label = runs.query.clone();
+    if let Some(form) = form {
+        label.push_str(&format!(" ({form})"));
+    }
+    if with_ab_variant && let Some(variant) = &runs.ab_variant {
+        label.push_str(&format!(" [{variant}]"));
+    }
+    label
+}
+
+fn compare_query<Variant>(
+    label: &str,
+    baseline: &QueryRuns<Variant>,
+    candidate: &QueryRuns<Variant>,
+    thresholds: &Thresholds,
+) -> QueryComparison {
+    let timings = |runs: &QueryRuns<Variant>| runs.warm_samples().map(|sample| sample.stats.server_ms()).collect();
+    let (baseline_ms, candidate_ms): (Vec<f64>, Vec<f64>) = (timings(baseline), timings(candidate));
+    let significance = compare_timings(&baseline_ms, &candidate_ms, thresholds);
+    let (baseline_side, candidate_side) = (query_side(baseline, &baseline_ms), query_side(candidate, &candidate_ms));
+    let why = matches!(significance.verdict, Verdict::Faster | Verdict::Slower)
+        .then(|| explain::why(significance.verdict, baseline, candidate, &baseline_side, &candidate_side));
+    QueryComparison {
+        query: label.to_string(),
+        sql_file: baseline.sql_file.clone(),
+        baseline: baseline_side,
+        candidate: candidate_side,
+        significance,
+        why,
+    }
+}
+
+fn query_side<Variant>(runs: &QueryRuns<Variant>, timings: &[f64]) -> QuerySide {
+    let known: Vec<f64> = timings.iter().copied().filter(|ms| ms.is_finite()).collect();
+    let mean_ms = (!known.is_empty()).then(|| known.iter().sum::<f64>() / known.len() as f64);
+    QuerySide {
+        samples: timings.len(),
+        median_ms: median_unsorted(known),
+        mean_ms,
+        read_rows: median_unsorted(runs.warm_samples().map(|sample| sample.stats.read_rows as f64).collect()),
+        breakdown: explain::breakdown_medians(runs),
+    }
+}
+
+fn cpu_use<'a, Variant: 'a>(runs: impl Iterator<Item = &'a QueryRuns<Variant>>, cores: Option<usize>) -> CpuUse {
+    let (mut cpu_us, mut duration_us, mut without) = (0u64, 0u64, 0usize);
+    for sample in runs.flat_map(|runs| runs.warm_samples()) {
+        match &sample.breakdown {
+            Some(breakdown) => {
+                cpu_us += breakdown.cpu_us;
+                duration_us += sample.stats.server_duration_us;
+            }
+            None => without += 1,
+        }
+    }
+    let (cpu_seconds, query_seconds) = (cpu_us as f64 / 1e6, duration_us as f64 / 1e6);
+    CpuUse {
+        cpu_seconds,
+        query_seconds,
+        cores,
+        share_of_cores: cores.and_then(|cores| ratio(cpu_seconds, cores as f64 * query_seconds)),
+        samples_without_counters: without,
+    }
+}
+
+fn totals(queries: &[QueryComparison]) -> Totals {
+    let with_means: Vec<(f64, f64)> =
+        queries.iter().filter_map(|query| query.baseline.mean_ms.zip(query.candidate.mean_ms)).collect();
+    let baseline_sum_of_means_ms = with_means.iter().map(|(baseline, _)| baseline).sum::<f64>();
+    let candidate_sum_of_means_ms = with_means.iter().map(|(_, candidate)| candidate).sum::<f64>();
+    let gain = ratio(candidate_sum_of_means_ms, baseline_sum_of_means_ms).map(|share| 1.0 - share);
+    let logs: Vec<f64> = queries
+        .iter()
+        .filter_map(|query| query.significance.ratio)
+        .filter(|ratio| ratio.is_finite() && *ratio > 0.0)
+        .map(f64::ln)
+        .collect();
+    let geometric_mean_ratio = (!logs.is_empty()).then(|| (logs.iter().sum::<f64>() / logs.len() as f64).exp());
+    Totals {
+        queries: with_means.len(),
+        baseline_sum_of_means_ms,
+        candidate_sum_of_means_ms,
+        gain,
+        geometric_mean_ratio,
+    }
+}

@@ -79,6 +79,11 @@ pub trait KindResults: Debug + Clone + PartialEq + Serialize + DeserializeOwned 
     /// Every query run of the benchmark, in the order they started.
     fn queries(&self) -> &[QueryRuns<Self::Variant>];
     fn queries_mut(&mut self) -> &mut Vec<QueryRuns<Self::Variant>>;
+    /// What a run of the kind was asked to do, by name (its dataset: generator and rows),
+    /// so that a comparison refuses two runs that differ in them. Empty by default.
+    fn compared_inputs(&self) -> Vec<(String, String)> {
+        Vec::new()
+    }
 }
 
 /// Everything one benchmark run measured: the envelope every kind shares, and the kind's

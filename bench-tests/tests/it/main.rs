@@ -11,6 +11,7 @@ mod common;
 
 #[cfg(feature = "eks")]
 mod cluster;
+mod compare;
 mod concurrency;
 mod embedded_engine;
 mod layers;

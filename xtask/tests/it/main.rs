@@ -6,6 +6,7 @@
 mod bad_input;
 mod bench_bundle;
 mod common;
+mod compare;
 // It needs the Kubernetes client: `cargo nextest run -p xtask --features eks`.
 #[cfg(feature = "eks")]
 mod eks;

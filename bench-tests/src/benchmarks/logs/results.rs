@@ -77,6 +77,11 @@ impl KindResults for LogsResults {
     fn queries_mut(&mut self) -> &mut Vec<QueryRuns<QueryVariant>> {
         &mut self.queries
     }
+
+    /// The dataset: the generator is the bundle's SQL file, compared as text.
+    fn compared_inputs(&self) -> Vec<(String, String)> {
+        vec![("rows".to_string(), self.dataset.rows.to_string())]
+    }
 }
 
 /// Which form of a query's setting was measured: the same query before and after a

@@ -169,6 +169,18 @@ impl KindResults for PartsResults {
     fn queries_mut(&mut self) -> &mut Vec<QueryRuns<PartsVariant>> {
         &mut self.queries
     }
+
+    /// The sweep's dataset: its points, the generator's constants and the designs.
+    fn compared_inputs(&self) -> Vec<(String, String)> {
+        let sweep = &self.sweep;
+        let list = |values: &[String]| values.join(",");
+        vec![
+            ("points".to_string(), sweep.points.iter().map(u64::to_string).collect::<Vec<_>>().join(",")),
+            ("rows per part".to_string(), sweep.rows_per_part.to_string()),
+            ("namespaces".to_string(), sweep.namespaces.to_string()),
+            ("designs".to_string(), list(&sweep.designs)),
+        ]
+    }
 }
 
 /// A sample's figures, each unknown (`None`) where the engine lacks its counter or the

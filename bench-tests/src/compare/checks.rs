@@ -1,0 +1,121 @@
+//! Whether two sides compare: what they were asked to do differently (refused unless
+//! forced), what differs that a comparison is there to show, and what deserves caution.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use super::SideOf;
+use crate::results::{KindResults, RunStatus};
+use crate::settings::Settings;
+
+/// What the two sides were asked to do differently, a line each: the kind's inputs (its
+/// dataset), the SQL files' text and the session settings. Two variants of one bundle
+/// share all three.
+pub(super) fn refusals<Results: KindResults>(
+    baseline: &SideOf<'_, Results>,
+    candidate: &SideOf<'_, Results>,
+) -> Vec<String> {
+    let (a, b) = (baseline.bundle(), candidate.bundle());
+    if std::ptr::eq(a, b) {
+        return Vec::new();
+    }
+    let mut lines = Vec::new();
+    let (inputs_a, inputs_b) = (a.benchmark.compared_inputs(), b.benchmark.compared_inputs());
+    for (name, value) in &inputs_a {
+        match inputs_b.iter().find(|(other, _)| other == name) {
+            Some((_, other)) if other != value => lines.push(format!("{name}: {value} against {other}")),
+            None => lines.push(format!("{name}: {value} against none")),
+            Some(_) => {}
+        }
+    }
+    for (name, value) in inputs_b.iter().filter(|(name, _)| !inputs_a.iter().any(|(other, _)| other == name)) {
+        lines.push(format!("{name}: none against {value}"));
+    }
+    let files: BTreeSet<&String> = a.sql_files.iter().chain(&b.sql_files).collect();
+    for file in files {
+        match (a.sql_files.contains(file), b.sql_files.contains(file)) {
+            (true, false) => lines.push(format!("sql/{file} is in {} only", baseline.label())),
+            (false, true) => lines.push(format!("sql/{file} is in {} only", candidate.label())),
+            _ => match same_file(&baseline.at.dir, &candidate.at.dir, file) {
+                Some(true) => {}
+                Some(false) => lines.push(format!("sql/{file} differs")),
+                None => {
+                    lines.push(format!("sql/{file} is missing from a bundle's folder: its text cannot be compared"))
+                }
+            },
+        }
+    }
+    lines.extend(settings_differences("session setting", &a.session_settings, &b.session_settings));
+    lines
+}
+
+/// What differs that a comparison is there to show: engine version, target, machine, and
+/// a variant's settings.
+pub(super) fn differences<Results: KindResults>(
+    baseline: &SideOf<'_, Results>,
+    candidate: &SideOf<'_, Results>,
+) -> Vec<String> {
+    let (a, b) = (baseline.side(&[]), candidate.side(&[]));
+    let mut lines = Vec::new();
+    if a.engine_version != b.engine_version {
+        lines.push(format!("engine version: {} against {}", a.engine_version, b.engine_version));
+    }
+    if a.target != b.target {
+        lines.push(format!("target: {} against {}", a.target, b.target));
+    }
+    if a.machine != b.machine {
+        let machine = |machine: &Option<String>| machine.clone().unwrap_or_else(|| "unknown".to_string());
+        lines.push(format!("machine: {} against {}", machine(&a.machine), machine(&b.machine)));
+    }
+    lines.extend(settings_differences("setting", &a.settings, &b.settings));
+    lines
+}
+
+/// Why a side's numbers deserve caution, a line each (once for two variants of one bundle).
+pub(super) fn warnings<Results: KindResults>(
+    baseline: &SideOf<'_, Results>,
+    candidate: &SideOf<'_, Results>,
+) -> Vec<String> {
+    let mut lines = Vec::new();
+    let sides: &[&SideOf<'_, Results>] =
+        if std::ptr::eq(baseline.bundle(), candidate.bundle()) { &[baseline] } else { &[baseline, candidate] };
+    for side in sides {
+        let bundle = side.bundle();
+        let run = &bundle.run_id;
+        if bundle.status == RunStatus::Incomplete {
+            lines.push(format!(
+                "run {run} is incomplete: it stopped during `{}`{}; its queries are compared as far as they ran",
+                bundle.phase,
+                bundle.error.as_ref().map(|error| format!(" ({error})")).unwrap_or_default()
+            ));
+        }
+        match &bundle.machine {
+            Some(machine) if !machine.quiet() => {
+                lines.push(format!("run {run}'s machine was not quiet: {}", machine.noise.join("; ")))
+            }
+            Some(_) => {}
+            None => lines.push(format!("run {run} records no machine: whether it was quiet is unknown")),
+        }
+    }
+    lines
+}
+
+/// Each setting whose value differs, as `what name: a against b` (`default` where a side
+/// leaves it to the engine).
+fn settings_differences(what: &str, a: &Settings, b: &Settings) -> Vec<String> {
+    let names: BTreeSet<&str> = a.iter().chain(b.iter()).map(|(name, _)| name).collect();
+    names
+        .into_iter()
+        .filter(|name| a.get(name) != b.get(name))
+        .map(|name| {
+            format!("{what} {name}: {} against {}", a.get(name).unwrap_or("default"), b.get(name).unwrap_or("default"))
+        })
+        .collect()
+}
+
+/// Whether two bundle folders hold the same text under `sql/relative`; `None` when either
+/// lacks the file.
+fn same_file(dir: &Path, other: &Path, relative: &str) -> Option<bool> {
+    let read = |dir: &Path| std::fs::read(dir.join("sql").join(relative)).ok();
+    Some(read(dir)? == read(other)?)
+}

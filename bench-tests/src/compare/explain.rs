@@ -1,0 +1,176 @@
+//! Why a query changed: its time breakdown on both sides (CPU, read wait, the rest) and
+//! the ProfileEvents that moved most between them, per row read, in one line such as
+//! "slower: other 40 ms -> 210 ms; ConcurrencyControlSlotsGranted x0.25 per row".
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+
+use super::QuerySide;
+use crate::numbers::{median_unsorted, ratio};
+use crate::query_runs::QueryRuns;
+use crate::significance::Verdict;
+use crate::units::milliseconds;
+
+/// How many moved events a comparison lists per query.
+const MOVED_EVENTS: usize = 5;
+/// An event whose per-query median is below this on both sides did not happen. Small
+/// counts stay (one thread against two is what `max_threads = 1` changes); the ranking's
+/// `+ 1` keeps their ratios from outranking the large ones that moved as much.
+const SMALLEST_EVENT: f64 = 1.0;
+
+/// Medians of a query's warm samples' time breakdown, in ms.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BreakdownMedians {
+    pub thread_ms: f64,
+    pub cpu_ms: f64,
+    pub read_wait_ms: f64,
+    pub other_ms: f64,
+}
+
+/// A ProfileEvent on both sides: the median per query, and per row read.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MovedEvent {
+    pub event: String,
+    pub baseline_per_query: f64,
+    pub candidate_per_query: f64,
+    /// Per row read; `None` when the side read no rows.
+    pub baseline_per_row: Option<f64>,
+    pub candidate_per_row: Option<f64>,
+    /// Candidate over baseline, per row where both read rows, else per query; `None` over 0.
+    pub ratio: Option<f64>,
+}
+
+/// Why a query got faster or slower.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Why {
+    /// One line: the verdict, the part of the breakdown that moved most, the events.
+    pub summary: String,
+    pub moved_events: Vec<MovedEvent>,
+    /// Why the events are not known, when a side's records hold none.
+    pub events_unknown: Option<String>,
+}
+
+/// The breakdown's medians over the warm samples that have one; `None` when none has.
+pub(super) fn breakdown_medians<Variant>(runs: &QueryRuns<Variant>) -> Option<BreakdownMedians> {
+    let breakdowns: Vec<_> = runs.warm_samples().filter_map(|sample| sample.breakdown.as_ref()).collect();
+    if breakdowns.is_empty() {
+        return None;
+    }
+    let median_ms = |part: fn(&crate::breakdown::TimeBreakdown) -> u64| {
+        median_unsorted(breakdowns.iter().map(|breakdown| part(breakdown) as f64 / 1e3).collect()).unwrap_or(f64::NAN)
+    };
+    Some(BreakdownMedians {
+        thread_ms: median_ms(|breakdown| breakdown.thread_us),
+        cpu_ms: median_ms(|breakdown| breakdown.cpu_us),
+        read_wait_ms: median_ms(|breakdown| breakdown.read_wait_us),
+        other_ms: median_ms(|breakdown| breakdown.other_us),
+    })
+}
+
+pub(super) fn why<Variant>(
+    verdict: Verdict,
+    baseline: &QueryRuns<Variant>,
+    candidate: &QueryRuns<Variant>,
+    baseline_side: &QuerySide,
+    candidate_side: &QuerySide,
+) -> Why {
+    let with_events = |runs: &QueryRuns<Variant>| runs.warm_samples().any(|sample| sample.breakdown.is_some());
+    let events_unknown = (!with_events(baseline) || !with_events(candidate)).then(|| {
+        "a side's samples hold no ProfileEvents (several clients at once on an engine whose counters are the \
+         process's)"
+            .to_string()
+    });
+    let moved_events = if events_unknown.is_none() {
+        moved_events(baseline, candidate, baseline_side.read_rows, candidate_side.read_rows)
+    } else {
+        Vec::new()
+    };
+    let mut parts = Vec::new();
+    if let (Some(a), Some(b)) = (&baseline_side.breakdown, &candidate_side.breakdown) {
+        let moved = [
+            ("CPU", a.cpu_ms, b.cpu_ms),
+            ("read wait", a.read_wait_ms, b.read_wait_ms),
+            ("other", a.other_ms, b.other_ms),
+        ];
+        if let Some((name, before, after)) = moved
+            .iter()
+            .filter(|(_, before, after)| before.is_finite() && after.is_finite())
+            .max_by(|x, y| (x.2 - x.1).abs().total_cmp(&(y.2 - y.1).abs()))
+        {
+            parts.push(format!("{name} {} -> {}", milliseconds(Some(*before)), milliseconds(Some(*after))));
+        }
+    }
+    let events: Vec<String> = moved_events
+        .iter()
+        .take(2)
+        .map(|event| match event.ratio {
+            Some(ratio) => format!("{} x{}", event.event, short_ratio(ratio)),
+            None => format!("{} {} -> {}", event.event, event.baseline_per_query, event.candidate_per_query),
+        })
+        .collect();
+    if !events.is_empty() {
+        parts.push(events.join(", "));
+    }
+    let word = if verdict == Verdict::Faster { "faster" } else { "slower" };
+    let summary = if parts.is_empty() { word.to_string() } else { format!("{word}: {}", parts.join("; ")) };
+    Why { summary, moved_events, events_unknown }
+}
+
+/// The events that moved most, by the size of the log of their ratio per query (1 added
+/// on both sides, so that an event new on one side ranks and none divides by 0).
+fn moved_events<Variant>(
+    baseline: &QueryRuns<Variant>,
+    candidate: &QueryRuns<Variant>,
+    baseline_rows: Option<f64>,
+    candidate_rows: Option<f64>,
+) -> Vec<MovedEvent> {
+    let names: BTreeSet<&String> = baseline
+        .warm_samples()
+        .chain(candidate.warm_samples())
+        .flat_map(|sample| sample.stats.profile_events.keys())
+        .collect();
+    let per_query = |runs: &QueryRuns<Variant>, name: &str| {
+        median_unsorted(runs.warm_samples().map(|sample| sample.stats.event(name) as f64).collect()).unwrap_or(0.0)
+    };
+    let per_row = |value: f64, rows: Option<f64>| rows.filter(|rows| *rows > 0.0).map(|rows| value / rows);
+    let mut events: Vec<(f64, MovedEvent)> = names
+        .into_iter()
+        .filter_map(|name| {
+            let (before, after) = (per_query(baseline, name), per_query(candidate, name));
+            if before.max(after) < SMALLEST_EVENT || before == after {
+                return None;
+            }
+            let (before_per_row, after_per_row) = (per_row(before, baseline_rows), per_row(after, candidate_rows));
+            let event_ratio = match (before_per_row, after_per_row) {
+                (Some(before), Some(after)) => ratio(after, before),
+                _ => ratio(after, before),
+            };
+            let size = ((after + 1.0) / (before + 1.0)).ln().abs();
+            Some((
+                size,
+                MovedEvent {
+                    event: name.clone(),
+                    baseline_per_query: before,
+                    candidate_per_query: after,
+                    baseline_per_row: before_per_row,
+                    candidate_per_row: after_per_row,
+                    ratio: event_ratio,
+                },
+            ))
+        })
+        .collect();
+    events.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.event.cmp(&b.1.event)));
+    events.into_iter().take(MOVED_EVENTS).map(|(_, event)| event).collect()
+}
+
+/// A ratio with two significant digits: `x0.01`, `x0.25`, `x3.2`, `x120`.
+pub(super) fn short_ratio(ratio: f64) -> String {
+    match ratio {
+        ratio if ratio >= 100.0 => format!("{ratio:.0}"),
+        ratio if ratio >= 10.0 => format!("{ratio:.0}"),
+        ratio if ratio >= 1.0 => format!("{ratio:.1}"),
+        ratio if ratio >= 0.01 => format!("{ratio:.2}"),
+        ratio => format!("{ratio:.1e}"),
+    }
+}

@@ -1,0 +1,203 @@
+//! A [`Comparison`] as Markdown (`compare.md`) and a chart of the medians side by side
+//! (`medians.svg`), made from the comparison alone.
+
+use std::fmt::Write as _;
+
+use anyhow::Result;
+
+use super::explain::short_ratio;
+use super::{Comparison, QueryComparison, Side};
+use crate::markdown::Table;
+use crate::report::charts::{Bars, log_bars};
+use crate::significance::Verdict;
+use crate::units::{milliseconds, number, percent, times};
+
+/// The report's file in a comparison's folder.
+pub const COMPARE_FILE: &str = "compare.md";
+/// The chart the report shows.
+pub const CHART_FILE: &str = "medians.svg";
+/// The comparison as JSON, beside the report.
+pub const JSON_FILE: &str = "compare.json";
+
+/// The medians of every query compared, on both sides.
+pub fn chart(comparison: &Comparison) -> Result<String> {
+    let groups: Vec<Bars> = comparison
+        .queries
+        .iter()
+        .map(|query| Bars {
+            category: query.query.clone(),
+            values: vec![query.baseline.median_ms.unwrap_or(f64::NAN), query.candidate.median_ms.unwrap_or(f64::NAN)],
+        })
+        .collect();
+    log_bars(
+        "Median warm time per query",
+        "ms",
+        &[comparison.baseline.label.as_str(), comparison.candidate.label.as_str()],
+        &groups,
+    )
+}
+
+pub fn markdown(comparison: &Comparison) -> String {
+    let (a, b) = (&comparison.baseline, &comparison.candidate);
+    let mut out = String::new();
+    let _ = writeln!(out, "# {} benchmark: {} against {}\n", comparison.kind, b.label, a.label);
+    for warning in &comparison.warnings {
+        let _ = writeln!(out, "**Warning**: {warning}.\n");
+    }
+    if !comparison.forced_differences.is_empty() {
+        let _ = writeln!(
+            out,
+            "**Compared with --force**: the runs were asked to do different things, so a difference below may be \
+             theirs rather than a change:\n"
+        );
+        for line in &comparison.forced_differences {
+            let _ = writeln!(out, "- {line}");
+        }
+        out.push('\n');
+    }
+    let _ = writeln!(out, "**{}** (B against A).\n", comparison.summary.line());
+    let _ = writeln!(out, "- A (baseline): {}", side_line(a));
+    let _ = writeln!(out, "- B (candidate): {}", side_line(b));
+    if comparison.differences.is_empty() {
+        let _ = writeln!(out, "- what differs: nothing recorded (an A/A comparison)");
+    } else {
+        let _ = writeln!(out, "- what differs: {}", comparison.differences.join("; "));
+    }
+    out.push('\n');
+
+    let mut table = Table::new(["query", "A median", "B median", "B / A", "noise (p99)", "p", "verdict"]);
+    for query in &comparison.queries {
+        let significance = &query.significance;
+        table.row([
+            query.query.clone(),
+            milliseconds(query.baseline.median_ms),
+            milliseconds(query.candidate.median_ms),
+            times(significance.ratio),
+            percent(significance.noise, "unknown"),
+            significance
+                .p_value
+                .map_or("unknown".to_string(), |p| if p < 1e-4 { "< 0.0001".to_string() } else { number(p, 4) }),
+            verdict_cell(query),
+        ]);
+    }
+    let _ = writeln!(out, "## Queries\n\n![medians]({CHART_FILE})\n\n{table}");
+    let totals = &comparison.totals;
+    let _ = writeln!(
+        out,
+        "Totals over the {} queries on both sides: sum of means {} (A) against {} (B), a gain of {}; geometric \
+         mean of the per-query ratios B / A: {}.\n",
+        totals.queries,
+        milliseconds(Some(totals.baseline_sum_of_means_ms)),
+        milliseconds(Some(totals.candidate_sum_of_means_ms)),
+        percent(totals.gain, "unknown"),
+        times(totals.geometric_mean_ratio)
+    );
+    for (side, only) in [(a, &comparison.only_in_baseline), (b, &comparison.only_in_candidate)] {
+        if !only.is_empty() {
+            let _ = writeln!(out, "Measured in {} only, not compared: {}.\n", side.label, only.join(", "));
+        }
+    }
+
+    let changed: Vec<&QueryComparison> = comparison.queries.iter().filter(|query| query.why.is_some()).collect();
+    if !changed.is_empty() {
+        let _ = writeln!(out, "## Why it changed\n");
+        for query in changed {
+            let Some(why) = &query.why else { continue };
+            let _ = writeln!(out, "- **{}**: {}", query.query, why.summary);
+            if let Some(unknown) = &why.events_unknown {
+                let _ = writeln!(out, "  - ProfileEvents unknown: {unknown}");
+            }
+            for event in &why.moved_events {
+                let per_row = |value: Option<f64>| value.map_or("unknown".to_string(), |value| format!("{value:.3e}"));
+                let _ = writeln!(
+                    out,
+                    "  - `{}`: {} -> {} per query, {} -> {} per row read ({})",
+                    event.event,
+                    number(event.baseline_per_query, 0),
+                    number(event.candidate_per_query, 0),
+                    per_row(event.baseline_per_row),
+                    per_row(event.candidate_per_row),
+                    event.ratio.map_or("new".to_string(), |ratio| format!("x{}", short_ratio(ratio)))
+                );
+            }
+        }
+        out.push('\n');
+    }
+
+    let mut breakdown = Table::new(["query", "A CPU", "A read wait", "A other", "B CPU", "B read wait", "B other"]);
+    for query in &comparison.queries {
+        let cells = |side: &super::QuerySide| match &side.breakdown {
+            Some(parts) => vec![
+                milliseconds(Some(parts.cpu_ms)),
+                milliseconds(Some(parts.read_wait_ms)),
+                milliseconds(Some(parts.other_ms)),
+            ],
+            None => vec!["unknown".to_string(); 3],
+        };
+        let mut row = vec![query.query.clone()];
+        row.extend(cells(&query.baseline));
+        row.extend(cells(&query.candidate));
+        breakdown.row(row);
+    }
+    let _ = writeln!(
+        out,
+        "## Where the time went\n\nMedians of the warm runs' thread time, split into CPU, read wait and the rest \
+         (compute against waiting for storage):\n\n{breakdown}"
+    );
+    let mut cpu = Table::new(["side", "CPU used", "query time", "cores", "share of the cores"]);
+    for side in [a, b] {
+        cpu.row([
+            side.label.clone(),
+            format!("{:.2} s", side.cpu.cpu_seconds),
+            format!("{:.2} s", side.cpu.query_seconds),
+            side.cpu.cores.map_or("unknown".to_string(), |cores| cores.to_string()),
+            percent(side.cpu.share_of_cores, "unknown"),
+        ]);
+    }
+    let _ = writeln!(
+        out,
+        "CPU-seconds the warm runs used against the cores x the time they ran (what the node offered):\n\n{cpu}"
+    );
+    let method = &comparison.method;
+    let _ = writeln!(
+        out,
+        "## Method\n\n{} ({}). Faster or slower: p < {} and the medians differ by more than {}; unstable: not \
+         changed and the noise (the 99th percentile of the change of medians over {} random relabellings, seed \
+         {}) above {}; untestable: too few samples a side. See docs/compare.md.",
+        method.test,
+        method.samples,
+        method.alpha,
+        percent(Some(method.min_change), ""),
+        method.resamples,
+        method.seed,
+        percent(Some(method.unstable_noise), "")
+    );
+    out
+}
+
+fn side_line(side: &Side) -> String {
+    let mut line = format!("{}, ClickHouse {} on {}", side.label, side.engine_version, side.target);
+    if !side.settings.is_empty() {
+        let settings: Vec<String> = side.settings.iter().map(|(name, value)| format!("`{name} = {value}`")).collect();
+        let _ = write!(line, ", {}", settings.join(", "));
+    }
+    if let Some(machine) = &side.machine {
+        let _ = write!(line, "; {machine}");
+    }
+    line
+}
+
+fn verdict_cell(query: &QueryComparison) -> String {
+    let significance = &query.significance;
+    let word = match significance.verdict {
+        Verdict::Faster => "**faster**",
+        Verdict::Slower => "**slower**",
+        Verdict::Unchanged => "unchanged",
+        Verdict::Unstable => "unstable",
+        Verdict::Untestable => "untestable",
+    };
+    match &significance.reason {
+        Some(reason) => format!("{word} ({reason})"),
+        None => word.to_string(),
+    }
+}

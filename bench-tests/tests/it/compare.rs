@@ -1,0 +1,303 @@
+//! The comparison of bundles, on bundles built by hand (no engine): the same bundle twice
+//! is unchanged everywhere, a query made slower is flagged and explained by the events
+//! that moved, bundles asked to do different things are refused (and compared with
+//! `--force`, saying so), what is meant to differ is said, and the edges (one sample, a
+//! query on one side, an incomplete run, an A/B bundle's variants) each get their answer.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use chbench::ab_variants::{AbRun, AbVariant};
+use chbench::benchmarks::kinds;
+use chbench::benchmarks::logs::{LogsBundle, LogsDataset, LogsQueryRuns, LogsResults, QueryVariant};
+use chbench::breakdown::TimeBreakdown;
+use chbench::compare::report::markdown;
+use chbench::compare::{CompareOptions, Comparison};
+use chbench::machine::{LoadAverage, MachineInfo};
+use chbench::query_runs::{Sample, SampleKind};
+use chbench::results::{DONE, RESULTS_FILE, RunStatus, SCHEMA_VERSION};
+use chbench::settings::Settings;
+use chbench::significance::Verdict;
+use chbench::stats::{QueryStats, StatsSource};
+use chbench::storage_baseline::StorageBaselineRecord;
+use chbench::target_info::{TargetInfo, TargetKind};
+
+const QUERIES: [&str; 3] = ["q1", "q2", "q3"];
+
+/// A warm sample of `ms`, whose events say how it spent them: `cpu_share` of it on CPU.
+fn sample(attempt: u32, ms: f64, cpu_share: f64, slots: u64) -> Sample {
+    let us = (ms * 1e3) as u64;
+    let cpu_us = (us as f64 * cpu_share) as u64;
+    let profile_events = BTreeMap::from([
+        ("RealTimeMicroseconds".to_string(), us),
+        ("UserTimeMicroseconds".to_string(), cpu_us),
+        ("ConcurrencyControlSlotsGranted".to_string(), slots),
+        ("SelectedRows".to_string(), 1_000_000),
+    ]);
+    let stats = QueryStats {
+        log_comment: format!("run/logs/q/{attempt}"),
+        source: StatsSource::ResultAndEventsDelta,
+        read_rows: 1_000_000,
+        read_bytes: 8_000_000,
+        result_rows: 1,
+        server_duration_us: us,
+        client_duration_us: us + 100,
+        memory_usage: None,
+        profile_events,
+        raw: serde_json::Value::Null,
+    };
+    let breakdown = TimeBreakdown::of_record(&stats);
+    Sample { kind: SampleKind::Warm, attempt, settings: Settings::new(), stats, breakdown, round_position: None }
+}
+
+/// `runs` warm samples around `ms`, spread by ±2 % in a fixed pattern.
+fn runs_of(query: &str, ab_variant: Option<&str>, ms: f64, runs: u32, slots: u64) -> LogsQueryRuns {
+    let samples = (1..=runs)
+        .map(|attempt| sample(attempt, ms * (1.0 + 0.02 * (f64::from(attempt) * 2.4).sin()), 0.5, slots))
+        .collect();
+    LogsQueryRuns {
+        query: query.to_string(),
+        variant: QueryVariant::Default,
+        ab_variant: ab_variant.map(str::to_string),
+        sql_file: format!("logs/queries/{query}.sql"),
+        answer: "1\n".to_string(),
+        samples,
+    }
+}
+
+fn bundle(run_id: &str, queries: Vec<LogsQueryRuns>) -> LogsBundle {
+    let load = LoadAverage { one: 0.1, five: 0.1, fifteen: 0.1 };
+    LogsBundle {
+        schema_version: SCHEMA_VERSION,
+        run_id: run_id.to_string(),
+        status: RunStatus::Complete,
+        phase: DONE.to_string(),
+        started_at: jiff::Timestamp::from_second(1_796_007_599).unwrap(),
+        finished_at: Some(jiff::Timestamp::from_second(1_796_007_699).unwrap()),
+        target: TargetInfo {
+            kind: TargetKind::Embedded,
+            engine_version: "26.7.3.1".to_string(),
+            endpoint: "libchdb".to_string(),
+            deployment: None,
+        },
+        storage_baseline: StorageBaselineRecord::Unknown { reason: "none".to_string() },
+        session_settings: Settings::session_defaults(),
+        sql_files: QUERIES.iter().map(|query| format!("logs/queries/{query}.sql")).collect(),
+        machine: Some(MachineInfo {
+            cpu_model: "cpu".to_string(),
+            logical_cores: 2,
+            memory_bytes: 1 << 34,
+            load_average_start: load,
+            load_average_end: Some(load),
+            other_chbench_processes: Vec::new(),
+            others_cpu_cores: Some(0.01),
+            others_cpu_unknown: None,
+            noise: Vec::new(),
+        }),
+        error: None,
+        ab_run: None,
+        benchmark: LogsResults {
+            dataset: LogsDataset { rows: 10_000_000, step_ms: 1, warm_runs: 50 },
+            volume_limit_mib_per_s: None,
+            ingest: None,
+            storage: Vec::new(),
+            zstd_reinsert: None,
+            queries,
+            bloom_filter: None,
+            cost: None,
+            run_time: None,
+        },
+    }
+}
+
+/// Three queries of 50 runs; `q3` takes `q3_ms` and is granted `q3_slots` slots.
+fn three_queries(q3_ms: f64, q3_slots: u64) -> Vec<LogsQueryRuns> {
+    vec![runs_of("q1", None, 10.0, 50, 4), runs_of("q2", None, 80.0, 50, 4), runs_of("q3", None, q3_ms, 50, q3_slots)]
+}
+
+/// Writes `bundle` into `<root>/<run id>/` with its SQL files.
+fn write(root: &Path, bundle: &LogsBundle) -> PathBuf {
+    let dir = root.join(&bundle.run_id);
+    for file in &bundle.sql_files {
+        let path = dir.join("sql").join(file);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, format!("SELECT '{file}'\n")).unwrap();
+    }
+    std::fs::write(dir.join(RESULTS_FILE), serde_json::to_string_pretty(bundle).unwrap()).unwrap();
+    dir
+}
+
+fn compare(dirs: &[PathBuf], options: &CompareOptions) -> Comparison {
+    kinds::compare(dirs, options).unwrap_or_else(|error| panic!("the comparison failed: {error:#}"))
+}
+
+fn verdicts(comparison: &Comparison) -> Vec<(String, Verdict)> {
+    comparison.queries.iter().map(|query| (query.query.clone(), query.significance.verdict)).collect()
+}
+
+#[test]
+fn the_same_bundle_twice_is_unchanged_everywhere() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = write(root.path(), &bundle("a", three_queries(200.0, 4)));
+    let comparison = compare(&[dir.clone(), dir], &CompareOptions::default());
+    assert_eq!(
+        verdicts(&comparison),
+        QUERIES.iter().map(|query| (query.to_string(), Verdict::Unchanged)).collect::<Vec<_>>()
+    );
+    assert!(comparison.differences.is_empty() && comparison.forced_differences.is_empty());
+    assert_eq!(comparison.totals.geometric_mean_ratio, Some(1.0));
+    assert_eq!(comparison.totals.gain, Some(0.0));
+    assert!(comparison.queries.iter().all(|query| query.why.is_none()));
+    assert!(markdown(&comparison).contains("an A/A comparison"));
+}
+
+#[test]
+fn a_slower_query_is_flagged_and_explained_by_what_moved() {
+    let root = tempfile::tempdir().unwrap();
+    let before = write(root.path(), &bundle("before", three_queries(200.0, 4)));
+    let after = write(root.path(), &bundle("after", three_queries(400.0, 1)));
+    let comparison = compare(&[before, after], &CompareOptions::default());
+    let verdicts = verdicts(&comparison);
+    assert_eq!(verdicts[0].1, Verdict::Unchanged);
+    assert_eq!(verdicts[1].1, Verdict::Unchanged);
+    assert_eq!(verdicts[2], ("q3".to_string(), Verdict::Slower));
+    assert_eq!(comparison.summary.slower, 1);
+    let why = comparison.queries[2].why.as_ref().expect("a slower query says why");
+    assert!(why.summary.starts_with("slower: "), "{}", why.summary);
+    let moved: Vec<&str> = why.moved_events.iter().map(|event| event.event.as_str()).collect();
+    assert!(moved.contains(&"ConcurrencyControlSlotsGranted"), "{moved:?}");
+    assert!(moved.contains(&"RealTimeMicroseconds"), "{moved:?}");
+    assert!(!moved.contains(&"SelectedRows"), "an event that did not move is not listed: {moved:?}");
+    let slots = why.moved_events.iter().find(|event| event.event == "ConcurrencyControlSlotsGranted").unwrap();
+    assert_eq!(slots.ratio, Some(0.25));
+    // Sum of means: 290 ms against 490 ms (the pattern's spread averages out to about 0).
+    let gain = comparison.totals.gain.unwrap();
+    assert!((gain + 200.0 / 290.0).abs() < 0.01, "{gain}");
+    let report = markdown(&comparison);
+    assert!(report.contains("**1 slower, 2 unchanged**"), "{report}");
+    assert!(report.contains("## Why it changed"), "{report}");
+}
+
+#[test]
+fn bundles_asked_to_do_different_things_are_refused_unless_forced() {
+    let root = tempfile::tempdir().unwrap();
+    let a = write(root.path(), &bundle("a", three_queries(200.0, 4)));
+    let mut other = bundle("b", three_queries(200.0, 4));
+    other.benchmark.dataset.rows = 1_000_000;
+    other.session_settings = other.session_settings.with("max_threads", 1);
+    let b = write(root.path(), &other);
+    std::fs::write(b.join("sql/logs/queries/q2.sql"), "SELECT 2\n").unwrap();
+    let error = format!("{:#}", kinds::compare(&[a.clone(), b.clone()], &CompareOptions::default()).unwrap_err());
+    for expected in [
+        "rows: 10000000 against 1000000",
+        "sql/logs/queries/q2.sql differs",
+        "session setting max_threads: default against 1",
+        "--force",
+    ] {
+        assert!(error.contains(expected), "{expected:?} not in: {error}");
+    }
+    let forced = compare(&[a, b], &CompareOptions { force: true, ..CompareOptions::default() });
+    assert_eq!(forced.forced_differences.len(), 3, "{:?}", forced.forced_differences);
+    let report = markdown(&forced);
+    assert!(report.find("Compared with --force").unwrap() < report.find("## Queries").unwrap(), "{report}");
+}
+
+#[test]
+fn what_a_comparison_is_for_is_said_and_caution_comes_first() {
+    let root = tempfile::tempdir().unwrap();
+    let a = write(root.path(), &bundle("a", three_queries(200.0, 4)));
+    let mut other = bundle("b", three_queries(200.0, 4));
+    other.target.engine_version = "26.5.1.1".to_string();
+    other.status = RunStatus::Incomplete;
+    other.phase = "queries".to_string();
+    other.error = Some("interrupted by Ctrl-C or SIGTERM".to_string());
+    other.machine.as_mut().unwrap().noise = vec!["other processes used 1.2 cores".to_string()];
+    // Stopped before q3 ran.
+    other.benchmark.queries.pop();
+    let b = write(root.path(), &other);
+    let comparison = compare(&[a, b], &CompareOptions::default());
+    assert_eq!(comparison.differences, vec!["engine version: 26.7.3.1 against 26.5.1.1".to_string()]);
+    assert_eq!(comparison.warnings.len(), 2, "{:?}", comparison.warnings);
+    assert!(comparison.warnings[0].contains("incomplete") && comparison.warnings[0].contains("`queries`"));
+    assert!(comparison.warnings[1].contains("not quiet"));
+    assert_eq!(comparison.only_in_baseline, vec!["q3".to_string()]);
+    assert_eq!(comparison.queries.len(), 2);
+    let report = markdown(&comparison);
+    assert!(report.find("**Warning**").unwrap() < report.find("## Queries").unwrap());
+    assert!(report.contains("Measured in a only, not compared: q3."), "{report}");
+}
+
+#[test]
+fn one_sample_a_side_is_said_untestable_not_guessed() {
+    let root = tempfile::tempdir().unwrap();
+    let one = |run_id: &str, ms: f64| {
+        let queries = QUERIES.iter().map(|query| runs_of(query, None, ms, 1, 4)).collect();
+        write(root.path(), &bundle(run_id, queries))
+    };
+    let comparison = compare(&[one("a", 10.0), one("b", 20.0)], &CompareOptions::default());
+    for query in &comparison.queries {
+        assert_eq!(query.significance.verdict, Verdict::Untestable, "{}", query.query);
+        assert!(query.significance.reason.is_some(), "an untestable verdict says why");
+        assert_eq!(query.significance.ratio, Some(2.0), "the medians are still shown");
+        assert!(query.why.is_none());
+    }
+}
+
+/// An A/B bundle: every query in two variants, compared with each other.
+fn ab_bundle(root: &Path) -> PathBuf {
+    let mut queries = Vec::new();
+    for query in QUERIES {
+        let slow = if query == "q3" { 2.0 } else { 1.0 };
+        queries.push(runs_of(query, Some("default"), 100.0, 50, 4));
+        queries.push(runs_of(query, Some("one_thread"), 100.0 * slow, 50, if slow > 1.0 { 1 } else { 4 }));
+        queries.push(runs_of(query, Some("same"), 100.0, 50, 4));
+    }
+    let mut ab = bundle("ab", queries);
+    let variant = |name: &str, settings: Settings| AbVariant { name: name.to_string(), settings, engine_version: None };
+    ab.ab_run = Some(AbRun {
+        variants: vec![
+            variant("default", Settings::new()),
+            variant("one_thread", Settings::new().with("max_threads", 1)),
+            variant("same", Settings::new()),
+        ],
+        seed: 7,
+        rounds: 50,
+    });
+    write(root, &ab)
+}
+
+#[test]
+fn one_ab_bundle_compares_its_variants() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = ab_bundle(root.path());
+    let comparison = compare(std::slice::from_ref(&dir), &CompareOptions::default());
+    assert_eq!(comparison.baseline.variant.as_deref(), Some("default"));
+    assert_eq!(comparison.candidate.variant.as_deref(), Some("one_thread"));
+    assert_eq!(comparison.differences, vec!["setting max_threads: default against 1".to_string()]);
+    assert_eq!(
+        verdicts(&comparison),
+        vec![
+            ("q1".to_string(), Verdict::Unchanged),
+            ("q2".to_string(), Verdict::Unchanged),
+            ("q3".to_string(), Verdict::Slower)
+        ]
+    );
+    // One bundle: its warnings and refusals are not doubled.
+    assert!(comparison.forced_differences.is_empty() && comparison.warnings.is_empty());
+
+    let chosen = CompareOptions { variants: Some(("default".into(), "same".into())), ..CompareOptions::default() };
+    let aa = compare(std::slice::from_ref(&dir), &chosen);
+    assert!(aa.queries.iter().all(|query| query.significance.verdict == Verdict::Unchanged));
+
+    let unknown = CompareOptions { variants: Some(("default".into(), "nope".into())), ..CompareOptions::default() };
+    let error = format!("{:#}", kinds::compare(std::slice::from_ref(&dir), &unknown).unwrap_err());
+    assert!(error.contains("no variant \"nope\"") && error.contains("default, one_thread, same"), "{error}");
+}
+
+#[test]
+fn a_bundle_of_one_configuration_alone_is_refused_in_one_line() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = write(root.path(), &bundle("a", three_queries(200.0, 4)));
+    let error = format!("{:#}", kinds::compare(&[dir], &CompareOptions::default()).unwrap_err());
+    assert!(error.contains("a run of one configuration") && error.contains("--variant"), "{error}");
+}

@@ -1,0 +1,140 @@
+//! `cargo xtask compare` on a real bundle (one small logs run) and on copies of it edited
+//! the way a user's bundles go wrong: the same bundle twice is unchanged, a query made
+//! slower fails `--fail-on-slower`, bundles asked to do different things are refused until
+//! `--force`, and a bundle that is of another kind, schema 1, truncated, or of one
+//! configuration alone is one line.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+use crate::common::{error_line, xtask};
+
+/// One real run, shared by the checks below (one test, so that one run serves them all:
+/// nextest runs each test in a process of its own): 200K rows, eight warm runs (enough for
+/// the test at p < 0.01).
+fn measured() -> &'static Path {
+    static RUN: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
+    &RUN.get_or_init(|| {
+        let results = tempfile::tempdir().unwrap();
+        let output = xtask()
+            .args(["bench", "--target", "embedded", "--rows", "200K", "--runs", "8", "--run-id", "a"])
+            .arg("--results-dir")
+            .arg(results.path())
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        let dir = results.path().join("a");
+        (results, dir)
+    })
+    .1
+}
+
+/// A copy of the measured bundle at `<root>/<name>`, its results edited by `edit`.
+fn copy(root: &Path, name: &str, edit: impl FnOnce(&mut Value)) -> PathBuf {
+    let dir = root.join(name);
+    copy_folder(measured(), &dir);
+    let path = dir.join("results.json");
+    let mut bundle: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    bundle["run_id"] = Value::String(name.to_string());
+    edit(&mut bundle);
+    std::fs::write(&path, serde_json::to_string_pretty(&bundle).unwrap()).unwrap();
+    dir
+}
+
+fn copy_folder(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_type().unwrap().is_dir() {
+            copy_folder(&entry.path(), &to.join(entry.file_name()));
+        } else {
+            std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+        }
+    }
+}
+
+fn compare(args: &[&str], bundles: &[&Path], out: &Path) -> Output {
+    xtask().arg("compare").args(bundles).args(args).arg("--out").arg(out).output().unwrap()
+}
+
+#[test]
+fn compare_on_a_real_bundle_and_its_edited_copies() {
+    the_same_bundle_twice_is_unchanged_and_written_as_markdown_chart_and_json();
+    a_slower_query_fails_the_gate_after_the_report_is_written();
+    bundles_of_another_dataset_are_refused_until_forced();
+    a_bundle_that_cannot_be_compared_is_one_line();
+}
+
+fn the_same_bundle_twice_is_unchanged_and_written_as_markdown_chart_and_json() {
+    let work = tempfile::tempdir().unwrap();
+    let out = work.path().join("out");
+    let output = compare(&["--json", "--fail-on-slower", "0"], &[measured(), measured()], &out);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let comparison: Value = serde_json::from_slice(&output.stdout).expect("--json prints the comparison alone");
+    let queries = comparison["queries"].as_array().unwrap();
+    assert_eq!(queries.len(), 6, "Q1-Q5 and Q5 with the bloom filter");
+    assert!(queries.iter().all(|query| query["significance"]["verdict"] == "unchanged"), "{comparison:#}");
+    assert_eq!(comparison["summary"]["unchanged"], 6);
+    for file in ["compare.md", "medians.svg", "compare.json"] {
+        assert!(out.join(file).is_file(), "{file} was not written");
+    }
+}
+
+fn a_slower_query_fails_the_gate_after_the_report_is_written() {
+    let work = tempfile::tempdir().unwrap();
+    // q3 three times as slow: what a regression looks like in the bundle.
+    let slower = copy(work.path(), "slower", |bundle| {
+        for runs in bundle["benchmark"]["queries"].as_array_mut().unwrap() {
+            if runs["query"] == "q3" {
+                for sample in runs["samples"].as_array_mut().unwrap() {
+                    let us = sample["stats"]["server_duration_us"].as_u64().unwrap();
+                    sample["stats"]["server_duration_us"] = Value::from(us * 3);
+                }
+            }
+        }
+    });
+    let out = work.path().join("out");
+    let gated = compare(&["--fail-on-slower", "0"], &[measured(), &slower], &out);
+    let line = error_line(&gated);
+    assert!(line.contains("1 queries are slower (q3)") && line.contains("--fail-on-slower 0"), "{line}");
+    let report = std::fs::read_to_string(out.join("compare.md")).unwrap();
+    assert!(report.contains("**slower**") && report.contains("## Why it changed"), "{report}");
+    let allowed = compare(&["--fail-on-slower", "1"], &[measured(), &slower], &out);
+    assert!(allowed.status.success(), "{}", String::from_utf8_lossy(&allowed.stderr));
+    assert!(String::from_utf8_lossy(&allowed.stdout).contains("q3: slower"));
+}
+
+fn bundles_of_another_dataset_are_refused_until_forced() {
+    let work = tempfile::tempdir().unwrap();
+    let other = copy(work.path(), "other", |bundle| bundle["benchmark"]["dataset"]["rows"] = Value::from(1000));
+    let out = work.path().join("out");
+    let line = error_line(&compare(&[], &[measured(), &other], &out));
+    assert!(line.contains("rows: 200000 against 1000") && line.contains("--force"), "{line}");
+    let forced = compare(&["--force"], &[measured(), &other], &out);
+    assert!(forced.status.success(), "{}", String::from_utf8_lossy(&forced.stderr));
+    let report = std::fs::read_to_string(out.join("compare.md")).unwrap();
+    assert!(report.contains("Compared with --force") && report.contains("rows: 200000 against 1000"));
+}
+
+fn a_bundle_that_cannot_be_compared_is_one_line() {
+    let work = tempfile::tempdir().unwrap();
+    let out = work.path().join("out");
+    let other_kind = copy(work.path(), "parts", |bundle| bundle["benchmark"]["kind"] = Value::from("parts"));
+    let line = error_line(&compare(&[], &[measured(), &other_kind], &out));
+    assert!(line.contains("is a logs benchmark") && line.contains("a parts one"), "{line}");
+    let schema_1 = copy(work.path(), "old", |bundle| bundle["schema_version"] = Value::from(1));
+    assert!(error_line(&compare(&[], &[measured(), &schema_1], &out)).contains("schema 1"));
+    let truncated = copy(work.path(), "cut", |_| {});
+    let text = std::fs::read_to_string(truncated.join("results.json")).unwrap();
+    std::fs::write(truncated.join("results.json"), &text[..text.len() / 2]).unwrap();
+    assert!(error_line(&compare(&[], &[measured(), &truncated], &out)).contains("is truncated"));
+    let alone = error_line(&compare(&[], &[measured()], &out));
+    assert!(alone.contains("a run of one configuration"), "{alone}");
+    let missing = error_line(&compare(&[], &[measured(), &work.path().join("nothing")], &out));
+    assert!(missing.contains("no results bundle"), "{missing}");
+    let variants = error_line(&compare(&["--variants", "a"], &[measured()], &out));
+    assert!(variants.contains("--variants \"a\" is not two variant names"), "{variants}");
+}
