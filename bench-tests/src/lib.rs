@@ -40,6 +40,7 @@ pub mod units;
 pub mod ab_variants;
 pub mod breakdown;
 pub mod machine;
+pub mod plan;
 pub mod query_runs;
 pub mod settings;
 pub mod stats;
