@@ -145,9 +145,9 @@ pub fn markdown(comparison: &Comparison) -> String {
          (compute against waiting for storage):\n\n{breakdown}"
     );
     let mut cpu = Table::new(["side", "CPU used", "query time", "cores", "share of the cores"]);
-    for side in [a, b] {
+    for (letter, side) in [("A", a), ("B", b)] {
         cpu.row([
-            side.label.clone(),
+            format!("{letter}: {}", side.label),
             format!("{:.2} s", side.cpu.cpu_seconds),
             format!("{:.2} s", side.cpu.query_seconds),
             side.cpu.cores.map_or("unknown".to_string(), |cores| cores.to_string()),
