@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::breakdown::TimeBreakdown;
 use crate::numbers::{median, nan_if_null};
+use crate::plan::TableRead;
 use crate::settings::Settings;
 use crate::stats::QueryStats;
 
@@ -53,6 +54,10 @@ pub struct QueryRuns<Variant> {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ab_variant: Option<String>,
     pub sql_file: String,
+    /// Its plan's pruning (`EXPLAIN indexes = 1`), read once before its runs, where its
+    /// kind records it: what a comparison of engine versions shows beside the times.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<Vec<TableRead>>,
     /// The first run's result, as tab-separated text (cut to 2,000 characters).
     pub answer: String,
     pub samples: Vec<Sample>,

@@ -6,8 +6,9 @@ use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
-use super::QuerySide;
+use super::{PlanChange, QuerySide};
 use crate::numbers::{median_unsorted, ratio};
+use crate::plan::{IndexStage, TableRead};
 use crate::query_runs::QueryRuns;
 use crate::significance::Verdict;
 use crate::units::milliseconds;
@@ -173,4 +174,44 @@ pub(super) fn short_ratio(ratio: f64) -> String {
         ratio if ratio >= 0.01 => format!("{ratio:.2}"),
         ratio => format!("{ratio:.1e}"),
     }
+}
+
+/// How the plans' pruning differs, read by read and stage by stage: a line for each stage
+/// whose parts or granules kept differ, and for a read or stage on one side only.
+pub(super) fn plan_change(baseline: Option<&[TableRead]>, candidate: Option<&[TableRead]>) -> PlanChange {
+    let (Some(baseline), Some(candidate)) = (baseline, candidate) else {
+        return PlanChange::Unknown { reason: "a bundle did not record the query's plan".to_string() };
+    };
+    let kept = |stage: &IndexStage| {
+        format!(
+            "{}/{} parts, {}/{} granules",
+            stage.selected_parts, stage.initial_parts, stage.selected_granules, stage.initial_granules
+        )
+    };
+    let stage_name = |stage: &IndexStage| match &stage.name {
+        Some(name) => format!("{} {name}", stage.kind),
+        None => stage.kind.clone(),
+    };
+    let mut lines = Vec::new();
+    // Reads are matched by position: the database names differ between runs.
+    for index in 0..baseline.len().max(candidate.len()) {
+        match (baseline.get(index), candidate.get(index)) {
+            (Some(a), Some(b)) => {
+                for at in 0..a.stages.len().max(b.stages.len()) {
+                    match (a.stages.get(at), b.stages.get(at)) {
+                        (Some(x), Some(y)) if kept(x) != kept(y) || stage_name(x) != stage_name(y) => {
+                            lines.push(format!("{}: {} -> {}: {}", stage_name(x), kept(x), stage_name(y), kept(y)))
+                        }
+                        (Some(x), None) => lines.push(format!("{}: {} -> no such stage", stage_name(x), kept(x))),
+                        (None, Some(y)) => lines.push(format!("new stage {}: {}", stage_name(y), kept(y))),
+                        _ => {}
+                    }
+                }
+            }
+            (Some(a), None) => lines.push(format!("read of {} -> none", a.table)),
+            (None, Some(b)) => lines.push(format!("new read of {}", b.table)),
+            (None, None) => {}
+        }
+    }
+    if lines.is_empty() { PlanChange::Same } else { PlanChange::Changed { lines } }
 }

@@ -134,6 +134,22 @@ pub struct QueryComparison {
     pub significance: Significance,
     /// Why it changed, for a query flagged faster or slower.
     pub why: Option<Why>,
+    /// How its plan's pruning differs: empty when it is the same on both sides.
+    pub plan: PlanChange,
+}
+
+/// A query's plan on both sides (`QueryRuns::plan`), as far as both bundles recorded it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "state")]
+pub enum PlanChange {
+    Same,
+    /// Each stage whose parts or granules differ, a line.
+    Changed {
+        lines: Vec<String>,
+    },
+    Unknown {
+        reason: String,
+    },
 }
 
 /// One side of one query.
@@ -419,6 +435,7 @@ fn compare_query<Variant>(
         candidate: candidate_side,
         significance,
         why,
+        plan: explain::plan_change(baseline.plan.as_deref(), candidate.plan.as_deref()),
     }
 }
 

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use anyhow::Result;
 
 use super::explain::short_ratio;
-use super::{Comparison, QueryComparison, Side};
+use super::{Comparison, PlanChange, QueryComparison, Side};
 use crate::markdown::Table;
 use crate::report::charts::{Bars, log_bars};
 use crate::significance::Verdict;
@@ -120,6 +120,33 @@ pub fn markdown(comparison: &Comparison) -> String {
                     event.ratio.map_or("new".to_string(), |ratio| format!("x{}", short_ratio(ratio)))
                 );
             }
+        }
+        out.push('\n');
+    }
+
+    let changed_plans: Vec<(&str, &Vec<String>)> = comparison
+        .queries
+        .iter()
+        .filter_map(|query| match &query.plan {
+            PlanChange::Changed { lines } => Some((query.query.as_str(), lines)),
+            _ => None,
+        })
+        .collect();
+    let unknown_plans =
+        comparison.queries.iter().filter(|query| matches!(query.plan, PlanChange::Unknown { .. })).count();
+    let _ = writeln!(out, "## Plans\n");
+    if changed_plans.is_empty() && unknown_plans == comparison.queries.len() {
+        let _ = writeln!(out, "Unknown: the bundles did not record the queries' plans.\n");
+    } else if changed_plans.is_empty() {
+        let unknown =
+            if unknown_plans > 0 { format!(" ({unknown_plans} queries' plans are unknown)") } else { String::new() };
+        let _ = writeln!(
+            out,
+            "The pruning of every query's plan (`EXPLAIN indexes = 1`) is the same on both sides{unknown}.\n"
+        );
+    } else {
+        for (query, lines) in changed_plans {
+            let _ = writeln!(out, "- **{query}**: {}", lines.join("; "));
         }
         out.push('\n');
     }

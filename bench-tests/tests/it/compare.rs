@@ -12,8 +12,9 @@ use chbench::benchmarks::kinds;
 use chbench::benchmarks::logs::{LogsBundle, LogsDataset, LogsQueryRuns, LogsResults, QueryVariant};
 use chbench::breakdown::TimeBreakdown;
 use chbench::compare::report::markdown;
-use chbench::compare::{CompareOptions, Comparison};
+use chbench::compare::{CompareOptions, Comparison, PlanChange};
 use chbench::machine::{LoadAverage, MachineInfo};
+use chbench::plan::{IndexStage, TableRead};
 use chbench::query_runs::{Sample, SampleKind};
 use chbench::results::{DONE, RESULTS_FILE, RunStatus, SCHEMA_VERSION};
 use chbench::settings::Settings;
@@ -59,6 +60,7 @@ fn runs_of(query: &str, ab_variant: Option<&str>, ms: f64, runs: u32, slots: u64
         query: query.to_string(),
         variant: QueryVariant::Default,
         ab_variant: ab_variant.map(str::to_string),
+        plan: None,
         sql_file: format!("logs/queries/{query}.sql"),
         answer: "1\n".to_string(),
         samples,
@@ -300,4 +302,42 @@ fn a_bundle_of_one_configuration_alone_is_refused_in_one_line() {
     let dir = write(root.path(), &bundle("a", three_queries(200.0, 4)));
     let error = format!("{:#}", kinds::compare(&[dir], &CompareOptions::default()).unwrap_err());
     assert!(error.contains("a run of one configuration") && error.contains("--variant"), "{error}");
+}
+
+#[test]
+fn a_plan_that_prunes_differently_is_said_stage_by_stage() {
+    let root = tempfile::tempdir().unwrap();
+    let stage = |kind: &str, selected_granules| IndexStage {
+        kind: kind.to_string(),
+        name: None,
+        initial_parts: 4,
+        selected_parts: 4,
+        initial_granules: 1221,
+        selected_granules,
+        applied_on_data_read: false,
+    };
+    let with_plan = |run_id: &str, granules| {
+        let mut queries = three_queries(200.0, 4);
+        for runs in &mut queries {
+            runs.plan = Some(vec![TableRead {
+                table: format!("chbench_{run_id}.logs"),
+                stages: vec![stage("PrimaryKey", if runs.query == "q2" { granules } else { 10 })],
+            }]);
+        }
+        write(root.path(), &bundle(run_id, queries))
+    };
+    let comparison = compare(&[with_plan("a", 12), with_plan("b", 3)], &CompareOptions::default());
+    assert_eq!(comparison.queries[0].plan, PlanChange::Same);
+    assert_eq!(
+        comparison.queries[1].plan,
+        PlanChange::Changed {
+            lines: vec![
+                "PrimaryKey: 4/4 parts, 12/1221 granules -> PrimaryKey: 4/4 parts, 3/1221 granules".to_string()
+            ]
+        }
+    );
+    assert!(markdown(&comparison).contains("- **q2**: PrimaryKey: 4/4 parts, 12/1221 granules ->"));
+    let without = write(root.path(), &bundle("c", three_queries(200.0, 4)));
+    let unknown = compare(&[with_plan("a", 12), without], &CompareOptions::default());
+    assert!(matches!(unknown.queries[0].plan, PlanChange::Unknown { .. }));
 }

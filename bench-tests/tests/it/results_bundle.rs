@@ -19,6 +19,7 @@ use chbench::benchmarks::parts::{
 };
 use chbench::breakdown::{Bottleneck, TimeBreakdown};
 use chbench::machine::{LoadAverage, MachineInfo, SeenProcess};
+use chbench::plan::{IndexStage, TableRead};
 use chbench::query_runs::{QueryRuns, Sample, SampleKind, Step};
 use chbench::results::{
     BundleWriter, DONE, ExistingFolder, KindResults, RESULTS_FILE, RunBundle, RunStatus, SAMPLES_FILE, SCHEMA_VERSION,
@@ -201,6 +202,18 @@ fn extreme_bundle(value: f64, count: u64) -> LogsBundle {
                 query: "q1".to_string(),
                 variant: QueryVariant::Default,
                 ab_variant: Some("A".to_string()),
+                plan: Some(vec![TableRead {
+                    table: "chbench_run.logs".to_string(),
+                    stages: vec![IndexStage {
+                        kind: "PrimaryKey".to_string(),
+                        name: Some("trace_bf".to_string()),
+                        initial_parts: count,
+                        selected_parts: count,
+                        initial_granules: count,
+                        selected_granules: count,
+                        applied_on_data_read: true,
+                    }],
+                }]),
                 sql_file: "logs/queries/q1.sql".to_string(),
                 answer: "42\n".to_string(),
                 samples: vec![sample(value, count, 0), sample(value, count, 1)],
@@ -304,6 +317,7 @@ fn extreme_parts_bundle(value: f64, count: u64) -> PartsBundle {
                     query: "day_by_date".to_string(),
                     variant: variant(1),
                     ab_variant: None,
+                    plan: None,
                     sql_file: "parts/queries/day_by_date.sql".to_string(),
                     answer: "100\t707.14\n".to_string(),
                     samples: vec![sample(value, count, 1), sample(value, count, 2)],
@@ -346,6 +360,7 @@ fn parts_no_samples_yet() -> PartsQueryRuns {
         query: "day_by_date".to_string(),
         variant: PartsVariant { design: "by_day".to_string(), point: 20, active_parts: 1, clients: 1 },
         ab_variant: None,
+        plan: None,
         sql_file: "parts/queries/day_by_date.sql".to_string(),
         answer: String::new(),
         samples: Vec::new(),
@@ -532,6 +547,7 @@ fn no_samples_yet() -> LogsQueryRuns {
         query: "q1".to_string(),
         variant: QueryVariant::Default,
         ab_variant: None,
+        plan: None,
         sql_file: "logs/queries/q1.sql".to_string(),
         answer: String::new(),
         samples: Vec::new(),

@@ -34,6 +34,7 @@ pub use self::results::{
 };
 use super::{Benchmark, Run};
 use crate::breakdown::TimeBreakdown;
+use crate::explain::explain_indexes;
 use crate::fixtures::{Fixture, Params};
 use crate::measure::{drop_caches, measure};
 use crate::numbers::ratio;
@@ -426,10 +427,13 @@ impl LogsBenchmark {
             QueryVariant::BloomFilter => format!("{query}_bloom_filter"),
             QueryVariant::Default | QueryVariant::WithoutIndex => query.to_string(),
         };
+        // The plan's pruning, once: what an engine upgrade may change beside the times.
+        let plan = explain_indexes(run.target, &sql)?;
         run.writer.start_query(QueryRuns {
             query: query.to_string(),
             variant,
             ab_variant: None,
+            plan: Some(plan),
             sql_file: sql_file.clone(),
             answer: String::new(),
             samples: Vec::new(),

@@ -471,6 +471,7 @@ impl PartsBenchmark {
             query: query.to_string(),
             variant,
             ab_variant: None,
+            plan: None,
             sql_file: file.to_string(),
             answer: String::new(),
             samples: Vec::new(),

@@ -758,6 +758,7 @@ mod tests {
             query: query.to_string(),
             variant: PartsVariant { design: DESIGN.to_string(), point, active_parts: point + 1, clients },
             ab_variant: None,
+            plan: None,
             sql_file: format!("sql/{query}.sql"),
             answer: "1".to_string(),
             samples: samples
