@@ -13,6 +13,7 @@ mod common;
 mod cluster;
 mod concurrency;
 mod embedded_engine;
+mod engine_versions;
 mod layers;
 mod leftovers;
 mod logs;
