@@ -74,6 +74,16 @@ fn in_the_users_terms(error: clap::Error, args: &[OsString]) -> clap::Error {
             let why = parse_target(&value).err().unwrap_or_default();
             format!("{TARGET_ENV}={value:?}: {why}; set {TARGET_ENV} to one of them, or unset it")
         }
+        ErrorKind::ValueValidation
+            if context(ContextKind::InvalidArg).is_some_and(|arg| arg.starts_with("--engine-version"))
+                && !given.iter().any(|arg| *arg == "--engine-version" || arg.starts_with("--engine-version=")) =>
+        {
+            // The value came from the variable, as for `--target`.
+            let value = context(ContextKind::InvalidValue).unwrap_or_default();
+            let why = parse_engine_version(&value).err().unwrap_or_default();
+            let variable = chbench::engine::ENGINE_VERSION_ENV;
+            format!("{variable}={value:?}: {why}; set {variable} to one of them, or unset it")
+        }
         ErrorKind::InvalidSubcommand if bench => {
             let name = context(ContextKind::InvalidSubcommand).unwrap_or_default();
             let kinds: Vec<&str> = kinds::KINDS.iter().map(|kind| kind.name).collect();

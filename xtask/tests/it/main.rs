@@ -10,6 +10,7 @@ mod common;
 #[cfg(feature = "eks")]
 mod eks;
 mod eks_build;
+mod engine_version;
 // Only an xtask built without the `eks` feature runs itself again to get it.
 #[cfg(not(feature = "eks"))]
 mod eks_rerun;
