@@ -43,6 +43,10 @@ pub enum Command {
     /// Remove the `container` target's containers whose run or process has ended (what
     /// every open of the target does first), so that none is left running after a run.
     CleanContainers(CleanContainers),
+    /// The embedded engine of one version in a process of its own, run by another chbench
+    /// process over pipes (`chbench::targets::worker`); not for people.
+    #[command(hide = true)]
+    EngineWorker(EngineWorker),
 }
 
 /// This process's command line, parsed; on a mistake, clap's error (exit code 2), said
@@ -322,6 +326,19 @@ pub struct Setup {
 
 #[derive(Debug, Args)]
 pub struct CleanContainers {}
+
+/// `engine-worker`: the arguments `chbench::targets::worker::WorkerCommand::worker_args` writes.
+#[derive(Debug, Args)]
+pub struct EngineWorker {
+    #[command(flatten)]
+    pub engine: EngineVersionFlag,
+    /// Work on a hard-linked copy of this folder (in the worker's own folder).
+    #[arg(long, value_name = "DIR", conflicts_with = "build")]
+    pub copy_of: Option<PathBuf>,
+    /// Work in this folder, kept after the worker ends.
+    #[arg(long, value_name = "DIR")]
+    pub build: Option<PathBuf>,
+}
 
 /// `cargo xtask bench [KIND] [FLAGS]`: a kind's flags follow its name; without a kind,
 /// the flags are the default kind's. The kinds and their flags are the library's
