@@ -16,12 +16,18 @@
 //!
 //! A worker that ends mid-statement (killed, crashed) is one error naming it, its exit
 //! status, its last line on stderr and the statement; the backend is unusable after it.
+//!
+//! A worker runs in a process group of its own, so a Ctrl-C at a terminal reaches this
+//! process alone, which passes one SIGINT on to each worker (a second would stop the
+//! worker at once): the worker cancels its statement and answers that it was interrupted,
+//! which is [`Interrupted`] here.
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Write};
+use std::os::unix::process::CommandExt as _;
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Once};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
@@ -55,6 +61,29 @@ pub const PROTOCOL_MARK: &str = "chbench-worker ";
 const EXIT_WAIT: Duration = Duration::from_secs(30);
 /// Lines of the worker's stderr kept for an error.
 const STDERR_LINES: usize = 20;
+
+/// The workers of this process that run, by pid: what a request to stop reaches.
+static WORKERS: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+static STOP_HOOK: Once = Once::new();
+
+/// Passes a request to stop on to every worker (one SIGINT each); best effort, as a
+/// worker may have just ended.
+fn interrupt_workers() {
+    let Ok(workers) = WORKERS.lock() else { return };
+    for pid in workers.iter().filter_map(|pid| i32::try_from(*pid).ok()).filter_map(rustix::process::Pid::from_raw) {
+        let _ = rustix::process::kill_process(pid, rustix::process::Signal::INT);
+    }
+}
+
+/// Adds or removes a worker in [`WORKERS`].
+fn track_worker(pid: u32, running: bool) {
+    if let Ok(mut workers) = WORKERS.lock() {
+        workers.retain(|known| *known != pid);
+        if running {
+            workers.push(pid);
+        }
+    }
+}
 
 /// How to start a worker: a program and the arguments that make it one, before the
 /// worker's own (`--engine-version`, `--copy-of` or `--build`).
@@ -175,6 +204,7 @@ impl WorkerBackend {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
+            .process_group(0)
             .spawn()
             .with_context(|| {
                 format!(
@@ -190,6 +220,8 @@ impl WorkerBackend {
             let _ = child.wait();
             bail!("the engine worker for engine {} started without its pipes", engine.npm_version);
         };
+        STOP_HOOK.call_once(|| crate::interrupt::on_stop(interrupt_workers));
+        track_worker(child.id(), true);
         let stderr_tail = Arc::new(Mutex::new(VecDeque::new()));
         let tail = Arc::clone(&stderr_tail);
         // The worker's stderr is kept, not shown: its last lines say why it ended.
@@ -279,7 +311,9 @@ impl WorkerBackend {
     /// exit status and its last line on stderr. Later calls say it ended.
     fn died(&mut self, doing: &str) -> anyhow::Error {
         self.requests = None;
-        let status = match self.child.wait() {
+        let status = self.child.wait();
+        track_worker(self.child.id(), false);
+        let status = match status {
             Ok(status) => status.to_string(),
             Err(error) => format!("its status unknown: {error}"),
         };
@@ -335,13 +369,17 @@ impl Drop for WorkerBackend {
     fn drop(&mut self) {
         self.requests = None;
         let deadline = Instant::now() + EXIT_WAIT;
-        while Instant::now() < deadline {
+        let ended = loop {
             match self.child.try_wait() {
-                Ok(Some(_)) | Err(_) => return,
+                Ok(Some(_)) | Err(_) => break true,
+                Ok(None) if Instant::now() > deadline => break false,
                 Ok(None) => std::thread::sleep(Duration::from_millis(20)),
             }
+        };
+        if !ended {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
         }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        track_worker(self.child.id(), false);
     }
 }

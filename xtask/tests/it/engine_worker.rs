@@ -69,3 +69,19 @@ fn a_worker_that_dies_mid_statement_is_one_error_naming_it_and_the_statement() {
     assert!(again.starts_with(&format!("the engine worker (engine 26.5.3, pid {pid}) ended")), "{again}");
     assert!(again.ends_with("start another"), "{again}");
 }
+
+#[test]
+fn a_stop_request_here_cancels_the_workers_statement_and_the_worker_answers_after() {
+    let older = engine_version_named("26.5.3").unwrap();
+    let mut worker = WorkerBackend::spawn(&worker_command(), older, &Storage::Scratch, &|_| {}).unwrap();
+    let stopper = std::thread::spawn(|| {
+        std::thread::sleep(std::time::Duration::from_secs(1));
+        chbench::interrupt::request_stop();
+    });
+    let long = "SELECT count() FROM numbers_mt(10000000000000)";
+    let error = worker.run(long, &Settings::new(), "TabSeparated").unwrap_err();
+    stopper.join().unwrap();
+    assert!(error.is::<chbench::interrupt::Interrupted>(), "{error:#}");
+    // Cancelled, not ended: the worker runs the next statement.
+    assert_eq!(worker.run("SELECT 1", &Settings::new(), "TabSeparated").unwrap().0, "1\n");
+}
