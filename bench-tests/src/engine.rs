@@ -1,8 +1,10 @@
-//! Provisioning of the embedded engine: the pinned `libchdb` shared library.
+//! Provisioning of the embedded engine: the pinned `libchdb` shared library, and which
+//! of the pinned versions ([`ENGINE_VERSIONS`]) this process loads ([`engine_version`]:
+//! the command line's choice, else `CHBENCH_ENGINE_VERSION`, else the default).
 //!
 //! The library comes from the npm package `@chdb/lib-<platform>` (fetched with
 //! `npm pack`, never installed), is verified against a pinned SHA-256 and kept in a
-//! cache under the workspace's `target/` directory. `cargo xtask setup` and the tests
+//! cache under the workspace's `target/` directory, a folder per version. `cargo xtask setup` and the tests
 //! use this same code, so a fresh clone needs nothing but `npm` on the PATH.
 //! `CHBENCH_LIBCHDB` points at an existing `libchdb.so` instead and skips the cache.
 //! Whichever it is, its headers are checked before it is loaded ([`check_library`]),

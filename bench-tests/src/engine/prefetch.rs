@@ -1,6 +1,6 @@
-//! What to fetch (the pinned version, each platform's package) and the download started
-//! early: this crate's build script calls [`start`] while the rest of the build compiles,
-//! so that a fresh clone's first run finds the tarball on disk. Only `std` here, since
+//! What to fetch (the pinned versions, each platform's package) and the download started
+//! early: this crate's build script calls [`start`] for the default version while the
+//! rest of the build compiles, so that a fresh clone's first run finds the tarball on disk. Only `std` here, since
 //! the build script compiles this file on its own.
 //!
 //! `npm pack` runs detached into a staging folder of its own, `prefetch-<pid>/` in the
