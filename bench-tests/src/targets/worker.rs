@@ -94,6 +94,13 @@ pub struct WorkerCommand {
 }
 
 impl WorkerCommand {
+    /// This process's own executable with `args` (`cargo xtask`'s `engine-worker`): the
+    /// one program a run knows is there.
+    pub fn this_executable(args: &[&str]) -> Result<WorkerCommand> {
+        let program = std::env::current_exe().context("cannot find this process's executable to start a worker")?;
+        Ok(WorkerCommand { program, args: args.iter().map(|arg| arg.to_string()).collect() })
+    }
+
     /// The worker's command line for `engine` on `storage`, after [`WorkerCommand::args`].
     pub fn worker_args(engine: &EngineVersion, storage: &Storage) -> Vec<String> {
         let mut args = vec!["--engine-version".to_string(), engine.npm_version.to_string()];

@@ -46,3 +46,28 @@ fn a_server_target_or_a_library_of_another_version_is_refused_in_one_line() {
     assert!(line.ends_with("unset CHBENCH_LIBCHDB to use the pinned 26.5.3, or do not ask for a version"), "{line}");
     assert_eq!(std::fs::read_dir(results.path()).unwrap().count(), 0, "a bundle was made");
 }
+
+#[test]
+fn the_version_asked_for_is_the_one_that_answers_in_setup_and_measure() {
+    // The pinned cache, not the caller's library: 26.5.3 fetched the first time.
+    let without_library = |args: &[&str]| {
+        let mut command = common::xtask();
+        command.args(args).env_remove("CHBENCH_ENGINE_VERSION").env_remove("CHBENCH_LIBCHDB");
+        command.output().expect("cannot run xtask")
+    };
+    let setup = without_library(&["setup", "--engine-version", "26.5.3"]);
+    assert!(setup.status.success(), "{}", String::from_utf8_lossy(&setup.stderr));
+    let printed = String::from_utf8_lossy(&setup.stdout);
+    assert!(
+        printed.contains("libchdb/26.5.3/libchdb.so") && printed.contains("ClickHouse version: 26.5.1.1"),
+        "{printed}"
+    );
+    let folder = tempfile::tempdir().unwrap();
+    let file = folder.path().join("version.sql");
+    std::fs::write(&file, "SELECT version()\n").unwrap();
+    let file = file.to_str().unwrap();
+    let measured = without_library(&["measure", "--target", "embedded", "--engine-version", "26.5.3", "--json", file]);
+    assert!(measured.status.success(), "{}", String::from_utf8_lossy(&measured.stderr));
+    let record: serde_json::Value = serde_json::from_slice(&measured.stdout).unwrap();
+    assert_eq!(record["answer"], "26.5.1.1\n", "{record}");
+}
