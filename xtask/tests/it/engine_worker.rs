@@ -33,6 +33,13 @@ fn a_worker_on_26_5_3_answers_beside_this_processs_engine_on_a_copy_of_its_folde
     worker.use_database(&database).unwrap();
     let sum = "SELECT count(), sum(k), max(v) FROM t";
     assert_eq!(worker.query_text(sum).unwrap(), here.query_text(sum).unwrap());
+    // A measurement through the worker: the worker's own result counters and events.
+    let tag = chbench::stats::StatementTag::new("engine_worker", "test", "scan", 1);
+    let measured =
+        chbench::measure::measure(&mut worker, "SELECT count() FROM t WHERE v != ''", &tag, &Settings::new()).unwrap();
+    assert_eq!(measured.body, "5000\n");
+    assert_eq!(measured.stats.read_rows, 5000, "{:?}", measured.stats);
+    assert_eq!(measured.stats.event("SelectedRows"), 5000, "{:?}", measured.stats.profile_events);
     // Statement settings reach the worker's session for that statement alone.
     let threads = "SELECT getSetting('max_threads')";
     let one = worker.run(threads, &Settings::new().with("max_threads", 1), "TabSeparated").unwrap();
