@@ -21,8 +21,9 @@ fn main() {
     }
     let (Ok(os), Ok(arch)) = (var("CARGO_CFG_TARGET_OS"), var("CARGO_CFG_TARGET_ARCH")) else { return };
     let gnu = var("CARGO_CFG_TARGET_ENV").is_ok_and(|env| env == "gnu");
-    let Some(package) = prefetch::package_of(&os, &arch, gnu) else { return };
-    // Where the run looks for it (chbench::files::chbench_dir, engine::cache_dir).
+    let Some(package) = prefetch::package_of(&os, &arch, gnu, prefetch::DEFAULT_ENGINE) else { return };
+    // Where the run looks for it (chbench::files::chbench_dir, engine::cache_dir_of); only
+    // the default engine: another version is fetched by the first run that asks for it.
     let Ok(manifest_dir) = var("CARGO_MANIFEST_DIR") else { return };
     let target_dir = var("CARGO_TARGET_DIR")
         .map(PathBuf::from)
@@ -31,8 +32,7 @@ fn main() {
     if cache.join("libchdb.so").is_file() || !prefetch::staging_folders(&cache).is_empty() {
         return;
     }
-    let spec = format!("{}@{}", package.npm_name, prefetch::CHDB_NPM_VERSION);
-    if let Err(error) = prefetch::start(&cache, &spec) {
+    if let Err(error) = prefetch::start(&cache, &package.spec()) {
         println!("cargo:warning=the engine download did not start early ({error}); the first run fetches it");
     }
 }

@@ -1,8 +1,10 @@
-//! Provisioning of the embedded engine: the pinned `libchdb` shared library.
+//! Provisioning of the embedded engine: the pinned `libchdb` shared library, and which
+//! of the pinned versions ([`ENGINE_VERSIONS`]) this process loads ([`engine_version`]:
+//! the command line's choice, else `CHBENCH_ENGINE_VERSION`, else the default).
 //!
 //! The library comes from the npm package `@chdb/lib-<platform>` (fetched with
 //! `npm pack`, never installed), is verified against a pinned SHA-256 and kept in a
-//! cache under the workspace's `target/` directory. `cargo xtask setup` and the tests
+//! cache under the workspace's `target/` directory, a folder per version. `cargo xtask setup` and the tests
 //! use this same code, so a fresh clone needs nothing but `npm` on the PATH.
 //! `CHBENCH_LIBCHDB` points at an existing `libchdb.so` instead and skips the cache.
 //! Whichever it is, its headers are checked before it is loaded ([`check_library`]),
@@ -11,6 +13,7 @@
 use std::fs::{self, File};
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use anyhow::{Context, Result, anyhow, bail};
 use object::read::ReadCache;
@@ -22,19 +25,81 @@ use crate::files::chbench_dir;
 
 pub mod prefetch;
 
-pub use self::prefetch::{CHDB_NPM_VERSION, EnginePackage};
+pub use self::prefetch::{CHDB_NPM_VERSION, DEFAULT_ENGINE, ENGINE_VERSIONS, EnginePackage, EngineVersion};
 
 /// Environment variable naming an existing `libchdb.so` to use instead of the cache.
 pub const LIBCHDB_ENV: &str = "CHBENCH_LIBCHDB";
+/// Environment variable naming the pinned engine version to load (an npm version of
+/// [`ENGINE_VERSIONS`]); `--engine-version` reads it too.
+pub const ENGINE_VERSION_ENV: &str = "CHBENCH_ENGINE_VERSION";
 
-/// The package for the platform this crate was built for.
-pub fn engine_package() -> Result<EnginePackage> {
-    engine_package_for(std::env::consts::OS, std::env::consts::ARCH, cfg!(target_env = "gnu"))
+/// The engine version chosen for this process by its command line, before the engine loads.
+static CHOSEN_VERSION: OnceLock<&'static EngineVersion> = OnceLock::new();
+
+/// The pinned engine of npm version `name`, or one line listing the pinned ones.
+pub fn engine_version_named(name: &str) -> Result<&'static EngineVersion> {
+    let name = name.trim();
+    ENGINE_VERSIONS.iter().find(|engine| engine.npm_version == name).with_context(|| {
+        format!("{name:?} is not a pinned engine version; the pinned ones: {}", pinned_version_names())
+    })
 }
 
-/// The package of a platform ([`prefetch::package_of`]), or why there is none.
-pub fn engine_package_for(os: &str, arch: &str, gnu: bool) -> Result<EnginePackage> {
-    prefetch::package_of(os, arch, gnu).with_context(|| {
+/// The pinned npm versions, the default first, for messages: `26.7.3-stable.1 (default), 26.5.3`.
+pub fn pinned_version_names() -> String {
+    let names: Vec<String> = ENGINE_VERSIONS
+        .iter()
+        .map(|engine| {
+            if engine == DEFAULT_ENGINE {
+                format!("{} (default)", engine.npm_version)
+            } else {
+                engine.npm_version.to_string()
+            }
+        })
+        .collect();
+    names.join(", ")
+}
+
+/// Chooses the engine version this process loads (the command line's `--engine-version`).
+/// Refused once another version was chosen: the engine loads once per process.
+pub fn choose_engine_version(engine: &'static EngineVersion) -> Result<()> {
+    let chosen = CHOSEN_VERSION.get_or_init(|| engine);
+    if *chosen != engine {
+        bail!(
+            "engine {} was already chosen for this process, {} cannot be loaded beside it (one engine per process)",
+            chosen.npm_version,
+            engine.npm_version
+        );
+    }
+    Ok(())
+}
+
+/// The engine version asked for, if any: chosen by the command line, else named by
+/// `CHBENCH_ENGINE_VERSION` (empty counts as unset).
+pub fn asked_engine_version() -> Result<Option<&'static EngineVersion>> {
+    if let Some(chosen) = CHOSEN_VERSION.get() {
+        return Ok(Some(chosen));
+    }
+    match std::env::var(ENGINE_VERSION_ENV) {
+        Ok(name) if name.trim().is_empty() => Ok(None),
+        Ok(name) => engine_version_named(&name).map(Some).with_context(|| format!("{ENGINE_VERSION_ENV}={name:?}")),
+        Err(std::env::VarError::NotPresent) => Ok(None),
+        Err(std::env::VarError::NotUnicode(_)) => bail!("{ENGINE_VERSION_ENV} is not valid UTF-8"),
+    }
+}
+
+/// The engine version this process loads: the one asked for, or the default.
+pub fn engine_version() -> Result<&'static EngineVersion> {
+    Ok(asked_engine_version()?.unwrap_or(DEFAULT_ENGINE))
+}
+
+/// The package of `engine` for the platform this crate was built for.
+pub fn engine_package(engine: &EngineVersion) -> Result<EnginePackage> {
+    engine_package_for(std::env::consts::OS, std::env::consts::ARCH, cfg!(target_env = "gnu"), engine)
+}
+
+/// The package of a platform at `engine` ([`prefetch::package_of`]), or why there is none.
+pub fn engine_package_for(os: &str, arch: &str, gnu: bool, engine: &EngineVersion) -> Result<EnginePackage> {
+    prefetch::package_of(os, arch, gnu, engine).with_context(|| {
         format!(
             "no embedded engine is published for this platform ({os} on {arch}{}); set {LIBCHDB_ENV} to a \
              libchdb.so or choose a server target with CHBENCH_TARGET",
@@ -43,9 +108,14 @@ pub fn engine_package_for(os: &str, arch: &str, gnu: bool) -> Result<EnginePacka
     })
 }
 
-/// Where the cached library lives: `<target dir>/chbench/libchdb/<npm version>/libchdb.so`.
+/// Where the default engine's library lives: `<target dir>/chbench/libchdb/<npm version>/libchdb.so`.
 pub fn cache_dir() -> PathBuf {
-    chbench_dir().join("libchdb").join(CHDB_NPM_VERSION)
+    cache_dir_of(DEFAULT_ENGINE)
+}
+
+/// Where `engine`'s library lives, beside the other versions': `<target dir>/chbench/libchdb/<npm version>/`.
+pub fn cache_dir_of(engine: &EngineVersion) -> PathBuf {
+    chbench_dir().join("libchdb").join(engine.npm_version)
 }
 
 /// Where the library to load came from. It decides the advice for a bad file: the
@@ -84,18 +154,49 @@ impl EngineLibrary {
     }
 }
 
-/// The library to load: `CHBENCH_LIBCHDB` when set, else the cache, fetched first when
-/// missing. `progress` receives one line per step that takes time (download, extract).
+/// The library to load: `CHBENCH_LIBCHDB` when set, else the cache of the engine version
+/// asked for ([`engine_version`]), fetched first when missing. `progress` receives one
+/// line per step that takes time (download, extract).
 pub fn library(progress: &dyn Fn(&str)) -> Result<EngineLibrary> {
+    let asked = asked_engine_version()?;
     // Set but empty counts as unset, as shells make it easy to do by accident.
     if let Some(path) = std::env::var_os(LIBCHDB_ENV).filter(|path| !path.is_empty()) {
         let path = PathBuf::from(path);
         if !path.is_file() {
             bail!("{LIBCHDB_ENV}={} is not a file; point it at a libchdb.so or unset it", path.display());
         }
+        if let Some(engine) = asked {
+            check_named_library_is(&path, engine)?;
+        }
         return Ok(EngineLibrary { path, source: LibrarySource::Env });
     }
-    Ok(EngineLibrary { path: provision(progress)?, source: LibrarySource::Cache })
+    Ok(EngineLibrary {
+        path: provision_version(asked.unwrap_or(DEFAULT_ENGINE), progress)?,
+        source: LibrarySource::Cache,
+    })
+}
+
+/// Refuses a `CHBENCH_LIBCHDB` file that is not `engine`'s library when that version was
+/// asked for: its size must be the pinned library's (the file is the user's, so a size
+/// check, not a hash of 560 MB, tells the pinned builds apart).
+fn check_named_library_is(path: &Path, engine: &EngineVersion) -> Result<()> {
+    let asked = format!("engine {} was asked for", engine.npm_version);
+    let advice = format!("unset {LIBCHDB_ENV} to use the pinned {}, or do not ask for a version", engine.npm_version);
+    let Some((_, size)) = engine_package(engine)?.pinned else {
+        bail!(
+            "{LIBCHDB_ENV}={} is set and {asked}, whose library is not pinned on this platform: {advice}",
+            path.display()
+        );
+    };
+    let length = fs::metadata(path).with_context(|| format!("cannot read {}", path.display()))?.len();
+    if length != size {
+        bail!(
+            "{LIBCHDB_ENV}={} is set and {asked}, but the file is not its library ({length} bytes, the pinned one has \
+             {size}): {advice}",
+            path.display()
+        );
+    }
+    Ok(())
 }
 
 /// Checks that a library is whole before it is loaded: `dlopen` maps every segment of
@@ -251,12 +352,19 @@ fn object_defect<'data, R: ReadRef<'data>>(data: R, length: u64) -> Option<Libra
     segment_past_the_end(file.segments().map(|segment| segment.file_range()), length)
 }
 
-/// Fetches and verifies the pinned library into the cache unless it is there already.
-/// Safe when several processes call it at once: they take turns on a lock file, and the
-/// library appears under its final name only once it is complete and verified.
+/// Fetches and verifies the default engine's library into the cache unless it is there
+/// already ([`provision_version`]).
 pub fn provision(progress: &dyn Fn(&str)) -> Result<PathBuf> {
-    let package = engine_package()?;
-    let dir = cache_dir();
+    provision_version(DEFAULT_ENGINE, progress)
+}
+
+/// Fetches and verifies `engine`'s library into its cache folder unless it is there
+/// already; each version has a folder of its own, so they live side by side. Safe when
+/// several processes call it at once: they take turns on a lock file, and the library
+/// appears under its final name only once it is complete and verified.
+pub fn provision_version(engine: &EngineVersion, progress: &dyn Fn(&str)) -> Result<PathBuf> {
+    let package = engine_package(engine)?;
+    let dir = cache_dir_of(engine);
     let library = dir.join("libchdb.so");
     if cached_library_is_complete(&library, &package)? {
         return Ok(library);
@@ -271,7 +379,7 @@ pub fn provision(progress: &dyn Fn(&str)) -> Result<PathBuf> {
     }
     let staging =
         tempfile::tempdir_in(&dir).with_context(|| format!("cannot create a staging folder in {}", dir.display()))?;
-    let spec = format!("{}@{CHDB_NPM_VERSION}", package.npm_name);
+    let spec = package.spec();
     let extracted = staging.path().join("libchdb.so");
     // The build's download first; anything wrong with it (npm failed, a tarball cut
     // short, a wrong hash) and this fetches its own, as it would without one.
@@ -551,19 +659,58 @@ mod tests {
 
     #[test]
     fn each_published_platform_has_its_package_and_others_are_one_line() {
-        let name = |os, arch, gnu| engine_package_for(os, arch, gnu).map(|package| package.npm_name);
+        let name = |os, arch, gnu| engine_package_for(os, arch, gnu, DEFAULT_ENGINE).map(|package| package.npm_name);
         assert_eq!(name("linux", "x86_64", true).unwrap(), "@chdb/lib-linux-x64-gnu");
         assert_eq!(name("linux", "aarch64", true).unwrap(), "@chdb/lib-linux-arm64-gnu");
         assert_eq!(name("macos", "aarch64", false).unwrap(), "@chdb/lib-darwin-arm64");
         assert_eq!(name("macos", "x86_64", false).unwrap(), "@chdb/lib-darwin-x64");
-        // Only the package checked here has a pinned hash.
-        assert!(engine_package_for("linux", "x86_64", true).unwrap().pinned.is_some());
-        assert!(engine_package_for("linux", "aarch64", true).unwrap().pinned.is_none());
+        // Only the package checked here has a pinned hash, at every pinned version.
+        for engine in ENGINE_VERSIONS {
+            let linux = engine_package_for("linux", "x86_64", true, engine).unwrap();
+            assert!(linux.pinned.is_some(), "{engine:?}");
+            assert_eq!(linux.spec(), format!("@chdb/lib-linux-x64-gnu@{}", engine.npm_version));
+            assert!(engine_package_for("linux", "aarch64", true, engine).unwrap().pinned.is_none());
+        }
         let musl = name("linux", "aarch64", false).unwrap_err().to_string();
         assert!(
             musl.starts_with("no embedded engine is published for this platform (linux on aarch64, without glibc)")
         );
         assert!(musl.contains("set CHBENCH_LIBCHDB"), "{musl}");
+    }
+
+    #[test]
+    fn pinned_versions_are_found_by_npm_version_and_others_are_one_line_listing_them() {
+        assert_eq!(DEFAULT_ENGINE.npm_version, CHDB_NPM_VERSION);
+        assert_eq!(engine_version_named("26.5.3").unwrap().clickhouse_version, "26.5.1.1");
+        assert_eq!(engine_version_named(" 26.7.3-stable.1 ").unwrap(), DEFAULT_ENGINE);
+        let error = engine_version_named("26.6.0").unwrap_err().to_string();
+        assert_eq!(
+            error,
+            "\"26.6.0\" is not a pinned engine version; the pinned ones: 26.7.3-stable.1 (default), 26.5.3"
+        );
+        // Side by side: a folder per npm version.
+        let folders: std::collections::BTreeSet<PathBuf> = ENGINE_VERSIONS.iter().map(cache_dir_of).collect();
+        assert_eq!(folders.len(), ENGINE_VERSIONS.len());
+        assert!(cache_dir_of(engine_version_named("26.5.3").unwrap()).ends_with("libchdb/26.5.3"));
+    }
+
+    #[test]
+    #[cfg(all(target_os = "linux", target_arch = "x86_64", target_env = "gnu"))]
+    fn a_library_of_the_users_that_is_not_the_version_asked_for_is_one_line() {
+        let folder = tempfile::tempdir().unwrap();
+        let file = folder.path().join("libchdb.so");
+        fs::write(&file, b"some other build").unwrap();
+        let engine = engine_version_named("26.5.3").unwrap();
+        let error = check_named_library_is(&file, engine).unwrap_err().to_string();
+        assert_eq!(
+            error,
+            format!(
+                "CHBENCH_LIBCHDB={} is set and engine 26.5.3 was asked for, but the file is not its library (16 \
+                 bytes, the pinned one has 559044752): unset CHBENCH_LIBCHDB to use the pinned 26.5.3, or do not ask \
+                 for a version",
+                file.display()
+            )
+        );
     }
 
     #[test]

@@ -37,6 +37,7 @@ fn run(flags: &RunFlags, kind_name: &str, benchmark: &dyn AnyBenchmark) -> Resul
         check_run_id(run_id)?;
     }
     benchmark.check()?;
+    flags.engine.choose_for(flags.target.target)?;
     // An engine in this process writes under target/chbench/: the run must fit there.
     let kind = chbench::targets::resolve_kind(flags.target.target);
     if chbench::targets::spec(kind).capabilities.engine_in_process {

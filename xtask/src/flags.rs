@@ -19,7 +19,8 @@ pub struct Xtask {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Fetch and verify the pinned embedded engine (libchdb) and print its ClickHouse version.
+    /// Fetch and verify the pinned embedded engine (libchdb) and print its ClickHouse version
+    /// (`--engine-version` for another pinned version).
     Setup(Setup),
     /// Run a benchmark (the logs benchmark unless another kind is named) on the chosen
     /// target, write a results bundle and its report.
@@ -47,6 +48,10 @@ pub enum Command {
     /// Remove the `container` target's containers whose run or process has ended (what
     /// every open of the target does first), so that none is left running after a run.
     CleanContainers(CleanContainers),
+    /// The embedded engine of one version in a process of its own, run by another chbench
+    /// process over pipes (`chbench::targets::worker`); not for people.
+    #[command(hide = true)]
+    EngineWorker(EngineWorker),
 }
 
 /// This process's command line, parsed; on a mistake, clap's error (exit code 2), said
@@ -77,6 +82,16 @@ fn in_the_users_terms(error: clap::Error, args: &[OsString]) -> clap::Error {
             let value = context(ContextKind::InvalidValue).unwrap_or_default();
             let why = parse_target(&value).err().unwrap_or_default();
             format!("{TARGET_ENV}={value:?}: {why}; set {TARGET_ENV} to one of them, or unset it")
+        }
+        ErrorKind::ValueValidation
+            if context(ContextKind::InvalidArg).is_some_and(|arg| arg.starts_with("--engine-version"))
+                && !given.iter().any(|arg| *arg == "--engine-version" || arg.starts_with("--engine-version=")) =>
+        {
+            // The value came from the variable, as for `--target`.
+            let value = context(ContextKind::InvalidValue).unwrap_or_default();
+            let why = parse_engine_version(&value).err().unwrap_or_default();
+            let variable = chbench::engine::ENGINE_VERSION_ENV;
+            format!("{variable}={value:?}: {why}; set {variable} to one of them, or unset it")
         }
         ErrorKind::InvalidSubcommand if bench => {
             let name = context(ContextKind::InvalidSubcommand).unwrap_or_default();
@@ -274,11 +289,61 @@ impl TypedValueParser for TargetParser {
     }
 }
 
+// Which pinned embedded engine to load. (A `//` comment: a doc comment would become the
+// about text of the commands that take it.)
+#[derive(Debug, Clone, Args)]
+pub struct EngineVersionFlag {
+    /// The embedded engine's version: an npm version of @chdb/lib-<platform> the project
+    /// pins (26.7.3-stable.1, the default, or 26.5.3), fetched and checked once, cached
+    /// beside the others.
+    #[arg(long, env = chbench::engine::ENGINE_VERSION_ENV, value_name = "V", value_parser = parse_engine_version)]
+    pub engine_version: Option<&'static chbench::engine::EngineVersion>,
+}
+
+impl EngineVersionFlag {
+    /// Chooses the asked version for this process before the engine loads; refused in one
+    /// line when `target` runs no engine in this process (a server has its own version).
+    pub fn choose_for(&self, target: TargetKind) -> anyhow::Result<()> {
+        let Some(engine) = self.engine_version else { return Ok(()) };
+        let kind = chbench::targets::resolve_kind(target);
+        if !chbench::targets::spec(kind).capabilities.engine_in_process {
+            anyhow::bail!(
+                "--engine-version {} (or {}) chooses the embedded engine's version, and the target is {kind}, a \
+                 server with a version of its own: drop it, or use --target embedded",
+                engine.npm_version,
+                chbench::engine::ENGINE_VERSION_ENV
+            );
+        }
+        chbench::engine::choose_engine_version(engine)
+    }
+}
+
+/// `--engine-version`'s parser: a pinned npm version, or one line listing them.
+fn parse_engine_version(text: &str) -> Result<&'static chbench::engine::EngineVersion, String> {
+    chbench::engine::engine_version_named(text).map_err(|error| error.to_string())
+}
+
 #[derive(Debug, Args)]
-pub struct Setup {}
+pub struct Setup {
+    #[command(flatten)]
+    pub engine: EngineVersionFlag,
+}
 
 #[derive(Debug, Args)]
 pub struct CleanContainers {}
+
+/// `engine-worker`: the arguments `chbench::targets::worker::WorkerCommand::worker_args` writes.
+#[derive(Debug, Args)]
+pub struct EngineWorker {
+    #[command(flatten)]
+    pub engine: EngineVersionFlag,
+    /// Work on a hard-linked copy of this folder (in the worker's own folder).
+    #[arg(long, value_name = "DIR", conflicts_with = "build")]
+    pub copy_of: Option<PathBuf>,
+    /// Work in this folder, kept after the worker ends.
+    #[arg(long, value_name = "DIR")]
+    pub build: Option<PathBuf>,
+}
 
 /// `cargo xtask bench [KIND] [FLAGS]`: a kind's flags follow its name; without a kind,
 /// the flags are the default kind's. The kinds and their flags are the library's
@@ -363,6 +428,8 @@ impl Args for DefaultKindFlags {
 pub struct RunFlags {
     #[command(flatten)]
     pub target: TargetFlag,
+    #[command(flatten)]
+    pub engine: EngineVersionFlag,
     /// Where results bundles go (one folder per run).
     #[arg(long, default_value = "results")]
     pub results_dir: PathBuf,
@@ -420,6 +487,8 @@ pub struct Compare {
 pub struct Measure {
     #[command(flatten)]
     pub target: TargetFlag,
+    #[command(flatten)]
+    pub engine: EngineVersionFlag,
     /// SQL files (the first one must exist or end in .sql; every statement but the last
     /// is set-up, the last is measured), or a pack's name and one of its queries.
     #[arg(required = true, value_name = "FILE.sql | PACK QUERY")]
@@ -501,6 +570,33 @@ mod tests {
             }
             other => panic!("parsed as {other:?}"),
         }
+    }
+
+    #[test]
+    fn the_engine_version_is_a_pinned_one_on_every_command_that_loads_the_engine() {
+        let engine = |args: &[&str]| match Xtask::try_parse_from(args).map(|flags| flags.command) {
+            Ok(Command::Setup(setup)) => Ok(setup.engine.engine_version),
+            Ok(Command::Measure(measure)) => Ok(measure.engine.engine_version),
+            Ok(Command::Bench(bench)) => {
+                let matches = bench.kind.map_or(bench.default_kind.matches, |chosen| chosen.matches);
+                Ok(RunFlags::from_arg_matches(&matches).unwrap().engine.engine_version)
+            }
+            Ok(other) => panic!("parsed as {other:?}"),
+            Err(error) => Err(error),
+        };
+        let older = chbench::engine::engine_version_named("26.5.3").unwrap();
+        assert_eq!(engine(&["xtask", "setup", "--engine-version", "26.5.3"]).unwrap(), Some(older));
+        assert_eq!(engine(&["xtask", "measure", "--engine-version", "26.5.3", "q.sql"]).unwrap(), Some(older));
+        assert_eq!(engine(&["xtask", "bench", "--engine-version", "26.5.3", "--rows", "100K"]).unwrap(), Some(older));
+        assert_eq!(engine(&["xtask", "bench", "parts", "--engine-version", "26.5.3"]).unwrap(), Some(older));
+        let error = engine(&["xtask", "setup", "--engine-version", "25.1"]).unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::ValueValidation);
+        assert!(error.to_string().contains("the pinned ones: 26.7.3-stable.1 (default), 26.5.3"), "{error}");
+        // A server has its own version: the flag is refused before anything opens.
+        let flag = EngineVersionFlag { engine_version: Some(older) };
+        let refused = flag.choose_for(TargetKind::Url).unwrap_err().to_string();
+        assert!(refused.starts_with("--engine-version 26.5.3 (or CHBENCH_ENGINE_VERSION) chooses"), "{refused}");
+        assert!(refused.contains("the target is url"), "{refused}");
     }
 
     #[test]

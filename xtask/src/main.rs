@@ -5,6 +5,7 @@ mod bench;
 mod clean_containers;
 mod compare;
 mod eks;
+mod engine_worker;
 mod flags;
 mod measure;
 mod new_pack;
@@ -26,6 +27,7 @@ fn main() -> ExitCode {
         flags::Command::NewPack(new_pack) => new_pack.run(),
         flags::Command::Eks(eks) => eks.run(),
         flags::Command::CleanContainers(clean) => clean.run(),
+        flags::Command::EngineWorker(worker) => worker.run(),
     });
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

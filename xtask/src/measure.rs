@@ -35,6 +35,7 @@ use crate::flags::Measure;
 
 impl Measure {
     pub fn run(self) -> Result<()> {
+        self.engine.choose_for(self.target.target)?;
         if names_files(&self.args) { self.run_files() } else { self.run_pack() }
     }
 

@@ -1,4 +1,5 @@
-//! `cargo xtask setup`: fetch the pinned engine, check that it loads and answers.
+//! `cargo xtask setup`: fetch the pinned engine (`--engine-version`: another pinned one),
+//! check that it loads and answers.
 
 use anyhow::Result;
 use chbench::engine;
@@ -9,6 +10,7 @@ use crate::flags::Setup;
 
 impl Setup {
     pub fn run(self) -> Result<()> {
+        self.engine.choose_for(TargetKind::Embedded)?;
         let progress = |line: &str| eprintln!("setup: {line}");
         let library = engine::library(&progress)?;
         // Printed once the library has loaded and answered, so a bad one prints only its error.

@@ -1,4 +1,6 @@
 //! Prepared datasets: built once per (statements, engine) and reused by every process.
+//! Each engine version has its own builds, side by side: a build supersedes only the
+//! builds of the same dataset on the same version.
 //!
 //! A [`Dataset`] is a list of fixture files run in order in one database, with their
 //! parameters (the row count, say). Its key hashes the rendered statements
@@ -177,7 +179,7 @@ impl Dataset {
                             )?;
                         }
                         let manifest = self.build_folder(kind, &folder, &key)?;
-                        remove_superseded_builds(&root, &self.name, &key);
+                        remove_superseded_builds(&root, &self.name, &key, &manifest.engine_version);
                         manifest
                     }
                 }
@@ -464,11 +466,15 @@ fn replaced_part_folders(target: &mut Target) -> Result<Vec<PathBuf>> {
     Ok(rows.into_iter().map(|row| PathBuf::from(row.path)).collect())
 }
 
-/// Removes the other builds of the dataset named `name` (`<name>-<key>` with another
-/// key): the SQL, the scale's files or the engine changed since, and each edit of a pack
-/// would otherwise leave a copy of its data behind. A build whose lock is held (being
-/// built, or waited for) is left alone; one that is needed again is rebuilt.
-fn remove_superseded_builds(root: &Path, name: &str, key: &str) {
+/// Removes the other builds of the dataset named `name` on the same engine version
+/// (`<name>-<key>` with another key, whose manifest names `engine_version`): the SQL or
+/// the scale's files changed since, and each edit of a pack would otherwise leave a copy
+/// of its data behind. Builds on other engine versions stay: each version has its own,
+/// side by side, so that going back and forth between versions rebuilds nothing. A
+/// folder whose manifest cannot be read is no usable build and goes too. A build whose
+/// lock is held (being built, or waited for) is left alone; one that is needed again is
+/// rebuilt.
+fn remove_superseded_builds(root: &Path, name: &str, key: &str, engine_version: &str) {
     let Ok(entries) = fs::read_dir(root) else { return };
     for entry in entries.flatten() {
         let folder = entry.path();
@@ -476,6 +482,9 @@ fn remove_superseded_builds(root: &Path, name: &str, key: &str) {
         let Some(other_key) = file_name.strip_prefix(name).and_then(|rest| rest.strip_prefix('-')) else { continue };
         let is_key = other_key.len() == key.len() && other_key.chars().all(|c| c.is_ascii_hexdigit());
         if !is_key || other_key == key || !folder.is_dir() {
+            continue;
+        }
+        if read_manifest(&folder).is_some_and(|manifest| manifest.engine_version != engine_version) {
             continue;
         }
         let lock_path = folder.with_extension("lock");
@@ -542,23 +551,50 @@ mod tests {
         for folder in
             ["t_by_day_1000-00000000000000aa", "t_by_day_1000-00000000000000bb", "t_by_day_10000-00000000000000cc"]
         {
-            folder_with_a_file(&root.path().join(folder));
+            complete_build_on(root.path(), folder, 10, "26.7.2.1");
         }
         // A build of another key in progress: its lock is held.
         folder_with_a_file(&root.path().join("t_by_day_1000-00000000000000dd"));
         let lock = File::create(root.path().join("t_by_day_1000-00000000000000dd.lock")).unwrap();
         lock.lock().unwrap();
-        remove_superseded_builds(root.path(), "t_by_day_1000", key);
-        let mut left: Vec<String> = fs::read_dir(root.path())
+        // The same dataset built on another engine version: its own build, kept.
+        complete_build_on(root.path(), "t_by_day_1000-00000000000000ee", 10, "26.5.1.1");
+        // A folder with no manifest is no build: it goes.
+        folder_with_a_file(&root.path().join("t_by_day_1000-00000000000000ff"));
+        remove_superseded_builds(root.path(), "t_by_day_1000", key, "26.7.2.1");
+        assert_eq!(
+            builds_left(root.path()),
+            [
+                "t_by_day_1000-00000000000000aa",
+                "t_by_day_1000-00000000000000dd",
+                "t_by_day_1000-00000000000000ee",
+                "t_by_day_10000-00000000000000cc"
+            ]
+        );
+        // A new build on the other version supersedes only that version's.
+        complete_build_on(root.path(), "t_by_day_1000-0000000000000011", 10, "26.5.1.1");
+        remove_superseded_builds(root.path(), "t_by_day_1000", "0000000000000011", "26.5.1.1");
+        assert_eq!(
+            builds_left(root.path()),
+            [
+                "t_by_day_1000-0000000000000011",
+                "t_by_day_1000-00000000000000aa",
+                "t_by_day_1000-00000000000000dd",
+                "t_by_day_10000-00000000000000cc"
+            ]
+        );
+        drop(lock);
+    }
+
+    /// The folders under `root`, sorted, locks left out.
+    fn builds_left(root: &Path) -> Vec<String> {
+        let mut left: Vec<String> = fs::read_dir(root)
             .unwrap()
             .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
             .filter(|name| !name.ends_with(".lock"))
             .collect();
         left.sort();
-        assert_eq!(
-            left,
-            ["t_by_day_1000-00000000000000aa", "t_by_day_1000-00000000000000dd", "t_by_day_10000-00000000000000cc"]
-        );
+        left
     }
 
     #[test]
@@ -582,15 +618,19 @@ mod tests {
 
     /// A complete build of `name` holding `bytes` of data besides its manifest.
     fn complete_build(root: &Path, name: &str, bytes: usize) -> u64 {
+        complete_build_on(root, name, bytes, "26.7.2.1")
+    }
+
+    /// [`complete_build`] by an engine that reports `engine_version`.
+    fn complete_build_on(root: &Path, name: &str, bytes: usize, engine_version: &str) -> u64 {
         let folder = root.join(name);
         folder_with_a_file(&folder);
         fs::write(folder.join("part"), vec![0u8; bytes]).unwrap();
-        fs::write(folder.join(MANIFEST_FILE), "{}").unwrap();
         // read_manifest needs a manifest that parses.
         let manifest = DatasetManifest {
             name: name.to_string(),
             key: "00".to_string(),
-            engine_version: "26.7.2.1".to_string(),
+            engine_version: engine_version.to_string(),
             database: "p".to_string(),
             statements: Vec::new(),
             build_seconds: 0.0,

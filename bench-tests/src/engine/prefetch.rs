@@ -1,6 +1,6 @@
-//! What to fetch (the pinned version, each platform's package) and the download started
-//! early: this crate's build script calls [`start`] while the rest of the build compiles,
-//! so that a fresh clone's first run finds the tarball on disk. Only `std` here, since
+//! What to fetch (the pinned versions, each platform's package) and the download started
+//! early: this crate's build script calls [`start`] for the default version while the
+//! rest of the build compiles, so that a fresh clone's first run finds the tarball on disk. Only `std` here, since
 //! the build script compiles this file on its own.
 //!
 //! `npm pack` runs detached into a staging folder of its own, `prefetch-<pid>/` in the
@@ -14,38 +14,94 @@ use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-/// The pinned engine build. Every snapshot and results bundle records the ClickHouse
-/// version reported by this library (`SELECT version()`), not this npm version.
-pub const CHDB_NPM_VERSION: &str = "26.7.3-stable.1";
+/// One engine build the project pins: its npm version, the ClickHouse version it
+/// reports, and the libraries checked here. Every snapshot and results bundle records the
+/// ClickHouse version the library reports (`SELECT version()`), not the npm version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EngineVersion {
+    /// The npm version of `@chdb/lib-<platform>`, as `--engine-version` names it.
+    pub npm_version: &'static str,
+    /// What `SELECT version()` answers on it.
+    pub clickhouse_version: &'static str,
+    /// Each platform package whose `package/libchdb.so` was checked: its npm name, SHA-256
+    /// and size. A platform missing here has its download trusted.
+    pub libraries: &'static [PinnedLibrary],
+}
 
-/// One platform's npm package and what we know of its library.
+/// One platform package's `package/libchdb.so`, as checked here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PinnedLibrary {
+    pub npm_name: &'static str,
+    pub sha256: &'static str,
+    pub size: u64,
+}
+
+/// The pinned engine builds, the default first. Each was fetched with `npm pack` and its
+/// library hashed here (2026-12-01); the registry these machines reach publishes no
+/// linux-arm64 or macOS package, so only the linux-x64 one has a hash.
+pub const ENGINE_VERSIONS: &[EngineVersion] = &[
+    EngineVersion {
+        npm_version: "26.7.3-stable.1",
+        clickhouse_version: "26.7.2.1",
+        libraries: &[PinnedLibrary {
+            npm_name: "@chdb/lib-linux-x64-gnu",
+            sha256: "36ad4e999882821ef13cf2d0f52c93f48e6ee1b4498b35a201c23ce4b8d15bf5",
+            size: 566_330_096,
+        }],
+    },
+    EngineVersion {
+        npm_version: "26.5.3",
+        clickhouse_version: "26.5.1.1",
+        libraries: &[PinnedLibrary {
+            npm_name: "@chdb/lib-linux-x64-gnu",
+            sha256: "4330da79405733f7572f27c1442f46c03a08301f00859dce0368645731b1e1dc",
+            size: 559_044_752,
+        }],
+    },
+];
+
+/// The engine used unless another is asked for (`--engine-version`, `CHBENCH_ENGINE_VERSION`).
+pub const DEFAULT_ENGINE: &EngineVersion = &ENGINE_VERSIONS[0];
+
+/// The default engine's npm version: the one the build script prefetches.
+pub const CHDB_NPM_VERSION: &str = DEFAULT_ENGINE.npm_version;
+
+/// One platform's npm package at one engine version, and what we know of its library.
 #[derive(Debug, Clone, Copy)]
 pub struct EnginePackage {
     pub npm_name: &'static str,
-    /// SHA-256 and size of `package/libchdb.so` for [`CHDB_NPM_VERSION`], where checked.
+    pub npm_version: &'static str,
+    /// SHA-256 and size of `package/libchdb.so`, where checked.
     pub pinned: Option<(&'static str, u64)>,
 }
 
+impl EnginePackage {
+    /// What `npm pack` fetches: `<name>@<version>`.
+    pub fn spec(&self) -> String {
+        format!("{}@{}", self.npm_name, self.npm_version)
+    }
+}
+
 /// The package of a platform (`std::env::consts` names; `gnu`: linked against glibc, which
-/// the published Linux libraries need), if one is published. The `chdb` npm package names
-/// the Linux arm64 and macOS ones as optional dependencies at [`CHDB_NPM_VERSION`]; none
-/// was reachable from the machines where the x86-64 one was checked, so they have no
-/// pinned hash and their download is trusted.
-pub fn package_of(os: &str, arch: &str, gnu: bool) -> Option<EnginePackage> {
+/// the published Linux libraries need) at `engine`, if one is published. The `chdb` npm
+/// package names the Linux arm64 and macOS ones as optional dependencies; none was
+/// reachable from the machines where the x86-64 one was checked, so they have no pinned
+/// hash and their download is trusted.
+pub fn package_of(os: &str, arch: &str, gnu: bool, engine: &EngineVersion) -> Option<EnginePackage> {
     let npm_name = match (os, arch, gnu) {
-        ("linux", "x86_64", true) => {
-            return Some(EnginePackage {
-                npm_name: "@chdb/lib-linux-x64-gnu",
-                pinned: Some(("36ad4e999882821ef13cf2d0f52c93f48e6ee1b4498b35a201c23ce4b8d15bf5", 566_330_096)),
-            });
-        }
+        ("linux", "x86_64", true) => "@chdb/lib-linux-x64-gnu",
         // Graviton and other arm64 Linux machines.
         ("linux", "aarch64", true) => "@chdb/lib-linux-arm64-gnu",
         ("macos", "aarch64", _) => "@chdb/lib-darwin-arm64",
         ("macos", "x86_64", _) => "@chdb/lib-darwin-x64",
         _ => return None,
     };
-    Some(EnginePackage { npm_name, pinned: None })
+    let pinned = engine
+        .libraries
+        .iter()
+        .find(|library| library.npm_name == npm_name)
+        .map(|library| (library.sha256, library.size));
+    Some(EnginePackage { npm_name, npm_version: engine.npm_version, pinned })
 }
 
 /// The staging folders' prefix; the rest of the name is the starting process's pid and

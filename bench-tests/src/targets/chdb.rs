@@ -14,6 +14,8 @@
 //!   `QUERY_WAS_CANCELLED`; the C API's own cancel works only on streamed results. A
 //!   request to stop ([`crate::interrupt`]) does that to the statements running then
 //!   ([`cancel_running_statements`]), and they end with [`Interrupted`];
+//! - on 26.5.3, the first `DROP ... SYNC` in a fresh folder never returns unless the
+//!   folder's `metadata/` exists before the first connect, so [`Connection::open`] makes it;
 //! - a full disk fails a statement with `NOT_ENOUGH_SPACE` (code 243, "Cannot reserve
 //!   ..."; measured on a 20 MiB tmpfs) or, past the reservation, `No space left on
 //!   device`; neither names the folder, so the error here does ([`disk_full`]).
@@ -178,6 +180,14 @@ impl Connection {
                 existing.display(),
                 storage.display()
             );
+        }
+        if open.is_none() {
+            // 26.5.3 hangs in the first `DROP TABLE ... SYNC` or `DROP DATABASE ... SYNC` of
+            // a fresh folder unless its `metadata/` exists before the first connect
+            // (docs/embedded-engine.md); later engines make it themselves.
+            let metadata = storage.join("metadata");
+            std::fs::create_dir_all(&metadata)
+                .with_context(|| format!("cannot create the engine's folder {}", metadata.display()))?;
         }
         let arguments = [
             CString::new("clickhouse")?,

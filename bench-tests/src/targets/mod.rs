@@ -18,6 +18,7 @@ pub mod container;
 pub mod eks;
 pub mod embedded;
 pub mod server;
+pub mod worker;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -879,6 +880,31 @@ pub fn open_backend(kind: TargetKind, backend: Box<dyn Backend>) -> Result<Targe
     if capabilities.datasets == DatasetProvision::SharedDatabase {
         drop_left_behind_databases(&mut target);
     }
+    Ok(target)
+}
+
+/// A target on a worker process that loads `engine` on `storage` ([`worker::WorkerBackend`]),
+/// started by `command`: the embedded engine in another process, with the worker's
+/// capabilities, checked to report `engine`'s version. How a process that has one engine
+/// version loaded runs statements on another.
+pub fn open_worker(
+    command: &worker::WorkerCommand,
+    engine: &'static crate::engine::EngineVersion,
+    storage: &Storage,
+) -> Result<Target> {
+    let progress = |line: &str| eprintln!("chbench: {line}");
+    let backend = worker::WorkerBackend::spawn(command, engine, storage, &progress)?;
+    let target = Target::from_backend(TargetKind::Embedded, worker::CAPABILITIES, Box::new(backend))?;
+    if target.info.engine_version != engine.clickhouse_version {
+        bail!(
+            "the engine worker for engine {} reports ClickHouse {}, not the pinned {} ({})",
+            engine.npm_version,
+            target.info.engine_version,
+            engine.clickhouse_version,
+            target.info.endpoint
+        );
+    }
+    eprintln!("chbench: {}", target.info());
     Ok(target)
 }
 

@@ -14,6 +14,7 @@ mod cluster;
 mod compare;
 mod concurrency;
 mod embedded_engine;
+mod engine_versions;
 mod layers;
 mod leftovers;
 mod logs;

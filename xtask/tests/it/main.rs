@@ -11,6 +11,8 @@ mod compare;
 #[cfg(feature = "eks")]
 mod eks;
 mod eks_build;
+mod engine_version;
+mod engine_worker;
 // Only an xtask built without the `eks` feature runs itself again to get it.
 #[cfg(not(feature = "eks"))]
 mod eks_rerun;
