@@ -770,6 +770,30 @@ mod tests {
     }
 
     #[test]
+    fn an_ab_runs_label_says_so_and_its_rounds_are_the_warm_runs() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Command {
+            #[command(flatten)]
+            flags: LogsFlags,
+        }
+        let benchmark = |args: &[&str]| {
+            Command::try_parse_from(std::iter::once("logs").chain(args.iter().copied())).unwrap().flags.benchmark()
+        };
+        let single = benchmark(&["--rows", "10M"]);
+        assert_eq!((single.run_label(), single.warm_runs, single.ab_run()), ("logs-10M".to_string(), 3, None));
+        let ab = benchmark(&["--rows", "10M", "--variant", "a:", "--variant", "b:max_threads=1", "--seed", "9"]);
+        assert_eq!(ab.run_label(), "logs-10M-ab");
+        let run = ab.ab_run().unwrap();
+        assert_eq!((run.seed, run.rounds, ab.warm_runs, run.variants.len()), (9, 50, 50, 2));
+        assert_eq!(ab.samples_per_query(), 2 * 51);
+        let short = benchmark(&["--runs", "4", "--variant", "a:", "--variant", "b:"]);
+        assert_eq!((short.warm_runs, short.ab_run().unwrap().rounds), (4, 4));
+        // Without a seed, one is drawn and recorded.
+        assert_ne!(benchmark(&["--variant", "a:", "--variant", "b:"]).ab_run().unwrap().seed, 0);
+    }
+
+    #[test]
     fn row_counts_read_short_in_run_ids() {
         assert_eq!(short_count(10_000_000), "10M");
         assert_eq!(short_count(250_000), "250K");
