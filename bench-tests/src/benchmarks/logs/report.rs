@@ -506,6 +506,10 @@ fn storage_chart(logs: &LogsResults) -> Result<String> {
 }
 
 fn queries_chart(logs: &LogsResults) -> Result<String> {
+    let variants = ab_variants(logs);
+    if !variants.is_empty() {
+        return ab_queries_chart(logs, &variants);
+    }
     let groups: Vec<Bars> = logs
         .queries
         .iter()
@@ -518,6 +522,34 @@ fn queries_chart(logs: &LogsResults) -> Result<String> {
         })
         .collect();
     charts::log_bars("Direct I/O vs warm (min), server-side", "ms", &["direct I/O", "warm min"], &groups)
+}
+
+/// An A/B run's queries: each variant's warm median, side by side, per query and form (an
+/// A/B run has no direct-I/O runs).
+fn ab_queries_chart(logs: &LogsResults, variants: &[&str]) -> Result<String> {
+    let mut groups: Vec<Bars> = Vec::new();
+    for runs in &logs.queries {
+        let category = format!("{} {}", runs.query, runs.variant.label());
+        if groups.iter().any(|group| group.category == category) {
+            continue;
+        }
+        let values = variants
+            .iter()
+            .map(|name| {
+                logs.queries
+                    .iter()
+                    .find(|other| {
+                        other.query == runs.query
+                            && other.variant == runs.variant
+                            && other.ab_variant.as_deref() == Some(*name)
+                    })
+                    .and_then(LogsQueryRuns::warm_median_ms)
+                    .unwrap_or(f64::NAN)
+            })
+            .collect();
+        groups.push(Bars { category, values });
+    }
+    charts::log_bars("Warm median by variant, server-side", "ms", variants, &groups)
 }
 
 /// A query runs' label in charts: the query and its form, and an A/B run's variant.
