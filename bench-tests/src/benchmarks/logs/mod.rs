@@ -27,10 +27,10 @@ mod flags;
 pub mod report;
 mod results;
 
+use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use std::collections::BTreeSet;
 
 use self::cost::{CostInputs, CostModel};
 use self::dataset::step_ms;
