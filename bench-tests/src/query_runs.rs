@@ -25,6 +25,9 @@ pub enum SampleKind {
     /// After dropping the caches, with `min_bytes_to_use_direct_io = 1`.
     DirectIo,
     Warm,
+    /// In an A/B run, the one run of each variant before its rounds: it warms the caches
+    /// for the variant's settings and is not counted among the warm runs.
+    WarmUp,
 }
 
 /// One run of one query.

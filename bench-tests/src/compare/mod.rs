@@ -424,7 +424,13 @@ fn compare_query<Variant>(
 ) -> QueryComparison {
     let timings = |runs: &QueryRuns<Variant>| runs.warm_samples().map(|sample| sample.stats.server_ms()).collect();
     let (baseline_ms, candidate_ms): (Vec<f64>, Vec<f64>) = (timings(baseline), timings(candidate));
-    let significance = compare_timings(&baseline_ms, &candidate_ms, thresholds);
+    let mut significance = compare_timings(&baseline_ms, &candidate_ms, thresholds);
+    // The same samples on both sides (a bundle against itself) are A/A by definition,
+    // however few: no test is needed to say that nothing changed.
+    if significance.verdict == Verdict::Untestable && !baseline_ms.is_empty() && baseline_ms == candidate_ms {
+        significance.verdict = Verdict::Unchanged;
+        significance.reason = Some("the same samples on both sides: unchanged by definition".to_string());
+    }
     let (baseline_side, candidate_side) = (query_side(baseline, &baseline_ms), query_side(candidate, &candidate_ms));
     let why = matches!(significance.verdict, Verdict::Faster | Verdict::Slower)
         .then(|| explain::why(significance.verdict, baseline, candidate, &baseline_side, &candidate_side));

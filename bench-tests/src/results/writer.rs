@@ -89,10 +89,12 @@ impl<Results: KindResults> BundleWriter<Results> {
     }
 
     /// Starts the runs of one query: saved at once, so that its samples have a place
-    /// to go back to when the journal is read.
-    pub fn start_query(&mut self, runs: QueryRuns<Results::Variant>) -> Result<()> {
+    /// to go back to when the journal is read. Returns its index, for
+    /// [`BundleWriter::record_sample_into`].
+    pub fn start_query(&mut self, runs: QueryRuns<Results::Variant>) -> Result<usize> {
         self.bundle.benchmark.queries_mut().push(runs);
-        self.save()
+        self.save()?;
+        Ok(self.bundle.benchmark.queries().len() - 1)
     }
 
     /// Adds a sample to the query started last and appends it to the journal, so it is
@@ -101,6 +103,16 @@ impl<Results: KindResults> BundleWriter<Results> {
     pub fn record_sample(&mut self, sample: Sample, answer: Option<String>) -> Result<()> {
         let query_index =
             self.bundle.benchmark.queries().len().checked_sub(1).context("a sample before any query started")?;
+        self.record_sample_into(query_index, sample, answer)
+    }
+
+    /// [`BundleWriter::record_sample`] into the query runs `query_index` (as
+    /// [`BundleWriter::start_query`] returned it): an A/B run measures several query runs
+    /// in turns, one per variant.
+    pub fn record_sample_into(&mut self, query_index: usize, sample: Sample, answer: Option<String>) -> Result<()> {
+        if query_index >= self.bundle.benchmark.queries().len() {
+            bail!("a sample of query runs {query_index}, which were never started");
+        }
         let record = JournalRecord::new(query_index, answer, sample);
         let mut line = serde_json::to_string(&record).context("cannot serialise a sample")?;
         line.push('\n');
@@ -119,7 +131,7 @@ impl<Results: KindResults> BundleWriter<Results> {
         // reader drops. The kernel has it once write returns; no fsync, since the
         // journal guards against the process stopping, not the machine.
         journal.write_all(line.as_bytes()).with_context(|| format!("cannot append to {}", path.display()))?;
-        // The query was started just above: the sample always has its place.
+        // The query runs exist (checked above): the sample always has its place.
         record.fold_into(self.bundle.benchmark.queries_mut());
         Ok(())
     }

@@ -3,6 +3,7 @@
 //! test's nextest name is its module's path: `eks::no_cluster_is_one_line_...` in binary
 //! `it`.
 
+mod ab_runs;
 mod bad_input;
 mod bench_bundle;
 mod common;

@@ -14,6 +14,12 @@
 //! 4. [`LogsPhase::BloomFilter`]: add, materialize (waiting for the mutation), its size, and
 //!    Q5 again.
 //! 5. [`LogsPhase::Cost`]: the cost model, from the measured bytes per row.
+//!
+//! An A/B run (`--variant`, docs/ab-runs.md) shares phases 1, 2, 4 and 5; its settings are
+//! checked on the engine before the ingest. Each query pass of phases 3 and 4 drops the
+//! caches once, runs one warm-up per variant, then `rounds` rounds, every variant once a
+//! round in an order shuffled from the recorded seed, each variant into query runs of its
+//! own. It has no direct-I/O runs: one cold sample per variant is no comparison.
 
 pub mod cost;
 pub mod dataset;
@@ -21,6 +27,7 @@ mod flags;
 pub mod report;
 mod results;
 
+use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -33,17 +40,19 @@ pub use self::results::{
     LogsDataset, LogsQueryRuns, LogsResults, QueryVariant, RunTime,
 };
 use super::{Benchmark, Run};
+use crate::ab_variants::{AbRun, check_variants};
 use crate::breakdown::TimeBreakdown;
 use crate::explain::explain_indexes;
-use crate::fixtures::{Fixture, Params};
+use crate::fixtures::{Fixture, Params, Statement};
 use crate::measure::{drop_caches, measure};
 use crate::numbers::ratio;
 use crate::parts::{ColumnSizes, column_sizes_of, parts_summary, skip_index_bytes, wait_for_mutations};
+use crate::plan::TableRead;
 use crate::query_runs::{QueryRuns, Sample, SampleKind, Step};
 use crate::report::Section;
 use crate::results::RunBundle;
 use crate::settings::Settings;
-use crate::sql::one_line;
+use crate::sql::{one_line, sql_string};
 use crate::stats::StatementTag;
 use crate::table_bytes::{StorageSnapshot, TableBytes};
 use crate::targets::Target;
@@ -124,7 +133,12 @@ impl super::Phase for LogsPhase {
 #[derive(Debug, Clone)]
 pub struct LogsBenchmark {
     pub rows: u64,
+    /// Warm runs per query; in an A/B run, its rounds.
     pub warm_runs: u32,
+    /// The variants an A/B run measures in turns; `None` for a run of one configuration.
+    pub ab: Option<AbRun>,
+    /// A `--seed` given without `--variant`, which [`Benchmark::check`] refuses.
+    pub seed_without_variants: Option<u64>,
     pub cost: CostInputs,
     /// The volume's read limit when known (e.g. 125 MiB/s for a default gp3 volume).
     pub volume_limit_mib_per_s: Option<f64>,
@@ -142,6 +156,12 @@ impl Benchmark for LogsBenchmark {
     }
 
     fn check(&self) -> Result<()> {
+        if let Some(seed) = self.seed_without_variants {
+            bail!("--seed {seed} orders an A/B run's rounds: give two or more --variant flags too, or drop --seed");
+        }
+        if let Some(ab) = &self.ab {
+            check_variants(&ab.variants)?;
+        }
         dataset::check_run_inputs(self.rows)?;
         self.cost.check()?;
         if let Some(limit) = self.volume_limit_mib_per_s
@@ -174,8 +194,13 @@ impl Benchmark for LogsBenchmark {
         }
     }
 
+    fn ab_run(&self) -> Option<AbRun> {
+        self.ab.clone()
+    }
+
     fn run_label(&self) -> String {
-        format!("logs-{}", short_count(self.rows))
+        let ab = if self.ab.is_some() { "-ab" } else { "" };
+        format!("logs-{}{ab}", short_count(self.rows))
     }
 
     /// The run's database goes: on a shared server it would hold a copy of the dataset
@@ -222,12 +247,17 @@ impl LogsBenchmark {
         Params::new().with("rows", self.rows)
     }
 
-    /// Samples per query pass: the direct-I/O run and the warm runs.
+    /// Samples per query pass: the direct-I/O run and the warm runs; in an A/B run, each
+    /// variant's warm-up and rounds.
     fn samples_per_query(&self) -> u64 {
-        1 + u64::from(self.warm_runs)
+        let variants = self.ab.as_ref().map_or(1, |ab| ab.variants.len() as u64);
+        variants * (1 + u64::from(self.warm_runs))
     }
 
     fn ingest(&self, run: &mut LogsRun<'_>) -> Result<()> {
+        if let Some(ab) = &self.ab {
+            check_variant_settings(ab, run.target)?;
+        }
         let params = self.params();
         run.target.use_fresh_database(&database(run))?;
         let schema = Fixture::load("logs/schema.sql")?;
@@ -362,14 +392,31 @@ impl LogsBenchmark {
     }
 
     fn queries(&self, run: &mut LogsRun<'_>) -> Result<()> {
-        run.progress
-            .start("Q1-Q5: caches dropped, one direct-I/O run, then warm runs", Some(5 * self.samples_per_query()));
-        for query in QUERIES {
+        let step = match &self.ab {
+            Some(ab) => format!(
+                "Q1-Q5, A/B: caches dropped, a warm-up per variant, then {} rounds of {} in shuffled turns",
+                ab.rounds,
+                variant_names(ab)
+            ),
+            None => "Q1-Q5: caches dropped, one direct-I/O run, then warm runs".to_string(),
+        };
+        run.progress.start(&step, Some(QUERIES.len() as u64 * self.samples_per_query()));
+        for (pass, query) in QUERIES.into_iter().enumerate() {
             let variant = if query == "q5" { QueryVariant::WithoutIndex } else { QueryVariant::Default };
-            self.query_runs(run, query, variant)?;
+            self.query_pass(run, pass as u64, query, variant)?;
         }
         run.progress.finish(&queries_summary(&run.results().queries));
         Ok(())
+    }
+
+    /// One query in one form: [`LogsBenchmark::query_runs`], or in an A/B run
+    /// [`LogsBenchmark::ab_query_runs`] (`pass`: the query pass's index in the run, whose
+    /// shuffle it takes).
+    fn query_pass(&self, run: &mut LogsRun<'_>, pass: u64, query: &str, variant: QueryVariant) -> Result<()> {
+        match &self.ab {
+            Some(ab) => self.ab_query_runs(run, ab, pass, query, variant),
+            None => self.query_runs(run, query, variant),
+        }
     }
 
     fn bloom_filter(&self, run: &mut LogsRun<'_>) -> Result<()> {
@@ -404,7 +451,8 @@ impl LogsBenchmark {
             table_compressed_bytes,
         });
         run.writer.save()?;
-        self.query_runs(run, "q5", QueryVariant::BloomFilter)?;
+        // After Q1-Q5's passes: its shuffle is the run's sixth.
+        self.query_pass(run, QUERIES.len() as u64, "q5", QueryVariant::BloomFilter)?;
         run.writer.save()?;
         run.progress.finish(&bloom_summary(run.results()));
         Ok(())
@@ -423,17 +471,14 @@ impl LogsBenchmark {
     fn query_runs(&self, run: &mut LogsRun<'_>, query: &str, variant: QueryVariant) -> Result<()> {
         let sql_file = format!("logs/queries/{query}.sql");
         let sql = Fixture::load(&sql_file)?.render_one(&Params::new())?;
-        let scenario = match variant {
-            QueryVariant::BloomFilter => format!("{query}_bloom_filter"),
-            QueryVariant::Default | QueryVariant::WithoutIndex => query.to_string(),
-        };
+        let scenario = scenario_of(query, variant);
         // The plan's pruning, once: what an engine upgrade may change beside the times.
-        let plan = explain_indexes(run.target, &sql)?;
+        let plan = plan_under(run.target, &sql, &Settings::new())?;
         run.writer.start_query(QueryRuns {
             query: query.to_string(),
             variant,
             ab_variant: None,
-            plan: Some(plan),
+            plan,
             sql_file: sql_file.clone(),
             answer: String::new(),
             samples: Vec::new(),
@@ -464,6 +509,124 @@ impl LogsBenchmark {
         }
         Ok(())
     }
+
+    /// An A/B run's pass of `query`: every variant's query runs started, the caches
+    /// dropped once, one warm-up per variant, then `ab.rounds` rounds, each variant once
+    /// a round in the order the pass's shuffle gives (the warm-ups take its first order).
+    /// Each sample goes to its variant's query runs, and to the journal as soon as it is
+    /// measured, so a stop keeps every round done.
+    fn ab_query_runs(
+        &self,
+        run: &mut LogsRun<'_>,
+        ab: &AbRun,
+        pass: u64,
+        query: &str,
+        variant: QueryVariant,
+    ) -> Result<()> {
+        let sql_file = format!("logs/queries/{query}.sql");
+        let sql = Fixture::load(&sql_file)?.render_one(&Params::new())?;
+        let scenario = scenario_of(query, variant);
+        let mut query_runs = Vec::with_capacity(ab.variants.len());
+        for ab_variant in &ab.variants {
+            let plan = plan_under(run.target, &sql, &ab_variant.settings)?;
+            query_runs.push(run.writer.start_query(QueryRuns {
+                query: query.to_string(),
+                variant,
+                ab_variant: Some(ab_variant.name.clone()),
+                plan,
+                sql_file: sql_file.clone(),
+                answer: String::new(),
+                samples: Vec::new(),
+            })?);
+        }
+        drop_caches(run.target)?;
+        for (round, order) in (0..=ab.rounds).zip(ab.round_orders(pass)) {
+            for (position, &index) in order.iter().enumerate() {
+                let ab_variant = &ab.variants[index];
+                let tag = StatementTag::new(&run.run_id(), "logs", &format!("{scenario}.{}", ab_variant.name), round);
+                // An error names the query's file and line.
+                let measured = measure(run.target, &sql, &tag, &ab_variant.settings)?;
+                let (kind, answer, turn) = if round == 0 {
+                    (SampleKind::WarmUp, Some(measured.body.chars().take(2000).collect()), "warm-up".to_string())
+                } else {
+                    (SampleKind::Warm, None, format!("round {round}/{}", ab.rounds))
+                };
+                run.progress.advance(&format!(
+                    "{query} {} {} {turn}: {:.1} ms, {} rows read",
+                    variant.label(),
+                    ab_variant.name,
+                    measured.stats.server_ms(),
+                    measured.stats.read_rows
+                ));
+                let breakdown = TimeBreakdown::of_record(&measured.stats);
+                let sample = Sample {
+                    kind,
+                    attempt: round,
+                    settings: ab_variant.settings.clone(),
+                    stats: measured.stats,
+                    breakdown,
+                    round_position: Some(position as u32),
+                };
+                run.writer.record_sample_into(query_runs[index], sample, answer)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The plan's pruning of `sql` under a variant's `settings` (which may change it: a skip
+/// index turned off): under the session's own when there are none; else with the settings
+/// set for the EXPLAIN, where the target keeps settings between statements; else unknown.
+fn plan_under(target: &mut Target, sql: &Statement, settings: &Settings) -> Result<Option<Vec<TableRead>>> {
+    if settings.is_empty() {
+        return explain_indexes(target, sql).map(Some);
+    }
+    if !target.capabilities().session_settings_persist {
+        return Ok(None);
+    }
+    target.with_session_settings(settings, |target| explain_indexes(target, sql)).map(Some)
+}
+
+/// The scenario part of a query's statement tags: the query, and the bloom filter's pass
+/// told apart.
+fn scenario_of(query: &str, variant: QueryVariant) -> String {
+    match variant {
+        QueryVariant::BloomFilter => format!("{query}_bloom_filter"),
+        QueryVariant::Default | QueryVariant::WithoutIndex => query.to_string(),
+    }
+}
+
+/// The variants' names, for messages: `a, b`.
+fn variant_names(ab: &AbRun) -> String {
+    ab.variants.iter().map(|variant| variant.name.as_str()).collect::<Vec<_>>().join(", ")
+}
+
+/// Refuses, before anything is measured, a variant whose settings the engine does not
+/// take: a name `system.settings` does not list, then any value it refuses (`SELECT 1`
+/// with the variant's settings), so that a typo costs one line, not a run.
+fn check_variant_settings(ab: &AbRun, target: &mut Target) -> Result<()> {
+    let names: BTreeSet<&str> =
+        ab.variants.iter().flat_map(|variant| variant.settings.iter().map(|(name, _)| name)).collect();
+    if names.is_empty() {
+        return Ok(());
+    }
+    let list: Vec<String> = names.iter().map(|name| sql_string(name)).collect();
+    let known = target
+        .query_text(&format!("SELECT name FROM system.settings WHERE name IN ({})", list.join(", ")))
+        .context("cannot read the engine's settings to check the variants'")?;
+    for variant in &ab.variants {
+        if let Some((unknown, _)) = variant.settings.iter().find(|(name, _)| !known.lines().any(|line| line == *name)) {
+            bail!(
+                "--variant {}: {unknown} is not a setting of ClickHouse {} (system.settings has no such name); check                  its spelling",
+                variant.flag(),
+                target.info().engine_version
+            );
+        }
+        target
+            .run("SELECT 1", &variant.settings, "TabSeparated")
+            .with_context(|| format!("--variant {}: the engine refused its settings", variant.flag()))?;
+    }
+    Ok(())
 }
 
 /// The calibration's median run of `path` (of an even count, the slower middle one).
@@ -545,6 +708,23 @@ fn storage_summary(lz4: &StorageSnapshot, zstd: &StorageSnapshot) -> String {
 }
 
 fn queries_summary(queries: &[LogsQueryRuns]) -> String {
+    if queries.iter().any(|runs| runs.ab_variant.is_some()) {
+        let parts: Vec<String> = queries
+            .iter()
+            .map(|runs| {
+                format!(
+                    "{} {} {}",
+                    runs.query,
+                    runs.ab_variant.as_deref().unwrap_or("-"),
+                    milliseconds(runs.warm_median_ms())
+                )
+            })
+            .collect();
+        return format!(
+            "queries (warm median by variant; compare them with cargo xtask compare): {}",
+            parts.join(", ")
+        );
+    }
     let parts: Vec<String> = queries
         .iter()
         .map(|runs| {
@@ -607,6 +787,30 @@ mod tests {
         assert!(pairs.iter().all(|pair| pair[0] != pair[1]));
         let raw_first = pairs.iter().filter(|pair| pair[0] == IngestPath::RawEngine).count();
         assert_eq!(raw_first * 2, pairs.len());
+    }
+
+    #[test]
+    fn an_ab_runs_label_says_so_and_its_rounds_are_the_warm_runs() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Command {
+            #[command(flatten)]
+            flags: LogsFlags,
+        }
+        let benchmark = |args: &[&str]| {
+            Command::try_parse_from(std::iter::once("logs").chain(args.iter().copied())).unwrap().flags.benchmark()
+        };
+        let single = benchmark(&["--rows", "10M"]);
+        assert_eq!((single.run_label(), single.warm_runs, single.ab_run()), ("logs-10M".to_string(), 3, None));
+        let ab = benchmark(&["--rows", "10M", "--variant", "a:", "--variant", "b:max_threads=1", "--seed", "9"]);
+        assert_eq!(ab.run_label(), "logs-10M-ab");
+        let run = ab.ab_run().unwrap();
+        assert_eq!((run.seed, run.rounds, ab.warm_runs, run.variants.len()), (9, 50, 50, 2));
+        assert_eq!(ab.samples_per_query(), 2 * 51);
+        let short = benchmark(&["--runs", "4", "--variant", "a:", "--variant", "b:"]);
+        assert_eq!((short.warm_runs, short.ab_run().unwrap().rounds), (4, 4));
+        // Without a seed, one is drawn and recorded.
+        assert_ne!(benchmark(&["--variant", "a:", "--variant", "b:"]).ab_run().unwrap().seed, 0);
     }
 
     #[test]

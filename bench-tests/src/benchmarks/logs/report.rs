@@ -58,16 +58,28 @@ pub mod source {
 /// direct-I/O read rate is compared with.
 pub fn markdown(logs: &LogsResults, baseline: Option<&StorageBaseline>) -> String {
     let mut out = String::new();
+    let variants = ab_variants(logs);
+    let runs = if variants.is_empty() {
+        format!("{} warm runs per query", logs.dataset.warm_runs)
+    } else {
+        format!(
+            "an A/B run of {}: {} rounds per query, each variant once a round, after a warm-up each",
+            variants.join(", "),
+            logs.dataset.warm_runs
+        )
+    };
     let _ = writeln!(
         out,
-        "- dataset: {} rows, timestamp step {} ms; {} warm runs per query\n- {}\n",
+        "- dataset: {} rows, timestamp step {} ms; {runs}\n- {}\n",
         logs.dataset.rows,
         logs.dataset.step_ms,
-        logs.dataset.warm_runs,
         source::LABEL
     );
     ingest(&mut out, logs);
     storage(&mut out, logs);
+    if !variants.is_empty() {
+        ab_queries(&mut out, logs, &variants);
+    }
     queries(&mut out, logs, baseline);
     bloom_filter(&mut out, logs);
     cost(&mut out, logs);
@@ -237,8 +249,15 @@ fn queries(out: &mut String, logs: &LogsResults, baseline: Option<&StorageBaseli
     if logs.queries.is_empty() {
         return;
     }
-    let _ =
-        writeln!(out, "## Queries: caches dropped, one direct-I/O run, then warm runs\n\n![queries](queries.svg)\n");
+    if logs.queries.iter().any(|runs| runs.ab_variant.is_some()) {
+        // The A/B table came first, with the chart; here, every query runs' details.
+        let _ = writeln!(out, "### Each variant's query runs\n");
+    } else {
+        let _ = writeln!(
+            out,
+            "## Queries: caches dropped, one direct-I/O run, then warm runs\n\n![queries](queries.svg)\n"
+        );
+    }
     let mut table = Table::new([
         "query",
         "variant",
@@ -281,7 +300,10 @@ fn queries(out: &mut String, logs: &LogsResults, baseline: Option<&StorageBaseli
             .unwrap_or_default();
         table.row([
             runs.query.clone(),
-            runs.variant.label().to_string(),
+            match &runs.ab_variant {
+                Some(name) => format!("{}, {name}", runs.variant.label()),
+                None => runs.variant.label().to_string(),
+            },
             runs.samples.len().to_string(),
             milliseconds(direct_ms),
             milliseconds(runs.warm_min_ms()),
@@ -299,9 +321,83 @@ fn queries(out: &mut String, logs: &LogsResults, baseline: Option<&StorageBaseli
     let _ = write!(out, "{table}");
     let _ = writeln!(
         out,
-        "\nTimes are server-side. Every sample is in `results.json`. \"Harness overhead\" is the client-observed time minus the server's, over the warm runs. \"Against the storage baseline\": the direct-I/O run's read rate (bytes read from files over the server-side duration) is volume-bound when it reaches {:.0} % of the sequential read rate fio measured on the volume (docs/storage-baseline.md), below the volume's rate otherwise, and unknown without a baseline.\n\n## Where the time went\n\n![time breakdown](breakdown.svg)\n\nShares of thread time from ProfileEvents: CPU (user + system), read wait (`DiskReadElapsedMicroseconds`), the rest. The rest includes threads idling while they wait for work. A query is read-bound when its read wait is at least 1.5 times its CPU time, CPU-bound the other way round, and mixed in between.\n",
+        "\nTimes are server-side. Every sample is in `results.json`. \"Harness overhead\" is the client-observed time minus the server's, over the warm runs. \"Against the storage baseline\": the direct-I/O run's read rate (bytes read from files over the server-side duration) is volume-bound when it reaches {:.0} % of the sequential read rate fio measured on the volume (docs/storage-baseline.md), below the volume's rate otherwise, and unknown without a baseline.",
         VOLUME_BOUND_SHARE * 100.0
     );
+    out.push_str(WHERE_THE_TIME_WENT);
+}
+
+/// The breakdown chart and how to read it, after the queries of any run.
+const WHERE_THE_TIME_WENT: &str = "\n## Where the time went\n\n![time breakdown](breakdown.svg)\n\nShares of thread time from ProfileEvents: CPU (user + system), read wait (`DiskReadElapsedMicroseconds`), the rest. The rest includes threads idling while they wait for work. A query is read-bound when its read wait is at least 1.5 times its CPU time, CPU-bound the other way round, and mixed in between.\n\n";
+
+/// The names of an A/B run's variants, in the order its query runs give them (the
+/// baseline first); none for a run of one configuration.
+fn ab_variants(logs: &LogsResults) -> Vec<&str> {
+    let mut names: Vec<&str> = Vec::new();
+    for name in logs.queries.iter().filter_map(|runs| runs.ab_variant.as_deref()) {
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    names
+}
+
+/// An A/B run's queries: each variant's warm median and range side by side, per query and
+/// form. Whether they differ is the comparison's to say, from the same bundle.
+fn ab_queries(out: &mut String, logs: &LogsResults, variants: &[&str]) {
+    let _ = writeln!(
+        out,
+        "## Queries, A/B: caches dropped, a warm-up per variant, then rounds in shuffled turns\n\n![queries](queries.svg)\n"
+    );
+    let mut header = vec!["query".to_string(), "form".to_string(), "rounds".to_string()];
+    header.extend(variants.iter().map(|name| format!("{name}: warm median (min-max)")));
+    header.push("read_rows".to_string());
+    let mut table = Table::new(header);
+    let mut forms: Vec<(&str, QueryVariant)> = Vec::new();
+    for runs in &logs.queries {
+        if !forms.contains(&(runs.query.as_str(), runs.variant)) {
+            forms.push((runs.query.as_str(), runs.variant));
+        }
+    }
+    for (query, form) in forms {
+        let of = |name: &str| {
+            logs.queries
+                .iter()
+                .find(|runs| runs.query == query && runs.variant == form && runs.ab_variant.as_deref() == Some(name))
+        };
+        let rounds: Vec<usize> = variants.iter().map(|name| of(name).map_or(0, |runs| runs.warm_ms().len())).collect();
+        let mut cells = vec![query.to_string(), form.label().to_string(), rounds_cell(&rounds)];
+        for name in variants {
+            cells.push(of(name).map_or("-".to_string(), |runs| {
+                let warm = runs.warm_ms();
+                format!(
+                    "{} ({}-{})",
+                    milliseconds(runs.warm_median_ms()),
+                    milliseconds(warm.first().copied()),
+                    milliseconds(warm.last().copied())
+                )
+            }));
+        }
+        let read_rows = of(variants[0])
+            .and_then(|runs| runs.warm_samples().next())
+            .map_or("-".to_string(), |sample| sample.stats.read_rows.to_string());
+        cells.push(read_rows);
+        table.row(cells);
+    }
+    let _ = write!(out, "{table}");
+    let _ = writeln!(
+        out,
+        "\nTimes are server-side, over the measured rounds (the warm-ups are not counted). Each round ran every variant once, in an order shuffled from the run's seed (`ab_run.seed`), on the same dataset in the same process: see docs/ab-runs.md. Whether two variants differ is for `cargo xtask compare` on this bundle to say; medians side by side are not a verdict. Every sample is in `results.json`.\n"
+    );
+}
+
+/// Rounds measured: one number when every variant has the same, else each variant's (a
+/// stopped run's last round may be partial).
+fn rounds_cell(rounds: &[usize]) -> String {
+    match rounds {
+        [first, rest @ ..] if rest.iter().all(|count| count == first) => first.to_string(),
+        _ => rounds.iter().map(usize::to_string).collect::<Vec<_>>().join(" / "),
+    }
 }
 
 fn bloom_filter(out: &mut String, logs: &LogsResults) {
@@ -333,6 +429,9 @@ fn bloom_filter(out: &mut String, logs: &LogsResults) {
         ])
         .row(["materialize".to_string(), "-".to_string(), milliseconds(Some(bloom.materialize.seconds * 1000.0))]);
     let _ = write!(out, "{table}");
+    if let Some(name) = before.or(after).and_then(|runs| runs.ab_variant.as_deref()) {
+        let _ = writeln!(out, "\nTimes and reads of variant `{name}`; the A/B table above has every variant's.");
+    }
     let _ = writeln!(out, "\nSource: {}\n", source::BLOOM);
 }
 
@@ -407,11 +506,15 @@ fn storage_chart(logs: &LogsResults) -> Result<String> {
 }
 
 fn queries_chart(logs: &LogsResults) -> Result<String> {
+    let variants = ab_variants(logs);
+    if !variants.is_empty() {
+        return ab_queries_chart(logs, &variants);
+    }
     let groups: Vec<Bars> = logs
         .queries
         .iter()
         .map(|runs| Bars {
-            category: format!("{} {}", runs.query, runs.variant.label()),
+            category: chart_category(runs),
             values: vec![
                 runs.direct_io().map_or(f64::NAN, |sample| sample.stats.server_ms()),
                 runs.warm_min_ms().unwrap_or(f64::NAN),
@@ -419,6 +522,42 @@ fn queries_chart(logs: &LogsResults) -> Result<String> {
         })
         .collect();
     charts::log_bars("Direct I/O vs warm (min), server-side", "ms", &["direct I/O", "warm min"], &groups)
+}
+
+/// An A/B run's queries: each variant's warm median, side by side, per query and form (an
+/// A/B run has no direct-I/O runs).
+fn ab_queries_chart(logs: &LogsResults, variants: &[&str]) -> Result<String> {
+    let mut groups: Vec<Bars> = Vec::new();
+    for runs in &logs.queries {
+        let category = format!("{} {}", runs.query, runs.variant.label());
+        if groups.iter().any(|group| group.category == category) {
+            continue;
+        }
+        let values = variants
+            .iter()
+            .map(|name| {
+                logs.queries
+                    .iter()
+                    .find(|other| {
+                        other.query == runs.query
+                            && other.variant == runs.variant
+                            && other.ab_variant.as_deref() == Some(*name)
+                    })
+                    .and_then(LogsQueryRuns::warm_median_ms)
+                    .unwrap_or(f64::NAN)
+            })
+            .collect();
+        groups.push(Bars { category, values });
+    }
+    charts::log_bars("Warm median by variant, server-side", "ms", variants, &groups)
+}
+
+/// A query runs' label in charts: the query and its form, and an A/B run's variant.
+fn chart_category(runs: &LogsQueryRuns) -> String {
+    match &runs.ab_variant {
+        Some(name) => format!("{} {} {name}", runs.query, runs.variant.label()),
+        None => format!("{} {}", runs.query, runs.variant.label()),
+    }
 }
 
 /// A sample's bottleneck as reports say it, `unknown` for one without a breakdown.
@@ -435,7 +574,7 @@ fn shares_of(sample: &Sample) -> (f64, f64, f64) {
 fn breakdown_chart(logs: &LogsResults) -> Result<String> {
     let mut rows = Vec::new();
     for runs in &logs.queries {
-        let name = format!("{} {}", runs.query, runs.variant.label());
+        let name = chart_category(runs);
         if let Some(sample) = runs.direct_io() {
             let (cpu, read, other) = shares_of(sample);
             rows.push((format!("{name} direct I/O"), [cpu, read, other]));
