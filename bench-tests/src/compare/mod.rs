@@ -426,8 +426,9 @@ fn compare_query<Variant>(
     let (baseline_ms, candidate_ms): (Vec<f64>, Vec<f64>) = (timings(baseline), timings(candidate));
     let mut significance = compare_timings(&baseline_ms, &candidate_ms, thresholds);
     // The same samples on both sides (a bundle against itself) are A/A by definition,
-    // however few: no test is needed to say that nothing changed.
-    if significance.verdict == Verdict::Untestable && !baseline_ms.is_empty() && baseline_ms == candidate_ms {
+    // however few or spread: no test is needed to say that nothing changed (the noise is
+    // still shown).
+    if significance.verdict != Verdict::Unchanged && !baseline_ms.is_empty() && baseline_ms == candidate_ms {
         significance.verdict = Verdict::Unchanged;
         significance.reason = Some("the same samples on both sides: unchanged by definition".to_string());
     }

@@ -5,6 +5,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
+use serde::Deserialize;
 
 use super::journal::fold_journal;
 use super::{KindResults, RESULTS_FILE, RunBundle, SCHEMA_VERSION};
@@ -22,15 +23,28 @@ pub fn load_bundle<Results: KindResults>(dir: &Path) -> Result<RunBundle<Results
 /// The kind of benchmark a bundle folder holds (`benchmark.kind`), so that the kind can
 /// read it; other schema versions are refused as [`load_bundle`] refuses them.
 pub fn bundle_kind(dir: &Path) -> Result<String> {
-    let (path, _, value) = read_results(dir)?;
-    match value.pointer("/benchmark/kind").and_then(serde_json::Value::as_str) {
-        Some(kind) => Ok(kind.to_string()),
-        None => bail!("{} does not match results schema {SCHEMA_VERSION}: it names no benchmark kind", path.display()),
+    let (path, _, head) = read_results(dir)?;
+    match head.benchmark.and_then(|benchmark| benchmark.kind) {
+        Some(serde_json::Value::String(kind)) => Ok(kind),
+        _ => bail!("{} does not match results schema {SCHEMA_VERSION}: it names no benchmark kind", path.display()),
     }
 }
 
-/// `results.json`'s path, text and JSON, once its schema version is this one.
-fn read_results(dir: &Path) -> Result<(PathBuf, String, serde_json::Value)> {
+/// What is read of `results.json` before the whole: its schema version and its kind. The
+/// rest is skipped, not built (a bundle may hold 10 MB of samples).
+#[derive(Deserialize)]
+struct Head {
+    schema_version: Option<serde_json::Value>,
+    benchmark: Option<HeadBenchmark>,
+}
+
+#[derive(Deserialize)]
+struct HeadBenchmark {
+    kind: Option<serde_json::Value>,
+}
+
+/// `results.json`'s path, text and head, once its schema version is this one.
+fn read_results(dir: &Path) -> Result<(PathBuf, String, Head)> {
     let path = dir.join(RESULTS_FILE);
     let text = fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
     // The writer replaces the file whole, so an empty or cut file was damaged after it:
@@ -39,17 +53,19 @@ fn read_results(dir: &Path) -> Result<(PathBuf, String, serde_json::Value)> {
     if text.trim().is_empty() {
         bail!("{} is empty: {WHAT_TO_DO}", path.display());
     }
-    let value: serde_json::Value = match serde_json::from_str(&text) {
-        Ok(value) => value,
+    let head: Head = match serde_json::from_str(&text) {
+        Ok(head) => head,
         Err(error) if error.is_eof() => bail!(
             "{} is truncated: it ends at line {}, column {}, before its JSON does; {WHAT_TO_DO}",
             path.display(),
             error.line(),
             error.column()
         ),
+        // Valid JSON of another shape (not an object, or fields of other types).
+        Err(error) if error.is_data() => bail!("{} is not a results bundle: it has no schema_version", path.display()),
         Err(error) => return Err(error).with_context(|| format!("{} is not JSON", path.display())),
     };
-    match value.get("schema_version").and_then(serde_json::Value::as_u64) {
+    match head.schema_version.as_ref().and_then(serde_json::Value::as_u64) {
         None => bail!("{} is not a results bundle: it has no schema_version", path.display()),
         Some(1) => bail!(
             "{} has results schema 1, written by an earlier chbench; this one reads schema {SCHEMA_VERSION}: run \
@@ -59,6 +75,6 @@ fn read_results(dir: &Path) -> Result<(PathBuf, String, serde_json::Value)> {
         Some(found) if found != u64::from(SCHEMA_VERSION) => {
             bail!("{} has results schema {found}; this version reads schema {SCHEMA_VERSION}", path.display())
         }
-        Some(_) => Ok((path, text, value)),
+        Some(_) => Ok((path, text, head)),
     }
 }

@@ -70,11 +70,11 @@ pub enum RunStatus {
 
 /// One benchmark kind's part of a bundle: what the envelope holds under `benchmark`,
 /// tagged with the kind's name, and the query runs the samples journal folds into.
-pub trait KindResults: Debug + Clone + PartialEq + Serialize + DeserializeOwned {
+pub trait KindResults: Debug + Clone + PartialEq + Serialize + DeserializeOwned + Send {
     /// The kind's name, as `cargo xtask bench` takes it and `benchmark.kind` records it.
     const KIND: &'static str;
     /// The forms the kind measures a query in (e.g. without and with a skip index).
-    type Variant: Debug + Clone + PartialEq + Serialize + DeserializeOwned;
+    type Variant: Debug + Clone + PartialEq + Serialize + DeserializeOwned + Send;
 
     /// Every query run of the benchmark, in the order they started.
     fn queries(&self) -> &[QueryRuns<Self::Variant>];
@@ -133,17 +133,24 @@ fn tagged_with_kind<Results: KindResults, S: Serializer>(results: &Results, seri
     Tagged { kind: Results::KIND, results }.serialize(serializer)
 }
 
-/// Reads what [`tagged_with_kind`] wrote, refusing another kind's results.
+/// Reads what [`tagged_with_kind`] wrote, refusing another kind's results. The kind is
+/// read from the results' text first (a bundle of 10 MB is read in one pass more, rather
+/// than built as a `Value` and converted).
 fn of_kind<'de, Results: KindResults, D: Deserializer<'de>>(deserializer: D) -> Result<Results, D::Error> {
-    let mut fields = serde_json::Map::deserialize(deserializer)?;
-    match fields.remove("kind") {
+    #[derive(Deserialize)]
+    struct KindOnly {
+        kind: Option<serde_json::Value>,
+    }
+    let raw = Box::<serde_json::value::RawValue>::deserialize(deserializer)?;
+    let KindOnly { kind } = serde_json::from_str(raw.get()).map_err(D::Error::custom)?;
+    match kind {
         Some(serde_json::Value::String(kind)) if kind == Results::KIND => {}
         Some(serde_json::Value::String(kind)) => {
             return Err(D::Error::custom(format!("the benchmark is of kind {kind}, not {}", Results::KIND)));
         }
         _ => return Err(D::Error::custom("the benchmark has no kind")),
     }
-    Results::deserialize(serde_json::Value::Object(fields)).map_err(D::Error::custom)
+    serde_json::from_str(raw.get()).map_err(D::Error::custom)
 }
 
 /// A run id names a folder under the results folder: letters, digits, `.`, `_` and
