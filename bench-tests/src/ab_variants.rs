@@ -12,7 +12,7 @@
 
 use std::str::FromStr;
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use rand::SeedableRng;
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
@@ -133,12 +133,10 @@ pub fn check_variants(variants: &[AbVariant]) -> Result<()> {
             bail!("--variant names {} twice; give each variant a name of its own", variant.name);
         }
     }
-    if let Some(variant) = variants.iter().find(|variant| variant.engine_version.is_some()) {
-        bail!(
-            "--variant {}: variants on different engine versions are not built yet (they need a worker process per \
-             engine); run a whole run on one version with --engine-version instead, once per version",
-            variant.flag()
-        );
+    for variant in variants {
+        if let Some(version) = &variant.engine_version {
+            crate::engine::engine_version_named(version).with_context(|| format!("--variant {}", variant.flag()))?;
+        }
     }
     Ok(())
 }

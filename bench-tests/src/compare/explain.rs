@@ -106,8 +106,9 @@ pub(super) fn why<Variant>(
         .iter()
         .take(2)
         .map(|event| match event.ratio {
-            Some(ratio) => format!("{} x{}", event.event, short_ratio(ratio)),
-            None => format!("{} {} -> {}", event.event, event.baseline_per_query, event.candidate_per_query),
+            Some(ratio) if ratio > 0.0 => format!("{} x{}", event.event, short_ratio(ratio)),
+            // Gone on one side, or new: a ratio says nothing, the counts do.
+            _ => format!("{} {} -> {}", event.event, event.baseline_per_query, event.candidate_per_query),
         })
         .collect();
     if !events.is_empty() {
@@ -119,7 +120,8 @@ pub(super) fn why<Variant>(
 }
 
 /// The events that moved most, by the size of the log of their ratio per query (1 added
-/// on both sides, so that an event new on one side ranks and none divides by 0).
+/// on both sides, so that an event new on one side ranks and none divides by 0), weighed
+/// by their size.
 fn moved_events<Variant>(
     baseline: &QueryRuns<Variant>,
     candidate: &QueryRuns<Variant>,
@@ -147,7 +149,10 @@ fn moved_events<Variant>(
                 (Some(before), Some(after)) => ratio(after, before),
                 _ => ratio(after, before),
             };
-            let size = ((after + 1.0) / (before + 1.0)).ln().abs();
+            // How far it moved (the log of its ratio), weighed by its size up to a thousand,
+            // so that a counter going from 11 to 0 does not outrank one going from 5,000 to 150.
+            let weight = ((before.max(after) + 1.0).log10() / 3.0).min(1.0);
+            let size = ((after + 1.0) / (before + 1.0)).ln().abs() * weight;
             Some((
                 size,
                 MovedEvent {

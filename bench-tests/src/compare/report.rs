@@ -117,7 +117,11 @@ pub fn markdown(comparison: &Comparison) -> String {
                     number(event.candidate_per_query, 0),
                     per_row(event.baseline_per_row),
                     per_row(event.candidate_per_row),
-                    event.ratio.map_or("new".to_string(), |ratio| format!("x{}", short_ratio(ratio)))
+                    match event.ratio {
+                        Some(ratio) if ratio > 0.0 => format!("x{}", short_ratio(ratio)),
+                        Some(_) => "gone".to_string(),
+                        None => "new".to_string(),
+                    }
                 );
             }
         }

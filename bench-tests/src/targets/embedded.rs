@@ -56,6 +56,8 @@ pub struct EmbeddedTarget {
     // guard may remove the folder.
     connection: Connection,
     _storage: Option<StorageGuard>,
+    /// The folder the engine keeps this target's data in.
+    folder: PathBuf,
     library: PathBuf,
     session: Settings,
 }
@@ -99,7 +101,7 @@ impl EmbeddedTarget {
     fn connect(folder: &Path, guard: Option<StorageGuard>, library: PathBuf) -> Result<EmbeddedTarget> {
         let connection = Connection::open(folder)?;
         let session = Settings::session_defaults();
-        let target = EmbeddedTarget { connection, _storage: guard, library, session };
+        let target = EmbeddedTarget { connection, _storage: guard, folder: folder.to_path_buf(), library, session };
         for statement in target.session.set_statements() {
             target
                 .connection
@@ -111,6 +113,10 @@ impl EmbeddedTarget {
 }
 
 impl Backend for EmbeddedTarget {
+    fn storage_folder(&self) -> Option<PathBuf> {
+        Some(self.folder.clone())
+    }
+
     fn use_database(&mut self, name: &str) -> Result<()> {
         self.connection.query(&format!("USE {name}"), "TabSeparated")?;
         Ok(())

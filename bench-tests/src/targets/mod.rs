@@ -174,6 +174,12 @@ pub trait Backend {
     /// returning its output in `format` and the counters the engine reported with it.
     fn run(&mut self, sql: &str, settings: &Settings, format: &str) -> Result<(String, ResultCounters)>;
 
+    /// The folder of this machine an in-process engine keeps the target's data in; `None`
+    /// for an engine elsewhere (a server).
+    fn storage_folder(&self) -> Option<PathBuf> {
+        None
+    }
+
     /// Makes an existing database the current one for the following statements.
     fn use_database(&mut self, name: &str) -> Result<()>;
 
@@ -297,6 +303,26 @@ impl Target {
 
     pub fn info(&self) -> &TargetInfo {
         &self.info
+    }
+
+    /// The embedded engine of version `engine` in a worker process of its own, on a
+    /// hard-linked copy of this target's folder, with this target's database current: the
+    /// second engine an A/B run of engine versions measures beside the first
+    /// (ARCHITECTURE.md, "Engine versions"). The worker is this process's executable
+    /// (`cargo xtask engine-worker`). Refused for a target whose engine keeps no folder on
+    /// this machine. The copy is taken as the worker opens; nothing may write to the folder
+    /// meanwhile (stop merges first).
+    pub fn engine_beside(&self, engine: &'static crate::engine::EngineVersion) -> Result<Target> {
+        let Some(folder) = self.backend.storage_folder() else {
+            bail!(
+                "target {} keeps its data on another machine: a second engine version beside it needs the embedded                  target",
+                self.info.kind
+            );
+        };
+        let command = worker::WorkerCommand::this_executable(&["engine-worker"])?;
+        let mut worker = open_worker(&command, engine, &Storage::CopyOf(folder))?;
+        worker.use_database(&self.database)?;
+        Ok(worker)
     }
 
     /// What this target can do, as its kind declares.

@@ -526,9 +526,14 @@ impl LogsBenchmark {
         let sql_file = format!("logs/queries/{query}.sql");
         let sql = Fixture::load(&sql_file)?.render_one(&Params::new())?;
         let scenario = scenario_of(query, variant);
+        let run_id = run.run_id();
+        // Started for this pass, on a copy of the run's folder as it is now (after the bloom
+        // filter, with it), and closed with it.
+        let mut workers = variant_engines(ab, run.target)?;
         let mut query_runs = Vec::with_capacity(ab.variants.len());
-        for ab_variant in &ab.variants {
-            let plan = plan_under(run.target, &sql, &ab_variant.settings)?;
+        for (index, ab_variant) in ab.variants.iter().enumerate() {
+            let target = engine_of(&mut workers, index, run.target);
+            let plan = plan_under(target, &sql, &ab_variant.settings)?;
             query_runs.push(run.writer.start_query(QueryRuns {
                 query: query.to_string(),
                 variant,
@@ -539,13 +544,17 @@ impl LogsBenchmark {
                 samples: Vec::new(),
             })?);
         }
-        drop_caches(run.target)?;
+        match &mut workers {
+            Some(workers) => workers.iter_mut().try_for_each(drop_caches)?,
+            None => drop_caches(run.target)?,
+        }
         for (round, order) in (0..=ab.rounds).zip(ab.round_orders(pass)) {
             for (position, &index) in order.iter().enumerate() {
                 let ab_variant = &ab.variants[index];
-                let tag = StatementTag::new(&run.run_id(), "logs", &format!("{scenario}.{}", ab_variant.name), round);
+                let tag = StatementTag::new(&run_id, "logs", &format!("{scenario}.{}", ab_variant.name), round);
                 // An error names the query's file and line.
-                let measured = measure(run.target, &sql, &tag, &ab_variant.settings)?;
+                let target = engine_of(&mut workers, index, run.target);
+                let measured = measure(target, &sql, &tag, &ab_variant.settings)?;
                 let (kind, answer, turn) = if round == 0 {
                     (SampleKind::WarmUp, Some(measured.body.chars().take(2000).collect()), "warm-up".to_string())
                 } else {
@@ -571,6 +580,44 @@ impl LogsBenchmark {
             }
         }
         Ok(())
+    }
+}
+
+/// In an A/B run whose variants name engine versions, every variant's engine: a worker
+/// of its version (the run's own for a variant that names none, so that both sides pay the
+/// same process and pipe), each on a hard-linked copy of the run's folder taken with
+/// merges stopped; `None` when every variant runs on the run's own target.
+fn variant_engines(ab: &AbRun, target: &mut Target) -> Result<Option<Vec<Target>>> {
+    if ab.variants.iter().all(|variant| variant.engine_version.is_none()) {
+        return Ok(None);
+    }
+    let own = crate::engine::engine_version()?;
+    // No merge may replace a part while the workers link the folder's files.
+    target.execute("SYSTEM STOP MERGES")?;
+    let opened = ab
+        .variants
+        .iter()
+        .map(|variant| {
+            let engine = match &variant.engine_version {
+                Some(version) => crate::engine::engine_version_named(version)?,
+                None => own,
+            };
+            target
+                .engine_beside(engine)
+                .with_context(|| format!("cannot start variant {}'s engine {}", variant.name, engine.npm_version))
+        })
+        .collect::<Result<Vec<Target>>>();
+    let resumed = target.execute("SYSTEM START MERGES");
+    let workers = opened?;
+    resumed?;
+    Ok(Some(workers))
+}
+
+/// The engine variant `index` runs on: its worker, or the run's own target.
+fn engine_of<'a>(workers: &'a mut Option<Vec<Target>>, index: usize, target: &'a mut Target) -> &'a mut Target {
+    match workers {
+        Some(workers) => &mut workers[index],
+        None => target,
     }
 }
 
