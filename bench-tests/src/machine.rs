@@ -130,7 +130,12 @@ impl ProcessFinder {
             .processes()
             .iter()
             // A thread is not another process (sysinfo lists Linux tasks when asked).
-            .filter(|(pid, process)| !self.own_lineage.contains(pid) && process.thread_kind().is_none())
+            // Nor is a child of this process (an engine worker): its work is this run's.
+            .filter(|(pid, process)| {
+                !self.own_lineage.contains(pid)
+                    && process.thread_kind().is_none()
+                    && process.parent() != self.own_lineage.first().copied()
+            })
             .filter_map(|(pid, process)| {
                 let exe = process.exe().filter(|exe| exe.starts_with(&self.build_dir))?;
                 // The executable's name, not sysinfo's: that one is read once per pid, and a
@@ -290,15 +295,40 @@ impl MachineWatch {
         self.info
     }
 
+    /// CPU time of this process and its children (engine workers): theirs is the run's
+    /// work too. Live children are read from the process list, ended ones from the
+    /// kernel's account of waited-for children.
     fn own_cpu_ms(&mut self) -> Option<u64> {
         let pid = sysinfo::get_current_pid().ok()?;
         self.system.refresh_processes_specifics(
-            ProcessesToUpdate::Some(&[pid]),
+            ProcessesToUpdate::All,
             false,
             ProcessRefreshKind::nothing().with_cpu(),
         );
-        self.system.process(pid).map(|process| process.accumulated_cpu_time())
+        let own = self.system.process(pid).map(|process| process.accumulated_cpu_time())?;
+        let live_children: u64 = self
+            .system
+            .processes()
+            .values()
+            .filter(|process| process.parent() == Some(pid) && process.thread_kind().is_none())
+            .map(|process| process.accumulated_cpu_time())
+            .sum();
+        Some(own + live_children + ended_children_cpu_ms())
     }
+}
+
+/// CPU time of this process's children that ended and were waited for, in ms.
+fn ended_children_cpu_ms() -> u64 {
+    // SAFETY: getrusage writes one `rusage` into the zeroed value it is given.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        if libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) != 0 {
+            return 0;
+        }
+        usage
+    };
+    let ms = |time: libc::timeval| (time.tv_sec as u64) * 1000 + (time.tv_usec as u64) / 1000;
+    ms(usage.ru_utime) + ms(usage.ru_stime)
 }
 
 /// This process and its ancestors, as `system` last saw them.

@@ -48,6 +48,9 @@ pub struct Why {
     /// One line: the verdict, the part of the breakdown that moved most, the events.
     pub summary: String,
     pub moved_events: Vec<MovedEvent>,
+    /// Events counted on one side only: work the other did not do, or a counter its
+    /// engine lacks; not ranked among the moved.
+    pub counted_on_one_side: Vec<String>,
     /// Why the events are not known, when a side's records hold none.
     pub events_unknown: Option<String>,
 }
@@ -82,10 +85,13 @@ pub(super) fn why<Variant>(
          process's)"
             .to_string()
     });
-    let moved_events = if events_unknown.is_none() {
-        moved_events(baseline, candidate, baseline_side.read_rows, candidate_side.read_rows)
+    let (moved_events, counted_on_one_side) = if events_unknown.is_none() {
+        (
+            moved_events(baseline, candidate, baseline_side.read_rows, candidate_side.read_rows),
+            counted_on_one_side(baseline, candidate),
+        )
     } else {
-        Vec::new()
+        (Vec::new(), Vec::new())
     };
     let mut parts = Vec::new();
     if let (Some(a), Some(b)) = (&baseline_side.breakdown, &candidate_side.breakdown) {
@@ -116,7 +122,17 @@ pub(super) fn why<Variant>(
     }
     let word = if verdict == Verdict::Faster { "faster" } else { "slower" };
     let summary = if parts.is_empty() { word.to_string() } else { format!("{word}: {}", parts.join("; ")) };
-    Why { summary, moved_events, events_unknown }
+    Why { summary, moved_events, counted_on_one_side, events_unknown }
+}
+
+/// The events some sample of one side counted and no sample of the other did: work one
+/// side did not do, or a counter its engine lacks (another version); never ranked as moved.
+fn counted_on_one_side<Variant>(baseline: &QueryRuns<Variant>, candidate: &QueryRuns<Variant>) -> Vec<String> {
+    let names = |runs: &QueryRuns<Variant>| -> BTreeSet<String> {
+        runs.warm_samples().flat_map(|sample| sample.stats.profile_events.keys().cloned()).collect()
+    };
+    let (a, b) = (names(baseline), names(candidate));
+    a.symmetric_difference(&b).cloned().collect()
 }
 
 /// The events that moved most, by the size of the log of their ratio per query (1 added
@@ -133,12 +149,17 @@ fn moved_events<Variant>(
         .chain(candidate.warm_samples())
         .flat_map(|sample| sample.stats.profile_events.keys())
         .collect();
+    let counted = |runs: &QueryRuns<Variant>, name: &str| {
+        runs.warm_samples().any(|sample| sample.stats.profile_events.contains_key(name))
+    };
     let per_query = |runs: &QueryRuns<Variant>, name: &str| {
         median_unsorted(runs.warm_samples().map(|sample| sample.stats.event(name) as f64).collect()).unwrap_or(0.0)
     };
     let per_row = |value: f64, rows: Option<f64>| rows.filter(|rows| *rows > 0.0).map(|rows| value / rows);
     let mut events: Vec<(f64, MovedEvent)> = names
         .into_iter()
+        // An event one side never counted may be one its engine lacks: not a move.
+        .filter(|name| counted(baseline, name) && counted(candidate, name))
         .filter_map(|name| {
             let (before, after) = (per_query(baseline, name), per_query(candidate, name));
             if before.max(after) < SMALLEST_EVENT || before == after {

@@ -333,10 +333,14 @@ impl<'a, Results: KindResults> SideOf<'a, Results> {
             dir: self.at.dir.clone(),
             variant: self.variant.map(|variant| variant.name.clone()),
             settings: self.variant.map(|variant| variant.settings.clone()).unwrap_or_default(),
-            engine_version: self
-                .variant
-                .and_then(|variant| variant.engine_version.clone())
-                .unwrap_or_else(|| bundle.target.engine_version.clone()),
+            engine_version: match self.variant.and_then(|variant| variant.engine_version.as_deref()) {
+                // The version the pinned engine reports, as the bundle's target records it.
+                Some(npm_version) => crate::engine::engine_version_named(npm_version).map_or_else(
+                    |_| npm_version.to_string(),
+                    |engine| format!("{} (engine {npm_version})", engine.clickhouse_version),
+                ),
+                None => bundle.target.engine_version.clone(),
+            },
             target: bundle.target.kind.to_string(),
             status: bundle.status,
             machine: bundle.machine.as_ref().map(|machine| {

@@ -104,6 +104,13 @@ pub fn markdown(comparison: &Comparison) -> String {
         for query in changed {
             let Some(why) = &query.why else { continue };
             let _ = writeln!(out, "- **{}**: {}", query.query, why.summary);
+            if !why.counted_on_one_side.is_empty() {
+                let _ = writeln!(
+                    out,
+                    "  - counted on one side only (work the other did not do, or a counter its engine lacks): {}",
+                    why.counted_on_one_side.iter().map(|name| format!("`{name}`")).collect::<Vec<_>>().join(", ")
+                );
+            }
             if let Some(unknown) = &why.events_unknown {
                 let _ = writeln!(out, "  - ProfileEvents unknown: {unknown}");
             }

@@ -179,8 +179,8 @@ fn mistakes_in_variants_are_one_line_each_before_the_engine_starts() {
         (&["--variant", "a:max_threads=1"][..], "--variant a:max_threads=1 is the only variant"),
         (&["--variant", "a:", "--variant", "a:max_threads=1"][..], "--variant names a twice"),
         (
-            &["--variant", "a:", "--variant", "old:engine_version=26.5.3"][..],
-            "--variant old:engine_version=26.5.3: variants on different engine versions are not built yet",
+            &["--variant", "a:", "--variant", "old:engine_version=9.9"][..],
+            "--variant old:engine_version=9.9: \"9.9\" is not a pinned engine version; the pinned ones: ",
         ),
         (&["--seed", "7"][..], "--seed 7 orders an A/B run's rounds: give two or more --variant flags too"),
     ] {
@@ -259,4 +259,42 @@ fn wait_for(child: &mut Child, done: impl Fn() -> bool) {
         assert!(child.try_wait().unwrap().is_none(), "the run ended before it could be interrupted");
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// Variants on two engine versions in one run: each runs in a worker of its version (the
+/// run's own for the variant that names none) on a copy of the run's folder, both read
+/// the same tables, the workers are not counted as other processes, and the comparison
+/// says what differs.
+#[test]
+fn variants_on_two_engine_versions_run_in_workers_of_their_versions() {
+    let results = tempfile::tempdir().unwrap();
+    let flags = ["--rows", "100K", "--runs", "5", "--variant", "new:", "--variant", "old:engine_version=26.5.3"];
+    let output = logs_command(results.path(), "versions", &flags).output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("ClickHouse 26.5.1.1") && stderr.contains("in engine worker pid"), "{stderr}");
+    let dir = results.path().join("versions");
+    let bundle: LogsBundle = load_bundle(&dir).unwrap();
+    let logs = &bundle.benchmark;
+    for query in ["q1", "q2", "q3", "q4", "q5"] {
+        let of = |variant: &str| {
+            logs.queries.iter().find(|runs| runs.query == query && runs.ab_variant.as_deref() == Some(variant)).unwrap()
+        };
+        let (new, old) = (of("new"), of("old"));
+        assert_eq!(new.warm_samples().count(), 5, "{query}");
+        assert_eq!(old.warm_samples().count(), 5, "{query}");
+        // One dataset: both engines read the same rows and answer the same (but Q2's ties
+        // and Q4's approximate quantiles, which may differ from run to run).
+        if matches!(query, "q1" | "q3" | "q5") {
+            assert_eq!(new.answer, old.answer, "{query}");
+        }
+        let rows = |runs: &LogsQueryRuns| runs.samples.iter().map(|sample| sample.stats.read_rows).max();
+        assert_eq!(rows(new), rows(old), "{query}");
+    }
+    let machine = bundle.machine.as_ref().unwrap();
+    assert!(machine.other_chbench_processes.is_empty(), "the workers are this run's: {machine:?}");
+    let compared = xtask().arg("compare").arg(&dir).arg("--json").output().unwrap();
+    assert!(compared.status.success(), "{}", String::from_utf8_lossy(&compared.stderr));
+    let comparison: serde_json::Value = serde_json::from_slice(&compared.stdout).unwrap();
+    assert_eq!(comparison["differences"][0], "engine version: 26.7.2.1 against 26.5.1.1 (engine 26.5.3)");
 }

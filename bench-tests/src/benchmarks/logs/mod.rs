@@ -256,6 +256,14 @@ impl LogsBenchmark {
 
     fn ingest(&self, run: &mut LogsRun<'_>) -> Result<()> {
         if let Some(ab) = &self.ab {
+            if let Some(variant) = ab.variants.iter().find(|variant| variant.engine_version.is_some())
+                && !run.target.engine_in_process()
+            {
+                bail!(
+                    "--variant {}: a variant on another engine version runs the embedded engine in a worker process                      beside this one, on a copy of its folder; run it with --target embedded",
+                    variant.flag()
+                );
+            }
             check_variant_settings(ab, run.target)?;
         }
         let params = self.params();
@@ -852,8 +860,8 @@ mod tests {
         let ab = benchmark(&["--rows", "10M", "--variant", "a:", "--variant", "b:max_threads=1", "--seed", "9"]);
         assert_eq!(ab.run_label(), "logs-10M-ab");
         let run = ab.ab_run().unwrap();
-        assert_eq!((run.seed, run.rounds, ab.warm_runs, run.variants.len()), (9, 50, 50, 2));
-        assert_eq!(ab.samples_per_query(), 2 * 51);
+        assert_eq!((run.seed, run.rounds, ab.warm_runs, run.variants.len()), (9, 60, 60, 2));
+        assert_eq!(ab.samples_per_query(), 2 * 61);
         let short = benchmark(&["--runs", "4", "--variant", "a:", "--variant", "b:"]);
         assert_eq!((short.warm_runs, short.ab_run().unwrap().rounds), (4, 4));
         // Without a seed, one is drawn and recorded.
