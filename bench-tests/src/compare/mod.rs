@@ -243,6 +243,8 @@ pub fn compare_bundles<Results: KindResults>(
     let differences = checks::differences(&baseline, &candidate);
     let warnings = checks::warnings(&baseline, &candidate);
 
+    // Two variants of one A/B bundle are paired by round.
+    let same_bundle = std::ptr::eq(baseline.bundle(), candidate.bundle());
     let baseline_runs = baseline.runs();
     let candidate_runs = candidate.runs();
     let mut queries = Vec::new();
@@ -253,7 +255,7 @@ pub fn compare_bundles<Results: KindResults>(
             only_in_baseline.push(label.clone());
             continue;
         };
-        let query = compare_query(label, runs, other, &options.thresholds);
+        let query = compare_query(label, runs, other, same_bundle, &options.thresholds);
         summary.count(query.significance.verdict);
         queries.push(query);
     }
@@ -420,14 +422,24 @@ fn runs_label<Variant: Serialize>(runs: &QueryRuns<Variant>, with_ab_variant: bo
     label
 }
 
+/// One query on both sides. `by_round`: the sides are variants of one A/B run, whose
+/// rounds every variant completed are compared (a stopped run's last round may hold one
+/// variant's sample and not the other's).
 fn compare_query<Variant>(
     label: &str,
     baseline: &QueryRuns<Variant>,
     candidate: &QueryRuns<Variant>,
+    by_round: bool,
     thresholds: &Thresholds,
 ) -> QueryComparison {
-    let timings = |runs: &QueryRuns<Variant>| runs.warm_samples().map(|sample| sample.stats.server_ms()).collect();
-    let (baseline_ms, candidate_ms): (Vec<f64>, Vec<f64>) = (timings(baseline), timings(candidate));
+    let timings = |runs: &QueryRuns<Variant>, other: &QueryRuns<Variant>| {
+        runs.warm_samples()
+            .filter(|sample| !by_round || other.warm_samples().any(|theirs| theirs.attempt == sample.attempt))
+            .map(|sample| sample.stats.server_ms())
+            .collect()
+    };
+    let (baseline_ms, candidate_ms): (Vec<f64>, Vec<f64>) =
+        (timings(baseline, candidate), timings(candidate, baseline));
     let mut significance = compare_timings(&baseline_ms, &candidate_ms, thresholds);
     // The same samples on both sides (a bundle against itself) are A/A by definition,
     // however few or spread: no test is needed to say that nothing changed (the noise is

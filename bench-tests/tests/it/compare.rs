@@ -341,3 +341,21 @@ fn a_plan_that_prunes_differently_is_said_stage_by_stage() {
     let unknown = compare(&[with_plan("a", 12), without], &CompareOptions::default());
     assert!(matches!(unknown.queries[0].plan, PlanChange::Unknown { .. }));
 }
+
+#[test]
+fn a_stopped_ab_run_compares_the_rounds_every_variant_completed() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = ab_bundle(root.path());
+    let path = dir.join(RESULTS_FILE);
+    let mut stopped: LogsBundle = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    // Stopped in round 51: the baseline measured, the others not yet.
+    let extra = sample(51, 500.0, 0.5, 4);
+    stopped.benchmark.queries[0].samples.push(extra);
+    stopped.status = RunStatus::Incomplete;
+    std::fs::write(&path, serde_json::to_string(&stopped).unwrap()).unwrap();
+    let comparison = compare(std::slice::from_ref(&dir), &CompareOptions::default());
+    let q1 = &comparison.queries[0];
+    assert_eq!((q1.significance.baseline_samples, q1.significance.candidate_samples), (50, 50));
+    assert_eq!(q1.significance.verdict, Verdict::Unchanged);
+    assert_eq!(comparison.warnings.len(), 1, "{:?}", comparison.warnings);
+}
