@@ -408,29 +408,50 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_test_process_that_starts_and_ends_between_phases_is_seen() {
-        let watch = MachineWatch::start(true);
-        // A real process running a binary of this build, named as nextest's test binaries
-        // are: a copy of sleep in the build folder.
+    /// A process this test started through a shell that ended, so that this process is not
+    /// its parent (as another test process is not); killed when the test ends.
+    struct Detached(u32);
+
+    impl Drop for Detached {
+        fn drop(&mut self) {
+            if let Some(pid) = rustix::process::Pid::from_raw(self.0 as i32) {
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+            }
+        }
+    }
+
+    /// A copy of sleep in the build folder, named as nextest's test binaries are: a
+    /// process running it is one of this tool's.
+    fn binary_of_this_build() -> (tempfile::TempDir, std::path::PathBuf) {
         let build = crate::files::chbench_dir();
         std::fs::create_dir_all(&build).unwrap();
         let folder = tempfile::Builder::new().prefix("machine-test-").tempdir_in(&build).unwrap();
         let binary = folder.path().join("it-0a1b2c3d");
         std::fs::copy("/bin/sleep", &binary).unwrap();
-        let spawn = || std::process::Command::new(&binary).arg("600").spawn();
-        // Another thread's fork may hold the copy open for writing a moment.
+        (folder, binary)
+    }
+
+    #[test]
+    fn a_test_process_that_starts_and_ends_between_phases_is_seen() {
+        let watch = MachineWatch::start(true);
+        let (_folder, binary) = binary_of_this_build();
+        // Another thread's fork may hold the copy open for writing a moment (the exec then
+        // fails, and the shell prints no pid of a live process): try again.
         let mut attempts = 0;
-        let child = loop {
-            match spawn() {
-                Err(error) if error.kind() == std::io::ErrorKind::ExecutableFileBusy && attempts < 50 => {
-                    attempts += 1;
-                    std::thread::sleep(Duration::from_millis(20));
-                }
-                other => break Child(other.unwrap()),
+        let detached = loop {
+            let output = std::process::Command::new("sh")
+                .arg("-c")
+                .arg(format!("'{}' 600 >/dev/null 2>&1 & echo $!", binary.display()))
+                .output()
+                .unwrap();
+            let pid: u32 = String::from_utf8_lossy(&output.stdout).trim().parse().unwrap();
+            std::thread::sleep(Duration::from_millis(50));
+            if Path::new(&format!("/proc/{pid}")).exists() || attempts >= 50 {
+                break Detached(pid);
             }
+            attempts += 1;
         };
-        let pid = child.0.id();
+        let pid = detached.0;
         let seen = |processes: &[SeenProcess]| processes.iter().any(|process| process.pid == pid);
         // No phase boundary (no `observe`) while it runs: only the background sampler can
         // see it. The deadline is for a sampler that never looks, not a measurement.
@@ -439,12 +460,36 @@ mod tests {
             assert!(Instant::now() < deadline, "the watch never saw pid {pid}: {:?}", watch.info());
             std::thread::sleep(Duration::from_millis(50));
         }
-        drop(child);
+        drop(detached);
         let finished = watch.finish();
         let process = finished.other_chbench_processes.iter().find(|process| process.pid == pid).unwrap();
         assert_eq!(process.name, "it-0a1b2c3d");
         assert!(!finished.quiet(), "{finished:?}");
         assert!(finished.noise[0].contains(&format!("it-0a1b2c3d (pid {pid})")), "{:?}", finished.noise);
+    }
+
+    /// A child of this process (an engine worker) is the run's own: never another process.
+    #[test]
+    fn a_child_of_this_process_is_not_another_process() {
+        let mut watch = MachineWatch::start(true);
+        let (_folder, binary) = binary_of_this_build();
+        let mut attempts = 0;
+        let child = loop {
+            match std::process::Command::new(&binary).arg("600").spawn() {
+                Err(error) if error.kind() == std::io::ErrorKind::ExecutableFileBusy && attempts < 50 => {
+                    attempts += 1;
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                other => break Child(other.unwrap()),
+            }
+        };
+        let pid = child.0.id();
+        // Two of the sampler's looks, and one at a phase boundary.
+        std::thread::sleep(SAMPLE_EVERY * 2);
+        watch.observe();
+        drop(child);
+        let finished = watch.finish();
+        assert!(!finished.other_chbench_processes.iter().any(|process| process.pid == pid), "{finished:?}");
     }
 
     #[test]
