@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use chbench::benchmarks::kinds;
 use chbench::compare::report::{CHART_FILE, COMPARE_FILE, JSON_FILE, chart, markdown};
-use chbench::compare::{CompareOptions, Comparison};
+use chbench::compare::{CompareOptions, Comparison, Side};
 use chbench::files::write_atomically;
 use chbench::results::prepare_results_folder;
 
@@ -29,7 +29,8 @@ impl Compare {
         };
         write_comparison(&comparison, &out)?;
         if self.json {
-            println!("{}", serde_json::to_string_pretty(&comparison).context("cannot serialise the comparison")?);
+            let json = serde_json::to_string_pretty(&comparison).context("cannot serialise the comparison")?;
+            print_ignoring_a_closed_pipe(&(json + "\n"));
         } else {
             print_summary(&comparison, &out);
         }
@@ -65,19 +66,17 @@ fn variants_pair(text: &str) -> Result<(String, String)> {
     }
 }
 
-/// `compare-<A>-vs-<B>`, the sides by run id (and variant, in an A/B bundle): safe names
-/// both, so the folder is one.
+/// `compare-<A>-vs-<B>`, the sides by their folders' names (run ids, unless copied), or
+/// `compare-<run>-<a>-vs-<b>` for two variants of one A/B bundle: safe names all, so the
+/// folder is one.
 fn default_folder(comparison: &Comparison) -> String {
-    let name = |side: &chbench::compare::Side| match &side.variant {
-        Some(variant) if comparison.baseline.run_id == comparison.candidate.run_id => variant.clone(),
-        Some(variant) => format!("{}-{variant}", side.run_id),
-        None => side.run_id.clone(),
+    let bundle = |side: &Side| {
+        side.dir.file_name().map_or_else(|| side.run_id.clone(), |name| name.to_string_lossy().into_owned())
     };
-    let folder = format!("compare-{}-vs-{}", name(&comparison.baseline), name(&comparison.candidate));
-    if comparison.baseline.run_id == comparison.candidate.run_id {
-        format!("{}-{folder}", comparison.baseline.run_id)
-    } else {
-        folder
+    let (a, b) = (&comparison.baseline, &comparison.candidate);
+    match (&a.ab_variant, &b.ab_variant) {
+        (Some(x), Some(y)) if a.dir == b.dir => format!("compare-{}-{x}-vs-{y}", bundle(a)),
+        _ => format!("compare-{}-vs-{}", bundle(a), bundle(b)),
     }
 }
 
@@ -89,23 +88,37 @@ fn write_comparison(comparison: &Comparison, out: &Path) -> Result<()> {
     write_atomically(&out.join(COMPARE_FILE), &markdown(comparison))
 }
 
+/// The summary on stdout; a reader that stopped reading (`| head`) is not an error.
 fn print_summary(comparison: &Comparison, out: &Path) {
-    println!("{} against {}: {}", comparison.candidate.label, comparison.baseline.label, comparison.summary.line());
+    let mut text = format!(
+        "{} against {}: {}\n",
+        comparison.candidate.label,
+        comparison.baseline.label,
+        comparison.summary.line()
+    );
     for warning in &comparison.warnings {
-        println!("warning: {warning}");
+        text.push_str(&format!("warning: {warning}\n"));
     }
     for query in &comparison.queries {
         if let Some(why) = &query.why {
-            println!("  {}: {}", query.query, why.summary);
+            text.push_str(&format!("  {}: {}\n", query.query, why.summary));
         }
     }
-    if let Some(gain) = comparison.totals.gain {
-        println!(
-            "sum of means: {:.1} ms against {:.1} ms ({:+.1} %)",
-            comparison.totals.baseline_sum_of_means_ms,
-            comparison.totals.candidate_sum_of_means_ms,
-            -100.0 * gain
-        );
+    let totals = &comparison.totals;
+    if let Some(gain) = totals.gain {
+        // B against A, as the line above; `+ 0.0` so that no change reads 0.0, not -0.0.
+        text.push_str(&format!(
+            "sum of means: {:.1} ms against {:.1} ms ({:+.1} %)\n",
+            totals.candidate_sum_of_means_ms,
+            totals.baseline_sum_of_means_ms,
+            -100.0 * gain + 0.0
+        ));
     }
-    println!("report: {}", out.join(COMPARE_FILE).display());
+    text.push_str(&format!("report: {}\n", out.join(COMPARE_FILE).display()));
+    print_ignoring_a_closed_pipe(&text);
+}
+
+fn print_ignoring_a_closed_pipe(text: &str) {
+    use std::io::Write as _;
+    let _ = std::io::stdout().write_all(text.as_bytes());
 }

@@ -478,7 +478,8 @@ pub struct Compare {
     /// Exit non-zero when more than N queries are slower (a workflow's gate).
     #[arg(long, value_name = "N")]
     pub fail_on_slower: Option<usize>,
-    /// Where compare.md, medians.svg and compare.json go [default: RESULTS_DIR/compare-A-vs-B].
+    /// Where compare.md, medians.svg and compare.json go [default: RESULTS_DIR/compare-A-vs-B,
+    /// A and B the bundles' folder names; compare-RUN-A-vs-B for one A/B bundle's variants].
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
 }

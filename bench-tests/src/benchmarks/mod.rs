@@ -68,6 +68,12 @@ pub trait Benchmark: Sized + 'static {
     fn check_storage(&self, _folder: &Path) -> Result<()> {
         Ok(())
     }
+    /// Refuses inputs the opened target cannot take (a setting it does not know, a
+    /// capability it lacks), before the bundle is made, so that such a mistake is one line
+    /// and leaves nothing behind.
+    fn check_target(&self, _target: &mut Target) -> Result<()> {
+        Ok(())
+    }
     /// The fixture files it runs, relative to `fixtures/`; the bundle keeps a copy.
     fn sql_files(&self) -> Vec<String>;
     /// Its results before anything is measured.
@@ -267,6 +273,7 @@ impl<B: Benchmark> AnyBenchmark for B {
     }
 
     fn run_to_bundle(&self, target: &mut Target, place: &BundlePlace, progress: &dyn Progress) -> Result<RunEnd> {
+        Benchmark::check_target(self, target)?;
         let bundle = new_bundle(self, &place.run_id, target);
         progress.note(&format!("storage baseline: {}", bundle.storage_baseline));
         let mut writer = BundleWriter::create(&place.root, bundle, place.existing)?;

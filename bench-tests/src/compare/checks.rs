@@ -77,11 +77,19 @@ pub(super) fn warnings<Results: KindResults>(
     candidate: &SideOf<'_, Results>,
 ) -> Vec<String> {
     let mut lines = Vec::new();
+    if !std::ptr::eq(baseline.bundle(), candidate.bundle()) && baseline.at.dir != candidate.at.dir {
+        lines.push(
+            "the sides are separate runs: each ingested its own data in its own process at its own time, so a \
+             difference may be the runs' rather than the change's; for a change on one machine, run both in one A/B \
+             run (docs/ab-runs.md)"
+                .to_string(),
+        );
+    }
     let sides: &[&SideOf<'_, Results>] =
         if std::ptr::eq(baseline.bundle(), candidate.bundle()) { &[baseline] } else { &[baseline, candidate] };
     for side in sides {
         let bundle = side.bundle();
-        let run = &bundle.run_id;
+        let run = side.bundle_name();
         if bundle.status == RunStatus::Incomplete {
             lines.push(format!(
                 "run {run} is incomplete: it stopped during `{}`{}; its queries are compared as far as they ran",

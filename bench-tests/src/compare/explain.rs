@@ -42,6 +42,13 @@ pub struct MovedEvent {
     pub ratio: Option<f64>,
 }
 
+/// Events one side counted and the other never did, by side.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OneSided {
+    pub baseline: Vec<String>,
+    pub candidate: Vec<String>,
+}
+
 /// Why a query got faster or slower.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Why {
@@ -50,7 +57,7 @@ pub struct Why {
     pub moved_events: Vec<MovedEvent>,
     /// Events counted on one side only: work the other did not do, or a counter its
     /// engine lacks; not ranked among the moved.
-    pub counted_on_one_side: Vec<String>,
+    pub counted_on_one_side: OneSided,
     /// Why the events are not known, when a side's records hold none.
     pub events_unknown: Option<String>,
 }
@@ -86,12 +93,9 @@ pub(super) fn why<Variant>(
             .to_string()
     });
     let (moved_events, counted_on_one_side) = if events_unknown.is_none() {
-        (
-            moved_events(baseline, candidate, baseline_side.read_rows, candidate_side.read_rows),
-            counted_on_one_side(baseline, candidate),
-        )
+        (moved_events(baseline, candidate, baseline_side, candidate_side), counted_on_one_side(baseline, candidate))
     } else {
-        (Vec::new(), Vec::new())
+        (Vec::new(), OneSided::default())
     };
     let mut parts = Vec::new();
     if let (Some(a), Some(b)) = (&baseline_side.breakdown, &candidate_side.breakdown) {
@@ -100,10 +104,14 @@ pub(super) fn why<Variant>(
             ("read wait", a.read_wait_ms, b.read_wait_ms),
             ("other", a.other_ms, b.other_ms),
         ];
+        // The part that moved most the way the query did: a part that fell says nothing of
+        // why a query got slower.
+        let the_way =
+            |before: f64, after: f64| if verdict == Verdict::Slower { after - before } else { before - after };
         if let Some((name, before, after)) = moved
             .iter()
-            .filter(|(_, before, after)| before.is_finite() && after.is_finite())
-            .max_by(|x, y| (x.2 - x.1).abs().total_cmp(&(y.2 - y.1).abs()))
+            .filter(|(_, before, after)| before.is_finite() && after.is_finite() && the_way(*before, *after) > 0.0)
+            .max_by(|x, y| the_way(x.1, x.2).total_cmp(&the_way(y.1, y.2)))
         {
             parts.push(format!("{name} {} -> {}", milliseconds(Some(*before)), milliseconds(Some(*after))));
         }
@@ -127,12 +135,12 @@ pub(super) fn why<Variant>(
 
 /// The events some sample of one side counted and no sample of the other did: work one
 /// side did not do, or a counter its engine lacks (another version); never ranked as moved.
-fn counted_on_one_side<Variant>(baseline: &QueryRuns<Variant>, candidate: &QueryRuns<Variant>) -> Vec<String> {
+fn counted_on_one_side<Variant>(baseline: &QueryRuns<Variant>, candidate: &QueryRuns<Variant>) -> OneSided {
     let names = |runs: &QueryRuns<Variant>| -> BTreeSet<String> {
         runs.warm_samples().flat_map(|sample| sample.stats.profile_events.keys().cloned()).collect()
     };
     let (a, b) = (names(baseline), names(candidate));
-    a.symmetric_difference(&b).cloned().collect()
+    OneSided { baseline: a.difference(&b).cloned().collect(), candidate: b.difference(&a).cloned().collect() }
 }
 
 /// The events that moved most, by the size of the log of their ratio per query (1 added
@@ -141,9 +149,17 @@ fn counted_on_one_side<Variant>(baseline: &QueryRuns<Variant>, candidate: &Query
 fn moved_events<Variant>(
     baseline: &QueryRuns<Variant>,
     candidate: &QueryRuns<Variant>,
-    baseline_rows: Option<f64>,
-    candidate_rows: Option<f64>,
+    baseline_side: &QuerySide,
+    candidate_side: &QuerySide,
 ) -> Vec<MovedEvent> {
+    let (baseline_rows, candidate_rows) = (baseline_side.read_rows, candidate_side.read_rows);
+    // A time counter that moved by less than a twentieth of the query's own change (in
+    // µs) did not make it: 6 µs of lock wait is no reason for 700 µs.
+    let duration_change_us = baseline_side
+        .median_ms
+        .zip(candidate_side.median_ms)
+        .map(|(before, after)| (after - before).abs() * 1e3)
+        .unwrap_or(0.0);
     let names: BTreeSet<&String> = baseline
         .warm_samples()
         .chain(candidate.warm_samples())
@@ -165,6 +181,9 @@ fn moved_events<Variant>(
             if before.max(after) < SMALLEST_EVENT || before == after {
                 return None;
             }
+            if name.ends_with("Microseconds") && (after - before).abs() < duration_change_us / 20.0 {
+                return None;
+            }
             let (before_per_row, after_per_row) = (per_row(before, baseline_rows), per_row(after, candidate_rows));
             let event_ratio = match (before_per_row, after_per_row) {
                 (Some(before), Some(after)) => ratio(after, before),
@@ -173,7 +192,13 @@ fn moved_events<Variant>(
             // How far it moved (the log of its ratio), weighed by its size up to a thousand,
             // so that a counter going from 11 to 0 does not outrank one going from 5,000 to 150.
             let weight = ((before.max(after) + 1.0).log10() / 3.0).min(1.0);
-            let size = ((after + 1.0) / (before + 1.0)).ln().abs() * weight;
+            // Per row read where both sides read rows (runs of other sizes compare so), else
+            // per query; `+ 1` on the per-query counts keeps a new or gone event rankable.
+            let moved = match event_ratio.filter(|ratio| *ratio > 0.0 && before > 0.0) {
+                Some(ratio) => ratio.ln(),
+                None => ((after + 1.0) / (before + 1.0)).ln(),
+            };
+            let size = moved.abs() * weight;
             Some((
                 size,
                 MovedEvent {

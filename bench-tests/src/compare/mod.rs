@@ -23,7 +23,7 @@ use std::path::PathBuf;
 use anyhow::{Result, bail};
 use serde::{Deserialize, Serialize};
 
-pub use self::explain::{BreakdownMedians, MovedEvent, Why};
+pub use self::explain::{BreakdownMedians, MovedEvent, OneSided, Why};
 use crate::numbers::{median_unsorted, ratio};
 use crate::query_runs::QueryRuns;
 use crate::results::{KindResults, RunBundle, RunStatus};
@@ -81,7 +81,7 @@ pub struct Side {
     pub run_id: String,
     pub dir: PathBuf,
     /// The A/B variant it is, in an A/B bundle.
-    pub variant: Option<String>,
+    pub ab_variant: Option<String>,
     /// The variant's statement settings (empty for a whole bundle).
     pub settings: Settings,
     pub engine_version: String,
@@ -264,6 +264,22 @@ pub fn compare_bundles<Results: KindResults>(
         .filter(|(label, _)| !baseline_runs.iter().any(|(other, _)| other == label))
         .map(|(label, _)| label.clone())
         .collect();
+    if queries.is_empty() {
+        let ab = |side: &SideOf<'_, Results>| side.bundle().ab_run.is_some() && side.variant.is_none();
+        let hint = if ab(&baseline) != ab(&candidate) {
+            "; an A/B bundle's queries are its variants' (`q1 [a]`): compare its variants alone (`cargo xtask \
+             compare <A/B run>`), or with another A/B bundle of the same variants"
+        } else {
+            ""
+        };
+        bail!(
+            "{} and {} measured no query in common ({} against {}){hint}",
+            baseline.label(),
+            candidate.label(),
+            list_or_none(baseline_runs.iter().map(|(label, _)| label.as_str())),
+            list_or_none(candidate_runs.iter().map(|(label, _)| label.as_str()))
+        );
+    }
     let totals = totals(&queries);
     let thresholds = &options.thresholds;
     Ok(Comparison {
@@ -292,6 +308,12 @@ pub fn compare_bundles<Results: KindResults>(
     })
 }
 
+/// `a, b, c`, or `none`.
+fn list_or_none<'a>(labels: impl Iterator<Item = &'a str>) -> String {
+    let labels: Vec<&str> = labels.collect();
+    if labels.is_empty() { "none".to_string() } else { labels.join(", ") }
+}
+
 /// A side being compared: a bundle, or one variant of an A/B bundle.
 struct SideOf<'a, Results> {
     at: &'a BundleAt<Results>,
@@ -308,10 +330,19 @@ impl<'a, Results: KindResults> SideOf<'a, Results> {
         &self.at.bundle
     }
 
+    /// The bundle as the user named it: its folder's name, which is its run id unless the
+    /// folder was copied or renamed.
+    fn bundle_name(&self) -> String {
+        self.at
+            .dir
+            .file_name()
+            .map_or_else(|| self.at.bundle.run_id.clone(), |name| name.to_string_lossy().into_owned())
+    }
+
     fn label(&self) -> String {
         match self.variant {
-            Some(variant) => format!("{} ({})", variant.name, self.at.bundle.run_id),
-            None => self.at.bundle.run_id.clone(),
+            Some(variant) => format!("{} ({})", variant.name, self.bundle_name()),
+            None => self.bundle_name(),
         }
     }
 
@@ -333,7 +364,7 @@ impl<'a, Results: KindResults> SideOf<'a, Results> {
             label: self.label(),
             run_id: bundle.run_id.clone(),
             dir: self.at.dir.clone(),
-            variant: self.variant.map(|variant| variant.name.clone()),
+            ab_variant: self.variant.map(|variant| variant.name.clone()),
             settings: self.variant.map(|variant| variant.settings.clone()).unwrap_or_default(),
             engine_version: match self.variant.and_then(|variant| variant.engine_version.as_deref()) {
                 // The version the pinned engine reports, as the bundle's target records it.

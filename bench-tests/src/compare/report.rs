@@ -58,8 +58,11 @@ pub fn markdown(comparison: &Comparison) -> String {
     let _ = writeln!(out, "**{}** (B against A).\n", comparison.summary.line());
     let _ = writeln!(out, "- A (baseline): {}", side_line(a));
     let _ = writeln!(out, "- B (candidate): {}", side_line(b));
-    if comparison.differences.is_empty() {
-        let _ = writeln!(out, "- what differs: nothing recorded (an A/A comparison)");
+    if comparison.differences.is_empty() && comparison.forced_differences.is_empty() {
+        let same = if comparison.baseline.dir == comparison.candidate.dir { " (an A/A comparison)" } else { "" };
+        let _ = writeln!(out, "- what differs: nothing the bundles record{same}");
+    } else if comparison.differences.is_empty() {
+        let _ = writeln!(out, "- what differs: what --force compared anyway, above");
     } else {
         let _ = writeln!(out, "- what differs: {}", comparison.differences.join("; "));
     }
@@ -104,12 +107,15 @@ pub fn markdown(comparison: &Comparison) -> String {
         for query in changed {
             let Some(why) = &query.why else { continue };
             let _ = writeln!(out, "- **{}**: {}", query.query, why.summary);
-            if !why.counted_on_one_side.is_empty() {
-                let _ = writeln!(
-                    out,
-                    "  - counted on one side only (work the other did not do, or a counter its engine lacks): {}",
-                    why.counted_on_one_side.iter().map(|name| format!("`{name}`")).collect::<Vec<_>>().join(", ")
-                );
+            for (letter, names) in [("A", &why.counted_on_one_side.baseline), ("B", &why.counted_on_one_side.candidate)]
+            {
+                if !names.is_empty() {
+                    let _ = writeln!(
+                        out,
+                        "  - counted by {letter} only (work the other side did not do, or a counter its engine lacks): {}",
+                        names.iter().map(|name| format!("`{name}`")).collect::<Vec<_>>().join(", ")
+                    );
+                }
             }
             if let Some(unknown) = &why.events_unknown {
                 let _ = writeln!(out, "  - ProfileEvents unknown: {unknown}");

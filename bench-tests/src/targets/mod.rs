@@ -315,7 +315,8 @@ impl Target {
     pub fn engine_beside(&self, engine: &'static crate::engine::EngineVersion) -> Result<Target> {
         let Some(folder) = self.backend.storage_folder() else {
             bail!(
-                "target {} keeps its data on another machine: a second engine version beside it needs the embedded                  target",
+                "target {} keeps its data on another machine: a second engine version beside it needs the embedded \
+                target",
                 self.info.kind
             );
         };

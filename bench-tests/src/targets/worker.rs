@@ -202,7 +202,13 @@ impl WorkerBackend {
         storage: &Storage,
         progress: &dyn Fn(&str),
     ) -> Result<WorkerBackend> {
-        let library = engine::provision_version(engine, progress)?;
+        // The process's own version is the library it loaded (`CHBENCH_LIBCHDB` included),
+        // so that a worker of it measures the same build.
+        let library = if engine == engine::engine_version()? {
+            engine::library(progress)?.path
+        } else {
+            engine::provision_version(engine, progress)?
+        };
         let mut child = Command::new(&command.program)
             .args(&command.args)
             .args(WorkerCommand::worker_args(engine, storage))

@@ -219,9 +219,10 @@ fn what_a_comparison_is_for_is_said_and_caution_comes_first() {
     let b = write(root.path(), &other);
     let comparison = compare(&[a, b], &CompareOptions::default());
     assert_eq!(comparison.differences, vec!["engine version: 26.7.3.1 against 26.5.1.1".to_string()]);
-    assert_eq!(comparison.warnings.len(), 2, "{:?}", comparison.warnings);
-    assert!(comparison.warnings[0].contains("incomplete") && comparison.warnings[0].contains("`queries`"));
-    assert!(comparison.warnings[1].contains("not quiet"));
+    assert_eq!(comparison.warnings.len(), 3, "{:?}", comparison.warnings);
+    assert!(comparison.warnings[0].contains("separate runs"), "{:?}", comparison.warnings);
+    assert!(comparison.warnings[1].contains("incomplete") && comparison.warnings[1].contains("`queries`"));
+    assert!(comparison.warnings[2].contains("not quiet"));
     assert_eq!(comparison.only_in_baseline, vec!["q3".to_string()]);
     assert_eq!(comparison.queries.len(), 2);
     let report = markdown(&comparison);
@@ -273,8 +274,8 @@ fn one_ab_bundle_compares_its_variants() {
     let root = tempfile::tempdir().unwrap();
     let dir = ab_bundle(root.path());
     let comparison = compare(std::slice::from_ref(&dir), &CompareOptions::default());
-    assert_eq!(comparison.baseline.variant.as_deref(), Some("default"));
-    assert_eq!(comparison.candidate.variant.as_deref(), Some("one_thread"));
+    assert_eq!(comparison.baseline.ab_variant.as_deref(), Some("default"));
+    assert_eq!(comparison.candidate.ab_variant.as_deref(), Some("one_thread"));
     assert_eq!(comparison.differences, vec!["setting max_threads: default against 1".to_string()]);
     assert_eq!(
         verdicts(&comparison),
@@ -358,4 +359,27 @@ fn a_stopped_ab_run_compares_the_rounds_every_variant_completed() {
     assert_eq!((q1.significance.baseline_samples, q1.significance.candidate_samples), (50, 50));
     assert_eq!(q1.significance.verdict, Verdict::Unchanged);
     assert_eq!(comparison.warnings.len(), 1, "{:?}", comparison.warnings);
+}
+
+#[test]
+fn an_ab_bundle_against_a_run_of_one_configuration_is_one_line_saying_why() {
+    let root = tempfile::tempdir().unwrap();
+    let ab = ab_bundle(root.path());
+    let plain = write(root.path(), &bundle("plain", three_queries(100.0, 4)));
+    let error = format!("{:#}", kinds::compare(&[ab, plain], &CompareOptions::default()).unwrap_err());
+    assert!(error.contains("measured no query in common"), "{error}");
+    assert!(error.contains("compare its variants alone"), "{error}");
+}
+
+#[test]
+fn a_copied_bundle_is_named_by_its_folder() {
+    let root = tempfile::tempdir().unwrap();
+    let original = write(root.path(), &bundle("run", three_queries(200.0, 4)));
+    let copy = root.path().join("copy");
+    std::fs::create_dir_all(copy.join("sql/logs/queries")).unwrap();
+    for entry in ["results.json", "sql/logs/queries/q1.sql", "sql/logs/queries/q2.sql", "sql/logs/queries/q3.sql"] {
+        std::fs::copy(original.join(entry), copy.join(entry)).unwrap();
+    }
+    let comparison = compare(&[original, copy], &CompareOptions::default());
+    assert_eq!((comparison.baseline.label.as_str(), comparison.candidate.label.as_str()), ("run", "copy"));
 }

@@ -176,6 +176,23 @@ impl Benchmark for LogsBenchmark {
         dataset::check_rows_fit(self.rows, folder)
     }
 
+    /// An A/B run's variants on this target: a variant on another engine version needs the
+    /// engine in this process (its workers copy its folder), and every setting must be one
+    /// the engine takes.
+    fn check_target(&self, target: &mut Target) -> Result<()> {
+        let Some(ab) = &self.ab else { return Ok(()) };
+        if let Some(variant) = ab.variants.iter().find(|variant| variant.engine_version.is_some())
+            && !target.engine_in_process()
+        {
+            bail!(
+                "--variant {}: a variant on another engine version runs the embedded engine in a worker process \
+                 beside this one, on a copy of its folder; run it with --target embedded",
+                variant.flag()
+            );
+        }
+        check_variant_settings(ab, target)
+    }
+
     fn sql_files(&self) -> Vec<String> {
         SQL_FILES.iter().map(|file| file.to_string()).collect()
     }
@@ -255,17 +272,6 @@ impl LogsBenchmark {
     }
 
     fn ingest(&self, run: &mut LogsRun<'_>) -> Result<()> {
-        if let Some(ab) = &self.ab {
-            if let Some(variant) = ab.variants.iter().find(|variant| variant.engine_version.is_some())
-                && !run.target.engine_in_process()
-            {
-                bail!(
-                    "--variant {}: a variant on another engine version runs the embedded engine in a worker process                      beside this one, on a copy of its folder; run it with --target embedded",
-                    variant.flag()
-                );
-            }
-            check_variant_settings(ab, run.target)?;
-        }
         let params = self.params();
         run.target.use_fresh_database(&database(run))?;
         let schema = Fixture::load("logs/schema.sql")?;
@@ -672,7 +678,8 @@ fn check_variant_settings(ab: &AbRun, target: &mut Target) -> Result<()> {
     for variant in &ab.variants {
         if let Some((unknown, _)) = variant.settings.iter().find(|(name, _)| !known.lines().any(|line| line == *name)) {
             bail!(
-                "--variant {}: {unknown} is not a setting of ClickHouse {} (system.settings has no such name); check                  its spelling",
+                "--variant {}: {unknown} is not a setting of ClickHouse {} (system.settings has no such name); check \
+                 its spelling",
                 variant.flag(),
                 target.info().engine_version
             );
