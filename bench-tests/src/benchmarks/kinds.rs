@@ -108,7 +108,13 @@ fn compare_of<B: Benchmark>(dirs: &[PathBuf], options: &CompareOptions) -> Resul
     let bundles = std::thread::scope(|scope| {
         let readers: Vec<_> = dirs
             .iter()
-            .map(|dir| scope.spawn(move || Ok(BundleAt { dir: dir.clone(), bundle: load_bundle::<B::Results>(dir)? })))
+            .map(|dir| {
+                // A comparison reads no sample's raw record: skipped, not built.
+                scope.spawn(move || {
+                    let bundle = crate::stats::without_raw_records(|| load_bundle::<B::Results>(dir))?;
+                    Ok(BundleAt { dir: dir.clone(), bundle })
+                })
+            })
             .collect();
         readers
             .into_iter()
