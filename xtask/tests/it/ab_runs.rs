@@ -304,7 +304,9 @@ fn variants_on_two_engine_versions_run_in_workers_of_their_versions() {
         !machine.other_chbench_processes.iter().any(|process| workers.contains(&process.pid)),
         "the workers {workers:?} are this run's: {machine:?}"
     );
-    let compared = xtask().arg("compare").arg(&dir).arg("--json").output().unwrap();
+    // Its files go beside the run's bundle, never into the working folder.
+    let compared =
+        xtask().arg("compare").arg(&dir).arg("--json").arg("--results-dir").arg(results.path()).output().unwrap();
     assert!(compared.status.success(), "{}", String::from_utf8_lossy(&compared.stderr));
     let comparison: serde_json::Value = serde_json::from_slice(&compared.stdout).unwrap();
     assert_eq!(comparison["differences"][0], "engine version: 26.7.2.1 against 26.5.1.1 (engine 26.5.3)");
