@@ -15,22 +15,15 @@ pub(super) fn refusals<Results: KindResults>(
     baseline: &SideOf<'_, Results>,
     candidate: &SideOf<'_, Results>,
 ) -> Vec<String> {
-    let (a, b) = (baseline.bundle(), candidate.bundle());
-    if std::ptr::eq(a, b) {
+    if baseline.shares_bundle_with(candidate) {
         return Vec::new();
     }
-    let mut lines = Vec::new();
+    let (a, b) = (baseline.bundle(), candidate.bundle());
     let (inputs_a, inputs_b) = (a.benchmark.compared_inputs(), b.benchmark.compared_inputs());
-    for (name, value) in &inputs_a {
-        match inputs_b.iter().find(|(other, _)| other == name) {
-            Some((_, other)) if other != value => lines.push(format!("{name}: {value} against {other}")),
-            None => lines.push(format!("{name}: {value} against none")),
-            Some(_) => {}
-        }
-    }
-    for (name, value) in inputs_b.iter().filter(|(name, _)| !inputs_a.iter().any(|(other, _)| other == name)) {
-        lines.push(format!("{name}: none against {value}"));
-    }
+    let mut lines = named_differences(pairs(&inputs_a), pairs(&inputs_b), "none")
+        .into_iter()
+        .map(|(name, a, b)| format!("{name}: {a} against {b}"))
+        .collect::<Vec<_>>();
     let files: BTreeSet<&String> = a.sql_files.iter().chain(&b.sql_files).collect();
     for file in files {
         match (a.sql_files.contains(file), b.sql_files.contains(file)) {
@@ -77,7 +70,8 @@ pub(super) fn warnings<Results: KindResults>(
     candidate: &SideOf<'_, Results>,
 ) -> Vec<String> {
     let mut lines = Vec::new();
-    if !std::ptr::eq(baseline.bundle(), candidate.bundle()) && baseline.at.dir != candidate.at.dir {
+    let one_bundle = baseline.shares_bundle_with(candidate);
+    if !one_bundle && baseline.at.dir != candidate.at.dir {
         lines.push(
             "the sides are separate runs: each ingested its own data in its own process at its own time, so a \
              difference may be the runs' rather than the change's; for a change on one machine, run both in one A/B \
@@ -85,8 +79,7 @@ pub(super) fn warnings<Results: KindResults>(
                 .to_string(),
         );
     }
-    let sides: &[&SideOf<'_, Results>] =
-        if std::ptr::eq(baseline.bundle(), candidate.bundle()) { &[baseline] } else { &[baseline, candidate] };
+    let sides: &[&SideOf<'_, Results>] = if one_bundle { &[baseline] } else { &[baseline, candidate] };
     for side in sides {
         let bundle = side.bundle();
         let run = side.bundle_name();
@@ -111,13 +104,33 @@ pub(super) fn warnings<Results: KindResults>(
 /// Each setting whose value differs, as `what name: a against b` (`default` where a side
 /// leaves it to the engine).
 fn settings_differences(what: &str, a: &Settings, b: &Settings) -> Vec<String> {
-    let names: BTreeSet<&str> = a.iter().chain(b.iter()).map(|(name, _)| name).collect();
+    named_differences(a.iter().collect(), b.iter().collect(), "default")
+        .into_iter()
+        .map(|(name, a, b)| format!("{what} {name}: {a} against {b}"))
+        .collect()
+}
+
+/// A kind's inputs as names and values.
+fn pairs(inputs: &[(String, String)]) -> Vec<(&str, &str)> {
+    inputs.iter().map(|(name, value)| (name.as_str(), value.as_str())).collect()
+}
+
+/// The names whose values differ between `a` and `b`, in the order first seen (`a`'s,
+/// then those only `b` has), with each side's value or `missing`.
+fn named_differences<'a>(
+    a: Vec<(&'a str, &'a str)>,
+    b: Vec<(&'a str, &'a str)>,
+    missing: &'a str,
+) -> Vec<(&'a str, &'a str, &'a str)> {
+    let value = |side: &[(&'a str, &'a str)], name: &str| {
+        side.iter().find(|(other, _)| *other == name).map(|(_, value)| *value)
+    };
+    let mut names: Vec<&str> = a.iter().map(|(name, _)| *name).collect();
+    names.extend(b.iter().map(|(name, _)| *name).filter(|name| value(&a, name).is_none()));
     names
         .into_iter()
-        .filter(|name| a.get(name) != b.get(name))
-        .map(|name| {
-            format!("{what} {name}: {} against {}", a.get(name).unwrap_or("default"), b.get(name).unwrap_or("default"))
-        })
+        .filter(|name| value(&a, name) != value(&b, name))
+        .map(|name| (name, value(&a, name).unwrap_or(missing), value(&b, name).unwrap_or(missing)))
         .collect()
 }
 

@@ -93,7 +93,14 @@ pub(super) fn why<Variant>(
             .to_string()
     });
     let (moved_events, counted_on_one_side) = if events_unknown.is_none() {
-        (moved_events(baseline, candidate, baseline_side, candidate_side), counted_on_one_side(baseline, candidate))
+        let (counted_by_a, counted_by_b) = (counted_events(baseline), counted_events(candidate));
+        // An event one side never counted may be one its engine lacks: listed apart, not a move.
+        let on_one_side = OneSided {
+            baseline: counted_by_a.difference(&counted_by_b).cloned().collect(),
+            candidate: counted_by_b.difference(&counted_by_a).cloned().collect(),
+        };
+        let on_both = counted_by_a.intersection(&counted_by_b).map(String::as_str);
+        (moved_events(on_both, baseline, candidate, baseline_side, candidate_side), on_one_side)
     } else {
         (Vec::new(), OneSided::default())
     };
@@ -133,20 +140,16 @@ pub(super) fn why<Variant>(
     Why { summary, moved_events, counted_on_one_side, events_unknown }
 }
 
-/// The events some sample of one side counted and no sample of the other did: work one
-/// side did not do, or a counter its engine lacks (another version); never ranked as moved.
-fn counted_on_one_side<Variant>(baseline: &QueryRuns<Variant>, candidate: &QueryRuns<Variant>) -> OneSided {
-    let names = |runs: &QueryRuns<Variant>| -> BTreeSet<String> {
-        runs.warm_samples().flat_map(|sample| sample.stats.profile_events.keys().cloned()).collect()
-    };
-    let (a, b) = (names(baseline), names(candidate));
-    OneSided { baseline: a.difference(&b).cloned().collect(), candidate: b.difference(&a).cloned().collect() }
+/// The events some warm sample of `runs` counted (a record keeps non-zero counters only).
+fn counted_events<Variant>(runs: &QueryRuns<Variant>) -> BTreeSet<String> {
+    runs.warm_samples().flat_map(|sample| sample.stats.profile_events.keys().cloned()).collect()
 }
 
-/// The events that moved most, by the size of the log of their ratio per query (1 added
-/// on both sides, so that an event new on one side ranks and none divides by 0), weighed
-/// by their size.
-fn moved_events<Variant>(
+/// The events of `names` (counted on both sides) that moved most: by the size of the log
+/// of their ratio per row read (per query where a side read none, 1 added on both sides so
+/// that an event gone on one side ranks and none divides by 0), weighed by their size.
+fn moved_events<'a, Variant>(
+    names: impl Iterator<Item = &'a str>,
     baseline: &QueryRuns<Variant>,
     candidate: &QueryRuns<Variant>,
     baseline_side: &QuerySide,
@@ -160,22 +163,11 @@ fn moved_events<Variant>(
         .zip(candidate_side.median_ms)
         .map(|(before, after)| (after - before).abs() * 1e3)
         .unwrap_or(0.0);
-    let names: BTreeSet<&String> = baseline
-        .warm_samples()
-        .chain(candidate.warm_samples())
-        .flat_map(|sample| sample.stats.profile_events.keys())
-        .collect();
-    let counted = |runs: &QueryRuns<Variant>, name: &str| {
-        runs.warm_samples().any(|sample| sample.stats.profile_events.contains_key(name))
-    };
     let per_query = |runs: &QueryRuns<Variant>, name: &str| {
         median_unsorted(runs.warm_samples().map(|sample| sample.stats.event(name) as f64).collect()).unwrap_or(0.0)
     };
     let per_row = |value: f64, rows: Option<f64>| rows.filter(|rows| *rows > 0.0).map(|rows| value / rows);
     let mut events: Vec<(f64, MovedEvent)> = names
-        .into_iter()
-        // An event one side never counted may be one its engine lacks: not a move.
-        .filter(|name| counted(baseline, name) && counted(candidate, name))
         .filter_map(|name| {
             let (before, after) = (per_query(baseline, name), per_query(candidate, name));
             if before.max(after) < SMALLEST_EVENT || before == after {
@@ -202,7 +194,7 @@ fn moved_events<Variant>(
             Some((
                 size,
                 MovedEvent {
-                    event: name.clone(),
+                    event: name.to_string(),
                     baseline_per_query: before,
                     candidate_per_query: after,
                     baseline_per_row: before_per_row,
@@ -219,7 +211,6 @@ fn moved_events<Variant>(
 /// A ratio with two significant digits: `x0.01`, `x0.25`, `x3.2`, `x120`.
 pub(super) fn short_ratio(ratio: f64) -> String {
     match ratio {
-        ratio if ratio >= 100.0 => format!("{ratio:.0}"),
         ratio if ratio >= 10.0 => format!("{ratio:.0}"),
         ratio if ratio >= 1.0 => format!("{ratio:.1}"),
         ratio if ratio >= 0.01 => format!("{ratio:.2}"),

@@ -244,7 +244,7 @@ pub fn compare_bundles<Results: KindResults>(
     let warnings = checks::warnings(&baseline, &candidate);
 
     // Two variants of one A/B bundle are paired by round.
-    let same_bundle = std::ptr::eq(baseline.bundle(), candidate.bundle());
+    let same_bundle = baseline.shares_bundle_with(&candidate);
     let baseline_runs = baseline.runs();
     let candidate_runs = candidate.runs();
     let mut queries = Vec::new();
@@ -328,6 +328,12 @@ impl<'a, Results: KindResults> SideOf<'a, Results> {
 
     fn bundle(&self) -> &'a RunBundle<Results> {
         &self.at.bundle
+    }
+
+    /// Whether both sides are variants of the one bundle read (not the same folder read
+    /// twice): they share its dataset, SQL, settings, machine and warnings.
+    fn shares_bundle_with(&self, other: &SideOf<'_, Results>) -> bool {
+        std::ptr::eq(self.bundle(), other.bundle())
     }
 
     /// The bundle as the user named it: its folder's name, which is its run id unless the
@@ -479,7 +485,10 @@ fn compare_query<Variant>(
         significance.verdict = Verdict::Unchanged;
         significance.reason = Some("the same samples on both sides: unchanged by definition".to_string());
     }
-    let (baseline_side, candidate_side) = (query_side(baseline, &baseline_ms), query_side(candidate, &candidate_ms));
+    let (baseline_side, candidate_side) = (
+        query_side(baseline, &baseline_ms, significance.baseline_median),
+        query_side(candidate, &candidate_ms, significance.candidate_median),
+    );
     let why = matches!(significance.verdict, Verdict::Faster | Verdict::Slower)
         .then(|| explain::why(significance.verdict, baseline, candidate, &baseline_side, &candidate_side));
     QueryComparison {
@@ -493,12 +502,13 @@ fn compare_query<Variant>(
     }
 }
 
-fn query_side<Variant>(runs: &QueryRuns<Variant>, timings: &[f64]) -> QuerySide {
+/// One side of a query: `median_ms` is the one its verdict used.
+fn query_side<Variant>(runs: &QueryRuns<Variant>, timings: &[f64], median_ms: Option<f64>) -> QuerySide {
     let known: Vec<f64> = timings.iter().copied().filter(|ms| ms.is_finite()).collect();
     let mean_ms = (!known.is_empty()).then(|| known.iter().sum::<f64>() / known.len() as f64);
     QuerySide {
         samples: timings.len(),
-        median_ms: median_unsorted(known),
+        median_ms,
         mean_ms,
         read_rows: median_unsorted(runs.warm_samples().map(|sample| sample.stats.read_rows as f64).collect()),
         breakdown: explain::breakdown_medians(runs),
