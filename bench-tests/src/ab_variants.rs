@@ -18,14 +18,10 @@ use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::settings::Settings;
+use crate::settings::{HARNESS_SETTINGS, Settings, is_setting_name};
 
 /// The key of a variant that names an engine version instead of a setting.
 pub const ENGINE_VERSION_KEY: &str = "engine_version";
-/// Settings the harness sets on every measured statement itself: a variant's value would
-/// be overwritten (`log_comment` tags the statement) or would break finding its record
-/// (`query_id`).
-const HARNESS_SETTINGS: [&str; 2] = ["log_comment", "query_id"];
 /// How `--variant` is written, for messages.
 pub const VARIANT_SYNTAX: &str = "NAME:SETTING=VALUE[,SETTING=VALUE...] (NAME: alone runs the session's defaults)";
 
@@ -65,7 +61,7 @@ impl AbVariant {
             let Some((setting, value)) = pair.split_once('=') else {
                 bail!("--variant {text:?}: {pair:?} is not SETTING=VALUE; write {VARIANT_SYNTAX}");
             };
-            if !is_identifier(setting) {
+            if !is_setting_name(setting) {
                 bail!(
                     "--variant {text:?}: {setting:?} is not a setting name (letters, digits and `_`, not starting \
                      with a digit)"
@@ -106,14 +102,6 @@ impl FromStr for AbVariant {
     fn from_str(text: &str) -> Result<AbVariant> {
         AbVariant::parse(text)
     }
-}
-
-/// A setting name as ClickHouse spells them: ASCII letters, digits and `_`, not starting
-/// with a digit.
-fn is_identifier(name: &str) -> bool {
-    let mut chars = name.chars();
-    chars.next().is_some_and(|first| first.is_ascii_alphabetic() || first == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 /// Refuses a list of variants no A/B run can measure, before the engine starts: none is

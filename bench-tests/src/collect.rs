@@ -32,7 +32,7 @@ use kube::Client;
 use serde::{Deserialize, Serialize};
 
 use crate::cluster::annotations::mark_collected;
-use crate::cluster::deploy::on_cluster;
+use crate::cluster::deploy::{ClusterConnection, Kubeconfig};
 use crate::cluster::deployment::{
     self, ClaimFacts, ClassFacts, DataVolume, Deployment, NodeFacts, PodFacts, Presence, VolumeFacts,
 };
@@ -246,6 +246,32 @@ pub fn collect(
     namespace: &str,
     results_dir: &Path,
     out: Option<&Path>,
+    progress: impl FnMut(&str),
+) -> Result<Collected> {
+    collect_through(&Kubeconfig, &mut read_server, namespace, results_dir, out, progress)
+}
+
+/// What collect reads from ClickHouse: the server's facts, and the run's query_log rows
+/// (or why they could not be read, which leaves the facts written).
+pub type ServerReads = (ServerFacts, Result<String>);
+
+/// The ClickHouse half of [`collect`]: through the `eks` target of the deployment in
+/// `namespace`, its query_log since `since`.
+pub fn read_server(namespace: &str, since: jiff::Timestamp) -> Result<ServerReads> {
+    let mut target = eks::open_in(namespace)?;
+    let server = server_facts(&mut target)?;
+    Ok((server, query_log(&mut target, since)))
+}
+
+/// [`collect`] with the cluster `connection` reaches and ClickHouse read by `server`: a
+/// matrix run's steps use the same; a test gives its mocked API server and, since no
+/// ClickHouse answers there, reads of its own.
+pub fn collect_through(
+    connection: &impl ClusterConnection,
+    server: &mut dyn FnMut(&str, jiff::Timestamp) -> Result<ServerReads>,
+    namespace: &str,
+    results_dir: &Path,
+    out: Option<&Path>,
     mut progress: impl FnMut(&str),
 ) -> Result<Collected> {
     // Bad input ends here, before a cluster is asked.
@@ -263,7 +289,7 @@ pub fn collect(
     let started = jiff::Timestamp::now();
     // The cluster half on a runtime of its own, twice: the ClickHouse half in between
     // blocks on the eks target's runtimes, which cannot run inside another's block_on.
-    let facts = on_cluster(|client| async move { describe_deployment(&client, namespace).await })?;
+    let facts = connection.on_cluster(|client| async move { describe_deployment(&client, namespace).await })?;
     let folder = match out {
         Some(out) => out.to_path_buf(),
         None => results_dir.join("eks").join(format!("{namespace}-{}", facts.run_id)),
@@ -275,13 +301,12 @@ pub fn collect(
     let mut failures = Vec::new();
     let mut query_log_rows = 0;
     let from_server = (|| {
-        let mut target = eks::open_in(namespace)?;
-        let server = server_facts(&mut target)?;
+        let (server, rows) = server(namespace, facts.namespace_created_at)?;
         let record = DeploymentRecord { cluster: &facts, clickhouse: &server, collected_at: jiff::Timestamp::now() };
         let json = serde_json::to_string_pretty(&record).context("cannot serialise the deployment's facts")?;
         write_atomically(&folder.join(DEPLOYMENT_FILE), &(json + "\n"))?;
         progress(&format!("{DEPLOYMENT_FILE}: ClickHouse {}, node {}", server.version, facts.node.name));
-        let rows = query_log(&mut target, facts.namespace_created_at)?;
+        let rows = rows?;
         query_log_rows = rows.lines().filter(|line| !line.trim().is_empty()).count();
         write_atomically(&folder.join(QUERY_LOG_FILE), &rows)?;
         progress(&format!("{QUERY_LOG_FILE}: {query_log_rows} rows"));
@@ -337,7 +362,7 @@ pub fn collect(
         );
     }
     let run_id = &facts.run_id;
-    on_cluster(|client| async move { mark_collected(&client, namespace, run_id, started).await })?;
+    connection.on_cluster(|client| async move { mark_collected(&client, namespace, run_id, started).await })?;
     Ok(Collected { folder, run_id: facts.run_id, query_log_rows, bundles })
 }
 

@@ -67,3 +67,5 @@ pub mod benchmarks;
 #[cfg(feature = "eks")]
 pub mod collect;
 pub mod packs;
+// Matrix runs: a kind by name, run once per variant (above the registry):
+pub mod matrix;

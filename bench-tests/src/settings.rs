@@ -1,10 +1,21 @@
-//! ClickHouse settings for a session or one statement, and the defaults every
-//! measured session runs with.
+//! ClickHouse settings for a session or one statement, the defaults every measured
+//! session runs with, and the run's own session settings (`bench --setting NAME=VALUE`),
+//! which join those defaults for every session this process opens.
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::OnceLock;
 
+use anyhow::{Result, bail};
 use serde::{Deserialize, Serialize};
+
+/// Settings the harness sets on every measured statement itself: a value given for the
+/// run or a variant would be overwritten (`log_comment` tags the statement) or would break
+/// finding its record (`query_id`).
+pub const HARNESS_SETTINGS: [&str; 2] = ["log_comment", "query_id"];
+
+/// The run's own session settings, chosen once before a target opens.
+static RUN_SETTINGS: OnceLock<Settings> = OnceLock::new();
 
 /// Ordered `name = value` settings. Values are kept as text, as ClickHouse's HTTP
 /// interface takes them; [`Settings::set_statements`] quotes them for `SET`.
@@ -24,11 +35,19 @@ impl Settings {
     /// the engines before 25.x and in ClickHouse's own tests): with the 26.x default of
     /// applying them while reading, the `SelectedParts` event counts parts before skip
     /// indexes and disagrees with EXPLAIN's skip stage (docs/embedded-engine.md).
+    ///
+    /// The run's own settings ([`choose_run_settings`]) come on top, so that every session
+    /// of the process (the target's, each concurrent client's) runs with them and the
+    /// bundle's `session_settings` records them.
     pub fn session_defaults() -> Settings {
-        Settings::new()
+        let defaults = Settings::new()
             .with("use_query_cache", 0)
             .with("use_query_condition_cache", 0)
-            .with("use_skip_indexes_on_data_read", 0)
+            .with("use_skip_indexes_on_data_read", 0);
+        match RUN_SETTINGS.get() {
+            Some(run) => defaults.merged(run),
+            None => defaults,
+        }
     }
 
     /// Whether the session default `name` may be left out on a server that does not know
@@ -76,6 +95,46 @@ impl Settings {
     }
 }
 
+/// Puts `settings` in every session this process opens from now on (on top of the
+/// defaults), once, before the first target opens: `bench --setting`. A second call with
+/// other settings is refused, since sessions already open would keep the first.
+pub fn choose_run_settings(settings: Settings) -> Result<()> {
+    let chosen = RUN_SETTINGS.get_or_init(|| settings.clone());
+    if *chosen != settings {
+        bail!("this process's session settings were chosen already; a run chooses them once, before it opens a target");
+    }
+    Ok(())
+}
+
+/// `NAME=VALUE` as `--setting` takes it: a setting name (an identifier), a value without
+/// control characters, and not a setting the harness sets itself. Each mistake is one line
+/// quoting the flag.
+pub fn parse_setting(text: &str) -> Result<(String, String)> {
+    let Some((name, value)) = text.split_once('=') else {
+        bail!("--setting {text:?} is not NAME=VALUE; write e.g. --setting max_threads=1");
+    };
+    if !is_setting_name(name) {
+        bail!(
+            "--setting {text:?}: {name:?} is not a setting name (letters, digits and `_`, not starting with a digit)"
+        );
+    }
+    if value.is_empty() || value.chars().any(char::is_control) {
+        bail!("--setting {text:?}: {name} has no value; write {name}=VALUE");
+    }
+    if HARNESS_SETTINGS.contains(&name) {
+        bail!("--setting {text:?}: {name} is set by the harness on every measured statement; leave it out");
+    }
+    Ok((name.to_string(), value.to_string()))
+}
+
+/// A setting name as ClickHouse spells them: ASCII letters, digits and `_`, not starting
+/// with a digit.
+pub fn is_setting_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(|first| first.is_ascii_alphabetic() || first == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
 /// A setting value as an SQL literal: numbers, booleans and `DEFAULT` bare, the rest quoted.
 pub fn sql_literal(value: &str) -> String {
     let bare = value.parse::<f64>().is_ok() || matches!(value, "true" | "false" | "DEFAULT");
@@ -90,6 +149,22 @@ mod tests {
     fn set_statements_quote_only_text() {
         let settings = Settings::new().with("max_threads", 2).with("log_comment", "run/it's");
         assert_eq!(settings.set_statements(), vec!["SET log_comment = 'run/it\\'s'", "SET max_threads = 2"]);
+    }
+
+    #[test]
+    fn a_setting_flag_is_a_name_and_a_value_and_not_the_harnesss() {
+        assert_eq!(parse_setting("max_threads=1").unwrap(), ("max_threads".to_string(), "1".to_string()));
+        assert_eq!(parse_setting("x=a=b").unwrap().1, "a=b");
+        for (wrong, said) in [
+            ("max_threads", "is not NAME=VALUE"),
+            ("1x=2", "is not a setting name"),
+            ("max threads=2", "is not a setting name"),
+            ("max_threads=", "has no value"),
+            ("log_comment=x", "is set by the harness"),
+        ] {
+            let error = parse_setting(wrong).unwrap_err().to_string();
+            assert!(error.starts_with(&format!("--setting {wrong:?}")) && error.contains(said), "{error}");
+        }
     }
 
     #[test]

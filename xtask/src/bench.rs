@@ -6,20 +6,30 @@
 //! `chbench::interrupt`): the bundle is finished as incomplete, the report is rendered
 //! from it, the error line says where they are, and the command exits with 130. A
 //! second Ctrl-C stops at once; the bundle on disk is valid all the same.
+//!
+//! `bench --matrix FILE` runs a matrix file's variants instead (`chbench::matrix`), each
+//! as this command run again for one variant.
 
 use std::io::Write as _;
+use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use chbench::benchmarks::kinds::default_kind;
 use chbench::benchmarks::{AnyBenchmark, BundlePlace};
+use chbench::matrix::{MatrixRun, ProcessBench, SUMMARY_MARKDOWN, read_matrix, run_matrix};
 use chbench::results::{ExistingFolder, check_run_id, prepare_results_folder, refuse_a_taken_run_id};
+use chbench::settings::{Settings, choose_run_settings, parse_setting};
 use clap::FromArgMatches;
+use clap::parser::ValueSource;
 
 use crate::flags::{Bench, RunFlags};
 use crate::progress::TerminalProgress;
 
 impl Bench {
     pub fn run(self) -> Result<()> {
+        if let Some(file) = &self.matrix {
+            return matrix(file, self.fail_fast, &self.default_kind.matches);
+        }
         let (kind, matches) = match &self.kind {
             Some(chosen) => (chosen.kind, &chosen.matches),
             None => (default_kind(), &self.default_kind.matches),
@@ -38,6 +48,10 @@ fn run(flags: &RunFlags, kind_name: &str, benchmark: &dyn AnyBenchmark) -> Resul
     }
     benchmark.check()?;
     flags.engine.choose_for(flags.target.target)?;
+    let settings = run_settings(&flags.settings)?;
+    if !settings.is_empty() {
+        choose_run_settings(settings)?;
+    }
     // An engine in this process writes under target/chbench/: the run must fit there.
     let kind = chbench::targets::resolve_kind(flags.target.target);
     if chbench::targets::spec(kind).capabilities.engine_in_process {
@@ -80,6 +94,110 @@ fn run(flags: &RunFlags, kind_name: &str, benchmark: &dyn AnyBenchmark) -> Resul
     end.verdict.with_context(|| {
         format!("run {} failed its check (its bundle and report are in {})", end.run_id, end.dir.display())
     })
+}
+
+/// `--setting NAME=VALUE`s as settings, each name once.
+fn run_settings(given: &[String]) -> Result<Settings> {
+    let mut settings = Settings::new();
+    for text in given {
+        let (name, value) = parse_setting(text)?;
+        if settings.get(&name).is_some() {
+            bail!("--setting {name} is given twice; give it once");
+        }
+        settings = settings.with(&name, value);
+    }
+    Ok(settings)
+}
+
+/// The run flags `bench --matrix` takes; the rest is the matrix file's.
+const MATRIX_RUN_FLAGS: [&str; 5] = ["matrix", "fail_fast", "target", "results_dir", "run_id"];
+
+/// `bench --matrix FILE`: the file read and checked whole, then its variants, each this
+/// command run again (`std::env::current_exe()`), then the comparisons and the summary.
+fn matrix(file: &Path, fail_fast: bool, matches: &clap::ArgMatches) -> Result<()> {
+    if let Some(given) = matches
+        .ids()
+        .map(|id| id.as_str())
+        .find(|id| !MATRIX_RUN_FLAGS.contains(id) && matches.value_source(id) == Some(ValueSource::CommandLine))
+    {
+        bail!(
+            "--{} with --matrix: the kind, its flags, settings and engine versions are the matrix file's ({}); give              it there",
+            given.replace('_', "-"),
+            file.display()
+        );
+    }
+    let flags = RunFlags::from_arg_matches(matches).context("cannot read the run's flags")?;
+    let matrix = read_matrix(file, flags.target.target)?;
+    // The eks target from an xtask built without it: this command runs again, built with it.
+    crate::eks::ensure_the_eks_feature(matrix.target)?;
+    prepare_results_folder(&flags.results_dir)?;
+    let matrix_id = match &flags.run_id {
+        Some(run_id) => {
+            check_run_id(run_id)?;
+            refuse_a_taken_run_id(&flags.results_dir, run_id)?;
+            run_id.clone()
+        }
+        None => {
+            let stem = file.file_stem().map(|stem| stem.to_string_lossy().into_owned()).unwrap_or_default();
+            let stem: String =
+                stem.chars().filter(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')).take(30).collect();
+            let base = format!("{}-{}-matrix-{stem}", utc_stamp(jiff::Timestamp::now()), matrix.target);
+            let base = base.trim_end_matches('-').to_string();
+            (1..)
+                .map(|n| if n == 1 { base.clone() } else { format!("{base}-{n}") })
+                .find(|id| !flags.results_dir.join(id).exists())
+                .context("no free matrix id")?
+        }
+    };
+    for variant in &matrix.variants {
+        check_run_id(&format!("{matrix_id}-{}", variant.name))
+            .with_context(|| format!("variant {} of matrix {matrix_id}", variant.name))?;
+    }
+    let run = MatrixRun { folder: flags.results_dir.join(&matrix_id), matrix_id: matrix_id.clone(), fail_fast };
+    let program = std::env::current_exe().context("cannot find this xtask's executable to run each variant")?;
+    let mut bench = ProcessBench { program };
+    let progress = |line: &str| eprintln!("chbench: {line}");
+    let summary = {
+        #[cfg(feature = "eks")]
+        {
+            let mut cluster = chbench::matrix::eks::ClusterDeployments::from_kubeconfig();
+            let deployments: Option<&mut dyn chbench::matrix::DeploymentSteps> =
+                matrix.eks.is_some().then_some(&mut cluster as &mut dyn chbench::matrix::DeploymentSteps);
+            run_matrix(&matrix, &run, &mut bench, deployments, &progress)?
+        }
+        #[cfg(not(feature = "eks"))]
+        run_matrix(&matrix, &run, &mut bench, None, &progress)?
+    };
+    let summary_file = run.folder.join(SUMMARY_MARKDOWN);
+    let _ = writeln!(std::io::stdout(), "matrix: {}", summary_file.display());
+    let unfinished = summary.unfinished();
+    if summary.interrupted {
+        return Err(chbench::interrupt::Interrupted).with_context(|| {
+            format!(
+                "matrix {matrix_id} stopped: the variants done are kept in {}; not finished: {} (summary: {})",
+                run.folder.display(),
+                unfinished.join(", "),
+                summary_file.display()
+            )
+        });
+    }
+    if !unfinished.is_empty() {
+        let reasons: Vec<String> = summary
+            .variants
+            .iter()
+            .filter(|variant| unfinished.contains(&variant.name.as_str()))
+            .map(|variant| format!("{}: {}", variant.name, variant.error.as_deref().unwrap_or("unknown")))
+            .collect();
+        bail!(
+            "matrix {matrix_id}: {} of {} variants did not finish ({}); the others' bundles and comparisons are in {}              (summary: {})",
+            unfinished.len(),
+            summary.variants.len(),
+            reasons.join("; "),
+            run.folder.display(),
+            summary_file.display()
+        );
+    }
+    Ok(())
 }
 
 /// `20261130T031500Z`: a UTC time as a folder name.

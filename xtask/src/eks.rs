@@ -77,6 +77,18 @@ pub fn open_target(kind: TargetKind) -> Result<Target> {
     or_rerun_with_the_eks_feature(kind, open_target_of_kind(kind))
 }
 
+/// Returns when this xtask can reach a target of `kind`; otherwise (the eks target, built
+/// without the feature) this command runs again from an xtask built with it.
+pub fn ensure_the_eks_feature(kind: TargetKind) -> Result<()> {
+    #[cfg(not(feature = "eks"))]
+    if kind == TargetKind::Eks {
+        eprintln!("chbench: target eks needs the eks feature: building xtask with it (the first time takes a while)");
+        return rerun_with_the_eks_feature().map(|never| match never {});
+    }
+    let _ = kind;
+    Ok(())
+}
+
 /// `outcome` of work that opened a target of `kind` (and did nothing before that could
 /// not be done again), or, when the target needs the `eks` feature this xtask was built
 /// without, this command run again from an xtask built with it.

@@ -356,6 +356,14 @@ pub struct Bench {
     pub kind: Option<ChosenKind>,
     #[command(flatten)]
     pub default_kind: DefaultKindFlags,
+    /// Run the variants of a matrix file (TOML: a kind, its flags, then variants) one
+    /// after another, each a bundle of its own under RESULTS_DIR/RUN_ID, then compare the
+    /// first with each other one (docs/matrix.md); --run-id names the matrix.
+    #[arg(long, value_name = "FILE")]
+    pub matrix: Option<PathBuf>,
+    /// With --matrix: stop at the first variant that fails (by default the others run).
+    #[arg(long, requires = "matrix")]
+    pub fail_fast: bool,
 }
 
 /// A kind named after `bench`, and its flags as clap parsed them (the kind reads its own).
@@ -437,6 +445,10 @@ pub struct RunFlags {
     /// target, kind and scale, with `-2`, `-3`... if another run took it in the same second).
     #[arg(long)]
     pub run_id: Option<String>,
+    /// A session setting for every statement of the run, recorded in the bundle's
+    /// session_settings; repeat it for more (--setting max_threads=1).
+    #[arg(long = "setting", value_name = "NAME=VALUE")]
+    pub settings: Vec<String>,
 }
 
 #[derive(Debug, Args)]

@@ -29,6 +29,18 @@ pub mod gp3 {
     pub const IOPS_PER_MIBPS: u32 = 4;
 }
 
+/// vCPUs of the node types the manifests and the Karpenter NodePool name, as AWS lists
+/// them ("Amazon EC2 instance type specifications", general purpose and compute optimized,
+/// docs.aws.amazon.com/ec2/latest/instancetypes/, Amazon Web Services, as of 2026): what a
+/// matrix sets `max_threads` to on each node, as the Graviton against Intel study set it
+/// to the vCPU count. A type not here needs its `max_threads` given.
+pub const VCPUS: &[(&str, u32)] = &[("m5.xlarge", 4), ("c6i.2xlarge", 8), ("c7g.2xlarge", 8), ("m6id.xlarge", 4)];
+
+/// The vCPUs of `node_type`, when [`VCPUS`] lists it.
+pub fn vcpus_of(node_type: &str) -> Option<u32> {
+    VCPUS.iter().find(|(name, _)| *name == node_type).map(|(_, vcpus)| *vcpus)
+}
+
 /// An image must name a tag or digest, and not `latest`: two runs of one manifest must
 /// run the same server.
 pub fn check_image(image: &str) -> Result<()> {
@@ -72,7 +84,7 @@ pub fn check_values(variant: Variant, values: &Values) -> Result<()> {
 /// generation digit and option letters (`m5`, `c7g`, `m6idn`, `m7i-flex`), the size a word
 /// (`xlarge`, `2xlarge`, `metal-24xl`). Whether the type exists in the region is the
 /// cluster's to say. kind has no node type (its pod goes wherever the cluster puts it).
-fn check_node_type(variant: Variant, node_type: &str) -> Result<()> {
+pub fn check_node_type(variant: Variant, node_type: &str) -> Result<()> {
     if variant == Variant::Kind {
         return Ok(());
     }

@@ -445,6 +445,18 @@ pub fn up(
     values: &Values,
     timeout: Duration,
     dry_run: bool,
+    progress: impl FnMut(&str),
+) -> Result<UpOutcome> {
+    up_through(&Kubeconfig, variant, values, timeout, dry_run, progress)
+}
+
+/// [`up`] on the cluster `connection` reaches (a matrix run's steps; a test's mocked API).
+pub fn up_through(
+    connection: &impl ClusterConnection,
+    variant: Variant,
+    values: &Values,
+    timeout: Duration,
+    dry_run: bool,
     mut progress: impl FnMut(&str),
 ) -> Result<UpOutcome> {
     let documents = manifests::render(variant, values)?;
@@ -453,13 +465,35 @@ pub fn up(
     if dry_run {
         return Ok(UpOutcome::Planned(documents));
     }
-    on_cluster(|client| async move {
+    connection.on_cluster(|client| async move {
         progress(&format!("applying {} objects ({variant}) with field manager {}", objects.len(), FIELD_MANAGER));
         let applied = apply(&client, &objects).await?;
         progress(&format!("run {}; waiting for the pod to be Ready", applied.run));
         wait_for_ready(&client, &values.namespace, CLICKHOUSE, timeout, Duration::from_secs(2), &mut progress).await?;
         Ok(UpOutcome::Ready { namespace: values.namespace.clone(), run: applied.run })
     })
+}
+
+/// How a blocking step reaches a cluster: every command through the kubeconfig
+/// ([`Kubeconfig`]); a test through a client of its mocked API server.
+pub trait ClusterConnection {
+    /// Runs `work` with a client of the cluster, blocking.
+    fn on_cluster<T, Work>(&self, work: impl FnOnce(Client) -> Work) -> Result<T>
+    where
+        Work: Future<Output = Result<T>>;
+}
+
+/// The cluster the kubeconfig names ([`on_cluster`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Kubeconfig;
+
+impl ClusterConnection for Kubeconfig {
+    fn on_cluster<T, Work>(&self, work: impl FnOnce(Client) -> Work) -> Result<T>
+    where
+        Work: Future<Output = Result<T>>,
+    {
+        on_cluster(work)
+    }
 }
 
 /// Runs `work` with a client for the cluster the kubeconfig names, blocking: the target

@@ -20,7 +20,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio::time::Instant;
 
-use super::deploy::{Poller, delete_if_present, on_cluster};
+use super::deploy::{ClusterConnection, Kubeconfig, Poller, delete_if_present, on_cluster};
 use super::deployment::{self, Deployment, Presence, Run};
 use super::manifests::PART_OF;
 
@@ -314,7 +314,22 @@ pub fn down_blocking(
     timeout: Duration,
     progress: impl FnMut(&str),
 ) -> Result<DownOutcome> {
-    on_cluster(|client| async move { down(&client, namespace, force, dry_run, timeout, POLL, progress).await })
+    down_through(&Kubeconfig, namespace, force, dry_run, timeout, POLL, progress)
+}
+
+/// [`down_blocking`] on the cluster `connection` reaches, polling every `poll` while it
+/// waits (a matrix run's steps; a test's mocked API).
+pub fn down_through(
+    connection: &impl ClusterConnection,
+    namespace: &str,
+    force: bool,
+    dry_run: bool,
+    timeout: Duration,
+    poll: Duration,
+    progress: impl FnMut(&str),
+) -> Result<DownOutcome> {
+    connection
+        .on_cluster(|client| async move { down(&client, namespace, force, dry_run, timeout, poll, progress).await })
 }
 
 #[cfg(test)]

@@ -9,11 +9,12 @@ use crate::results::{KindResults, RunStatus};
 use crate::settings::Settings;
 
 /// What the two sides were asked to do differently, a line each: the kind's inputs (its
-/// dataset), the SQL files' text and the session settings. Two variants of one bundle
-/// share all three.
+/// dataset), the SQL files' text and the session settings (but the `declared` ones). Two
+/// variants of one bundle share all three.
 pub(super) fn refusals<Results: KindResults>(
     baseline: &SideOf<'_, Results>,
     candidate: &SideOf<'_, Results>,
+    declared: &BTreeSet<String>,
 ) -> Vec<String> {
     if baseline.shares_bundle_with(candidate) {
         return Vec::new();
@@ -38,15 +39,25 @@ pub(super) fn refusals<Results: KindResults>(
             },
         }
     }
-    lines.extend(settings_differences("session setting", &a.session_settings, &b.session_settings));
+    let (undeclared_a, undeclared_b) = (without(&a.session_settings, declared), without(&b.session_settings, declared));
+    lines.extend(settings_differences("session setting", &undeclared_a, &undeclared_b));
     lines
 }
 
-/// What differs that a comparison is there to show: engine version, target, machine, and
-/// a variant's settings.
+/// `settings` less the names in `left_out`.
+fn without(settings: &Settings, left_out: &BTreeSet<String>) -> Settings {
+    settings
+        .iter()
+        .filter(|(name, _)| !left_out.contains(*name))
+        .fold(Settings::new(), |kept, (name, value)| kept.with(name, value))
+}
+
+/// What differs that a comparison is there to show: engine version, target, machine, a
+/// variant's settings, and the session settings the sides were `declared` to differ in.
 pub(super) fn differences<Results: KindResults>(
     baseline: &SideOf<'_, Results>,
     candidate: &SideOf<'_, Results>,
+    declared: &BTreeSet<String>,
 ) -> Vec<String> {
     let (a, b) = (baseline.side(&[]), candidate.side(&[]));
     let mut lines = Vec::new();
@@ -61,6 +72,16 @@ pub(super) fn differences<Results: KindResults>(
         lines.push(format!("machine: {} against {}", machine(&a.machine), machine(&b.machine)));
     }
     lines.extend(settings_differences("setting", &a.settings, &b.settings));
+    if !declared.is_empty() && !baseline.shares_bundle_with(candidate) {
+        let only = |settings: &Settings| {
+            settings
+                .iter()
+                .filter(|(name, _)| declared.contains(*name))
+                .fold(Settings::new(), |kept, (name, value)| kept.with(name, value))
+        };
+        let (a, b) = (baseline.bundle(), candidate.bundle());
+        lines.extend(settings_differences("session setting", &only(&a.session_settings), &only(&b.session_settings)));
+    }
     lines
 }
 

@@ -40,6 +40,9 @@ pub struct CompareOptions {
     /// In one A/B bundle, the variants to compare (baseline, candidate); the first two
     /// when not given.
     pub variants: Option<(String, String)>,
+    /// Session settings the sides were declared to differ in (a matrix's variants): said
+    /// as differences, not refused.
+    pub declared_session_settings: std::collections::BTreeSet<String>,
 }
 
 /// A bundle read for a comparison, with the folder it came from.
@@ -230,7 +233,7 @@ pub fn compare_bundles<Results: KindResults>(
         }
         _ => bail!("compare takes one A/B bundle or two bundles, not {}", bundles.len()),
     };
-    let forced_differences = checks::refusals(&baseline, &candidate);
+    let forced_differences = checks::refusals(&baseline, &candidate, &options.declared_session_settings);
     if !forced_differences.is_empty() && !options.force {
         bail!(
             "{} and {} were asked to do different things, so their times do not compare: {}; compare them anyway \
@@ -240,7 +243,7 @@ pub fn compare_bundles<Results: KindResults>(
             forced_differences.join("; ")
         );
     }
-    let differences = checks::differences(&baseline, &candidate);
+    let differences = checks::differences(&baseline, &candidate, &options.declared_session_settings);
     let warnings = checks::warnings(&baseline, &candidate);
 
     // Two variants of one A/B bundle are paired by round.
