@@ -447,7 +447,7 @@ pub struct RunFlags {
     pub run_id: Option<String>,
     /// A session setting for every statement of the run, recorded in the bundle's
     /// session_settings; repeat it for more (--setting max_threads=1).
-    #[arg(long = "setting", value_name = "NAME=VALUE")]
+    #[arg(long = "setting", id = "setting", value_name = "NAME=VALUE")]
     pub settings: Vec<String>,
 }
 

@@ -596,13 +596,20 @@ impl BenchStep for ProcessBench {
         let last_error = Arc::new(Mutex::new(None::<String>));
         let relay = child.stderr.take().map(|stderr| {
             let last_error = Arc::clone(&last_error);
+            let name = planned.variant.name.clone();
             std::thread::spawn(move || {
                 for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                    let _ = writeln!(std::io::stderr(), "{line}");
-                    if let Some(error) = line.strip_prefix("error: ")
-                        && let Ok(mut last) = last_error.lock()
-                    {
-                        *last = Some(error.to_string());
+                    // The variant's error is said once, by the matrix: here it is progress.
+                    match line.strip_prefix("error: ") {
+                        Some(error) => {
+                            let _ = writeln!(std::io::stderr(), "chbench: variant {name} stopped: {error}");
+                            if let Ok(mut last) = last_error.lock() {
+                                *last = Some(error.to_string());
+                            }
+                        }
+                        None => {
+                            let _ = writeln!(std::io::stderr(), "{line}");
+                        }
                     }
                 }
             })

@@ -20,6 +20,7 @@ mod leftovers;
 mod logs;
 #[cfg(feature = "eks")]
 mod manifests;
+mod matrix;
 mod measurement;
 mod pack_checks;
 mod pack_claims;

@@ -17,6 +17,7 @@ mod engine_worker;
 // Only an xtask built without the `eks` feature runs itself again to get it.
 #[cfg(not(feature = "eks"))]
 mod eks_rerun;
+mod matrix;
 mod measure_pack;
 mod new_pack;
 mod parts_sweep;

@@ -1,0 +1,270 @@
+//! `cargo xtask bench --matrix FILE` on the embedded engine, for real: a settings matrix and
+//! an engine-version matrix each run their variants one after another, each into a bundle
+//! of its own, and end with the comparison of the first against the others, which says
+//! what the matrix declared differs instead of refusing it; a variant that fails does not
+//! stop the others unless --fail-fast; SIGTERM half way keeps the variants done and names
+//! the missing ones. Structure only: statuses, bundles, settings, versions, never a time.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use chbench::benchmarks::logs::LogsBundle;
+use chbench::matrix::{MatrixSummary, SUMMARY_JSON, SUMMARY_MARKDOWN, VariantStatus};
+use chbench::results::{RunStatus, load_bundle};
+
+use crate::common::{error_line, xtask};
+
+/// The kind and its flags every matrix here shares: the logs benchmark, small.
+const SMALL_LOGS: &str = "kind = \"logs\"\nflags = [\"--rows\", \"100K\", \"--runs\", \"5\"]\ntarget = \"embedded\"\n";
+
+fn matrix_file(folder: &Path, name: &str, variants: &str) -> PathBuf {
+    let file = folder.join(format!("{name}.toml"));
+    std::fs::write(&file, format!("{SMALL_LOGS}{variants}")).unwrap();
+    file
+}
+
+fn matrix_command(results: &Path, file: &Path, matrix_id: &str, flags: &[&str]) -> Command {
+    let mut command = xtask();
+    command.args(["bench", "--matrix"]).arg(file).args(["--run-id", matrix_id, "--results-dir"]).arg(results);
+    command.args(flags);
+    command
+}
+
+fn run_matrix(results: &Path, file: &Path, matrix_id: &str, flags: &[&str]) -> Output {
+    matrix_command(results, file, matrix_id, flags).output().unwrap()
+}
+
+fn summary(folder: &Path) -> MatrixSummary {
+    serde_json::from_str(&std::fs::read_to_string(folder.join(SUMMARY_JSON)).unwrap()).unwrap()
+}
+
+fn statuses(summary: &MatrixSummary) -> Vec<(&str, VariantStatus)> {
+    summary.variants.iter().map(|variant| (variant.name.as_str(), variant.status)).collect()
+}
+
+fn comparison(folder: &Path, name: &str) -> serde_json::Value {
+    let text = std::fs::read_to_string(folder.join(name).join("compare.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+fn strings(value: &serde_json::Value) -> Vec<String> {
+    value.as_array().unwrap().iter().map(|line| line.as_str().unwrap().to_string()).collect()
+}
+
+#[test]
+fn a_settings_matrix_runs_each_variant_into_its_bundle_and_compares_them_saying_what_differs() {
+    let results = tempfile::tempdir().unwrap();
+    let file = matrix_file(
+        results.path(),
+        "threads",
+        "[[variant]]\nname = \"default\"\n[[variant]]\nname = \"one_thread\"\nsettings = { max_threads = 1 }\n",
+    );
+    let output = run_matrix(results.path(), &file, "threads", &[]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let folder = results.path().join("threads");
+    let summary = summary(&folder);
+    assert_eq!(statuses(&summary), [("default", VariantStatus::Done), ("one_thread", VariantStatus::Done)]);
+    let bundles: Vec<Option<&str>> = summary.variants.iter().map(|variant| variant.bundle.as_deref()).collect();
+    assert_eq!(bundles, [Some("threads-default"), Some("threads-one_thread")]);
+    let default: LogsBundle = load_bundle(&folder.join("threads-default")).unwrap();
+    let one_thread: LogsBundle = load_bundle(&folder.join("threads-one_thread")).unwrap();
+    assert_eq!((default.status, one_thread.status), (RunStatus::Complete, RunStatus::Complete));
+    // The variant's setting is its run's session setting, recorded; the other has none.
+    assert_eq!(default.session_settings.get("max_threads"), None);
+    assert_eq!(one_thread.session_settings.get("max_threads"), Some("1"));
+    // Every query of both ran, on the same rows.
+    let rows = |bundle: &LogsBundle| -> Vec<(String, u64)> {
+        let mut rows: Vec<(String, u64)> = bundle
+            .benchmark
+            .queries
+            .iter()
+            .map(|runs| (runs.query.clone(), runs.samples.iter().map(|sample| sample.stats.read_rows).max().unwrap()))
+            .collect();
+        rows.sort();
+        rows
+    };
+    assert_eq!(rows(&default), rows(&one_thread));
+    // The comparison: the declared difference said, nothing refused.
+    assert_eq!(summary.comparisons.len(), 1);
+    let compared = &summary.comparisons[0];
+    assert_eq!((compared.baseline.as_str(), compared.candidate.as_str()), ("default", "one_thread"));
+    assert_eq!(compared.folder.as_deref(), Some("compare-default-vs-one_thread"));
+    let json = comparison(&folder, "compare-default-vs-one_thread");
+    assert_eq!(strings(&json["forced_differences"]), Vec::<String>::new());
+    assert!(strings(&json["differences"]).contains(&"session setting max_threads: default against 1".to_string()));
+    assert!(!json["queries"].as_array().unwrap().is_empty());
+    let markdown = std::fs::read_to_string(folder.join(SUMMARY_MARKDOWN)).unwrap();
+    assert!(markdown.contains("| one_thread | max_threads=1 | done | threads-one_thread |"), "{markdown}");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains(&format!("matrix: {}", folder.join(SUMMARY_MARKDOWN).display())), "{stdout}");
+}
+
+#[test]
+fn an_engine_version_matrix_runs_each_variant_on_its_engine_and_compares_them() {
+    let results = tempfile::tempdir().unwrap();
+    let file = matrix_file(
+        results.path(),
+        "versions",
+        "[[variant]]\nname = \"v26_7\"\n[[variant]]\nname = \"v26_5\"\nengine_version = \"26.5.3\"\n",
+    );
+    let output = run_matrix(results.path(), &file, "versions", &[]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let folder = results.path().join("versions");
+    let summary = summary(&folder);
+    assert_eq!(statuses(&summary), [("v26_7", VariantStatus::Done), ("v26_5", VariantStatus::Done)]);
+    let new: LogsBundle = load_bundle(&folder.join("versions-v26_7")).unwrap();
+    let old: LogsBundle = load_bundle(&folder.join("versions-v26_5")).unwrap();
+    assert_eq!((new.target.engine_version.as_str(), old.target.engine_version.as_str()), ("26.7.2.1", "26.5.1.1"));
+    assert_eq!(new.session_settings, old.session_settings);
+    let json = comparison(&folder, "compare-v26_7-vs-v26_5");
+    assert_eq!(strings(&json["forced_differences"]), Vec::<String>::new());
+    assert!(strings(&json["differences"]).contains(&"engine version: 26.7.2.1 against 26.5.1.1".to_string()));
+}
+
+/// Three variants, the second with a value the engine refuses.
+const ONE_BAD: &str = "[[variant]]\nname = \"default\"\n[[variant]]\nname = \"bad\"\nsettings = { max_threads = \
+                       \"many\" }\n[[variant]]\nname = \"one_thread\"\nsettings = { max_threads = 1 }\n";
+
+#[test]
+fn a_variant_that_fails_does_not_stop_the_others_and_the_run_fails_naming_it() {
+    let results = tempfile::tempdir().unwrap();
+    let file = matrix_file(results.path(), "one_bad", ONE_BAD);
+    let output = run_matrix(results.path(), &file, "one_bad", &[]);
+    let line = error_line(&output);
+    assert!(line.starts_with("error: matrix one_bad: 1 of 3 variants did not finish (bad: bench: "), "{line}");
+    assert!(line.contains("max_threads"), "{line}");
+    let folder = results.path().join("one_bad");
+    let summary = summary(&folder);
+    assert_eq!(
+        statuses(&summary),
+        [("default", VariantStatus::Done), ("bad", VariantStatus::Failed), ("one_thread", VariantStatus::Done)]
+    );
+    let bad = &summary.variants[1];
+    assert!(bad.error.as_deref().unwrap().starts_with("bench: "), "{bad:?}");
+    // The others are compared; the failed one is not.
+    let compared: Vec<(&str, &str)> =
+        summary.comparisons.iter().map(|c| (c.baseline.as_str(), c.candidate.as_str())).collect();
+    assert_eq!(compared, [("default", "one_thread")]);
+    assert!(folder.join("compare-default-vs-one_thread").join("compare.md").is_file());
+}
+
+#[test]
+fn fail_fast_stops_at_the_first_variant_that_fails_and_names_the_ones_it_left() {
+    let results = tempfile::tempdir().unwrap();
+    let file = matrix_file(results.path(), "fast", ONE_BAD);
+    let output = run_matrix(results.path(), &file, "fast", &["--fail-fast"]);
+    let line = error_line(&output);
+    assert!(line.starts_with("error: matrix fast: 2 of 3 variants did not finish (bad: bench: "), "{line}");
+    assert!(line.contains("one_thread: --fail-fast: variant bad failed"), "{line}");
+    let summary = summary(&results.path().join("fast"));
+    assert_eq!(
+        statuses(&summary),
+        [("default", VariantStatus::Done), ("bad", VariantStatus::Failed), ("one_thread", VariantStatus::Missing)]
+    );
+    assert_eq!(summary.variants[2].bundle, None);
+    assert!(summary.comparisons.is_empty(), "{:?}", summary.comparisons);
+    assert!(!results.path().join("fast").join("fast-one_thread").exists());
+}
+
+/// SIGTERM once the first variant is done: the variant running stops the normal way (its
+/// bundle kept, incomplete), the rest never start, the summary names them, exit 130.
+#[test]
+fn sigterm_half_way_keeps_the_variants_done_and_names_the_missing() {
+    let results = tempfile::tempdir().unwrap();
+    let three = "[[variant]]\nname = \"a\"\n[[variant]]\nname = \"b\"\nsettings = { max_threads = 1 }\n\
+                 [[variant]]\nname = \"c\"\nsettings = { max_threads = 2 }\n";
+    let file = results.path().join("stopped.toml");
+    let slow = "kind = \"logs\"\nflags = [\"--rows\", \"100K\", \"--runs\", \"100\"]\ntarget = \"embedded\"\n";
+    std::fs::write(&file, format!("{slow}{three}")).unwrap();
+    let stderr_file = results.path().join("stopped.stderr.txt");
+    let mut child = matrix_command(results.path(), &file, "stopped", &[])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&stderr_file).unwrap())
+        .spawn()
+        .unwrap();
+    let folder = results.path().join("stopped");
+    // Once b's run has measured something (its journal), the matrix is half way.
+    let b_samples = folder.join("stopped-b").join(chbench::results::SAMPLES_FILE);
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while !b_samples.is_file() {
+        assert!(Instant::now() < deadline, "variant b never started measuring");
+        assert!(child.try_wait().unwrap().is_none(), "the matrix ended before it could be interrupted");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let sent = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    assert!(sent.success(), "kill -TERM failed");
+    let code = child.wait().unwrap().code();
+    let stderr = std::fs::read_to_string(&stderr_file).unwrap();
+    assert_eq!(code, Some(130), "{stderr}");
+    let errors: Vec<&str> = stderr.lines().filter(|line| line.starts_with("error: ")).collect();
+    assert_eq!(errors.len(), 1, "{stderr}");
+    assert!(errors[0].starts_with("error: matrix stopped stopped: the variants done are kept in"), "{stderr}");
+    assert!(
+        errors[0].contains("not finished: b, c") && errors[0].ends_with("interrupted by Ctrl-C or SIGTERM"),
+        "{stderr}"
+    );
+    let summary = summary(&folder);
+    assert!(summary.interrupted && summary.finished_at.is_some());
+    assert_eq!(
+        statuses(&summary),
+        [("a", VariantStatus::Done), ("b", VariantStatus::Interrupted), ("c", VariantStatus::Missing)]
+    );
+    assert_eq!(summary.variants[2].bundle, None);
+    // What b measured is kept, as an interrupted bench keeps it.
+    let b: LogsBundle = load_bundle(&folder.join("stopped-b")).unwrap();
+    assert_eq!(b.status, RunStatus::Incomplete);
+    let a: LogsBundle = load_bundle(&folder.join("stopped-a")).unwrap();
+    assert_eq!(a.status, RunStatus::Complete);
+    let markdown = std::fs::read_to_string(folder.join(SUMMARY_MARKDOWN)).unwrap();
+    assert!(markdown.contains("**Interrupted**") && markdown.contains("Not finished: b, c."), "{markdown}");
+}
+
+#[test]
+fn a_bad_matrix_command_line_or_file_is_one_line_before_anything_runs() {
+    let results = tempfile::tempdir().unwrap();
+    let file = matrix_file(results.path(), "m", "[[variant]]\nname = \"a\"\n");
+    let line = error_line(&run_matrix(results.path(), &file, "m", &[]));
+    assert!(
+        line.starts_with(&format!("error: {}:4: a matrix compares at least two variants", file.display())),
+        "{line}"
+    );
+    let two = matrix_file(results.path(), "two", "[[variant]]\nname = \"a\"\n[[variant]]\nname = \"b\"\n");
+    let line = error_line(&run_matrix(results.path(), &two, "two", &["--rows", "1M"]));
+    assert!(
+        line.starts_with("error: --rows with --matrix: the kind, its flags, settings and engine versions"),
+        "{line}"
+    );
+    let line = error_line(&run_matrix(results.path(), &two, "two", &["--setting", "max_threads=1"]));
+    assert!(line.starts_with("error: --setting with --matrix"), "{line}");
+    let missing = results.path().join("missing.toml");
+    let line = error_line(&run_matrix(results.path(), &missing, "x", &[]));
+    assert!(line.starts_with(&format!("error: cannot read the matrix file {}", missing.display())), "{line}");
+    // --fail-fast belongs to --matrix.
+    let output = xtask().args(["bench", "--fail-fast"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("--matrix"));
+    assert!(!results.path().join("two").exists() && !results.path().join("m").exists());
+}
+
+#[test]
+fn a_setting_flag_is_checked_and_recorded_in_a_plain_bench_too() {
+    let results = tempfile::tempdir().unwrap();
+    let bench = |flags: &[&str]| {
+        xtask()
+            .args(["bench", "logs", "--target", "embedded", "--rows", "100K", "--runs", "1", "--results-dir"])
+            .arg(results.path())
+            .args(flags)
+            .output()
+            .unwrap()
+    };
+    let line = error_line(&bench(&["--setting", "max_threads"]));
+    assert_eq!(line, "error: --setting \"max_threads\" is not NAME=VALUE; write e.g. --setting max_threads=1");
+    let line = error_line(&bench(&["--setting", "max_threads=1", "--setting", "max_threads=2"]));
+    assert_eq!(line, "error: --setting max_threads is given twice; give it once");
+    let output = bench(&["--setting", "max_threads=2", "--run-id", "two_threads"]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let bundle: LogsBundle = load_bundle(&results.path().join("two_threads")).unwrap();
+    assert_eq!(bundle.session_settings.get("max_threads"), Some("2"));
+    assert_eq!(bundle.session_settings.get("use_query_cache"), Some("0"), "the defaults stay");
+}
