@@ -296,7 +296,10 @@ impl MatrixSummary {
             ]);
         }
         if comparisons.is_empty() {
-            text.push_str("## Comparisons\n\nNone: fewer than two variants finished with a bundle.\n");
+            text.push_str(
+                "## Comparisons\n\nNone: the first variant (the baseline), or every other one, did not finish with a \
+                 bundle.\n",
+            );
         } else {
             text.push_str(&format!("## Comparisons\n\nThe first variant against each other one.\n\n{comparisons}\n"));
         }
