@@ -1534,4 +1534,52 @@ node_type = "c6i.2xlarge"
         assert_eq!(deployment["node"]["instance_type"], "c6i.2xlarge", "{deployment}");
         assert_eq!(deployment["clickhouse"]["version"], "26.3.33.24");
     }
+
+    /// An `up` that fails is still collected (it may have applied something); a collect
+    /// that fails leaves the deployment where the next variant would go, so the matrix
+    /// stops there and says what to run, the variants after it missing, no bench run.
+    #[test]
+    fn a_failed_up_whose_deployment_cannot_be_collected_stops_the_matrix_before_the_next_variant() {
+        let results = tempfile::tempdir().unwrap();
+        let matrix = parse_matrix(Path::new("c7g-vs-c6i.toml"), MATRIX, TargetKind::Auto).unwrap();
+        let runtime = runtime();
+        let (service, mut server) = pair::<Request<Body>, Response<Body>>();
+        let client = {
+            let _inside = runtime.enter();
+            Client::new(service, "default")
+        };
+        let answering = std::thread::spawn(move || {
+            super::runtime().block_on(async {
+                // up: the namespace of an earlier down is still going.
+                expect(&mut server, "GET", NAMESPACE, &terminating_namespace()).await;
+                // collect: it carries no run.
+                expect(&mut server, "GET", NAMESPACE, &terminating_namespace()).await;
+                assert_no_more_requests(&mut server).await;
+            })
+        });
+        let mut deployments = ClusterDeployments {
+            connection: Mocked { runtime, client },
+            server: Box::new(|_: &str, _: jiff::Timestamp| panic!("no ClickHouse half without a deployment")),
+            poll: Duration::from_millis(1),
+        };
+        let run = MatrixRun { folder: results.path().join("nodes"), matrix_id: "nodes".into(), fail_fast: false };
+        let steps: Steps = Arc::default();
+        let mut bench = RecordedBench { steps: Arc::clone(&steps) };
+        let summary = run_matrix(&matrix, &run, &mut bench, Some(&mut deployments), &|_| {}).unwrap();
+        drop(deployments);
+        answering.join().unwrap();
+        assert!(steps.lock().unwrap().is_empty(), "a bench ran: {:?}", steps.lock().unwrap());
+        let statuses: Vec<VariantStatus> = summary.variants.iter().map(|variant| variant.status).collect();
+        assert_eq!(statuses, [VariantStatus::Failed, VariantStatus::Missing]);
+        let error = summary.variants[0].error.as_deref().unwrap();
+        assert!(error.starts_with("eks up: namespace chbench is still being deleted"), "{error}");
+        assert!(
+            error.contains("eks collect: ")
+                && error.ends_with("run `cargo xtask eks collect`, then `cargo xtask eks down`"),
+            "{error}"
+        );
+        let missing = summary.variants[1].error.as_deref().unwrap();
+        assert!(missing.contains("could not be collected, so it is still up"), "{missing}");
+        assert!(summary.comparisons.is_empty());
+    }
 }
