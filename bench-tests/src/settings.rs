@@ -106,6 +106,11 @@ pub fn choose_run_settings(settings: Settings) -> Result<()> {
     Ok(())
 }
 
+/// The run's own session settings, as [`choose_run_settings`] chose them (none yet: empty).
+pub fn run_settings() -> Settings {
+    RUN_SETTINGS.get().cloned().unwrap_or_default()
+}
+
 /// `NAME=VALUE` as `--setting` takes it: a setting name (an identifier), a value without
 /// control characters, and not a setting the harness sets itself. Each mistake is one line
 /// quoting the flag.

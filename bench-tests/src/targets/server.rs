@@ -287,6 +287,11 @@ impl ServerTarget {
         for (name, value) in defaults.iter() {
             if known.lines().any(|line| line == name) {
                 session = session.with(name, value);
+            } else if crate::settings::run_settings().get(name).is_some() {
+                bail!(
+                    "ClickHouse at {} has no setting {name}, which --setting gives: drop it, or use a server that has it",
+                    target.config.display_url()
+                );
             } else if !Settings::unknown_changes_nothing(name) {
                 bail!(
                     "ClickHouse at {} has no setting {name}, which every session sets: use a server of the supported \
