@@ -97,7 +97,7 @@ fn run(flags: &RunFlags, kind_name: &str, benchmark: &dyn AnyBenchmark) -> Resul
 }
 
 /// `--setting NAME=VALUE`s as settings, each name once.
-fn run_settings(given: &[String]) -> Result<Settings> {
+pub fn run_settings(given: &[String]) -> Result<Settings> {
     let mut settings = Settings::new();
     for text in given {
         let (name, value) = parse_setting(text)?;

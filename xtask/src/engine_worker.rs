@@ -13,6 +13,10 @@ use crate::flags::EngineWorker;
 impl EngineWorker {
     pub fn run(self) -> Result<()> {
         self.engine.choose_for(TargetKind::Embedded)?;
+        let settings = crate::bench::run_settings(&self.settings)?;
+        if !settings.is_empty() {
+            chbench::settings::choose_run_settings(settings)?;
+        }
         let storage = match (self.copy_of, self.build) {
             (Some(folder), _) => Storage::CopyOf(folder),
             (None, Some(folder)) => Storage::Build(folder),

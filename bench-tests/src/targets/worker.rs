@@ -109,6 +109,10 @@ impl WorkerCommand {
             Storage::CopyOf(folder) => args.extend(["--copy-of".to_string(), folder.display().to_string()]),
             Storage::Build(folder) => args.extend(["--build".to_string(), folder.display().to_string()]),
         }
+        // The run's own session settings (`bench --setting`) are every session's, the worker's too.
+        for (name, value) in crate::settings::run_settings().iter() {
+            args.extend(["--setting".to_string(), format!("{name}={value}")]);
+        }
         args
     }
 }

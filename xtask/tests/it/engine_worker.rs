@@ -92,3 +92,17 @@ fn a_stop_request_here_cancels_the_workers_statement_and_the_worker_answers_afte
     // Cancelled, not ended: the worker runs the next statement.
     assert_eq!(worker.run("SELECT 1", &Settings::new(), "TabSeparated").unwrap().0, "1\n");
 }
+
+/// The run's own session settings (`bench --setting`) are the worker's too: passed on its
+/// command line, in force for each of its statements, back after one that set its own.
+#[test]
+fn the_runs_session_settings_reach_a_worker() {
+    chbench::settings::choose_run_settings(Settings::new().with("max_threads", 3)).unwrap();
+    let older = engine_version_named("26.5.3").unwrap();
+    let mut worker = open_worker(&worker_command(), older, &Storage::Scratch).unwrap();
+    let threads = "SELECT getSetting('max_threads')";
+    assert_eq!(worker.query_text(threads).unwrap(), "3\n");
+    let one = worker.run(threads, &Settings::new().with("max_threads", 1), "TabSeparated").unwrap();
+    assert_eq!(one.body, "1\n");
+    assert_eq!(worker.query_text(threads).unwrap(), "3\n");
+}
