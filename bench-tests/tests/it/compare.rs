@@ -48,7 +48,15 @@ fn sample(attempt: u32, ms: f64, cpu_share: f64, slots: u64) -> Sample {
         raw: serde_json::Value::Null,
     };
     let breakdown = TimeBreakdown::of_record(&stats);
-    Sample { kind: SampleKind::Warm, attempt, settings: Settings::new(), stats, breakdown, round_position: None }
+    Sample {
+        kind: SampleKind::Warm,
+        attempt,
+        settings: Settings::new(),
+        stats,
+        breakdown,
+        round_position: None,
+        answer: None,
+    }
 }
 
 /// `runs` warm samples around `ms`, spread by ±2 % in a fixed pattern.
