@@ -106,6 +106,13 @@ pub fn price_of(node_type: Option<&str>, overrides: &PriceOverrides, side_flag: 
     }
 }
 
+/// USD per 1,000 queries on a node at `usd_per_hour` that answers `qps` queries a second:
+/// the cost a throughput run's QPS gives (the serial one is the comparison's
+/// `usd_per_1000_queries`); unknown for a QPS that is not above 0.
+pub fn usd_per_1000_queries_at_qps(qps: f64, usd_per_hour: f64) -> Option<f64> {
+    (qps.is_finite() && qps > 0.0).then(|| 1000.0 / qps * usd_per_hour / 3600.0)
+}
+
 /// A price as a flag gives it: finite, above 0.
 pub fn parse_usd_per_hour(text: &str) -> Result<f64> {
     match text.trim().parse::<f64>() {

@@ -127,6 +127,7 @@ fn extreme_bundle(value: f64, count: u64) -> LogsBundle {
                 image: "clickhouse/clickhouse-server:26.3.33.24".to_string(),
                 image_id: Some("docker.io/clickhouse/clickhouse-server@sha256:00".to_string()),
                 node: "node-1".to_string(),
+                instance_type: Some("c7g.2xlarge".to_string()),
             }),
         },
         storage_baseline: StorageBaselineRecord::Measured(Box::new(baseline(value, count))),
