@@ -370,13 +370,13 @@ impl ClickBenchBenchmark {
 
     /// The `max_threads` queries run with: as given (set on each), or the engine's own.
     fn max_threads_in_force(&self, target: &mut Target) -> Result<MaxThreads> {
+        if let Some(threads) = self.max_threads {
+            return Ok(MaxThreads { value: threads.to_string(), source: MaxThreadsSource::Flag });
+        }
         let read = target
             .query_text("SELECT value FROM system.settings WHERE name = 'max_threads'")
             .context("cannot read max_threads from system.settings")?;
-        Ok(match self.max_threads {
-            Some(threads) => MaxThreads { value: threads.to_string(), source: MaxThreadsSource::Flag },
-            None => MaxThreads { value: read.trim().to_string(), source: MaxThreadsSource::Engine },
-        })
+        Ok(MaxThreads { value: read.trim().to_string(), source: MaxThreadsSource::Engine })
     }
 
     fn query_set(&self, run: &mut ClickBenchRun<'_>) -> Result<()> {
