@@ -246,6 +246,7 @@ pub struct Totals {
     /// B is faster); over the queries with both hot times known.
     #[serde(default)]
     pub relative_score: Option<f64>,
+    /// Queries in the relative score.
     #[serde(default)]
     pub relative_score_queries: usize,
     /// Queries left out of every total: their answers differ.
