@@ -400,6 +400,7 @@ mod tests {
             image: "ch:1".into(),
             image_id: None,
             node: "ip-10-0-1-5.ec2.internal".into(),
+            instance_type: None,
         };
         let write_bundle =
             |name: &str, kind: TargetKind, deployment: Option<KubernetesDeployment>, started, finished| {

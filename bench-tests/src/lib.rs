@@ -38,8 +38,10 @@ pub mod sql;
 pub mod units;
 // What a results bundle records:
 pub mod ab_variants;
+pub mod answers;
 pub mod breakdown;
 pub mod machine;
+pub mod node_prices;
 pub mod plan;
 pub mod query_runs;
 pub mod settings;

@@ -5,6 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::answers::AnswerDigest;
 use crate::breakdown::TimeBreakdown;
 use crate::numbers::{median, nan_if_null};
 use crate::plan::TableRead;
@@ -44,6 +45,10 @@ pub struct Sample {
     /// In an A/B run, where in its round it ran (0: first); `None` elsewhere.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub round_position: Option<u32>,
+    /// What this run answered (rows and an order-insensitive checksum), where its kind
+    /// checks answers before it counts times; `None` elsewhere.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<AnswerDigest>,
 }
 
 /// Every run of one query in one variant (e.g. Q5 `without_index` and `bloom_filter`).

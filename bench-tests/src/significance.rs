@@ -70,6 +70,10 @@ pub enum Verdict {
     Unstable,
     /// No test is possible (too few samples, or a change with no relative size).
     Untestable,
+    /// The sides answered differently (their answers' digests differ), so their times are
+    /// not of one query: never faster or slower. Set by the comparison, which reads the
+    /// answers; the test on timings never gives it.
+    AnswersDiffer,
 }
 
 /// One query's comparison: the medians, the test, the noise and the verdict.
@@ -404,7 +408,7 @@ mod tests {
                 Verdict::Faster => self.faster += 1,
                 Verdict::Slower => self.slower += 1,
                 Verdict::Unstable => self.unstable += 1,
-                Verdict::Unchanged | Verdict::Untestable => self.other += 1,
+                Verdict::Unchanged | Verdict::Untestable | Verdict::AnswersDiffer => self.other += 1,
             }
         }
         fn flagged(&self) -> f64 {

@@ -103,6 +103,10 @@ pub struct KubernetesDeployment {
     pub image_id: Option<String>,
     /// The node the pod ran on.
     pub node: String,
+    /// The node's instance type (`node.kubernetes.io/instance-type`), which prices it in a
+    /// comparison; none where the target did not read it (bundles before the field).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instance_type: Option<String>,
 }
 
 impl fmt::Display for TargetInfo {

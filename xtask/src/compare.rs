@@ -8,6 +8,7 @@ use chbench::benchmarks::kinds;
 use chbench::compare::report::{CHART_FILE, COMPARE_FILE, JSON_FILE, chart, markdown};
 use chbench::compare::{CompareOptions, Comparison, Side};
 use chbench::files::write_atomically;
+use chbench::node_prices::PriceOverrides;
 use chbench::results::prepare_results_folder;
 
 use crate::flags::Compare;
@@ -21,7 +22,13 @@ impl Compare {
             .map(|bundle| bundle_dir(bundle, &self.results_dir))
             .collect::<Result<Vec<PathBuf>>>()?;
         let variants = self.variants.as_deref().map(variants_pair).transpose()?;
-        let options = CompareOptions { force: self.force, variants, ..CompareOptions::default() };
+        let prices = |side: Option<f64>| PriceOverrides { side, node_types: self.node_price.clone() };
+        let options = CompareOptions {
+            force: self.force,
+            variants,
+            prices: (prices(self.price_a), prices(self.price_b)),
+            ..CompareOptions::default()
+        };
         let comparison = kinds::compare(&dirs, &options)?;
         let out = match &self.out {
             Some(out) => out.clone(),
@@ -113,6 +120,14 @@ fn print_summary(comparison: &Comparison, out: &Path) {
             totals.baseline_sum_of_means_ms,
             -100.0 * gain + 0.0
         ));
+    }
+    if let Some(score) = totals.relative_score {
+        text.push_str(&format!("ClickBench relative score (B against A, below 1 faster): {score:.3}\n"));
+    }
+    for (letter, cost) in [("A", &comparison.cost.baseline), ("B", &comparison.cost.candidate)] {
+        if let Some(usd) = cost.usd_per_1000_queries {
+            text.push_str(&format!("{letter}: ${usd:.6} per 1,000 queries at {}\n", cost.price));
+        }
     }
     text.push_str(&format!("report: {}\n", out.join(COMPARE_FILE).display()));
     print_ignoring_a_closed_pipe(&text);

@@ -493,6 +493,16 @@ pub struct Compare {
     /// Exit non-zero when more than N queries are slower (a workflow's gate).
     #[arg(long, value_name = "N")]
     pub fail_on_slower: Option<usize>,
+    /// A's node price, USD per hour (for price-performance; the embedded engine has none)
+    #[arg(long, value_name = "USD_PER_HOUR", value_parser = parse_price)]
+    pub price_a: Option<f64>,
+    /// B's node price, USD per hour
+    #[arg(long, value_name = "USD_PER_HOUR", value_parser = parse_price)]
+    pub price_b: Option<f64>,
+    /// A node type's price, TYPE=USD_PER_HOUR, over the built-in table (on-demand,
+    /// us-east-1); repeat for several types
+    #[arg(long, value_name = "TYPE=USD_PER_HOUR", value_parser = parse_node_price)]
+    pub node_price: Vec<(String, f64)>,
     /// Where compare.md, medians.svg and compare.json go [default: RESULTS_DIR/compare-A-vs-B,
     /// A and B the bundles' folder names; compare-RUN-A-vs-B for one A/B bundle's variants].
     #[arg(long, value_name = "DIR")]
@@ -525,6 +535,14 @@ pub struct Measure {
 }
 
 /// The same strict parse as `CHBENCH_TARGET` gets in the tests.
+fn parse_price(text: &str) -> Result<f64, String> {
+    chbench::node_prices::parse_usd_per_hour(text).map_err(|error| error.to_string())
+}
+
+fn parse_node_price(text: &str) -> Result<(String, f64), String> {
+    chbench::node_prices::parse_node_price(text).map_err(|error| error.to_string())
+}
+
 fn parse_target(text: &str) -> Result<TargetKind, String> {
     TargetKind::parse(text).map_err(|error| error.to_string())
 }

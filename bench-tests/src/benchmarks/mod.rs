@@ -14,6 +14,7 @@
 //! happened. Nothing here draws: progress goes through [`Progress`], implemented by the
 //! command line.
 
+pub mod clickbench;
 pub mod kinds;
 pub mod logs;
 pub mod parts;

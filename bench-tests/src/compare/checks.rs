@@ -158,6 +158,6 @@ fn named_differences<'a>(
 /// Whether two bundle folders hold the same text under `sql/relative`; `None` when either
 /// lacks the file.
 fn same_file(dir: &Path, other: &Path, relative: &str) -> Option<bool> {
-    let read = |dir: &Path| std::fs::read(dir.join("sql").join(relative)).ok();
+    let read = |dir: &Path| std::fs::read(dir.join(crate::results::bundled_sql_path(relative))).ok();
     Some(read(dir)? == read(other)?)
 }

@@ -24,6 +24,8 @@ use anyhow::{Result, bail};
 use serde::{Deserialize, Serialize};
 
 pub use self::explain::{BreakdownMedians, MovedEvent, OneSided, Why};
+use crate::answers::{AnswerDigest, describe_tally, tally};
+use crate::node_prices::{NodePrice, PriceOverrides, price_of};
 use crate::numbers::{median_unsorted, ratio};
 use crate::query_runs::QueryRuns;
 use crate::results::{KindResults, RunBundle, RunStatus};
@@ -43,6 +45,8 @@ pub struct CompareOptions {
     /// Session settings the sides were declared to differ in (a matrix's variants): said
     /// as differences, not refused.
     pub declared_session_settings: std::collections::BTreeSet<String>,
+    /// Node prices given on the command line, for the baseline and the candidate.
+    pub prices: (PriceOverrides, PriceOverrides),
 }
 
 /// A bundle read for a comparison, with the folder it came from.
@@ -74,6 +78,8 @@ pub struct Comparison {
     pub only_in_candidate: Vec<String>,
     pub summary: Summary,
     pub totals: Totals,
+    /// What each side's runs cost at its node's price.
+    pub cost: Cost,
 }
 
 /// One side of a comparison.
@@ -139,6 +145,21 @@ pub struct QueryComparison {
     pub why: Option<Why>,
     /// How its plan's pruning differs: empty when it is the same on both sides.
     pub plan: PlanChange,
+    /// Whether both sides gave the same answers, where their bundles digest them.
+    pub answers: AnswerComparison,
+}
+
+/// A query's answers on both sides, from its samples' digests (`Sample::answer`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "state")]
+pub enum AnswerComparison {
+    /// Every run on both sides gave this answer.
+    Same { answer: AnswerDigest },
+    /// The runs gave more than one answer (on one side, or between the sides), each with
+    /// how many runs of a side gave it: the verdict is `answers_differ`.
+    Differ { baseline: Vec<(AnswerDigest, usize)>, candidate: Vec<(AnswerDigest, usize)> },
+    /// A side's samples hold no digests (its kind does not check answers).
+    Unchecked,
 }
 
 /// A query's plan on both sides (`QueryRuns::plan`), as far as both bundles recorded it.
@@ -161,6 +182,9 @@ pub struct QuerySide {
     pub samples: usize,
     pub median_ms: Option<f64>,
     pub mean_ms: Option<f64>,
+    /// The fastest warm sample: ClickBench's hot time, which its relative score uses.
+    #[serde(default)]
+    pub min_ms: Option<f64>,
     /// The median of the warm samples' rows read.
     pub read_rows: Option<f64>,
     /// Medians of the warm samples' time breakdown; `None` when no sample has one.
@@ -175,6 +199,8 @@ pub struct Summary {
     pub unchanged: usize,
     pub unstable: usize,
     pub untestable: usize,
+    #[serde(default)]
+    pub answers_differ: usize,
 }
 
 impl Summary {
@@ -185,6 +211,7 @@ impl Summary {
             Verdict::Unchanged => self.unchanged += 1,
             Verdict::Unstable => self.unstable += 1,
             Verdict::Untestable => self.untestable += 1,
+            Verdict::AnswersDiffer => self.answers_differ += 1,
         }
     }
 
@@ -196,6 +223,7 @@ impl Summary {
             (self.unstable, "unstable"),
             (self.unchanged, "unchanged"),
             (self.untestable, "untestable"),
+            (self.answers_differ, "answers differ"),
         ];
         let parts: Vec<String> =
             counts.iter().filter(|(count, _)| *count > 0).map(|(count, word)| format!("{count} {word}")).collect();
@@ -216,6 +244,43 @@ pub struct Totals {
     /// The geometric mean of the per-query ratios of medians (candidate / baseline; below 1,
     /// faster), over queries whose ratio is known.
     pub geometric_mean_ratio: Option<f64>,
+    /// ClickBench's relative score of B against A: the geometric mean over queries of
+    /// `(10 ms + hot B) / (10 ms + hot A)`, hot being a query's fastest warm run (below 1,
+    /// B is faster); over the queries with both hot times known.
+    #[serde(default)]
+    pub relative_score: Option<f64>,
+    /// Queries in the relative score.
+    #[serde(default)]
+    pub relative_score_queries: usize,
+    /// Queries left out of every total: their answers differ.
+    #[serde(default)]
+    pub left_out: Vec<String>,
+}
+
+/// ClickBench's shift in its relative score: a query's time plus 10 ms, so that the
+/// fastest queries do not dominate the ratio ("Results Usage And Scoreboards", ClickBench).
+pub const RELATIVE_SCORE_SHIFT_MS: f64 = 10.0;
+
+/// What each side's runs cost at its node's price.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Cost {
+    pub baseline: SideCost,
+    pub candidate: SideCost,
+}
+
+/// One side's price-performance, from the serial runs of the compared queries: a full
+/// query-set run is the sum of its queries' means. (A throughput bundle's QPS gives the
+/// cost at concurrency instead: [`crate::node_prices::usd_per_1000_queries_at_qps`].)
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SideCost {
+    /// The node type its bundle names (the eks target's node), if any.
+    pub node_type: Option<String>,
+    pub price: NodePrice,
+    /// USD for one run of every compared query, one after the other: sum of means x price
+    /// / 3600 s; unknown when the price is.
+    pub usd_per_query_set_run: Option<f64>,
+    /// USD per 1,000 queries at the compared queries' mean time.
+    pub usd_per_1000_queries: Option<f64>,
 }
 
 /// The comparison of `bundles`: two bundles (baseline first), or one A/B bundle's variants.
@@ -284,6 +349,16 @@ pub fn compare_bundles<Results: KindResults>(
         );
     }
     let totals = totals(&queries);
+    let cost = Cost {
+        baseline: side_cost(&baseline, &options.prices.0, "--price-a", totals.baseline_sum_of_means_ms, totals.queries),
+        candidate: side_cost(
+            &candidate,
+            &options.prices.1,
+            "--price-b",
+            totals.candidate_sum_of_means_ms,
+            totals.queries,
+        ),
+    };
     let thresholds = &options.thresholds;
     Ok(Comparison {
         kind: Results::KIND.to_string(),
@@ -308,7 +383,28 @@ pub fn compare_bundles<Results: KindResults>(
         only_in_candidate,
         summary,
         totals,
+        cost,
     })
+}
+
+/// A side's price and what its runs cost at it.
+fn side_cost<Results: KindResults>(
+    side: &SideOf<'_, Results>,
+    overrides: &PriceOverrides,
+    flag: &str,
+    sum_of_means_ms: f64,
+    queries: usize,
+) -> SideCost {
+    let node_type = side.bundle().target.deployment.as_ref().and_then(|deployment| deployment.instance_type.clone());
+    let price = price_of(node_type.as_deref(), overrides, flag);
+    let usd_per_second = price.usd_per_hour().map(|usd| usd / 3600.0);
+    let known = |value: f64| (value.is_finite() && queries > 0).then_some(value);
+    SideCost {
+        usd_per_query_set_run: usd_per_second.and_then(|usd| known(sum_of_means_ms / 1e3 * usd)),
+        usd_per_1000_queries: usd_per_second.and_then(|usd| known(sum_of_means_ms / 1e3 / queries as f64 * 1e3 * usd)),
+        node_type,
+        price,
+    }
 }
 
 /// `a, b, c`, or `none`.
@@ -492,6 +588,12 @@ fn compare_query<Variant>(
         query_side(baseline, &baseline_ms, significance.baseline_median),
         query_side(candidate, &candidate_ms, significance.candidate_median),
     );
+    let answers = compare_answers(baseline, candidate);
+    if let AnswerComparison::Differ { baseline, candidate } = &answers {
+        significance.verdict = Verdict::AnswersDiffer;
+        significance.reason =
+            Some(format!("A gave {}, B {}: not one query's times", answer_list(baseline), answer_list(candidate)));
+    }
     let why = matches!(significance.verdict, Verdict::Faster | Verdict::Slower)
         .then(|| explain::why(significance.verdict, baseline, candidate, &baseline_side, &candidate_side));
     QueryComparison {
@@ -502,6 +604,30 @@ fn compare_query<Variant>(
         significance,
         why,
         plan: explain::plan_change(baseline.plan.as_deref(), candidate.plan.as_deref()),
+        answers,
+    }
+}
+
+/// Whether every sample of both sides gave one answer; unchecked when a side has none.
+fn compare_answers<Variant>(baseline: &QueryRuns<Variant>, candidate: &QueryRuns<Variant>) -> AnswerComparison {
+    let digests = |runs: &QueryRuns<Variant>| -> Option<Vec<(AnswerDigest, usize)>> {
+        let answers: Vec<&AnswerDigest> = runs.samples.iter().filter_map(|sample| sample.answer.as_ref()).collect();
+        (!answers.is_empty()).then(|| tally(answers))
+    };
+    match (digests(baseline), digests(candidate)) {
+        (Some(a), Some(b)) => match (a.as_slice(), b.as_slice()) {
+            ([(one, _)], [(other, _)]) if one == other => AnswerComparison::Same { answer: one.clone() },
+            _ => AnswerComparison::Differ { baseline: a, candidate: b },
+        },
+        _ => AnswerComparison::Unchecked,
+    }
+}
+
+/// `10 rows, checksum ...`, or the tally of several answers.
+fn answer_list(tally: &[(AnswerDigest, usize)]) -> String {
+    match tally {
+        [(answer, _)] => answer.to_string(),
+        several => describe_tally(several),
     }
 }
 
@@ -513,6 +639,7 @@ fn query_side<Variant>(runs: &QueryRuns<Variant>, timings: &[f64], median_ms: Op
         samples: timings.len(),
         median_ms,
         mean_ms,
+        min_ms: known.iter().copied().reduce(f64::min),
         read_rows: median_unsorted(runs.warm_samples().map(|sample| sample.stats.read_rows as f64).collect()),
         breakdown: explain::breakdown_medians(runs),
     }
@@ -540,10 +667,14 @@ fn cpu_use<'a, Variant: 'a>(runs: impl Iterator<Item = &'a QueryRuns<Variant>>, 
 }
 
 fn totals(queries: &[QueryComparison]) -> Totals {
+    // A query whose answers differ is in no total: its times are not of one query.
+    let (left_out, queries): (Vec<&QueryComparison>, Vec<&QueryComparison>) =
+        queries.iter().partition(|query| query.significance.verdict == Verdict::AnswersDiffer);
     let with_means: Vec<(f64, f64)> =
         queries.iter().filter_map(|query| query.baseline.mean_ms.zip(query.candidate.mean_ms)).collect();
-    let baseline_sum_of_means_ms = with_means.iter().map(|(baseline, _)| baseline).sum::<f64>();
-    let candidate_sum_of_means_ms = with_means.iter().map(|(_, candidate)| candidate).sum::<f64>();
+    // `+ 0.0`: a sum over no query is 0, not the -0 an empty f64 sum starts from.
+    let baseline_sum_of_means_ms = with_means.iter().map(|(baseline, _)| baseline).sum::<f64>() + 0.0;
+    let candidate_sum_of_means_ms = with_means.iter().map(|(_, candidate)| candidate).sum::<f64>() + 0.0;
     let gain = ratio(candidate_sum_of_means_ms, baseline_sum_of_means_ms).map(|share| 1.0 - share);
     let logs: Vec<f64> = queries
         .iter()
@@ -552,11 +683,22 @@ fn totals(queries: &[QueryComparison]) -> Totals {
         .map(f64::ln)
         .collect();
     let geometric_mean_ratio = (!logs.is_empty()).then(|| (logs.iter().sum::<f64>() / logs.len() as f64).exp());
+    let score_logs: Vec<f64> = queries
+        .iter()
+        .filter_map(|query| query.baseline.min_ms.zip(query.candidate.min_ms))
+        .map(|(a, b)| ((RELATIVE_SCORE_SHIFT_MS + b) / (RELATIVE_SCORE_SHIFT_MS + a)).ln())
+        .filter(|log| log.is_finite())
+        .collect();
+    let relative_score =
+        (!score_logs.is_empty()).then(|| (score_logs.iter().sum::<f64>() / score_logs.len() as f64).exp());
     Totals {
         queries: with_means.len(),
         baseline_sum_of_means_ms,
         candidate_sum_of_means_ms,
         gain,
         geometric_mean_ratio,
+        relative_score,
+        relative_score_queries: score_logs.len(),
+        left_out: left_out.iter().map(|query| query.query.clone()).collect(),
     }
 }

@@ -95,6 +95,32 @@ pub fn markdown(comparison: &Comparison) -> String {
         percent(totals.gain, "unknown"),
         times(totals.geometric_mean_ratio)
     );
+    if !totals.left_out.is_empty() {
+        let _ = writeln!(out, "Left out of every total, their answers differing: {}.\n", totals.left_out.join(", "));
+    }
+    let _ = writeln!(
+        out,
+        "ClickBench's relative score of B against A (the geometric mean of (10 ms + hot B) / (10 ms + hot A), hot the \
+         fastest warm run; below 1, B is faster) over {} queries: {}.\n",
+        totals.relative_score_queries,
+        times(totals.relative_score)
+    );
+    let mut cost = Table::new(["side", "node", "price", "per query-set run", "per 1,000 queries"]);
+    for (letter, side, side_cost) in [("A", a, &comparison.cost.baseline), ("B", b, &comparison.cost.candidate)] {
+        let usd = |value: Option<f64>| value.map_or_else(|| "unknown".to_string(), |usd| format!("${usd:.6}"));
+        cost.row([
+            format!("{letter}: {}", side.label),
+            side_cost.node_type.clone().unwrap_or_else(|| "unknown".to_string()),
+            side_cost.price.to_string(),
+            usd(side_cost.usd_per_query_set_run),
+            usd(side_cost.usd_per_1000_queries),
+        ]);
+    }
+    let _ = writeln!(
+        out,
+        "## Price-performance\n\nWhat the compared queries cost at each side's node price, run one after another \
+         (a query-set run: the sum of the means; per 1,000 queries: at their mean time):\n\n{cost}"
+    );
     for (side, only) in [(a, &comparison.only_in_baseline), (b, &comparison.only_in_candidate)] {
         if !only.is_empty() {
             let _ = writeln!(out, "Measured in {} only, not compared: {}.\n", side.label, only.join(", "));
@@ -239,6 +265,7 @@ fn verdict_cell(query: &QueryComparison) -> String {
         Verdict::Unchanged => "unchanged",
         Verdict::Unstable => "unstable",
         Verdict::Untestable => "untestable",
+        Verdict::AnswersDiffer => "**answers differ**",
     };
     match &significance.reason {
         Some(reason) => format!("{word} ({reason})"),

@@ -153,6 +153,20 @@ fn of_kind<'de, Results: KindResults, D: Deserializer<'de>>(deserializer: D) -> 
     serde_json::from_str(raw.get()).map_err(D::Error::custom)
 }
 
+/// Where the bundle keeps a copy of SQL file `file` (an entry of `sql_files`), relative
+/// to its folder: `sql/<file>` for a fixture (relative to `fixtures/`), and
+/// `sql/outside/<path>` for a file outside `fixtures/`, given by its absolute path (a
+/// ClickBench checkout's `queries.sql`), so that no entry can name a place outside `sql/`.
+pub fn bundled_sql_path(file: &str) -> std::path::PathBuf {
+    let path = std::path::Path::new(file);
+    if path.is_absolute() {
+        let inside: std::path::PathBuf =
+            path.components().filter(|part| matches!(part, std::path::Component::Normal(_))).collect();
+        return std::path::Path::new("sql").join("outside").join(inside);
+    }
+    std::path::Path::new("sql").join(file)
+}
+
 /// A run id names a folder under the results folder: letters, digits, `.`, `_` and
 /// `-`, not starting with `.` or `-`, so that it can never name a path elsewhere.
 pub fn check_run_id(run_id: &str) -> Result<()> {

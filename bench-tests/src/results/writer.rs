@@ -60,12 +60,13 @@ impl<Results: KindResults> BundleWriter<Results> {
         };
         let fixtures = fixtures_root();
         for relative in &bundle.sql_files {
-            let destination = dir.join("sql").join(relative);
+            let destination = dir.join(super::bundled_sql_path(relative));
             if let Some(parent) = destination.parent() {
                 fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
             }
+            // An absolute path is a file outside fixtures/ (a ClickBench checkout's).
             fs::copy(fixtures.join(relative), &destination)
-                .with_context(|| format!("cannot copy fixture {relative} into the bundle"))?;
+                .with_context(|| format!("cannot copy SQL file {relative} into the bundle"))?;
         }
         let writer = BundleWriter { dir, bundle, journal: None };
         writer.save()?;

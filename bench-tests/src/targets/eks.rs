@@ -134,6 +134,9 @@ mod with_client {
             image_id: pod.image_id.present().cloned(),
             pod: pod.name,
             node,
+            // Not read yet: reading the Node is one more API request per open; until then a
+            // comparison prices an eks side by --node-price or --price-a/-b.
+            instance_type: None,
         };
         Ok(ReadyDeployment { identity, password })
     }
@@ -258,6 +261,7 @@ mod tests {
             image: "clickhouse/clickhouse-server:26.3.33.24".into(),
             image_id: None,
             node: "ip-10-0-1-5.ec2.internal".into(),
+            instance_type: None,
         };
         assert_eq!(
             endpoint(&deployment, "http://127.0.0.1:4"),

@@ -48,7 +48,15 @@ fn sample(attempt: u32, ms: f64, cpu_share: f64, slots: u64) -> Sample {
         raw: serde_json::Value::Null,
     };
     let breakdown = TimeBreakdown::of_record(&stats);
-    Sample { kind: SampleKind::Warm, attempt, settings: Settings::new(), stats, breakdown, round_position: None }
+    Sample {
+        kind: SampleKind::Warm,
+        attempt,
+        settings: Settings::new(),
+        stats,
+        breakdown,
+        round_position: None,
+        answer: None,
+    }
 }
 
 /// `runs` warm samples around `ms`, spread by ±2 % in a fixed pattern.
@@ -382,4 +390,86 @@ fn a_copied_bundle_is_named_by_its_folder() {
     }
     let comparison = compare(&[original, copy], &CompareOptions::default());
     assert_eq!((comparison.baseline.label.as_str(), comparison.candidate.label.as_str()), ("run", "copy"));
+}
+
+/// `runs` with every sample's answer digested from `answer`.
+fn answered(mut runs: LogsQueryRuns, answer: &str) -> LogsQueryRuns {
+    for sample in &mut runs.samples {
+        sample.answer = Some(chbench::answers::AnswerDigest::of_tab_separated(answer));
+    }
+    runs
+}
+
+#[test]
+fn a_query_whose_answers_differ_is_never_faster_or_slower_and_is_left_out_of_the_totals() {
+    let root = tempfile::tempdir().unwrap();
+    let a = write(
+        root.path(),
+        &bundle(
+            "a",
+            vec![answered(runs_of("q1", None, 10.0, 20, 4), "1\n"), answered(runs_of("q2", None, 80.0, 20, 4), "2\n")],
+        ),
+    );
+    // q1 answers otherwise on B, and is far "faster": it must not be called so.
+    let b = write(
+        root.path(),
+        &bundle(
+            "b",
+            vec![
+                answered(runs_of("q1", None, 1.0, 20, 4), "other\n"),
+                answered(runs_of("q2", None, 80.0, 20, 4), "2\n"),
+            ],
+        ),
+    );
+    let comparison = compare(&[a, b], &CompareOptions::default());
+    let q1 = &comparison.queries[0];
+    assert_eq!(q1.significance.verdict, Verdict::AnswersDiffer);
+    assert!(q1.significance.reason.as_deref().unwrap().contains("not one query's times"), "{:?}", q1.significance);
+    assert!(q1.why.is_none());
+    assert!(matches!(comparison.queries[1].answers, chbench::compare::AnswerComparison::Same { .. }));
+    assert_eq!((comparison.summary.answers_differ, comparison.summary.faster), (1, 0));
+    assert_eq!(comparison.totals.left_out, ["q1"]);
+    assert_eq!(comparison.totals.queries, 1);
+    assert!(markdown(&comparison).contains("**answers differ**"));
+    // Runs that disagree within one side are answers that differ too.
+    let mut flaky = answered(runs_of("q1", None, 10.0, 20, 4), "1\n");
+    flaky.samples[3].answer = Some(chbench::answers::AnswerDigest::of_tab_separated("3\n"));
+    let c = write(root.path(), &bundle("c", vec![flaky]));
+    let d = write(root.path(), &bundle("d", vec![answered(runs_of("q1", None, 10.0, 20, 4), "1\n")]));
+    let comparison = compare(&[c, d], &CompareOptions { force: true, ..CompareOptions::default() });
+    assert_eq!(comparison.queries[0].significance.verdict, Verdict::AnswersDiffer);
+}
+
+#[test]
+fn the_relative_score_is_clickbenchs_shifted_ratio_of_hot_times_and_cost_follows_the_price() {
+    let root = tempfile::tempdir().unwrap();
+    let fixed = |query: &str, ms: f64| {
+        let mut runs = runs_of(query, None, ms, 10, 4);
+        for (index, sample) in runs.samples.iter_mut().enumerate() {
+            // The fastest run is exactly `ms`; the others slower.
+            sample.stats.server_duration_us = (ms * 1e3) as u64 + index as u64 * 1_000;
+        }
+        runs
+    };
+    let a = write(root.path(), &bundle("a", vec![fixed("q1", 10.0), fixed("q2", 90.0)]));
+    let b = write(root.path(), &bundle("b", vec![fixed("q1", 30.0), fixed("q2", 40.0)]));
+    let prices = (
+        chbench::node_prices::PriceOverrides { side: Some(0.36), node_types: Vec::new() },
+        chbench::node_prices::PriceOverrides::default(),
+    );
+    let comparison = compare(&[a, b], &CompareOptions { prices, ..CompareOptions::default() });
+    // (10 + 30) / (10 + 10) = 2 and (10 + 40) / (10 + 90) = 0.5: the geometric mean is 1.
+    let score = comparison.totals.relative_score.unwrap();
+    assert!((score - 1.0).abs() < 1e-9, "{score}");
+    assert_eq!(comparison.totals.relative_score_queries, 2);
+    // A: 0.36 $/h over its sum of means (two queries' means, 14.5 and 94.5 ms).
+    let cost = &comparison.cost.baseline;
+    let per_run = cost.usd_per_query_set_run.unwrap();
+    assert!((per_run - (0.0145 + 0.0945) * 0.36 / 3600.0).abs() < 1e-12, "{per_run}");
+    assert!((cost.usd_per_1000_queries.unwrap() - per_run / 2.0 * 1000.0).abs() < 1e-12);
+    // B names no node type and got no price: unknown, with how to give one; never 0.
+    let candidate = &comparison.cost.candidate;
+    assert_eq!(candidate.usd_per_query_set_run, None);
+    assert!(candidate.price.to_string().contains("--price-b"), "{}", candidate.price);
+    assert!(markdown(&comparison).contains("## Price-performance"));
 }

@@ -9,6 +9,7 @@
 
 mod common;
 
+mod clickbench;
 #[cfg(feature = "eks")]
 mod cluster;
 mod compare;

@@ -1,12 +1,17 @@
 //! Whatever the results writer produces, the reader and the report accept: bundles with
 //! extreme, non-finite and missing values round-trip, a journal cut short by a kill is
 //! read up to its last whole line, and a schema-1 bundle gets one line saying what to
-//! do. Every field of a bundle of each kind (logs, parts) is documented in
+//! do. Every field of a bundle of each kind (logs, parts, clickbench) is documented in
 //! docs/results.md. No engine is needed: these bundles are built by hand.
 
 use std::collections::BTreeMap;
 
 use chbench::ab_variants::{AbRun, AbVariant};
+use chbench::answers::AnswerDigest;
+use chbench::benchmarks::clickbench::{
+    AnswerCheck, AnswerOutcome, ClickBenchBundle, ClickBenchDataset, ClickBenchQueryRuns, ClickBenchResults,
+    ClickBenchVariant, Load, MaxThreads, MaxThreadsSource, Totals,
+};
 use chbench::benchmarks::kinds::write_report;
 use chbench::benchmarks::logs::cost::{CostInputs, CostModel};
 use chbench::benchmarks::logs::{
@@ -63,6 +68,7 @@ fn sample(value: f64, count: u64, attempt: u32) -> Sample {
             read_mib_per_s: Some(value),
         }),
         round_position: Some(attempt),
+        answer: None,
     }
 }
 
@@ -126,6 +132,7 @@ fn extreme_bundle(value: f64, count: u64) -> LogsBundle {
                 image: "clickhouse/clickhouse-server:26.3.33.24".to_string(),
                 image_id: Some("docker.io/clickhouse/clickhouse-server@sha256:00".to_string()),
                 node: "node-1".to_string(),
+                instance_type: Some("c7g.2xlarge".to_string()),
             }),
         },
         storage_baseline: StorageBaselineRecord::Measured(Box::new(baseline(value, count))),
@@ -656,7 +663,10 @@ const STATS_RECORDS: [&str; 1] = ["benchmark.points[].builds[].insert"];
 
 /// Fields whose values are names a reader must know: each value a bundle holds is
 /// documented in its kind's section, as `value`.
-const NAMED_VALUES: [&str; 6] = [
+const NAMED_VALUES: [&str; 9] = [
+    "benchmark.dataset.source",
+    "benchmark.max_threads.source",
+    "benchmark.checks[].outcome",
     "benchmark.queries[].variant",
     "benchmark.queries[].samples[].kind",
     "benchmark.queries[].samples[].breakdown.bottleneck",
@@ -726,6 +736,60 @@ fn documented_as(path: &str) -> String {
     }
 }
 
+/// A clickbench bundle of `dataset` with every optional field present and every answer
+/// outcome once, its samples' answers digested.
+fn clickbench_bundle(dataset: ClickBenchDataset) -> ClickBenchBundle {
+    let envelope = extreme_bundle(1.5, 7);
+    let answer = AnswerDigest::of_tab_separated("a\t1\n");
+    let other = AnswerDigest::of_tab_separated("b\t2\n");
+    let digested = |attempt: u32| Sample { answer: Some(answer.clone()), ..sample(1.5, 7, attempt) };
+    let outcomes = [
+        AnswerOutcome::Passed { answer: answer.clone(), matches_reference: true },
+        AnswerOutcome::RunsDisagree { answers: vec![(answer.clone(), 9), (other.clone(), 2)] },
+        AnswerOutcome::DiffersFromReference { answer: answer.clone(), reference: other },
+        AnswerOutcome::Error { message: "queries.sql:4: statement failed".to_string() },
+    ];
+    ClickBenchBundle {
+        schema_version: envelope.schema_version,
+        run_id: envelope.run_id,
+        status: envelope.status,
+        phase: envelope.phase,
+        started_at: envelope.started_at,
+        finished_at: envelope.finished_at,
+        target: envelope.target,
+        storage_baseline: envelope.storage_baseline,
+        session_settings: envelope.session_settings,
+        sql_files: vec!["clickbench/create.sql".to_string(), "/data/ClickBench/clickhouse/queries.sql".to_string()],
+        machine: envelope.machine,
+        error: envelope.error,
+        ab_run: None,
+        benchmark: ClickBenchResults {
+            dataset,
+            warm_ups: 1,
+            runs: 10,
+            max_threads: Some(MaxThreads { value: "auto(2)".to_string(), source: MaxThreadsSource::Engine }),
+            reference_answers: Some("results/run/answers.json".to_string()),
+            load: Some(Load { seconds: 1.5, wall_seconds: 1.6, rows: Some(7), data_size_bytes: Some(7) }),
+            queries: vec![ClickBenchQueryRuns {
+                query: "q19".to_string(),
+                variant: ClickBenchVariant::Default,
+                ab_variant: None,
+                plan: None,
+                sql_file: "clickbench/queries/q19.sql".to_string(),
+                answer: "a\t1\n".to_string(),
+                samples: vec![Sample { kind: SampleKind::WarmUp, ..digested(1) }, digested(2)],
+            }],
+            checks: outcomes.into_iter().map(|outcome| AnswerCheck { query: "q19".to_string(), outcome }).collect(),
+            totals: Some(Totals {
+                queries: 1,
+                failed: vec!["q33".to_string()],
+                sum_of_means_seconds: 1.5,
+                hot_sum_seconds: 1.5,
+            }),
+        },
+    }
+}
+
 /// Every field of a bundle of each kind, with every optional field present, is in
 /// docs/results.md: a kind's own fields (and the names its fields hold) in its section,
 /// the envelope's and a statistics record's in theirs. A parts bundle twice: with the
@@ -738,6 +802,18 @@ fn every_field_of_a_bundle_is_documented() {
         ("logs", serde_json::to_value(extreme_bundle(1.5, 7)).unwrap()),
         ("parts", serde_json::to_value(extreme_parts_bundle(1.5, 7)).unwrap()),
         ("parts", serde_json::to_value(unknown_events_parts_bundle()).unwrap()),
+        ("clickbench", serde_json::to_value(clickbench_bundle(ClickBenchDataset::Shipped { rows: 7 })).unwrap()),
+        (
+            "clickbench",
+            serde_json::to_value(clickbench_bundle(ClickBenchDataset::Checkout {
+                checkout: "/data/ClickBench".to_string(),
+                create_sql: "/data/ClickBench/clickhouse/create.sql".to_string(),
+                queries_sql: "/data/ClickBench/clickhouse/queries.sql".to_string(),
+                hits_file: "/data/hits.parquet".to_string(),
+                format: "Parquet".to_string(),
+            }))
+            .unwrap(),
+        ),
     ];
     let mut missing = Vec::new();
     for (kind, bundle) in &bundles {

@@ -6,6 +6,7 @@
 mod ab_runs;
 mod bad_input;
 mod bench_bundle;
+mod clickbench;
 mod common;
 mod compare;
 // It needs the Kubernetes client: `cargo nextest run -p xtask --features eks`.

@@ -517,7 +517,15 @@ impl LogsBenchmark {
             ));
             let breakdown = TimeBreakdown::of_record(&measured.stats);
             run.writer.record_sample(
-                Sample { kind, attempt, settings, stats: measured.stats, breakdown, round_position: None },
+                Sample {
+                    kind,
+                    attempt,
+                    settings,
+                    stats: measured.stats,
+                    breakdown,
+                    round_position: None,
+                    answer: None,
+                },
                 answer,
             )?;
         }
@@ -589,6 +597,7 @@ impl LogsBenchmark {
                     stats: measured.stats,
                     breakdown,
                     round_position: Some(position as u32),
+                    answer: None,
                 };
                 run.writer.record_sample_into(query_runs[index], sample, answer)?;
             }

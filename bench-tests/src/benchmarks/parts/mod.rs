@@ -511,6 +511,7 @@ impl PartsBenchmark {
                     stats: measured.stats,
                     breakdown,
                     round_position: None,
+                    answer: None,
                 };
                 run.writer.record_sample(sample, answer)?;
             }

@@ -771,6 +771,7 @@ mod tests {
                     breakdown: TimeBreakdown::of_record(&stats),
                     stats,
                     round_position: None,
+                    answer: None,
                 })
                 .collect(),
         }

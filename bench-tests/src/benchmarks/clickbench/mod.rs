@@ -1,0 +1,522 @@
+//! The `clickbench` benchmark: ClickBench's query set as the C7g against C6i study ran it
+//! (docs/sources.md, docs/clickbench.md), every query 1 warm-up + 10 counted runs, the
+//! total the sum of the means, with each query's answers checked before its times count.
+//! One method per phase:
+//!
+//! 1. [`ClickBenchPhase::Load`]: the run's database, `hits` created and filled (the shipped
+//!    table by its generator, or a checkout's `create.sql` and the official hits file),
+//!    timed, then its rows and size (`system.tables.total_bytes`) and the `max_threads`
+//!    every query runs with (given, or the engine's, read from `system.settings`).
+//! 2. [`ClickBenchPhase::Queries`]: each query's warm-ups and runs, every sample journaled
+//!    as measured with its answer's digest; then its check: every run must give one answer
+//!    (and the reference's, with `--reference-answers`), else the query is failed and its
+//!    times are not counted. A query that errors is failed too and the run goes on. The
+//!    totals and `answers.json` (the next run's reference) are written at the end.
+//!
+//! A failed query fails the run ([`Benchmark::verdict`]) once its bundle and report are
+//! written.
+
+mod checkout;
+pub mod dataset;
+mod flags;
+pub mod report;
+mod results;
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+
+pub use self::checkout::{SetQuery, hits_format, read_queries, schema_mismatch};
+pub use self::flags::ClickBenchFlags;
+pub use self::results::{
+    AnswerCheck, AnswerOutcome, ClickBenchBundle, ClickBenchDataset, ClickBenchQueryRuns, ClickBenchResults,
+    ClickBenchVariant, Load, MaxThreads, MaxThreadsSource, ReferenceAnswers, Totals,
+};
+use super::{Benchmark, Run};
+use crate::answers::{AnswerDigest, tally};
+use crate::breakdown::TimeBreakdown;
+use crate::files::{shown, write_atomically};
+use crate::fixtures::{Fixture, Params};
+use crate::interrupt::Interrupted;
+use crate::measure::measure;
+use crate::query_runs::{QueryRuns, Sample, SampleKind};
+use crate::report::Section;
+use crate::results::RunBundle;
+use crate::settings::Settings;
+use crate::sql::sql_string;
+use crate::stats::StatementTag;
+use crate::targets::Target;
+use crate::units::milliseconds;
+
+/// Rows of the shipped table in a default run: the whole run, the table's build included,
+/// well within a minute on two cores even beside other work (measured: 6 s quiet, 19 s
+/// with another process using a core; 5 M rows took 63 s so; README, "The ClickBench
+/// query set").
+pub const DEFAULT_ROWS: u64 = 2_000_000;
+/// The shipped queries, by file in `fixtures/clickbench/queries/`: the source's Q19, Q33
+/// and Q34.
+pub const SHIPPED_QUERIES: [&str; 3] = ["q19", "q33", "q34"];
+/// The file a run writes its answers to, in its bundle: the next run's reference.
+pub const ANSWERS_FILE: &str = "answers.json";
+/// The most runs a query may be asked for: a typo beyond it would run for hours.
+const MAX_RUNS: u32 = 1_000;
+
+/// The benchmark's phases, in the order it runs them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClickBenchPhase {
+    Load,
+    Queries,
+}
+
+impl super::Phase for ClickBenchPhase {
+    const ALL: &'static [ClickBenchPhase] = &[ClickBenchPhase::Load, ClickBenchPhase::Queries];
+
+    fn name(self) -> &'static str {
+        match self {
+            ClickBenchPhase::Load => "load",
+            ClickBenchPhase::Queries => "queries",
+        }
+    }
+
+    fn label(self) -> &'static str {
+        self.name()
+    }
+}
+
+/// Which `hits` to query.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Source {
+    /// The shipped table at `rows` rows.
+    Shipped { rows: u64 },
+    /// A checkout and the official data (both needed; [`Benchmark::check`] says so).
+    Checkout { checkout: Option<PathBuf>, hits_file: Option<PathBuf> },
+}
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct ClickBenchBenchmark {
+    pub source: Source,
+    /// `--rows` given with a checkout, which [`Benchmark::check`] refuses.
+    pub rows_with_checkout: Option<u64>,
+    pub runs: u32,
+    pub warm_ups: u32,
+    pub max_threads: Option<u32>,
+    pub reference_answers: Option<PathBuf>,
+}
+
+type ClickBenchRun<'a> = Run<'a, ClickBenchResults>;
+
+/// A checkout's files and the official data, checked.
+struct Official {
+    checkout: checkout::Checkout,
+    hits_file: PathBuf,
+    format: &'static str,
+}
+
+impl ClickBenchBenchmark {
+    fn official(&self) -> Result<Option<Official>> {
+        let Source::Checkout { checkout, hits_file } = &self.source else { return Ok(None) };
+        let (Some(checkout), Some(hits_file)) = (checkout, hits_file) else {
+            bail!(
+                "--clickbench-dir and --hits-file go together: the checkout's create.sql and queries need the official \
+                 data, and the data the checkout's table; give both, or neither for the shipped table"
+            );
+        };
+        let checkout = checkout::read_checkout(checkout)?;
+        let format = hits_format(hits_file)?;
+        let hits_file = checkout::check_hits_file(hits_file)?;
+        Ok(Some(Official { checkout, hits_file, format }))
+    }
+
+    /// The queries the run measures, in order.
+    pub fn queries(&self) -> Result<Vec<SetQuery>> {
+        match self.official()? {
+            Some(official) => read_queries(&official.checkout.queries_sql),
+            None => SHIPPED_QUERIES
+                .iter()
+                .map(|query| {
+                    let file = format!("clickbench/queries/{query}.sql");
+                    let statement = Fixture::load(&file)?.render_one(&Params::new())?;
+                    Ok(SetQuery { name: query.to_string(), sql_file: file, statement })
+                })
+                .collect(),
+        }
+    }
+
+    fn reference(&self) -> Result<Option<ReferenceAnswers>> {
+        let Some(path) = &self.reference_answers else { return Ok(None) };
+        let text = std::fs::read_to_string(path).with_context(|| {
+            format!("--reference-answers {}: cannot read it; give a run's {ANSWERS_FILE}", shown(path))
+        })?;
+        let reference: ReferenceAnswers = serde_json::from_str(&text).with_context(|| {
+            format!("--reference-answers {}: not a {ANSWERS_FILE} as a clickbench run writes it", shown(path))
+        })?;
+        Ok(Some(reference))
+    }
+
+    /// The settings every measured query runs with: `max_threads` when given.
+    fn query_settings(&self) -> Settings {
+        match self.max_threads {
+            Some(threads) => Settings::new().with("max_threads", threads.to_string()),
+            None => Settings::new(),
+        }
+    }
+}
+
+impl Benchmark for ClickBenchBenchmark {
+    type Results = ClickBenchResults;
+    type Phase = ClickBenchPhase;
+    type Flags = ClickBenchFlags;
+    const ABOUT: &'static str = "ClickBench's query set (the C7g against C6i study): the shipped hits-like table and \
+                                 Q19, Q33, Q34, or a checkout and the official data; answers checked, sum of means";
+
+    fn from_flags(flags: ClickBenchFlags) -> ClickBenchBenchmark {
+        flags.benchmark()
+    }
+
+    fn check(&self) -> Result<()> {
+        if self.runs == 0 {
+            bail!("--runs 0 measures nothing: give 1 or more counted runs per query (the source: 10)");
+        }
+        if self.runs > MAX_RUNS || self.warm_ups > MAX_RUNS {
+            bail!("--runs {} --warm-ups {}: at most {MAX_RUNS} each", self.runs, self.warm_ups);
+        }
+        if self.max_threads == Some(0) {
+            bail!("--max-threads 0 is not a thread count: give 1 or more (the source: the node's vCPUs)");
+        }
+        if let Some(rows) = self.rows_with_checkout {
+            bail!(
+                "--rows {rows} sizes the shipped table; with --clickbench-dir the data is the hits file's: drop --rows"
+            );
+        }
+        if let Source::Shipped { rows } = self.source {
+            crate::dataset::check_row_bound(&format!("--rows {rows}"), rows)?;
+            for file in dataset::DATASET_FILES {
+                Fixture::load(file)?.render_dataset(&Params::new().with("rows", rows))?;
+            }
+        }
+        self.official()?;
+        self.queries()?;
+        self.reference()?;
+        Ok(())
+    }
+
+    fn check_storage(&self, folder: &Path) -> Result<()> {
+        match self.source {
+            Source::Shipped { rows } => dataset::check_rows_fit(rows, folder),
+            Source::Checkout { .. } => Ok(()),
+        }
+    }
+
+    /// The hits file's columns against the checkout's create.sql, on the engine that will
+    /// read it, before the bundle is made.
+    fn check_target(&self, target: &mut Target) -> Result<()> {
+        let Some(official) = self.official()? else { return Ok(()) };
+        let hits_file = official.hits_file.to_string_lossy().into_owned();
+        let describe = Fixture::load("clickbench/describe_file.sql")?.render_one(&describe_params(&official))?;
+        let described = target
+            .query_text(&describe)
+            .with_context(|| format!("--hits-file {hits_file}: the engine cannot read it as {}", official.format))?;
+        let columns: Vec<String> =
+            described.lines().filter_map(|line| line.split('\t').next()).map(str::to_string).collect();
+        match schema_mismatch(&hits_file, official.format, &columns, &official.checkout.columns) {
+            Some(mismatch) => bail!("{mismatch}"),
+            None => Ok(()),
+        }
+    }
+
+    /// The shipped fixtures, or the checkout's two files by their absolute paths (the
+    /// bundle keeps them under `sql/outside/`).
+    fn sql_files(&self) -> Vec<String> {
+        match self.official() {
+            Ok(Some(official)) => [official.checkout.create_sql, official.checkout.queries_sql]
+                .iter()
+                .map(|path| path.to_string_lossy().into_owned())
+                .chain(["clickbench/load_file.sql".to_string(), "clickbench/describe_file.sql".to_string()])
+                .collect(),
+            // Checked before: a checkout that cannot be read never reaches the bundle.
+            Ok(None) | Err(_) => dataset::DATASET_FILES
+                .iter()
+                .map(|file| file.to_string())
+                .chain(SHIPPED_QUERIES.iter().map(|query| format!("clickbench/queries/{query}.sql")))
+                .collect(),
+        }
+    }
+
+    fn new_results(&self) -> ClickBenchResults {
+        let dataset = match (&self.source, self.official()) {
+            (_, Ok(Some(official))) => ClickBenchDataset::Checkout {
+                checkout: official.checkout.dir.to_string_lossy().into_owned(),
+                create_sql: official.checkout.create_sql.to_string_lossy().into_owned(),
+                queries_sql: official.checkout.queries_sql.to_string_lossy().into_owned(),
+                hits_file: official.hits_file.to_string_lossy().into_owned(),
+                format: official.format.to_string(),
+            },
+            (Source::Shipped { rows }, _) => ClickBenchDataset::Shipped { rows: *rows },
+            (Source::Checkout { .. }, _) => ClickBenchDataset::Shipped { rows: 0 },
+        };
+        ClickBenchResults {
+            dataset,
+            warm_ups: self.warm_ups,
+            runs: self.runs,
+            max_threads: None,
+            reference_answers: self.reference_answers.as_ref().map(|path| path.to_string_lossy().into_owned()),
+            load: None,
+            queries: Vec::new(),
+            checks: Vec::new(),
+            totals: None,
+        }
+    }
+
+    fn run_label(&self) -> String {
+        match &self.source {
+            Source::Shipped { rows } => format!("clickbench-{}", super::logs::short_count(*rows)),
+            Source::Checkout { .. } => "clickbench-hits".to_string(),
+        }
+    }
+
+    fn run_phase(&self, phase: ClickBenchPhase, run: &mut ClickBenchRun<'_>) -> Result<()> {
+        match phase {
+            ClickBenchPhase::Load => self.load(run),
+            ClickBenchPhase::Queries => self.query_set(run),
+        }?;
+        run.writer.save()
+    }
+
+    /// The run's database goes, with the table it loaded.
+    fn clean_up(&self, run: &mut ClickBenchRun<'_>) -> Result<()> {
+        let database = database(run);
+        run.target.execute(&format!("DROP DATABASE IF EXISTS {database} SYNC")).with_context(|| {
+            format!("database {database} may be left on the target: drop it with DROP DATABASE {database} SYNC")
+        })
+    }
+
+    fn report(bundle: &RunBundle<ClickBenchResults>) -> Result<Section> {
+        Ok(Section { markdown: report::markdown(&bundle.benchmark), charts: Vec::new() })
+    }
+
+    /// A query that failed (an error, answers that disagree or differ from the reference)
+    /// fails the run, after its bundle and report are written.
+    fn verdict(bundle: &RunBundle<ClickBenchResults>) -> Result<()> {
+        let failed: Vec<String> = bundle
+            .benchmark
+            .checks
+            .iter()
+            .filter(|check| !check.outcome.passed())
+            .map(|check| format!("{} {}", check.query, check.outcome.line()))
+            .collect();
+        if failed.is_empty() {
+            return Ok(());
+        }
+        bail!(
+            "{} of {} queries failed, their times not counted: {}",
+            failed.len(),
+            bundle.benchmark.checks.len(),
+            failed.join("; ")
+        )
+    }
+}
+
+fn describe_params(official: &Official) -> Params {
+    Params::new()
+        .with("path", sql_string(&official.hits_file.to_string_lossy()))
+        .with("format", sql_string(official.format))
+}
+
+/// The run's own database, so that two runs on one server never share one.
+fn database(run: &ClickBenchRun<'_>) -> String {
+    format!("chbench_{}", run.run_id().replace(['.', '-'], "_"))
+}
+
+impl ClickBenchBenchmark {
+    fn load(&self, run: &mut ClickBenchRun<'_>) -> Result<()> {
+        let started = Instant::now();
+        run.target.use_fresh_database(&database(run))?;
+        let insert = match self.official()? {
+            Some(official) => {
+                run.progress.start(&format!("load: {} into hits", shown(&official.hits_file)), None);
+                Fixture::read(&official.checkout.create_sql)?.apply(run.target, &Params::new())?;
+                Fixture::load("clickbench/load_file.sql")?.render_one(&describe_params(&official))?
+            }
+            None => {
+                let Source::Shipped { rows } = self.source else { bail!("no dataset to load") };
+                run.progress.start(&format!("load: the shipped hits-like table, {rows} rows"), None);
+                Fixture::load("clickbench/create.sql")?.apply(run.target, &Params::new())?;
+                Fixture::load("clickbench/generator.sql")?.render_dataset(&Params::new().with("rows", rows))?.remove(0)
+            }
+        };
+        let tag = StatementTag::new(&run.run_id(), "clickbench", "load", 1);
+        let measured = measure(run.target, &insert, &tag, &Settings::new()).context("the load failed")?;
+        let (rows, data_size_bytes) = table_size(run.target);
+        let load = Load {
+            seconds: measured.stats.server_duration_us as f64 / 1e6,
+            wall_seconds: started.elapsed().as_secs_f64(),
+            rows,
+            data_size_bytes,
+        };
+        let max_threads = self.max_threads_in_force(run.target)?;
+        let summary = format!(
+            "load: {} rows in {:.2} s, {}; max_threads {}",
+            rows.map_or("unknown".to_string(), |rows| rows.to_string()),
+            load.seconds,
+            data_size_bytes.map_or("data size unknown".to_string(), crate::units::human_bytes),
+            max_threads.value
+        );
+        run.results().load = Some(load);
+        run.results().max_threads = Some(max_threads);
+        run.progress.finish(&summary);
+        Ok(())
+    }
+
+    /// The `max_threads` queries run with: as given (set on each), or the engine's own.
+    fn max_threads_in_force(&self, target: &mut Target) -> Result<MaxThreads> {
+        if let Some(threads) = self.max_threads {
+            return Ok(MaxThreads { value: threads.to_string(), source: MaxThreadsSource::Flag });
+        }
+        let read = target
+            .query_text("SELECT value FROM system.settings WHERE name = 'max_threads'")
+            .context("cannot read max_threads from system.settings")?;
+        Ok(MaxThreads { value: read.trim().to_string(), source: MaxThreadsSource::Engine })
+    }
+
+    fn query_set(&self, run: &mut ClickBenchRun<'_>) -> Result<()> {
+        let queries = self.queries()?;
+        let reference = self.reference()?;
+        let per_query = u64::from(self.warm_ups + self.runs);
+        run.progress.start(
+            &format!("queries: {} queries, {} warm-up and {} runs each", queries.len(), self.warm_ups, self.runs),
+            Some(queries.len() as u64 * per_query),
+        );
+        for query in &queries {
+            let outcome = self.query_runs(run, query)?;
+            let outcome = match (outcome, reference.as_ref().and_then(|reference| reference.queries.get(&query.name))) {
+                (AnswerOutcome::Passed { answer, .. }, Some(expected)) if answer != *expected => {
+                    AnswerOutcome::DiffersFromReference { answer, reference: expected.clone() }
+                }
+                (AnswerOutcome::Passed { answer, .. }, Some(_)) => {
+                    AnswerOutcome::Passed { answer, matches_reference: true }
+                }
+                (outcome, _) => outcome,
+            };
+            if !outcome.passed() {
+                run.progress.warn(&format!("{}: {}", query.name, outcome.line()));
+            }
+            run.results().checks.push(AnswerCheck { query: query.name.clone(), outcome });
+            run.writer.save()?;
+        }
+        let totals = totals(run.results());
+        let summary = format!(
+            "queries: sum of means {:.3} s, hot sum {:.3} s over {} queries{}",
+            totals.sum_of_means_seconds,
+            totals.hot_sum_seconds,
+            totals.queries,
+            if totals.failed.is_empty() { String::new() } else { format!("; failed: {}", totals.failed.join(", ")) }
+        );
+        run.results().totals = Some(totals);
+        let answers = ReferenceAnswers {
+            dataset: Some(run.results().dataset.clone()),
+            queries: run
+                .results()
+                .checks
+                .iter()
+                .filter_map(|check| match &check.outcome {
+                    AnswerOutcome::Passed { answer, .. } => Some((check.query.clone(), answer.clone())),
+                    _ => None,
+                })
+                .collect(),
+        };
+        let text = serde_json::to_string_pretty(&answers).context("cannot serialise the answers")?;
+        write_atomically(&run.writer.dir().join(ANSWERS_FILE), &text)?;
+        run.progress.finish(&summary);
+        Ok(())
+    }
+
+    /// The warm-ups and runs of one query, each sample journaled with its answer's
+    /// digest; the outcome of the check across them. An error (not a stop) fails the query
+    /// and the run goes on.
+    fn query_runs(&self, run: &mut ClickBenchRun<'_>, query: &SetQuery) -> Result<AnswerOutcome> {
+        run.writer.start_query(QueryRuns {
+            query: query.name.clone(),
+            variant: ClickBenchVariant::Default,
+            ab_variant: None,
+            plan: None,
+            sql_file: query.sql_file.clone(),
+            answer: String::new(),
+            samples: Vec::new(),
+        })?;
+        let settings = self.query_settings();
+        let run_id = run.run_id();
+        let mut digests = Vec::new();
+        for attempt in 1..=self.warm_ups + self.runs {
+            let tag = StatementTag::new(&run_id, "clickbench", &query.name, attempt);
+            let measured = match measure(run.target, &query.statement, &tag, &settings) {
+                Ok(measured) => measured,
+                Err(error) if error.is::<Interrupted>() => return Err(error),
+                Err(error) => return Ok(AnswerOutcome::Error { message: format!("{error:#}") }),
+            };
+            let digest = AnswerDigest::of_tab_separated(&measured.body);
+            let kind = if attempt <= self.warm_ups { SampleKind::WarmUp } else { SampleKind::Warm };
+            run.progress.advance(&format!(
+                "{} {}: {}, {}",
+                query.name,
+                if kind == SampleKind::WarmUp {
+                    format!("warm-up {attempt}")
+                } else {
+                    format!("run {}", attempt - self.warm_ups)
+                },
+                milliseconds(Some(measured.stats.server_ms())),
+                digest
+            ));
+            let answer = (attempt == 1).then(|| measured.body.chars().take(2000).collect());
+            let breakdown = TimeBreakdown::of_record(&measured.stats);
+            digests.push(digest.clone());
+            let sample = Sample {
+                kind,
+                attempt,
+                settings: settings.clone(),
+                stats: measured.stats,
+                breakdown,
+                round_position: None,
+                answer: Some(digest),
+            };
+            run.writer.record_sample(sample, answer)?;
+        }
+        let tally = tally(&digests);
+        Ok(match tally.as_slice() {
+            [(answer, _)] => AnswerOutcome::Passed { answer: answer.clone(), matches_reference: false },
+            _ => AnswerOutcome::RunsDisagree { answers: tally },
+        })
+    }
+}
+
+/// `system.tables.total_rows` and `total_bytes` of `hits`, each unknown where the engine
+/// does not say.
+fn table_size(target: &mut Target) -> (Option<u64>, Option<u64>) {
+    let text = target
+        .query_text(
+            "SELECT total_rows, total_bytes FROM system.tables WHERE database = currentDatabase() AND name = 'hits'",
+        )
+        .unwrap_or_default();
+    let mut fields = text.trim().split('\t').map(|field| field.parse::<u64>().ok());
+    (fields.next().flatten(), fields.next().flatten())
+}
+
+/// The totals over the queries whose answers passed: the sum of the means of the counted
+/// runs (the source's total) and of their fastest (ClickBench's hot time).
+pub fn totals(results: &ClickBenchResults) -> Totals {
+    let passed = |name: &str| results.checks.iter().any(|check| check.query == name && check.outcome.passed());
+    let (mut queries, mut sum_of_means_ms, mut hot_sum_ms, mut failed) = (0, 0.0, 0.0, Vec::new());
+    for runs in &results.queries {
+        let warm = runs.warm_ms();
+        match (passed(&runs.query), warm.first()) {
+            (true, Some(fastest)) => {
+                queries += 1;
+                sum_of_means_ms += warm.iter().sum::<f64>() / warm.len() as f64;
+                hot_sum_ms += fastest;
+            }
+            _ => failed.push(runs.query.clone()),
+        }
+    }
+    Totals { queries, failed, sum_of_means_seconds: sum_of_means_ms / 1e3, hot_sum_seconds: hot_sum_ms / 1e3 }
+}

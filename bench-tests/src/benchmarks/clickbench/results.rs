@@ -1,0 +1,197 @@
+//! What the clickbench benchmark records: its part of a results bundle (`benchmark`, of
+//! kind `clickbench`): the dataset (the shipped table at N rows, or a ClickBench checkout
+//! and the official hits file), the runs asked for, `max_threads` in force and where it
+//! came from, the load (time, rows, data size), every sample of every query with its
+//! answer's digest, each query's answer check, and the totals as ClickBench's source
+//! reports them.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::answers::AnswerDigest;
+use crate::numbers::nan_if_null;
+use crate::query_runs::QueryRuns;
+use crate::results::{KindResults, RunBundle};
+
+/// Everything the clickbench benchmark measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClickBenchResults {
+    pub dataset: ClickBenchDataset,
+    /// Runs of each query before the counted ones (their times are not counted).
+    pub warm_ups: u32,
+    /// Counted runs of each query.
+    pub runs: u32,
+    /// `max_threads` as every query ran with it; `None` until the load phase read it.
+    pub max_threads: Option<MaxThreads>,
+    /// The reference the answers were checked against, when one was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference_answers: Option<String>,
+    pub load: Option<Load>,
+    /// Every run of every query, in the order the queries file lists them.
+    pub queries: Vec<QueryRuns<ClickBenchVariant>>,
+    /// Each query's answer check, once its runs ended.
+    pub checks: Vec<AnswerCheck>,
+    /// The totals over the queries whose answers passed, once every query ran.
+    pub totals: Option<Totals>,
+}
+
+/// Which `hits` the run queried.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "source")]
+pub enum ClickBenchDataset {
+    /// `fixtures/clickbench/`: the hits-like table the generator fills with `rows` rows,
+    /// and the source's Q19, Q33 and Q34.
+    Shipped { rows: u64 },
+    /// A ClickBench checkout's `create.sql` and `queries.sql`, and the official data.
+    Checkout {
+        checkout: String,
+        create_sql: String,
+        queries_sql: String,
+        hits_file: String,
+        /// `Parquet` or `TabSeparated`, from the file's extension.
+        format: String,
+    },
+}
+
+/// The `max_threads` every query ran with.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MaxThreads {
+    /// As the engine says it (`system.settings`), e.g. `2` or `'auto(2)'`.
+    pub value: String,
+    /// `flag` (`--max-threads`, set on every query) or `engine` (its default, read).
+    pub source: MaxThreadsSource,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MaxThreadsSource {
+    Flag,
+    Engine,
+}
+
+/// Loading `hits`, as ClickBench records it: the load's time and the data's size.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Load {
+    /// The engine's duration of the `INSERT` that filled the table.
+    #[serde(deserialize_with = "nan_if_null")]
+    pub seconds: f64,
+    /// Wall time of creating and filling the table, as this process saw it.
+    #[serde(deserialize_with = "nan_if_null")]
+    pub wall_seconds: f64,
+    /// `system.tables.total_rows` after the load.
+    pub rows: Option<u64>,
+    /// `system.tables.total_bytes` after the load (ClickBench's `data_size`); `None` when
+    /// the engine does not say.
+    pub data_size_bytes: Option<u64>,
+}
+
+/// The one form every query is measured in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClickBenchVariant {
+    Default,
+}
+
+/// Whether a query's answers allow its times to count.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AnswerCheck {
+    pub query: String,
+    #[serde(flatten)]
+    pub outcome: AnswerOutcome,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "outcome")]
+pub enum AnswerOutcome {
+    /// Every run gave this answer (and the reference's, when it has the query).
+    Passed {
+        answer: AnswerDigest,
+        /// Whether a reference had the query and agreed.
+        matches_reference: bool,
+    },
+    /// The runs gave different answers: the query is failed, its times not counted.
+    RunsDisagree { answers: Vec<(AnswerDigest, usize)> },
+    /// Every run agreed, on another answer than the reference's: failed.
+    DiffersFromReference { answer: AnswerDigest, reference: AnswerDigest },
+    /// A run failed with this error: failed, the query's later runs not made.
+    Error { message: String },
+}
+
+impl AnswerOutcome {
+    pub fn passed(&self) -> bool {
+        matches!(self, AnswerOutcome::Passed { .. })
+    }
+
+    /// One line for messages and the report.
+    pub fn line(&self) -> String {
+        match self {
+            AnswerOutcome::Passed { answer, matches_reference: true } => format!("passed: {answer}, as the reference"),
+            AnswerOutcome::Passed { answer, matches_reference: false } => format!("passed: every run {answer}"),
+            AnswerOutcome::RunsDisagree { answers } => {
+                format!("failed: the runs gave {}", crate::answers::describe_tally(answers))
+            }
+            AnswerOutcome::DiffersFromReference { answer, reference } => {
+                format!("failed: every run gave {answer}, the reference {reference}")
+            }
+            AnswerOutcome::Error { message } => format!("failed: {message}"),
+        }
+    }
+}
+
+/// The totals as the source reports them, over the queries whose answers passed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Totals {
+    /// Queries in the totals.
+    pub queries: usize,
+    /// Queries failed (an error or a wrong answer): not in the totals, never timed as fast.
+    pub failed: Vec<String>,
+    /// The sum over queries of the mean of the counted runs, in seconds: the source's total.
+    #[serde(deserialize_with = "nan_if_null")]
+    pub sum_of_means_seconds: f64,
+    /// The sum over queries of the fastest counted run (ClickBench's hot time), in seconds.
+    #[serde(deserialize_with = "nan_if_null")]
+    pub hot_sum_seconds: f64,
+}
+
+/// The answers a run's queries gave, as `answers.json` holds them: what a later run on
+/// the same dataset checks against (`--reference-answers`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReferenceAnswers {
+    /// The dataset they are answers about, as the run recorded it.
+    pub dataset: Option<ClickBenchDataset>,
+    pub queries: BTreeMap<String, AnswerDigest>,
+}
+
+/// A bundle of the clickbench benchmark.
+pub type ClickBenchBundle = RunBundle<ClickBenchResults>;
+/// Every run of one query.
+pub type ClickBenchQueryRuns = QueryRuns<ClickBenchVariant>;
+
+impl KindResults for ClickBenchResults {
+    const KIND: &'static str = "clickbench";
+    type Variant = ClickBenchVariant;
+
+    fn queries(&self) -> &[QueryRuns<ClickBenchVariant>] {
+        &self.queries
+    }
+
+    fn queries_mut(&mut self) -> &mut Vec<QueryRuns<ClickBenchVariant>> {
+        &mut self.queries
+    }
+
+    /// The dataset: the shipped table's rows, or the official data's file name (the
+    /// queries' text is compared as SQL files). `max_threads` is left out: a comparison
+    /// of node types is meant to differ in it.
+    fn compared_inputs(&self) -> Vec<(String, String)> {
+        match &self.dataset {
+            ClickBenchDataset::Shipped { rows } => vec![("dataset".to_string(), format!("shipped table, {rows} rows"))],
+            ClickBenchDataset::Checkout { hits_file, .. } => {
+                let name = std::path::Path::new(hits_file)
+                    .file_name()
+                    .map_or_else(|| hits_file.clone(), |name| name.to_string_lossy().into_owned());
+                vec![("dataset".to_string(), format!("hits file {name}"))]
+            }
+        }
+    }
+}
