@@ -75,6 +75,9 @@ impl fmt::Display for NodePrice {
 pub struct PriceOverrides {
     pub side: Option<f64>,
     pub node_types: Vec<(String, f64)>,
+    /// The side's node type where its bundle does not name one but whoever ran it knows it
+    /// (a matrix's eks variant declares it).
+    pub declared_node_type: Option<String>,
 }
 
 /// The price of a side whose node type is `node_type` (unknown on the embedded engine and
@@ -144,9 +147,9 @@ mod tests {
         assert!(matches!(&unknown, NodePrice::Unknown { reason } if reason.contains("--price-a")), "{unknown}");
         let odd = price_of(Some("x9.huge"), &none, "--price-a");
         assert!(matches!(&odd, NodePrice::Unknown { reason } if reason.contains("--node-price x9.huge=")), "{odd}");
-        let typed = PriceOverrides { side: None, node_types: vec![("c7g.2xlarge".to_string(), 0.3)] };
+        let typed = PriceOverrides { node_types: vec![("c7g.2xlarge".to_string(), 0.3)], ..PriceOverrides::default() };
         assert_eq!(price_of(Some("c7g.2xlarge"), &typed, "--price-a").usd_per_hour(), Some(0.3));
-        let side = PriceOverrides { side: Some(1.0), node_types: Vec::new() };
+        let side = PriceOverrides { side: Some(1.0), ..PriceOverrides::default() };
         assert_eq!(price_of(None, &side, "--price-a").usd_per_hour(), Some(1.0));
         for (name, price) in NODE_PRICES {
             assert!(price.is_finite() && *price > 0.0, "{name}");

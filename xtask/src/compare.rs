@@ -22,7 +22,8 @@ impl Compare {
             .map(|bundle| bundle_dir(bundle, &self.results_dir))
             .collect::<Result<Vec<PathBuf>>>()?;
         let variants = self.variants.as_deref().map(variants_pair).transpose()?;
-        let prices = |side: Option<f64>| PriceOverrides { side, node_types: self.node_price.clone() };
+        let prices =
+            |side: Option<f64>| PriceOverrides { side, node_types: self.node_price.clone(), declared_node_type: None };
         let options = CompareOptions {
             force: self.force,
             variants,

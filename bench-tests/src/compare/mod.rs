@@ -395,7 +395,13 @@ fn side_cost<Results: KindResults>(
     sum_of_means_ms: f64,
     queries: usize,
 ) -> SideCost {
-    let node_type = side.bundle().target.deployment.as_ref().and_then(|deployment| deployment.instance_type.clone());
+    let node_type = side
+        .bundle()
+        .target
+        .deployment
+        .as_ref()
+        .and_then(|deployment| deployment.instance_type.clone())
+        .or_else(|| overrides.declared_node_type.clone());
     let price = price_of(node_type.as_deref(), overrides, flag);
     let usd_per_second = price.usd_per_hour().map(|usd| usd / 3600.0);
     let known = |value: f64| (value.is_finite() && queries > 0).then_some(value);

@@ -34,6 +34,7 @@ use crate::engine::EngineVersion;
 use crate::files::write_atomically;
 use crate::interrupt::Interrupted;
 use crate::markdown::Table;
+use crate::node_prices::PriceOverrides;
 use crate::settings::Settings;
 use crate::target_info::TargetKind;
 
@@ -504,13 +505,29 @@ fn compare_variants(
     };
     let declared: std::collections::BTreeSet<String> =
         matrix.variants.iter().flat_map(|variant| variant.settings.iter().map(|(name, _)| name.to_string())).collect();
-    let options = CompareOptions { declared_session_settings: declared, ..CompareOptions::default() };
+    // An eks variant's node type prices its side, as a bundle of the eks target does not
+    // name its node's type.
+    let priced = |name: &str| PriceOverrides {
+        declared_node_type: matrix
+            .variants
+            .iter()
+            .find(|variant| variant.name == name)
+            .and_then(|variant| variant.deployment.as_ref())
+            .filter(|deployment| deployment.storage != Variant::Kind)
+            .map(|deployment| deployment.values.node_type.clone()),
+        ..PriceOverrides::default()
+    };
     summary.variants[1..]
         .iter()
         .filter(done)
         .map(|candidate| {
             let name = format!("compare-{}-vs-{}", baseline.name, candidate.name);
             let dirs = [folder.join(&baseline.run_id), folder.join(&candidate.run_id)];
+            let options = CompareOptions {
+                declared_session_settings: declared.clone(),
+                prices: (priced(&baseline.name), priced(&candidate.name)),
+                ..CompareOptions::default()
+            };
             let written = kinds::compare(&dirs, &options).and_then(|comparison| {
                 let out = folder.join(&name);
                 std::fs::create_dir_all(&out).with_context(|| format!("cannot create {}", out.display()))?;

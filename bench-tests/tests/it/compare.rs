@@ -454,7 +454,7 @@ fn the_relative_score_is_clickbenchs_shifted_ratio_of_hot_times_and_cost_follows
     let a = write(root.path(), &bundle("a", vec![fixed("q1", 10.0), fixed("q2", 90.0)]));
     let b = write(root.path(), &bundle("b", vec![fixed("q1", 30.0), fixed("q2", 40.0)]));
     let prices = (
-        chbench::node_prices::PriceOverrides { side: Some(0.36), node_types: Vec::new() },
+        chbench::node_prices::PriceOverrides { side: Some(0.36), ..Default::default() },
         chbench::node_prices::PriceOverrides::default(),
     );
     let comparison = compare(&[a, b], &CompareOptions { prices, ..CompareOptions::default() });
@@ -472,4 +472,24 @@ fn the_relative_score_is_clickbenchs_shifted_ratio_of_hot_times_and_cost_follows
     assert_eq!(candidate.usd_per_query_set_run, None);
     assert!(candidate.price.to_string().contains("--price-b"), "{}", candidate.price);
     assert!(markdown(&comparison).contains("## Price-performance"));
+}
+
+#[test]
+fn a_declared_node_type_prices_a_side_whose_bundle_names_none_from_the_table() {
+    let root = tempfile::tempdir().unwrap();
+    let a = write(root.path(), &bundle("a", vec![runs_of("q1", None, 10.0, 10, 1)]));
+    let b = write(root.path(), &bundle("b", vec![runs_of("q1", None, 10.0, 10, 2)]));
+    let declared = |node_type: &str| chbench::node_prices::PriceOverrides {
+        declared_node_type: Some(node_type.to_string()),
+        ..Default::default()
+    };
+    let options = CompareOptions { prices: (declared("c7g.2xlarge"), declared("c6i.2xlarge")), ..Default::default() };
+    let comparison = compare(&[a, b], &options);
+    let table = |node_type: &str| {
+        chbench::node_prices::NODE_PRICES.iter().find(|(name, _)| *name == node_type).map(|(_, price)| *price)
+    };
+    assert_eq!(comparison.cost.baseline.node_type.as_deref(), Some("c7g.2xlarge"));
+    assert_eq!(comparison.cost.baseline.price.usd_per_hour(), table("c7g.2xlarge"));
+    assert_eq!(comparison.cost.candidate.price.usd_per_hour(), table("c6i.2xlarge"));
+    assert!(comparison.cost.candidate.usd_per_query_set_run.is_some());
 }
