@@ -74,6 +74,10 @@ pub enum Verdict {
     /// not of one query: never faster or slower. Set by the comparison, which reads the
     /// answers; the test on timings never gives it.
     AnswersDiffer,
+    /// A side's own check failed the query (its runs disagreed, its answer differed from a
+    /// reference, or a run errored), so its times are not a query's: never faster or
+    /// slower. Set by the comparison, from what the bundle's kind says failed.
+    Failed,
 }
 
 /// One query's comparison: the medians, the test, the noise and the verdict.
@@ -408,7 +412,7 @@ mod tests {
                 Verdict::Faster => self.faster += 1,
                 Verdict::Slower => self.slower += 1,
                 Verdict::Unstable => self.unstable += 1,
-                Verdict::Unchanged | Verdict::Untestable | Verdict::AnswersDiffer => self.other += 1,
+                Verdict::Unchanged | Verdict::Untestable | Verdict::AnswersDiffer | Verdict::Failed => self.other += 1,
             }
         }
         fn flagged(&self) -> f64 {

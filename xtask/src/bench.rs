@@ -46,12 +46,13 @@ fn run(flags: &RunFlags, kind_name: &str, benchmark: &dyn AnyBenchmark) -> Resul
     if let Some(run_id) = &flags.run_id {
         check_run_id(run_id)?;
     }
-    benchmark.check()?;
     flags.engine.choose_for(flags.target.target)?;
     let settings = run_settings(&flags.settings)?;
     if !settings.is_empty() {
         choose_run_settings(settings)?;
     }
+    // After the run's settings are chosen: a kind's check may read them.
+    benchmark.check()?;
     // An engine in this process writes under target/chbench/: the run must fit there.
     let kind = chbench::targets::resolve_kind(flags.target.target);
     if chbench::targets::spec(kind).capabilities.engine_in_process {

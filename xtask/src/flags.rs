@@ -494,10 +494,10 @@ pub struct Compare {
     #[arg(long, value_name = "N")]
     pub fail_on_slower: Option<usize>,
     /// A's node price, USD per hour (for price-performance; the embedded engine has none)
-    #[arg(long, value_name = "USD_PER_HOUR", value_parser = parse_price)]
+    #[arg(long, value_name = "USD_PER_HOUR", value_parser = parse_price, allow_negative_numbers = true)]
     pub price_a: Option<f64>,
     /// B's node price, USD per hour
-    #[arg(long, value_name = "USD_PER_HOUR", value_parser = parse_price)]
+    #[arg(long, value_name = "USD_PER_HOUR", value_parser = parse_price, allow_negative_numbers = true)]
     pub price_b: Option<f64>,
     /// A node type's price, TYPE=USD_PER_HOUR, over the built-in table (on-demand,
     /// us-east-1); repeat for several types

@@ -53,7 +53,8 @@ fn without(settings: &Settings, left_out: &BTreeSet<String>) -> Settings {
 }
 
 /// What differs that a comparison is there to show: engine version, target, machine, a
-/// variant's settings, and the session settings the sides were `declared` to differ in.
+/// variant's settings, the session settings the sides were `declared` to differ in, and
+/// the kind's stated inputs (`KindResults::stated_inputs`).
 pub(super) fn differences<Results: KindResults>(
     baseline: &SideOf<'_, Results>,
     candidate: &SideOf<'_, Results>,
@@ -81,6 +82,15 @@ pub(super) fn differences<Results: KindResults>(
         };
         let (a, b) = (baseline.bundle(), candidate.bundle());
         lines.extend(settings_differences("session setting", &only(&a.session_settings), &only(&b.session_settings)));
+    }
+    if !baseline.shares_bundle_with(candidate) {
+        let (a, b) = (baseline.bundle(), candidate.bundle());
+        let (stated_a, stated_b) = (a.benchmark.stated_inputs(), b.benchmark.stated_inputs());
+        lines.extend(
+            named_differences(pairs(&stated_a), pairs(&stated_b), "unknown")
+                .into_iter()
+                .map(|(name, a, b)| format!("{name}: {a} against {b}")),
+        );
     }
     lines
 }

@@ -201,6 +201,9 @@ pub struct Summary {
     pub untestable: usize,
     #[serde(default)]
     pub answers_differ: usize,
+    /// Queries a side's own check failed.
+    #[serde(default)]
+    pub failed: usize,
 }
 
 impl Summary {
@@ -212,6 +215,7 @@ impl Summary {
             Verdict::Unstable => self.unstable += 1,
             Verdict::Untestable => self.untestable += 1,
             Verdict::AnswersDiffer => self.answers_differ += 1,
+            Verdict::Failed => self.failed += 1,
         }
     }
 
@@ -224,6 +228,7 @@ impl Summary {
             (self.unchanged, "unchanged"),
             (self.untestable, "untestable"),
             (self.answers_differ, "answers differ"),
+            (self.failed, "failed"),
         ];
         let parts: Vec<String> =
             counts.iter().filter(|(count, _)| *count > 0).map(|(count, word)| format!("{count} {word}")).collect();
@@ -318,12 +323,24 @@ pub fn compare_bundles<Results: KindResults>(
     let mut queries = Vec::new();
     let mut summary = Summary::default();
     let mut only_in_baseline = Vec::new();
+    let (baseline_failed, candidate_failed) =
+        (baseline.bundle().benchmark.failed_queries(), candidate.bundle().benchmark.failed_queries());
     for (label, runs) in &baseline_runs {
         let Some(other) = candidate_runs.iter().find(|(other, _)| other == label).map(|(_, runs)| runs) else {
             only_in_baseline.push(label.clone());
             continue;
         };
-        let query = compare_query(label, runs, other, same_bundle, &options.thresholds);
+        let mut query = compare_query(label, runs, other, same_bundle, &options.thresholds);
+        let failed_on = |failed: &[(String, String)], side: &str| {
+            failed.iter().find(|(name, _)| *name == runs.query).map(|(_, why)| format!("{side}: {why}"))
+        };
+        let failures: Vec<String> =
+            [failed_on(&baseline_failed, "A"), failed_on(&candidate_failed, "B")].into_iter().flatten().collect();
+        if !failures.is_empty() {
+            query.significance.verdict = Verdict::Failed;
+            query.significance.reason = Some(format!("failed its check on {}", failures.join("; ")));
+            query.why = None;
+        }
         summary.count(query.significance.verdict);
         queries.push(query);
     }
@@ -673,9 +690,11 @@ fn cpu_use<'a, Variant: 'a>(runs: impl Iterator<Item = &'a QueryRuns<Variant>>, 
 }
 
 fn totals(queries: &[QueryComparison]) -> Totals {
-    // A query whose answers differ is in no total: its times are not of one query.
-    let (left_out, queries): (Vec<&QueryComparison>, Vec<&QueryComparison>) =
-        queries.iter().partition(|query| query.significance.verdict == Verdict::AnswersDiffer);
+    // A query whose answers differ, or that a side's check failed, is in no total: its
+    // times are not of one query.
+    let (left_out, queries): (Vec<&QueryComparison>, Vec<&QueryComparison>) = queries
+        .iter()
+        .partition(|query| matches!(query.significance.verdict, Verdict::AnswersDiffer | Verdict::Failed));
     let with_means: Vec<(f64, f64)> =
         queries.iter().filter_map(|query| query.baseline.mean_ms.zip(query.candidate.mean_ms)).collect();
     // `+ 0.0`: a sum over no query is 0, not the -0 an empty f64 sum starts from.

@@ -266,6 +266,7 @@ fn verdict_cell(query: &QueryComparison) -> String {
         Verdict::Unstable => "unstable",
         Verdict::Untestable => "untestable",
         Verdict::AnswersDiffer => "**answers differ**",
+        Verdict::Failed => "**failed**",
     };
     match &significance.reason {
         Some(reason) => format!("{word} ({reason})"),

@@ -84,6 +84,18 @@ pub trait KindResults: Debug + Clone + PartialEq + Serialize + DeserializeOwned 
     fn compared_inputs(&self) -> Vec<(String, String)> {
         Vec::new()
     }
+    /// The queries the run's own checks failed (their answers), by query name, each with
+    /// why: a comparison leaves them out of every total and calls them failed, never
+    /// faster or slower. Empty by default.
+    fn failed_queries(&self) -> Vec<(String, String)> {
+        Vec::new()
+    }
+    /// What a run was asked to do that a comparison is there to show rather than refuse
+    /// (the threads a query may use, which a comparison of node types is meant to differ
+    /// in), by name: said under what differs. Empty by default.
+    fn stated_inputs(&self) -> Vec<(String, String)> {
+        Vec::new()
+    }
 }
 
 /// Everything one benchmark run measured: the envelope every kind shares, and the kind's

@@ -68,16 +68,46 @@ fn the_shipped_run_checks_every_answer_then_totals_and_a_reference_run_agrees() 
         assert!(matches!(check.outcome, AnswerOutcome::Passed { matches_reference: true, .. }), "{check:?}");
     }
 
-    // Other data answers otherwise: every query failed against the reference, the run
-    // fails after its bundle is written, and no time is counted.
+    // Another dataset's answers are refused before anything runs, in one line.
     let output = bench(results.path(), "other", &["--rows", "30K", "--runs", "1", "--reference-answers", &reference]);
     let line = error_line(&output);
-    assert!(line.contains("failed its check") && line.contains("3 of 3 queries failed"), "{line}");
-    let other: ClickBenchBundle = load_bundle(&results.path().join("other")).unwrap();
+    assert!(line.contains("answers of another dataset") && line.contains("20000 rows"), "{line}");
+    assert!(!results.path().join("other").exists());
+
+    // The same data with another answer on record: that query failed against the
+    // reference, the run fails after its bundle is written, and its time is not counted.
+    let mut edited = answers.clone();
+    edited.queries.get_mut("q19").unwrap().checksum = "0000000000000000".to_string();
+    let edited_file = results.path().join("edited-answers.json");
+    std::fs::write(&edited_file, serde_json::to_string(&edited).unwrap()).unwrap();
+    let edited_file = edited_file.to_string_lossy().into_owned();
+    let output =
+        bench(results.path(), "edited", &["--rows", "20K", "--runs", "1", "--reference-answers", &edited_file]);
+    let line = error_line(&output);
+    assert!(line.contains("failed its check") && line.contains("1 of 3 queries failed"), "{line}");
+    let edited: ClickBenchBundle = load_bundle(&results.path().join("edited")).unwrap();
+    let outcome = |query: &str| &edited.benchmark.checks.iter().find(|check| check.query == query).unwrap().outcome;
+    assert!(matches!(outcome("q19"), AnswerOutcome::DiffersFromReference { .. }), "{:?}", outcome("q19"));
+    assert!(matches!(outcome("q33"), AnswerOutcome::Passed { matches_reference: true, .. }));
+    assert_eq!(edited.benchmark.totals.as_ref().unwrap().queries, 2);
+
+    // A comparison calls the failed query failed and leaves it out of every total; the
+    // threads the runs asked for differ, and it says so rather than refusing.
+    let compare = |a: &str, b: &str| {
+        let dirs = [results.path().join(a), results.path().join(b)];
+        chbench::benchmarks::kinds::compare(&dirs, &chbench::compare::CompareOptions::default()).unwrap()
+    };
+    let against_failed = compare("first", "edited");
+    let q19 = against_failed.queries.iter().find(|query| query.query.starts_with("q19")).unwrap();
+    assert_eq!(q19.significance.verdict, chbench::significance::Verdict::Failed);
+    assert!(q19.significance.reason.as_deref().unwrap().contains("B: "), "{:?}", q19.significance.reason);
+    assert_eq!((against_failed.summary.failed, against_failed.totals.queries), (1, 2));
+    let one_thread = compare("first", "second");
     assert!(
-        other.benchmark.checks.iter().all(|check| matches!(check.outcome, AnswerOutcome::DiffersFromReference { .. }))
+        one_thread.differences.iter().any(|line| line.starts_with("max_threads: ") && line.ends_with(" against 1")),
+        "{:?}",
+        one_thread.differences
     );
-    assert_eq!(other.benchmark.totals.as_ref().unwrap().queries, 0);
 }
 
 #[test]

@@ -182,6 +182,9 @@ impl Benchmark for ClickBenchBenchmark {
         if self.runs > MAX_RUNS || self.warm_ups > MAX_RUNS {
             bail!("--runs {} --warm-ups {}: at most {MAX_RUNS} each", self.runs, self.warm_ups);
         }
+        if self.max_threads.is_some() && crate::settings::run_settings().get("max_threads").is_some() {
+            bail!("--max-threads and --setting max_threads both set the threads a query may use: give one of them");
+        }
         if self.max_threads == Some(0) {
             bail!("--max-threads 0 is not a thread count: give 1 or more (the source: the node's vCPUs)");
         }
@@ -197,8 +200,27 @@ impl Benchmark for ClickBenchBenchmark {
             }
         }
         self.official()?;
-        self.queries()?;
-        self.reference()?;
+        let queries = self.queries()?;
+        if let (Some(reference), Some(path)) = (self.reference()?, &self.reference_answers) {
+            let ours = self.new_results().dataset.identity();
+            if let Some(theirs) = reference.dataset.as_ref().map(ClickBenchDataset::identity)
+                && theirs != ours
+            {
+                bail!(
+                    "--reference-answers {} holds the answers of another dataset ({theirs}, where this run queries \
+                     {ours}): give the {ANSWERS_FILE} of a run on the same data",
+                    shown(path)
+                );
+            }
+            if !queries.iter().any(|query| reference.queries.contains_key(&query.name)) {
+                bail!(
+                    "--reference-answers {} names none of this run's queries ({}): give the {ANSWERS_FILE} of a run of \
+                     the same queries",
+                    shown(path),
+                    queries.iter().map(|query| query.name.as_str()).collect::<Vec<_>>().join(", ")
+                );
+            }
+        }
         Ok(())
     }
 
@@ -377,7 +399,12 @@ impl ClickBenchBenchmark {
         let read = target
             .query_text("SELECT value FROM system.settings WHERE name = 'max_threads'")
             .context("cannot read max_threads from system.settings")?;
-        Ok(MaxThreads { value: read.trim().to_string(), source: MaxThreadsSource::Engine })
+        let source = if crate::settings::run_settings().get("max_threads").is_some() {
+            MaxThreadsSource::Session
+        } else {
+            MaxThreadsSource::Engine
+        };
+        Ok(MaxThreads { value: read.trim().to_string(), source })
     }
 
     fn query_set(&self, run: &mut ClickBenchRun<'_>) -> Result<()> {

@@ -22,6 +22,9 @@ pub fn markdown(results: &ClickBenchResults) -> String {
         Some(threads) if threads.source == MaxThreadsSource::Flag => {
             format!("`max_threads = {}` (--max-threads)", threads.value)
         }
+        Some(threads) if threads.source == MaxThreadsSource::Session => {
+            format!("`max_threads = {}` (a session setting of the run)", threads.value)
+        }
         Some(threads) => format!("`max_threads = {}` (the engine's default)", threads.value),
         None => "`max_threads` unknown (the load did not finish)".to_string(),
     };

@@ -67,6 +67,8 @@ pub struct MaxThreads {
 #[serde(rename_all = "snake_case")]
 pub enum MaxThreadsSource {
     Flag,
+    /// The run's session settings (`--setting max_threads=N`, a matrix variant's).
+    Session,
     Engine,
 }
 
@@ -180,17 +182,39 @@ impl KindResults for ClickBenchResults {
         &mut self.queries
     }
 
+    fn stated_inputs(&self) -> Vec<(String, String)> {
+        let max_threads = self.max_threads.as_ref().map(|max_threads| max_threads.value.clone());
+        max_threads.map(|value| ("max_threads".to_string(), value)).into_iter().collect()
+    }
+
+    fn failed_queries(&self) -> Vec<(String, String)> {
+        self.checks
+            .iter()
+            .filter(|check| !check.outcome.passed())
+            .map(|check| (check.query.clone(), check.outcome.line()))
+            .collect()
+    }
+
     /// The dataset: the shipped table's rows, or the official data's file name (the
     /// queries' text is compared as SQL files). `max_threads` is left out: a comparison
     /// of node types is meant to differ in it.
     fn compared_inputs(&self) -> Vec<(String, String)> {
-        match &self.dataset {
-            ClickBenchDataset::Shipped { rows } => vec![("dataset".to_string(), format!("shipped table, {rows} rows"))],
+        vec![("dataset".to_string(), self.dataset.identity())]
+    }
+}
+
+impl ClickBenchDataset {
+    /// What makes two runs' data the same, as comparisons and reference answers check it:
+    /// the shipped table's rows, or the official data's file name (a copy elsewhere is the
+    /// same data).
+    pub fn identity(&self) -> String {
+        match self {
+            ClickBenchDataset::Shipped { rows } => format!("shipped table, {rows} rows"),
             ClickBenchDataset::Checkout { hits_file, .. } => {
                 let name = std::path::Path::new(hits_file)
                     .file_name()
                     .map_or_else(|| hits_file.clone(), |name| name.to_string_lossy().into_owned());
-                vec![("dataset".to_string(), format!("hits file {name}"))]
+                format!("hits file {name}")
             }
         }
     }
