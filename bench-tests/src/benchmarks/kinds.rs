@@ -7,14 +7,18 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
-use super::{AnyBenchmark, Benchmark, logs, parts, write_report_of};
+use super::{AnyBenchmark, Benchmark, logs, parts, throughput, write_report_of};
 use crate::compare::{BundleAt, CompareOptions, Comparison};
 use crate::results::{self, KindResults, bundle_kind, load_bundle};
 
 /// The registry of benchmark kinds: `cargo xtask bench <kind>`, a bundle's report and a
 /// comparison find a kind here by its name. The first is the one `bench` runs when no
 /// kind is named. A new kind is one line here.
-pub const KINDS: &[Kind] = &[Kind::of::<logs::LogsBenchmark>(), Kind::of::<parts::PartsBenchmark>()];
+pub const KINDS: &[Kind] = &[
+    Kind::of::<logs::LogsBenchmark>(),
+    Kind::of::<parts::PartsBenchmark>(),
+    Kind::of::<throughput::ThroughputBenchmark>(),
+];
 
 /// A kind as the registry holds it: its name, and what the command line, the report and
 /// the comparison call, each made from the kind's [`Benchmark`] implementation.

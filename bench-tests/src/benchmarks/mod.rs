@@ -17,6 +17,7 @@
 pub mod kinds;
 pub mod logs;
 pub mod parts;
+pub mod throughput;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
