@@ -596,8 +596,8 @@ impl ThroughputBenchmark {
         Ok(())
     }
 
-    /// A level's loop as the bundle keeps it: every statement, its figures, and each
-    /// completed statement journaled as a sample of its (query, level) query runs.
+    /// A level's loop as the bundle keeps it ([`level_round`]), and each completed
+    /// statement journaled as a sample of its (query, level) query runs.
     #[allow(clippy::too_many_arguments)]
     fn record_level(
         &self,
@@ -609,114 +609,121 @@ impl ThroughputBenchmark {
         looped: ClosedLoop,
         runs_of: &mut BTreeMap<(usize, u32), usize>,
     ) -> Result<LevelRound> {
-        let wall_seconds = looped.wall.as_secs_f64();
-        let mut records = Vec::with_capacity(looped.statements.len());
-        let mut errors_by_query: Vec<QueryErrors> = Vec::new();
-        let (mut completed, mut errors, mut rows_read) = (0u64, 0u64, 0u64);
-        let mut latencies = Vec::with_capacity(looped.statements.len());
-        for statement in looped.statements {
+        let names: Vec<String> = queries.iter().map(|query| query.name.clone()).collect();
+        let level = level_round(round, clients, &looped, &names);
+        for statement in &looped.statements {
+            let Ok(counters) = &statement.outcome else { continue };
             let query = &queries[statement.query as usize];
-            let latency_us = u64::try_from(statement.latency.as_micros()).unwrap_or(u64::MAX);
-            let (read_rows, error) = match &statement.outcome {
-                Ok(counters) => {
-                    completed += 1;
-                    rows_read += counters.read_rows.unwrap_or(0);
-                    latencies.push(latency_us as f64 / 1e3);
-                    let index = match runs_of.get(&(statement.query as usize, clients)) {
-                        Some(&index) => index,
-                        None => {
-                            let index = run.writer.start_query(QueryRuns {
-                                query: query.name.clone(),
-                                variant: ThroughputVariant { clients },
-                                ab_variant: None,
-                                plan: None,
-                                sql_file: query.file.clone(),
-                                answer: String::new(),
-                                samples: Vec::new(),
-                            })?;
-                            runs_of.insert((statement.query as usize, clients), index);
-                            index
-                        }
-                    };
-                    // Numbered in turn within the query runs: the journal folds by number.
-                    let attempt = run.results().queries[index].samples.len() as u32 + 1;
-                    let tag = StatementTag::new(
-                        run_id,
-                        "throughput",
-                        &format!("{}_c{clients}_{}", query.name, statement.client),
-                        attempt,
-                    );
-                    match closed_loop_stats(tag.to_string(), counters, statement.latency, &query.sql) {
-                        Ok(stats) => {
-                            let answer = (attempt == 1)
-                                .then(|| looped.answers.get(statement.query as usize).cloned().flatten())
-                                .flatten()
-                                .map(|body| body.chars().take(2000).collect());
-                            let sample = Sample {
-                                kind: SampleKind::Warm,
-                                attempt,
-                                settings: Settings::new(),
-                                stats,
-                                breakdown: None,
-                                round_position: None,
-                            };
-                            run.writer.record_sample_into(index, sample, answer)?;
-                        }
-                        // The statement stays in the level's record; only its sample is missing.
-                        Err(error) => {
-                            let note = format!("some statements of {} have no sample: {error:#}", query.name);
-                            if !run.results().notes.contains(&note) {
-                                run.results().notes.push(note);
-                            }
-                        }
-                    }
-                    (counters.read_rows, None)
-                }
-                Err(error) => {
-                    errors += 1;
-                    match errors_by_query.iter_mut().find(|errors| errors.query == query.name) {
-                        Some(errors) => errors.count += 1,
-                        None => errors_by_query.push(QueryErrors {
-                            query: query.name.clone(),
-                            count: 1,
-                            first: error.clone(),
-                        }),
-                    }
-                    (None, Some(error.clone()))
+            let index = match runs_of.get(&(statement.query as usize, clients)) {
+                Some(&index) => index,
+                None => {
+                    let index = run.writer.start_query(QueryRuns {
+                        query: query.name.clone(),
+                        variant: ThroughputVariant { clients },
+                        ab_variant: None,
+                        plan: None,
+                        sql_file: query.file.clone(),
+                        answer: String::new(),
+                        samples: Vec::new(),
+                    })?;
+                    runs_of.insert((statement.query as usize, clients), index);
+                    index
                 }
             };
-            records.push(StatementRecord {
-                client: statement.client,
-                query: query.name.clone(),
-                start_offset_us: u64::try_from(statement.start_offset.as_micros()).unwrap_or(u64::MAX),
-                latency_us,
-                read_rows,
-                error,
-            });
+            // Numbered in turn within the query runs: the journal folds by number.
+            let attempt = run.results().queries[index].samples.len() as u32 + 1;
+            let name = format!("{}_c{clients}_{}", query.name, statement.client);
+            let tag = StatementTag::new(run_id, "throughput", &name, attempt);
+            match closed_loop_stats(tag.to_string(), counters, statement.latency, &query.sql) {
+                Ok(stats) => {
+                    let answer = (attempt == 1)
+                        .then(|| looped.answers.get(statement.query as usize).cloned().flatten())
+                        .flatten()
+                        .map(|body| body.chars().take(2000).collect());
+                    let sample = Sample {
+                        kind: SampleKind::Warm,
+                        attempt,
+                        settings: Settings::new(),
+                        stats,
+                        breakdown: None,
+                        round_position: None,
+                    };
+                    run.writer.record_sample_into(index, sample, answer)?;
+                }
+                // The statement stays in the level's record; only its sample is missing.
+                Err(error) => {
+                    let note = format!("some statements of {} have no sample: {error:#}", query.name);
+                    if !run.results().notes.contains(&note) {
+                        run.results().notes.push(note);
+                    }
+                }
+            }
         }
-        let statements_run: u64 = looped.clients.iter().map(|client| client.statements).sum();
-        let runner_cpu: Option<Duration> = looped.clients.iter().map(|client| client.runner_cpu).sum();
-        let (qps, rows_per_second, unknown) = if completed == 0 {
-            (None, None, Some(format!("no statement completed ({errors} failed)")))
-        } else {
-            (ratio(completed as f64, wall_seconds), ratio(rows_read as f64, wall_seconds), None)
+        Ok(level)
+    }
+}
+
+/// One level of one round from its closed loop: every statement (named by
+/// `query_names`), and its figures. QPS is the completed statements over the loop's wall
+/// time (start line to the last client's end), never over the sum of their latencies;
+/// a failed statement is counted apart and adds to neither QPS nor the percentiles; with
+/// none completed, QPS and latency are unknown, with why.
+pub fn level_round(round: u32, clients: u32, looped: &ClosedLoop, query_names: &[String]) -> LevelRound {
+    let wall_seconds = looped.wall.as_secs_f64();
+    let mut records = Vec::with_capacity(looped.statements.len());
+    let mut errors_by_query: Vec<QueryErrors> = Vec::new();
+    let (mut completed, mut errors, mut rows_read) = (0u64, 0u64, 0u64);
+    let mut latencies = Vec::with_capacity(looped.statements.len());
+    for statement in &looped.statements {
+        let query =
+            query_names.get(statement.query as usize).cloned().unwrap_or_else(|| format!("#{}", statement.query));
+        let latency_us = u64::try_from(statement.latency.as_micros()).unwrap_or(u64::MAX);
+        let (read_rows, error) = match &statement.outcome {
+            Ok(counters) => {
+                completed += 1;
+                rows_read += counters.read_rows.unwrap_or(0);
+                latencies.push(latency_us as f64 / 1e3);
+                (counters.read_rows, None)
+            }
+            Err(error) => {
+                errors += 1;
+                match errors_by_query.iter_mut().find(|errors| errors.query == query) {
+                    Some(errors) => errors.count += 1,
+                    None => errors_by_query.push(QueryErrors { query: query.clone(), count: 1, first: error.clone() }),
+                }
+                (None, Some(error.clone()))
+            }
         };
-        Ok(LevelRound {
-            round,
-            clients,
-            complete: !looped.interrupted,
-            wall_seconds,
-            completed,
-            errors,
-            qps,
-            rows_per_second,
-            latency: Latency::of(latencies),
-            unknown,
-            runner_cpu_us_per_statement: runner_cpu
-                .and_then(|cpu| ratio(cpu.as_secs_f64() * 1e6, statements_run as f64)),
-            errors_by_query,
-            statements: records,
-        })
+        records.push(StatementRecord {
+            client: statement.client,
+            query,
+            start_offset_us: u64::try_from(statement.start_offset.as_micros()).unwrap_or(u64::MAX),
+            latency_us,
+            read_rows,
+            error,
+        });
+    }
+    let statements_run: u64 = looped.clients.iter().map(|client| client.statements).sum();
+    let runner_cpu: Option<Duration> = looped.clients.iter().map(|client| client.runner_cpu).sum();
+    let (qps, rows_per_second, unknown) = if completed == 0 {
+        (None, None, Some(format!("no statement completed ({errors} failed)")))
+    } else {
+        (ratio(completed as f64, wall_seconds), ratio(rows_read as f64, wall_seconds), None)
+    };
+    LevelRound {
+        round,
+        clients,
+        complete: !looped.interrupted,
+        wall_seconds,
+        completed,
+        errors,
+        qps,
+        rows_per_second,
+        latency: Latency::of(latencies),
+        unknown,
+        runner_cpu_us_per_statement: runner_cpu.and_then(|cpu| ratio(cpu.as_secs_f64() * 1e6, statements_run as f64)),
+        errors_by_query,
+        statements: records,
     }
 }
 
@@ -845,6 +852,85 @@ mod tests {
         assert_ne!(client_orders(8, 3, 4), orders);
         // A client's order does not depend on how many clients there are.
         assert_eq!(client_orders(7, 1, 4)[0], orders[0]);
+    }
+
+    /// A level worked out by hand: two clients over 2 s of wall time, five completed
+    /// statements (1.8 s of latency in all) and one failed one of 1 ms.
+    #[test]
+    fn a_levels_figures_are_completed_statements_over_its_wall_time() {
+        use crate::targets::{ClientCost, LoopStatement, ResultCounters};
+        let ms = Duration::from_millis;
+        let ok = |client: u32, query: u32, start: u64, latency: u64| LoopStatement {
+            client,
+            query,
+            start_offset: ms(start),
+            latency: ms(latency),
+            outcome: Ok(ResultCounters { read_rows: Some(10), ..ResultCounters::default() }),
+        };
+        let statements = vec![
+            ok(0, 0, 0, 100),
+            ok(0, 1, 100, 200),
+            LoopStatement { outcome: Err("Code: 60. Unknown table".to_string()), ..ok(0, 1, 300, 1) },
+            ok(0, 0, 301, 300),
+            ok(1, 1, 0, 500),
+            ok(1, 0, 500, 700),
+        ];
+        let looped = ClosedLoop {
+            statements,
+            wall: Duration::from_secs(2),
+            clients: vec![
+                ClientCost { client: 0, statements: 4, runner_cpu: Some(Duration::from_micros(40)) },
+                ClientCost { client: 1, statements: 2, runner_cpu: Some(Duration::from_micros(20)) },
+            ],
+            answers: vec![None, None],
+            interrupted: false,
+        };
+        let level = level_round(3, 2, &looped, &["a".to_string(), "b".to_string()]);
+        assert_eq!((level.round, level.clients, level.completed, level.errors), (3, 2, 5, 1));
+        // 5 / 2 s, not 5 / 1.8 s (the latencies' sum) nor 6 / 2 s (the failure counted).
+        assert_eq!(level.qps, Some(2.5));
+        assert_eq!(level.rows_per_second, Some(25.0));
+        // Nearest rank of 100, 200, 300, 500, 700: the failure's 1 ms is not among them.
+        assert_eq!(
+            (level.latency.p50_ms, level.latency.p90_ms, level.latency.p99_ms, level.latency.max_ms),
+            (Some(300.0), Some(700.0), Some(700.0), Some(700.0))
+        );
+        assert_eq!(level.runner_cpu_us_per_statement, Some(10.0));
+        assert_eq!(level.statements.len(), 6);
+        assert_eq!(level.statements[2].error.as_deref(), Some("Code: 60. Unknown table"));
+        assert_eq!((level.statements[2].read_rows, level.statements[4].read_rows), (None, Some(10)));
+        assert_eq!(
+            level.errors_by_query,
+            [QueryErrors { query: "b".to_string(), count: 1, first: "Code: 60. Unknown table".to_string() }]
+        );
+        assert!(level.complete && level.unknown.is_none());
+        // Nothing completed: QPS and latency unknown, with why, never 0.
+        let failed = ClosedLoop {
+            statements: vec![LoopStatement { outcome: Err("boom".to_string()), ..ok(0, 0, 0, 5) }],
+            wall: ms(5),
+            clients: vec![ClientCost { client: 0, statements: 1, runner_cpu: None }],
+            answers: vec![None],
+            interrupted: false,
+        };
+        let level = level_round(1, 1, &failed, &["a".to_string()]);
+        assert_eq!((level.qps, level.rows_per_second, level.latency), (None, None, Latency::default()));
+        assert_eq!(level.unknown.as_deref(), Some("no statement completed (1 failed)"));
+        assert_eq!(level.runner_cpu_us_per_statement, None);
+        // The summary across rounds takes the complete rounds only.
+        let rounds = vec![
+            LevelRound { qps: Some(2.0), ..level_round(1, 2, &looped, &["a".to_string(), "b".to_string()]) },
+            level_round(2, 2, &looped, &["a".to_string(), "b".to_string()]),
+            LevelRound {
+                complete: false,
+                qps: Some(100.0),
+                ..level_round(3, 2, &looped, &["a".to_string(), "b".to_string()])
+            },
+        ];
+        let summary = LevelSummary::of(2, &rounds);
+        assert_eq!(summary.rounds, 2);
+        assert_eq!((summary.qps.min, summary.qps.median, summary.qps.max), (Some(2.0), Some(2.25), Some(2.5)));
+        assert_eq!((summary.completed, summary.errors), (10, 2));
+        assert_eq!(summary.runner_cpu_us_per_statement, Some(10.0));
     }
 
     #[test]
