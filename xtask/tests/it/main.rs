@@ -20,4 +20,5 @@ mod eks_rerun;
 mod measure_pack;
 mod new_pack;
 mod parts_sweep;
+mod throughput;
 mod workflows;
