@@ -60,7 +60,7 @@ pub const DEFAULT_DURATION: Duration = Duration::from_secs(2);
 /// The most clients a level starts (a thread and a connection each).
 pub const MAX_CLIENTS: u32 = 256;
 /// Statements per block of the runner check.
-pub const CHECK_BLOCK_STATEMENTS: u64 = 500;
+pub const CHECK_BLOCK_STATEMENTS: u64 = 250;
 /// The runner check's query: nothing to read, so the engine's per-statement cost alone.
 pub const CHECK_QUERY: &str = "SELECT 1";
 /// What the runner's QPS of [`CHECK_QUERY`] should reach against the tight loop's.
@@ -72,6 +72,9 @@ const CHECK_ORDER: [CheckPath; 8] = {
     use CheckPath::{Direct as D, Runner as R};
     [D, R, R, D, R, D, D, R]
 };
+/// Times the check runs [`CHECK_ORDER`]: short blocks, many of them, so that a burst of
+/// another process's work falls on both sides rather than on one block.
+const CHECK_PASSES: usize = 2;
 /// Passes of the queries in each client's order before it repeats: each pass a shuffle.
 const ORDER_PASSES: usize = 16;
 /// The format the statements' results come back in.
@@ -481,14 +484,14 @@ impl ThroughputBenchmark {
         }
         run.progress.start(
             &format!("runner check: {CHECK_QUERY} through the runner and on the engine directly, {statements} a block"),
-            Some(CHECK_ORDER.len() as u64),
+            Some((CHECK_ORDER.len() * CHECK_PASSES) as u64),
         );
         // A warm-up of each path, not counted.
         run.target.run_direct_loop(CHECK_QUERY, statements / 10 + 1, FORMAT)?;
         self.runner_block(run, statements / 10 + 1)?;
         let mut blocks = Vec::new();
         let mut runner_cpu = Some(Duration::ZERO);
-        for path in CHECK_ORDER {
+        for &path in CHECK_ORDER.iter().cycle().take(CHECK_ORDER.len() * CHECK_PASSES) {
             let (done, wall) = match path {
                 CheckPath::Direct => {
                     let direct = run.target.run_direct_loop(CHECK_QUERY, statements, FORMAT)?;
@@ -571,6 +574,8 @@ impl ThroughputBenchmark {
         for round in 1..=self.rounds {
             run.progress.start(&format!("round {round}/{}: levels {levels:?}", self.rounds), Some(levels.len() as u64));
             for &clients in &levels {
+                // A stop between levels records no empty one.
+                crate::interrupt::check()?;
                 let orders = client_orders(self.seed, clients, queries.len());
                 let looped = run.target.run_closed_loop(
                     clients as usize,
