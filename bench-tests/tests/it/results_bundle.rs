@@ -1,7 +1,7 @@
 //! Whatever the results writer produces, the reader and the report accept: bundles with
 //! extreme, non-finite and missing values round-trip, a journal cut short by a kill is
 //! read up to its last whole line, and a schema-1 bundle gets one line saying what to
-//! do. Every field of a bundle of each kind (logs, parts) is documented in
+//! do. Every field of a bundle of each kind (logs, parts, throughput) is documented in
 //! docs/results.md. No engine is needed: these bundles are built by hand.
 
 use std::collections::BTreeMap;
@@ -470,6 +470,28 @@ fn parts_bundles_with_extreme_values_round_trip_and_report() {
     }
     let (read, _) = write_read_and_report(&unknown_events_parts_bundle());
     assert_eq!(read, unknown_events_parts_bundle());
+}
+
+#[test]
+fn throughput_bundles_with_extreme_values_round_trip_and_report() {
+    let values = [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, f64::MAX, f64::MIN_POSITIVE, 0.0, -0.0, -1.0];
+    for (value, count) in values.iter().flat_map(|value| [(*value, 0), (*value, u64::MAX)]) {
+        let written = extreme_throughput_bundle(value, count, LevelBound::Duration { seconds: value });
+        let (read, report) = write_read_and_report(&written);
+        assert_eq!(
+            serde_json::to_value(&read).unwrap(),
+            serde_json::to_value(&written).unwrap(),
+            "value {value}, count {count}"
+        );
+        if value.is_finite() {
+            assert_eq!(read, written, "value {value}, count {count}");
+        } else {
+            assert!(read.benchmark.rounds[0].wall_seconds.is_nan(), "value {value}: wall time not read as unknown");
+            assert_eq!(read.benchmark.rounds[0].qps, None, "value {value}");
+        }
+        let words: Vec<&str> = report.split(|c: char| !c.is_alphabetic()).collect();
+        assert!(!words.contains(&"NaN") && !words.contains(&"inf"), "value {value} leaks into the report:\n{report}");
+    }
 }
 
 /// K clients' samples of one round are numbered in turn (the journal folds a sample in by

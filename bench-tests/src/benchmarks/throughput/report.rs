@@ -7,7 +7,7 @@ use super::results::{Latency, LevelBound, Spread, ThroughputResults};
 use crate::markdown::Table;
 use crate::stats::StatsSource;
 use crate::target_info::TargetInfo;
-use crate::units::{number, per_second, times};
+use crate::units::{exact, number, per_second, times};
 
 fn ms(value: Option<f64>) -> String {
     value.map_or("unknown".to_string(), |ms| format!("{} ms", number(ms, 2)))
@@ -35,7 +35,7 @@ pub fn markdown(results: &ThroughputResults, target: &TargetInfo) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "## Throughput\n");
     let bound = match workload.bound {
-        LevelBound::Duration { seconds } => format!("{seconds} s per level"),
+        LevelBound::Duration { seconds } => format!("{} s per level", exact(seconds)),
         LevelBound::Iterations { statements } => format!("{statements} statements per level"),
     };
     let names: Vec<&str> = workload.queries.iter().map(|query| query.name.as_str()).collect();
@@ -161,14 +161,14 @@ pub fn markdown(results: &ThroughputResults, target: &TargetInfo) -> String {
             let _ = writeln!(
                 out,
                 "`{}` at one client, {} statements a side in interleaved blocks: {} QPS through the runner, {} QPS \
-                 in a tight loop on the engine, ratio {} (goal {}x: {verdict}). The runner's own CPU: {} per \
+                 in a tight loop on the engine, ratio {} (goal {}: {verdict}). The runner's own CPU: {} per \
                  statement.\n",
                 check.query,
                 check.statements_per_side,
                 per_second(check.runner_qps),
                 per_second(check.direct_qps),
                 times(check.ratio),
-                check.goal,
+                times(Some(check.goal)),
                 cpu(check.runner_cpu_us_per_statement)
             );
         }

@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::numbers::{median_unsorted, ratio};
+use crate::numbers::{median_unsorted, nan_if_null, ratio};
 use crate::query_runs::QueryRuns;
 use crate::results::{KindResults, RunBundle};
 use crate::stats::StatsSource;
@@ -94,7 +94,10 @@ pub struct WorkloadQuery {
 #[serde(rename_all = "snake_case")]
 pub enum LevelBound {
     /// No statement starts after this many seconds from the start line.
-    Duration { seconds: f64 },
+    Duration {
+        #[serde(deserialize_with = "nan_if_null")]
+        seconds: f64,
+    },
     /// This many statements in all clients together.
     Iterations { statements: u64 },
 }
@@ -102,7 +105,7 @@ pub enum LevelBound {
 impl std::fmt::Display for LevelBound {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            LevelBound::Duration { seconds } => write!(f, "{seconds} s"),
+            LevelBound::Duration { seconds } => write!(f, "{} s", crate::units::exact(*seconds)),
             LevelBound::Iterations { statements } => write!(f, "{statements} statements"),
         }
     }
@@ -113,6 +116,7 @@ impl std::fmt::Display for LevelBound {
 pub struct DatasetBuild {
     pub name: String,
     pub statements: usize,
+    #[serde(deserialize_with = "nan_if_null")]
     pub seconds: f64,
 }
 
@@ -131,6 +135,7 @@ pub struct LevelRound {
     /// Whether it ran to its bound; an interrupted one is kept but counts in no summary.
     pub complete: bool,
     /// From the first client's start to the last client's end.
+    #[serde(deserialize_with = "nan_if_null")]
     pub wall_seconds: f64,
     /// Statements that completed without error.
     pub completed: u64,
@@ -277,6 +282,7 @@ pub struct RunnerCheck {
     /// `runner_qps / direct_qps`.
     pub ratio: Option<f64>,
     /// What the ratio should reach.
+    #[serde(deserialize_with = "nan_if_null")]
     pub goal: f64,
     /// The runner's thread CPU outside the engine calls, per statement of its blocks.
     pub runner_cpu_us_per_statement: Option<f64>,
@@ -287,6 +293,7 @@ pub struct RunnerCheck {
 pub struct CheckBlock {
     pub path: CheckPath,
     pub statements: u64,
+    #[serde(deserialize_with = "nan_if_null")]
     pub seconds: f64,
 }
 
