@@ -243,3 +243,66 @@ fn wait_for(child: &mut Child, done: impl Fn() -> bool) {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// What a run said, for a test to read.
+#[derive(Default)]
+struct Said(std::sync::Mutex<Vec<String>>);
+
+impl chbench::benchmarks::Progress for Said {
+    fn start(&self, _: &str, _: Option<u64>) {}
+    fn advance(&self, _: &str) {}
+    fn finish(&self, _: &str) {}
+    fn warn(&self, line: &str) {
+        self.0.lock().unwrap().push(line.to_string());
+    }
+    fn note(&self, _: &str) {}
+}
+
+/// On a target that runs one statement at a time (an engine worker: one pipe), the run
+/// says so in one line and measures level 1 only.
+#[test]
+fn a_target_that_runs_one_statement_at_a_time_runs_level_1_only_and_says_so() {
+    use chbench::benchmarks::throughput::{ThroughputBenchmark, ThroughputFlags};
+    use chbench::benchmarks::{AnyBenchmark, Benchmark, BundlePlace};
+    use chbench::targets::worker::WorkerCommand;
+    use clap::{Args, FromArgMatches};
+
+    let command =
+        WorkerCommand { program: env!("CARGO_BIN_EXE_xtask").into(), args: vec!["engine-worker".to_string()] };
+    let engine = chbench::engine::engine_version().unwrap();
+    let mut worker = chbench::targets::open_worker(&command, engine, &chbench::targets::Storage::Scratch).unwrap();
+    assert_eq!(worker.capabilities().concurrent_queries, chbench::targets::Concurrency::Serial);
+    let matches = ThroughputFlags::augment_args(clap::Command::new("throughput")).get_matches_from([
+        "throughput",
+        "--rows",
+        "100K",
+        "--query",
+        "q1",
+        "--concurrency",
+        "1,2,4",
+        "--iterations",
+        "4",
+        "--rounds",
+        "1",
+        "--check-statements",
+        "10",
+    ]);
+    let benchmark = ThroughputBenchmark::from_flags(ThroughputFlags::from_arg_matches(&matches).unwrap());
+    let results = tempfile::tempdir().unwrap();
+    let place = BundlePlace {
+        root: results.path().to_path_buf(),
+        run_id: "serial".to_string(),
+        existing: chbench::results::ExistingFolder::Refuse,
+    };
+    let said = Said::default();
+    let end = AnyBenchmark::run_to_bundle(&benchmark, &mut worker, &place, &said).unwrap();
+    end.outcome.unwrap();
+    let bundle: ThroughputBundle = load_bundle(&end.dir).unwrap();
+    assert_eq!(bundle.benchmark.workload.concurrency, [1, 2, 4]);
+    assert_eq!(bundle.benchmark.workload.levels_run, [1]);
+    let levels: Vec<u32> = bundle.benchmark.rounds.iter().map(|round| round.clients).collect();
+    assert_eq!(levels, [1]);
+    let line = "target embedded runs one statement at a time: measuring at 1 client only";
+    assert_eq!(bundle.benchmark.notes, [line]);
+    assert_eq!(said.0.lock().unwrap().iter().filter(|warning| warning.as_str() == line).count(), 1);
+}
