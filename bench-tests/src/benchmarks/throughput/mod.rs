@@ -226,19 +226,18 @@ impl Benchmark for ThroughputBenchmark {
         check_fits(&format!("--rows {}", self.rows), self.rows, &per_row, folder)
     }
 
+    /// The pack's design, generator and queries run, relative to `fixtures/`; a `--sql`
+    /// file's text is in the workload instead. (A pack or design that does not load was
+    /// refused by [`Benchmark::check`] before any bundle is made.)
     fn sql_files(&self) -> Vec<String> {
-        // The pack's files, relative to fixtures/; --sql files' text is in the workload.
         let Ok(pack) = Pack::named(&self.pack) else { return Vec::new() };
         let Ok(design) = self.design_of(&pack) else { return Vec::new() };
-        let mut files = Vec::new();
-        if let Some(design) = pack.designs.iter().find(|candidate| candidate.name == design) {
-            files.push(design.path.clone());
-        }
-        files.extend(pack.generator.iter().cloned());
+        let schema = pack.designs.iter().filter(|candidate| candidate.name == design).map(|design| &design.path);
+        let mut files: Vec<String> = schema.chain(&pack.generator).filter_map(|path| fixture_relative(path)).collect();
         if self.sql_files.is_empty() {
-            files.extend(self.pack_queries(&pack, &design).iter().map(|query| query.file.clone()));
+            files.extend(self.run_queries(&pack).unwrap_or_default().into_iter().map(|query| query.file));
         }
-        files.iter().filter_map(|path| fixture_relative(path)).collect()
+        files
     }
 
     fn new_results(&self) -> ThroughputResults {
