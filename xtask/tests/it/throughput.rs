@@ -118,8 +118,8 @@ fn a_run_keeps_every_statement_counts_failures_apart_and_checks_its_runner() {
         (blocks.len(), blocks.iter().map(|block| block.statements).sum())
     };
     assert_eq!(side(CheckPath::Runner), side(CheckPath::Direct));
-    assert_eq!(side(CheckPath::Runner), (8, 400));
-    assert_eq!(check.statements_per_side, 400);
+    assert_eq!(side(CheckPath::Runner), (16, 800));
+    assert_eq!(check.statements_per_side, 800);
     assert!(check.runner_qps.is_some() && check.direct_qps.is_some() && check.ratio.is_some());
     assert!(check.runner_cpu_us_per_statement.is_some());
     let report = std::fs::read_to_string(results.path().join("files/report.md")).unwrap();

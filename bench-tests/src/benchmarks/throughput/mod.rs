@@ -60,7 +60,7 @@ pub const DEFAULT_DURATION: Duration = Duration::from_secs(2);
 /// The most clients a level starts (a thread and a connection each).
 pub const MAX_CLIENTS: u32 = 256;
 /// Statements per block of the runner check.
-pub const CHECK_BLOCK_STATEMENTS: u64 = 250;
+pub const CHECK_BLOCK_STATEMENTS: u64 = 125;
 /// The runner check's query: nothing to read, so the engine's per-statement cost alone.
 pub const CHECK_QUERY: &str = "SELECT 1";
 /// What the runner's QPS of [`CHECK_QUERY`] should reach against the tight loop's.
@@ -74,7 +74,7 @@ const CHECK_ORDER: [CheckPath; 8] = {
 };
 /// Times the check runs [`CHECK_ORDER`]: short blocks, many of them, so that a burst of
 /// another process's work falls on both sides rather than on one block.
-const CHECK_PASSES: usize = 2;
+const CHECK_PASSES: usize = 4;
 /// Passes of the queries in each client's order before it repeats: each pass a shuffle.
 const ORDER_PASSES: usize = 16;
 /// The format the statements' results come back in.
