@@ -913,7 +913,9 @@ impl LoopClient<'_> {
             let result = backend.run(self.statements[query], self.settings, self.format);
             let latency = start.elapsed();
             let cpu_after = thread_cpu_time();
-            engine_cpu = engine_cpu.zip(cpu_before.zip(cpu_after)).map(|(sum, (before, after))| sum + (after - before));
+            engine_cpu = engine_cpu
+                .zip(cpu_before.zip(cpu_after))
+                .map(|(sum, (before, after))| sum + after.saturating_sub(before));
             let outcome = match result {
                 Ok((body, counters)) => {
                     if answers[query].is_none() {
@@ -937,7 +939,7 @@ impl LoopClient<'_> {
         let runner_cpu = thread_cpu_time()
             .zip(cpu_at_start)
             .zip(engine_cpu)
-            .map(|((end, begin), engine)| (end - begin).saturating_sub(engine));
+            .map(|((end, begin), engine)| end.saturating_sub(begin).saturating_sub(engine));
         let cost = ClientCost { client: self.client, statements: statements.len() as u64, runner_cpu };
         ClientRecord { statements, answers, cost, started, ended, interrupted }
     }
