@@ -12,7 +12,8 @@
 //!    the queries in its own order until the level's duration or statement budget. After
 //!    each level its statements are recorded (every one, with its client, start and
 //!    outcome; the completed ones also as samples of their (query, level) query runs) and
-//!    the bundle saved, so a stop keeps the rounds done.
+//!    the bundle saved, so a stop keeps the levels done (a kill, the levels before the one
+//!    running).
 
 mod flags;
 pub mod report;
@@ -601,7 +602,7 @@ impl ThroughputBenchmark {
     }
 
     /// A level's loop as the bundle keeps it ([`level_round`]), and each completed
-    /// statement journaled as a sample of its (query, level) query runs.
+    /// statement a sample of its (query, level) query runs.
     #[allow(clippy::too_many_arguments)]
     fn record_level(
         &self,
@@ -634,7 +635,7 @@ impl ThroughputBenchmark {
                     index
                 }
             };
-            // Numbered in turn within the query runs: the journal folds by number.
+            // Numbered in turn within the query runs, as every kind numbers a query run's samples.
             let attempt = run.results().queries[index].samples.len() as u32 + 1;
             let name = format!("{}_c{clients}_{}", query.name, statement.client);
             let tag = StatementTag::new(run_id, "throughput", &name, attempt);
@@ -652,7 +653,17 @@ impl ThroughputBenchmark {
                         breakdown: None,
                         round_position: None,
                     };
-                    run.writer.record_sample_into(index, sample, answer)?;
+                    // Into the bundle directly, not through the samples journal: the level
+                    // is saved whole when it ends, and the journal's fold, which looks for
+                    // the sample's number among those its query runs hold, grows with the
+                    // square of a long level's samples.
+                    let runs = &mut run.results().queries[index];
+                    if let Some(answer) = answer
+                        && runs.answer.is_empty()
+                    {
+                        runs.answer = answer;
+                    }
+                    runs.samples.push(sample);
                 }
                 // The statement stays in the level's record; only its sample is missing.
                 Err(error) => {
