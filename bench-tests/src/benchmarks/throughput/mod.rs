@@ -948,6 +948,61 @@ mod tests {
         assert_eq!(summary.runner_cpu_us_per_statement, Some(10.0));
     }
 
+    /// Results whose level of 2 clients had these QPS, one complete round each.
+    fn results_with_qps(qps: &[f64]) -> ThroughputResults {
+        let benchmark = ThroughputBenchmark {
+            pack: "logs".to_string(),
+            design: None,
+            rows: 1000,
+            queries: Vec::new(),
+            sql_files: Vec::new(),
+            levels: Levels::parse("2"),
+            duration: None,
+            iterations: None,
+            rounds: qps.len() as u32,
+            seed: 1,
+            check_statements: 0,
+        };
+        let mut results = benchmark.new_results();
+        let looped = ClosedLoop {
+            statements: Vec::new(),
+            wall: Duration::from_secs(1),
+            clients: Vec::new(),
+            answers: Vec::new(),
+            interrupted: false,
+        };
+        for (round, &qps) in qps.iter().enumerate() {
+            results.rounds.push(LevelRound { qps: Some(qps), ..level_round(round as u32 + 1, 2, &looped, &[]) });
+        }
+        results.levels = vec![LevelSummary::of(2, &results.rounds)];
+        results
+    }
+
+    #[test]
+    fn a_levels_qps_is_compared_across_rounds_higher_being_better() {
+        let thresholds = Thresholds::default();
+        let slow = results_with_qps(&[100.0, 101.0, 99.0, 100.5, 99.5]);
+        let fast = results_with_qps(&[150.0, 151.0, 149.0, 150.5, 149.5]);
+        let [level] = compare_qps(&slow, &fast, &thresholds).try_into().unwrap();
+        assert_eq!(level.clients, 2);
+        assert_eq!((level.baseline.median, level.candidate.median), (Some(100.0), Some(150.0)));
+        // Compared as wall time per completed statement: more QPS is faster.
+        assert_eq!(level.significance.verdict, Verdict::Faster);
+        assert!(
+            level.line().starts_with("QPS at 2 clients: 100 -> 150 (B/A 1.50x), higher (5 and 5 rounds, p "),
+            "{}",
+            level.line()
+        );
+        let [back] = compare_qps(&fast, &slow, &thresholds).try_into().unwrap();
+        assert_eq!(back.significance.verdict, Verdict::Slower);
+        assert!(back.line().contains(", lower ("), "{}", back.line());
+        // Three rounds a side: untestable, said with the counts.
+        let few = results_with_qps(&[100.0, 101.0, 99.0]);
+        let [level] = compare_qps(&few, &few, &thresholds).try_into().unwrap();
+        assert_eq!(level.significance.verdict, Verdict::Untestable);
+        assert!(level.line().contains("untestable (3 and 3 rounds): 3 and 3 samples"), "{}", level.line());
+    }
+
     #[test]
     fn percentiles_are_nearest_rank() {
         let latency = Latency::of((1..=100).rev().map(f64::from).collect());
