@@ -301,7 +301,10 @@ impl Benchmark for ThroughputBenchmark {
     }
 
     fn report(bundle: &RunBundle<ThroughputResults>) -> Result<Section> {
-        Ok(Section { markdown: report::markdown(&bundle.benchmark, &bundle.target), charts: Vec::new() })
+        Ok(Section {
+            markdown: report::markdown(&bundle.benchmark, &bundle.target),
+            charts: report::charts(&bundle.benchmark)?,
+        })
     }
 
     /// Latency per (query, level) as every kind compares it, then each level's QPS across

@@ -1,10 +1,14 @@
 //! The throughput benchmark's report section, from its bundle alone: the workload, each
-//! level's figures across rounds, every round, errors apart, and the runner check.
+//! level's figures across rounds, every round, errors apart, and the runner check; and its
+//! charts, QPS and latency against clients.
 
 use std::fmt::Write as _;
 
+use anyhow::Result;
+
 use super::results::{Latency, LevelBound, Spread, ThroughputResults};
 use crate::markdown::Table;
+use crate::report::charts::{self, Line};
 use crate::stats::StatsSource;
 use crate::target_info::TargetInfo;
 use crate::units::{exact, number, per_second, times};
@@ -79,7 +83,7 @@ pub fn markdown(results: &ThroughputResults, target: &TargetInfo) -> String {
         let _ = writeln!(out, "**Note**: {note}.\n");
     }
 
-    let _ = writeln!(out, "### Levels\n");
+    let _ = writeln!(out, "### Levels\n\n![QPS](qps.svg)\n\n![Latency](latency.svg)\n");
     let mut table = Table::new([
         "clients",
         "rounds",
@@ -177,4 +181,41 @@ pub fn markdown(results: &ThroughputResults, target: &TargetInfo) -> String {
         }
     }
     out
+}
+
+/// `qps.svg` (each level's median QPS across rounds, with the lowest and highest round's)
+/// and `latency.svg` (p50 and p99 of its completed statements), against clients.
+pub fn charts(results: &ThroughputResults) -> Result<Vec<(&'static str, String)>> {
+    if results.levels.is_empty() {
+        let nothing = charts::empty("no level completed a round");
+        return Ok(vec![("qps.svg", nothing.clone()), ("latency.svg", nothing)]);
+    }
+    // Beyond what any run measures, a value is not drawn (a log axis over hundreds of
+    // decades would take the chart forever): as unknown.
+    let drawable = |value: f64| if (1e-9..1e15).contains(&value) { value } else { f64::NAN };
+    let line = |name: &str, value: &dyn Fn(&super::results::LevelSummary) -> Option<f64>| Line {
+        name: name.to_string(),
+        points: results
+            .levels
+            .iter()
+            .map(|level| (drawable(f64::from(level.clients)), drawable(value(level).unwrap_or(f64::NAN))))
+            .collect(),
+    };
+    let qps = charts::log_log_lines(
+        "QPS across rounds",
+        "clients",
+        "queries/s",
+        &[
+            line("median", &|level| level.qps.median),
+            line("lowest round", &|level| level.qps.min),
+            line("highest round", &|level| level.qps.max),
+        ],
+    )?;
+    let latency = charts::log_log_lines(
+        "Latency of completed statements",
+        "clients",
+        "ms",
+        &[line("p50", &|level| level.latency.p50_ms), line("p99", &|level| level.latency.p99_ms)],
+    )?;
+    Ok(vec![("qps.svg", qps), ("latency.svg", latency)])
 }
