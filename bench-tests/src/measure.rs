@@ -213,6 +213,23 @@ fn stats_from_result_counters(log_comment: String, output: &Output, sql: &str) -
     })
 }
 
+/// The record of one completed statement of a closed loop
+/// ([`Target::run_closed_loop`](crate::targets::Target::run_closed_loop)): its result's
+/// counters and the wall time around it, with no ProfileEvents
+/// ([`StatsSource::ResultCounters`]) on every target: a throughput run's statements carry
+/// no tag or query id (that would add a `SET` per statement on the embedded engine, and a
+/// query_log lookup per statement on a server), so `log_comment` is the statement's name
+/// in the bundle, not sent to the engine. A counter the engine did not give is an error.
+pub fn closed_loop_stats(
+    log_comment: String,
+    counters: &crate::targets::ResultCounters,
+    latency: std::time::Duration,
+    sql: &str,
+) -> Result<QueryStats> {
+    let output = Output { body: String::new(), client_elapsed: latency, counters: counters.clone() };
+    stats_from_result_counters(log_comment, &output, sql)
+}
+
 /// One measured statement of [`measure_concurrently`]: the client that ran it, its place
 /// in that client's series, and the measurement.
 #[derive(Debug, Clone)]

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
-use super::{AnyBenchmark, Benchmark, clickbench, logs, parts, write_report_of};
+use super::{AnyBenchmark, Benchmark, clickbench, logs, parts, throughput, write_report_of};
 use crate::compare::{BundleAt, CompareOptions, Comparison};
 use crate::results::{self, KindResults, bundle_kind, load_bundle};
 
@@ -18,6 +18,7 @@ pub const KINDS: &[Kind] = &[
     Kind::of::<logs::LogsBenchmark>(),
     Kind::of::<parts::PartsBenchmark>(),
     Kind::of::<clickbench::ClickBenchBenchmark>(),
+    Kind::of::<throughput::ThroughputBenchmark>(),
 ];
 
 /// A kind as the registry holds it: its name, and what the command line, the report and

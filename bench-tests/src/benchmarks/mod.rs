@@ -18,6 +18,7 @@ pub mod clickbench;
 pub mod kinds;
 pub mod logs;
 pub mod parts;
+pub mod throughput;
 
 use std::fmt;
 use std::path::{Path, PathBuf};

@@ -29,3 +29,4 @@ mod pack_runs;
 mod results_bundle;
 mod server;
 mod storage_baseline;
+mod throughput;

@@ -1,7 +1,7 @@
 //! Whatever the results writer produces, the reader and the report accept: bundles with
 //! extreme, non-finite and missing values round-trip, a journal cut short by a kill is
 //! read up to its last whole line, and a schema-1 bundle gets one line saying what to
-//! do. Every field of a bundle of each kind (logs, parts, clickbench) is documented in
+//! do. Every field of a bundle of each kind (logs, parts, clickbench, throughput) is documented in
 //! docs/results.md. No engine is needed: these bundles are built by hand.
 
 use std::collections::BTreeMap;
@@ -21,6 +21,11 @@ use chbench::benchmarks::logs::{
 use chbench::benchmarks::parts::{
     EngineEvents, FitQuality, Fitted, Gate, LOCK_EVENTS, Limits, OTHER_EVENTS, PLANNING_EVENTS, PartsBundle,
     PartsQueryRuns, PartsResults, PartsVariant, PhaseTime, Point, PointBuild, SlopeFit, Sweep,
+};
+use chbench::benchmarks::throughput::{
+    CheckBlock, CheckPath, DatasetBuild, Latency as LevelLatency, LevelBound, LevelRound, LevelSummary, QueryErrors,
+    RunnerCheck, Spread, StatementRecord, ThroughputBundle, ThroughputResults, ThroughputVariant, Workload,
+    WorkloadQuery,
 };
 use chbench::breakdown::{Bottleneck, TimeBreakdown};
 use chbench::machine::{LoadAverage, MachineInfo, SeenProcess};
@@ -474,6 +479,28 @@ fn parts_bundles_with_extreme_values_round_trip_and_report() {
     assert_eq!(read, unknown_events_parts_bundle());
 }
 
+#[test]
+fn throughput_bundles_with_extreme_values_round_trip_and_report() {
+    let values = [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, f64::MAX, f64::MIN_POSITIVE, 0.0, -0.0, -1.0];
+    for (value, count) in values.iter().flat_map(|value| [(*value, 0), (*value, u64::MAX)]) {
+        let written = extreme_throughput_bundle(value, count, LevelBound::Duration { seconds: value });
+        let (read, report) = write_read_and_report(&written);
+        assert_eq!(
+            serde_json::to_value(&read).unwrap(),
+            serde_json::to_value(&written).unwrap(),
+            "value {value}, count {count}"
+        );
+        if value.is_finite() {
+            assert_eq!(read, written, "value {value}, count {count}");
+        } else {
+            assert!(read.benchmark.rounds[0].wall_seconds.is_nan(), "value {value}: wall time not read as unknown");
+            assert_eq!(read.benchmark.rounds[0].qps, None, "value {value}");
+        }
+        let words: Vec<&str> = report.split(|c: char| !c.is_alphabetic()).collect();
+        assert!(!words.contains(&"NaN") && !words.contains(&"inf"), "value {value} leaks into the report:\n{report}");
+    }
+}
+
 /// K clients' samples of one round are numbered in turn (the journal folds a sample in by
 /// its kind and number, so two of one number would be one): each is kept, as the run
 /// records it, as `results.json` and the journal hold it, and as it is read back.
@@ -659,15 +686,125 @@ const OPEN_MAPS: [&str; 7] = [
 ];
 
 /// Statistics records under another name than `stats`: documented once, as `stats.<field>`.
+/// A throughput bundle with every optional field present and every number `value` or
+/// `count`, its levels bounded by `bound`.
+fn extreme_throughput_bundle(value: f64, count: u64, bound: LevelBound) -> ThroughputBundle {
+    let clients = u32::try_from(count).unwrap_or(u32::MAX);
+    let latency = LevelLatency { p50_ms: Some(value), p90_ms: Some(value), p99_ms: Some(value), max_ms: Some(value) };
+    let spread = Spread { min: Some(value), median: Some(value), max: Some(value) };
+    let statement = |error: Option<&str>| StatementRecord {
+        client: clients,
+        query: "q1".to_string(),
+        start_offset_us: count,
+        latency_us: count,
+        read_rows: error.is_none().then_some(count),
+        error: error.map(str::to_string),
+    };
+    let concurrent = |attempt: u32| Sample {
+        kind: SampleKind::Warm,
+        settings: Settings::new(),
+        stats: QueryStats { source: StatsSource::ResultCounters, profile_events: BTreeMap::new(), ..stats(count) },
+        breakdown: None,
+        round_position: None,
+        ..sample(value, count, attempt)
+    };
+    let envelope = extreme_bundle(value, count);
+    ThroughputBundle {
+        schema_version: envelope.schema_version,
+        run_id: envelope.run_id,
+        status: envelope.status,
+        phase: envelope.phase,
+        started_at: envelope.started_at,
+        finished_at: envelope.finished_at,
+        target: envelope.target,
+        storage_baseline: envelope.storage_baseline,
+        session_settings: envelope.session_settings,
+        sql_files: vec!["logs/queries/q1.sql".to_string()],
+        machine: envelope.machine,
+        error: envelope.error,
+        ab_run: None,
+        benchmark: ThroughputResults {
+            workload: Workload {
+                pack: "logs".to_string(),
+                design: "source".to_string(),
+                rows: count,
+                queries: vec![WorkloadQuery {
+                    name: "q1".to_string(),
+                    file: "logs/queries/q1.sql".to_string(),
+                    sql: "SELECT count() FROM logs".to_string(),
+                    setup: vec!["CREATE TABLE extra (k UInt64) ENGINE = Memory".to_string()],
+                }],
+                concurrency: vec![1, clients],
+                levels_run: vec![1, clients],
+                bound,
+                rounds: clients,
+                seed: count,
+            },
+            dataset: Some(DatasetBuild { name: "logs_source_7".to_string(), statements: 3, seconds: value }),
+            statement_records: StatsSource::ResultCounters,
+            runner_check: Some(RunnerCheck {
+                query: "SELECT 1".to_string(),
+                blocks: vec![
+                    CheckBlock { path: CheckPath::Direct, statements: count, seconds: value },
+                    CheckBlock { path: CheckPath::Runner, statements: count, seconds: value },
+                ],
+                statements_per_side: count,
+                runner_qps: Some(value),
+                direct_qps: Some(value),
+                ratio: Some(value),
+                goal: 0.9,
+                runner_cpu_us_per_statement: Some(value),
+            }),
+            rounds: vec![LevelRound {
+                round: 1,
+                clients,
+                complete: false,
+                wall_seconds: value,
+                completed: count,
+                errors: count,
+                qps: Some(value),
+                rows_per_second: Some(value),
+                latency,
+                unknown: Some("no statement completed (7 failed)".to_string()),
+                runner_cpu_us_per_statement: Some(value),
+                errors_by_query: vec![QueryErrors { query: "q1".to_string(), count, first: "Code: 60".to_string() }],
+                statements: vec![statement(None), statement(Some("Code: 60"))],
+            }],
+            levels: vec![LevelSummary {
+                clients,
+                rounds: 1,
+                qps: spread,
+                rows_per_second: spread,
+                latency,
+                completed: count,
+                errors: count,
+                runner_cpu_us_per_statement: Some(value),
+            }],
+            queries: vec![QueryRuns {
+                query: "q1".to_string(),
+                variant: ThroughputVariant { clients },
+                ab_variant: None,
+                plan: None,
+                sql_file: "logs/queries/q1.sql".to_string(),
+                answer: "7\n".to_string(),
+                samples: vec![concurrent(1), concurrent(2)],
+            }],
+            notes: vec!["target url runs one statement at a time: measuring at 1 client only".to_string()],
+        },
+    }
+}
+
 const STATS_RECORDS: [&str; 1] = ["benchmark.points[].builds[].insert"];
 
 /// Fields whose values are names a reader must know: each value a bundle holds is
 /// documented in its kind's section, as `value`.
-const NAMED_VALUES: [&str; 9] = [
+const NAMED_VALUES: [&str; 11] = [
     "benchmark.dataset.source",
     "benchmark.max_threads.source",
     "benchmark.checks[].outcome",
     "benchmark.queries[].variant",
+    "benchmark.statement_records",
+    "benchmark.runner_check.blocks[].path",
     "benchmark.queries[].samples[].kind",
     "benchmark.queries[].samples[].breakdown.bottleneck",
     "benchmark.engine_events.state",
@@ -813,6 +950,14 @@ fn every_field_of_a_bundle_is_documented() {
                 format: "Parquet".to_string(),
             }))
             .unwrap(),
+        ),
+        (
+            "throughput",
+            serde_json::to_value(extreme_throughput_bundle(1.5, 7, LevelBound::Duration { seconds: 1.5 })).unwrap(),
+        ),
+        (
+            "throughput",
+            serde_json::to_value(extreme_throughput_bundle(1.5, 7, LevelBound::Iterations { statements: 7 })).unwrap(),
         ),
     ];
     let mut missing = Vec::new();

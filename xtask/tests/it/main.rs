@@ -22,4 +22,5 @@ mod matrix;
 mod measure_pack;
 mod new_pack;
 mod parts_sweep;
+mod throughput;
 mod workflows;

@@ -1,0 +1,1028 @@
+//! The `throughput` benchmark: queries per second of a set of queries at several levels
+//! of concurrency, as a closed loop (docs/throughput.md), one method per phase:
+//!
+//! 1. [`ThroughputPhase::Prepare`]: the pack's dataset built in the run's own database,
+//!    the setup statements of `--sql` files, and one warm-up of every query (an error
+//!    there is noted, and the query runs all the same: errors are counted in the levels).
+//! 2. [`ThroughputPhase::RunnerCheck`]: `SELECT 1` at one client through the runner and
+//!    through a tight loop on the engine, in interleaved blocks of the same number of
+//!    statements: both QPS, their ratio and the runner's own CPU per statement.
+//! 3. [`ThroughputPhase::Levels`]: `--rounds` rounds, each running every level once
+//!    ([`Target::run_closed_loop`]): K clients, each on its own connection, looping over
+//!    the queries in its own order until the level's duration or statement budget. After
+//!    each level its statements are recorded (every one, with its client, start and
+//!    outcome; the completed ones also as samples of their (query, level) query runs) and
+//!    the bundle saved, so a stop keeps the levels done (a kill, the levels before the one
+//!    running).
+
+mod flags;
+pub mod report;
+mod results;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use rand::SeedableRng;
+use rand::seq::SliceRandom;
+use rand_chacha::ChaCha8Rng;
+
+pub use self::flags::{ThroughputFlags, parse_duration};
+pub use self::results::{
+    CheckBlock, CheckPath, DatasetBuild, Latency, LevelBound, LevelRound, LevelSummary, QueryErrors, RunnerCheck,
+    Spread, StatementRecord, ThroughputBundle, ThroughputQueryRuns, ThroughputResults, ThroughputVariant, Workload,
+    WorkloadQuery,
+};
+use super::{Benchmark, Run};
+use crate::compare::{self, BundleAt, CompareOptions, Comparison};
+use crate::dataset::{BytesPerRow, Dataset, UNMEASURED_BYTES_PER_ROW, check_fits, check_row_bound};
+use crate::files::{fixtures_root, shown};
+use crate::fixtures::{Fixture, Params};
+use crate::interrupt::Interrupted;
+use crate::measure::closed_loop_stats;
+use crate::numbers::ratio;
+use crate::packs::Pack;
+use crate::query_runs::{QueryRuns, Sample, SampleKind};
+use crate::report::Section;
+use crate::results::RunBundle;
+use crate::settings::Settings;
+use crate::significance::{Thresholds, Verdict, compare_timings};
+use crate::stats::{StatementTag, StatsSource};
+use crate::targets::{ClosedLoop, Concurrency, LoopBound};
+use crate::units::{number, times};
+
+/// Rounds by default: five, the fewest a side at which the comparison's test can say
+/// anything about two bundles' QPS ([`crate::significance::MIN_SAMPLES`]).
+pub const DEFAULT_ROUNDS: u32 = 5;
+/// A level's duration by default: with levels 1, 2 and 4 and five rounds, 30 s of
+/// measuring, which keeps the default run within a minute with its dataset.
+pub const DEFAULT_DURATION: Duration = Duration::from_secs(2);
+/// The most clients a level starts (a thread and a connection each).
+pub const MAX_CLIENTS: u32 = 256;
+/// Statements per block of the runner check.
+pub const CHECK_BLOCK_STATEMENTS: u64 = 125;
+/// The runner check's query: nothing to read, so the engine's per-statement cost alone.
+pub const CHECK_QUERY: &str = "SELECT 1";
+/// What the runner's QPS of [`CHECK_QUERY`] should reach against the tight loop's.
+pub const CHECK_GOAL: f64 = 0.9;
+/// The check's order of blocks: each pair's first and second swap in the second half, so
+/// that whatever favours a place in the order falls on both (as the logs ingest's
+/// calibration orders its runs).
+const CHECK_ORDER: [CheckPath; 8] = {
+    use CheckPath::{Direct as D, Runner as R};
+    [D, R, R, D, R, D, D, R]
+};
+/// Times the check runs [`CHECK_ORDER`]: short blocks, many of them, so that a burst of
+/// another process's work falls on both sides rather than on one block.
+const CHECK_PASSES: usize = 4;
+/// Passes of the queries in each client's order before it repeats: each pass a shuffle.
+const ORDER_PASSES: usize = 16;
+/// The format the statements' results come back in.
+const FORMAT: &str = "TabSeparated";
+
+/// The benchmark's phases, in the order it runs them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ThroughputPhase {
+    Prepare,
+    RunnerCheck,
+    Levels,
+}
+
+impl super::Phase for ThroughputPhase {
+    const ALL: &'static [ThroughputPhase] =
+        &[ThroughputPhase::Prepare, ThroughputPhase::RunnerCheck, ThroughputPhase::Levels];
+
+    fn name(self) -> &'static str {
+        match self {
+            ThroughputPhase::Prepare => "prepare",
+            ThroughputPhase::RunnerCheck => "runner_check",
+            ThroughputPhase::Levels => "levels",
+        }
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            ThroughputPhase::RunnerCheck => "runner check",
+            phase => phase.name(),
+        }
+    }
+}
+
+/// The concurrency list as given, read when checked (so that a bad list is the
+/// benchmark's one line, not the flag parser's).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Levels {
+    text: String,
+}
+
+impl Levels {
+    pub fn parse(text: &str) -> Levels {
+        Levels { text: text.to_string() }
+    }
+
+    /// The client counts, or one line saying what is wrong with them.
+    pub fn list(&self) -> Result<Vec<u32>> {
+        let items: Vec<&str> = self.text.split(',').map(str::trim).filter(|item| !item.is_empty()).collect();
+        if items.is_empty() {
+            bail!("--concurrency lists no level: give client counts, e.g. --concurrency 1,2,4");
+        }
+        let mut levels = Vec::new();
+        for item in items {
+            let Ok(clients) = item.parse::<u64>() else {
+                bail!("--concurrency {item} is not a number of clients: give client counts, e.g. --concurrency 1,2,4");
+            };
+            if clients == 0 {
+                bail!("--concurrency 0: a level needs at least one client");
+            }
+            if clients > u64::from(MAX_CLIENTS) {
+                bail!(
+                    "--concurrency {clients} is more clients than this runner starts ({MAX_CLIENTS}, a thread and a \
+                     connection each): ask for at most {MAX_CLIENTS}"
+                );
+            }
+            let clients = clients as u32;
+            if levels.contains(&clients) {
+                bail!("--concurrency lists {clients} twice: give each level once");
+            }
+            levels.push(clients);
+        }
+        Ok(levels)
+    }
+}
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct ThroughputBenchmark {
+    pub pack: String,
+    /// `None`: the pack's first design.
+    pub design: Option<String>,
+    pub rows: u64,
+    /// The pack's queries to run; empty: every one on the design.
+    pub queries: Vec<String>,
+    /// SQL files instead of the pack's queries.
+    pub sql_files: Vec<PathBuf>,
+    pub levels: Levels,
+    pub duration: Option<Duration>,
+    pub iterations: Option<u64>,
+    pub rounds: u32,
+    pub seed: u64,
+    /// Statements per block of the runner check; 0 skips it.
+    pub check_statements: u64,
+}
+
+/// A query of the run, ready to measure.
+#[derive(Debug, Clone)]
+struct RunQuery {
+    name: String,
+    file: String,
+    sql: String,
+    /// Statements before it in its file, with their locations.
+    setup: Vec<crate::fixtures::Statement>,
+}
+
+type ThroughputRun<'a> = Run<'a, ThroughputResults>;
+
+impl Benchmark for ThroughputBenchmark {
+    type Results = ThroughputResults;
+    type Phase = ThroughputPhase;
+    type Flags = ThroughputFlags;
+    const ABOUT: &'static str = "Queries per second at several levels of concurrency (a closed loop over a pack's \
+                                 queries or SQL files), with latency percentiles, errors apart, rounds and their \
+                                 spread, and a check that the runner is not the bottleneck";
+
+    fn from_flags(flags: ThroughputFlags) -> ThroughputBenchmark {
+        flags.benchmark()
+    }
+
+    fn check(&self) -> Result<()> {
+        let levels = self.levels.list()?;
+        match self.bound() {
+            LoopBound::Duration(duration) if duration.is_zero() => {
+                bail!("--duration 0s: a level needs time to run; give e.g. --duration 2s")
+            }
+            LoopBound::Statements(total) => {
+                let most = levels.iter().copied().max().unwrap_or(1);
+                if total < u64::from(most) {
+                    bail!(
+                        "--iterations {total} is fewer than the {most} clients of level {most}: each client needs a \
+                         statement; give --iterations {most} or more, or a smaller level"
+                    );
+                }
+            }
+            LoopBound::Duration(_) => {}
+        }
+        check_row_bound(&format!("--rows {}", self.rows), self.rows)?;
+        let pack = Pack::named(&self.pack)?;
+        self.design_of(&pack)?;
+        self.run_queries(&pack)?;
+        Ok(())
+    }
+
+    fn check_storage(&self, folder: &Path) -> Result<()> {
+        let per_row = BytesPerRow {
+            bytes: UNMEASURED_BYTES_PER_ROW,
+            basis: "the largest figure measured for any dataset of this project".to_string(),
+        };
+        check_fits(&format!("--rows {}", self.rows), self.rows, &per_row, folder)
+    }
+
+    /// The pack's design, generator and queries run, relative to `fixtures/`; a `--sql`
+    /// file's text is in the workload instead. (A pack or design that does not load was
+    /// refused by [`Benchmark::check`] before any bundle is made.)
+    fn sql_files(&self) -> Vec<String> {
+        let Ok(pack) = Pack::named(&self.pack) else { return Vec::new() };
+        let Ok(design) = self.design_of(&pack) else { return Vec::new() };
+        let schema = pack.designs.iter().filter(|candidate| candidate.name == design).map(|design| &design.path);
+        let mut files: Vec<String> = schema.chain(&pack.generator).filter_map(|path| fixture_relative(path)).collect();
+        if self.sql_files.is_empty() {
+            files.extend(self.run_queries(&pack).unwrap_or_default().into_iter().map(|query| query.file));
+        }
+        files
+    }
+
+    fn new_results(&self) -> ThroughputResults {
+        let pack = Pack::named(&self.pack).ok();
+        let design = pack.as_ref().and_then(|pack| self.design_of(pack).ok()).unwrap_or_default();
+        let queries = pack.as_ref().and_then(|pack| self.run_queries(pack).ok()).unwrap_or_default();
+        let concurrency = self.levels.list().unwrap_or_default();
+        ThroughputResults {
+            workload: Workload {
+                pack: self.pack.clone(),
+                design,
+                rows: self.rows,
+                queries: queries
+                    .iter()
+                    .map(|query| WorkloadQuery {
+                        name: query.name.clone(),
+                        file: query.file.clone(),
+                        sql: query.sql.clone(),
+                        setup: query.setup.iter().map(|statement| statement.sql.clone()).collect(),
+                    })
+                    .collect(),
+                levels_run: concurrency.clone(),
+                concurrency,
+                bound: match self.bound() {
+                    LoopBound::Duration(duration) => LevelBound::Duration { seconds: duration.as_secs_f64() },
+                    LoopBound::Statements(statements) => LevelBound::Iterations { statements },
+                },
+                rounds: self.rounds,
+                seed: self.seed,
+            },
+            dataset: None,
+            statement_records: StatsSource::ResultCounters,
+            runner_check: None,
+            rounds: Vec::new(),
+            levels: Vec::new(),
+            queries: Vec::new(),
+            notes: Vec::new(),
+        }
+    }
+
+    fn run_label(&self) -> String {
+        format!("throughput-{}-{}", self.pack, super::logs::short_count(self.rows))
+    }
+
+    fn run_phase(&self, phase: ThroughputPhase, run: &mut ThroughputRun<'_>) -> Result<()> {
+        match phase {
+            ThroughputPhase::Prepare => self.prepare(run),
+            ThroughputPhase::RunnerCheck => self.runner_check(run),
+            ThroughputPhase::Levels => self.levels(run),
+        }?;
+        run.writer.save()
+    }
+
+    /// The run's database goes: on a shared server it would hold the dataset for nothing.
+    fn clean_up(&self, run: &mut ThroughputRun<'_>) -> Result<()> {
+        let database = database(run);
+        run.target.execute(&format!("DROP DATABASE IF EXISTS {database} SYNC")).with_context(|| {
+            format!("database {database} may be left on the target: drop it with DROP DATABASE {database} SYNC")
+        })
+    }
+
+    fn report(bundle: &RunBundle<ThroughputResults>) -> Result<Section> {
+        Ok(Section {
+            markdown: report::markdown(&bundle.benchmark, &bundle.target),
+            charts: report::charts(&bundle.benchmark)?,
+        })
+    }
+
+    /// Latency per (query, level) as every kind compares it, then each level's QPS across
+    /// rounds, tested the same way, as lines of what differs.
+    fn compare(bundles: &[BundleAt<ThroughputResults>], options: &CompareOptions) -> Result<Comparison> {
+        let mut comparison = compare::compare_bundles(bundles, options)?;
+        if let [baseline, candidate] = bundles {
+            for level in compare_qps(&baseline.bundle.benchmark, &candidate.bundle.benchmark, &options.thresholds) {
+                comparison.differences.push(level.line());
+            }
+        }
+        Ok(comparison)
+    }
+}
+
+/// The run's own database, so that two runs on one server never share one.
+fn database(run: &ThroughputRun<'_>) -> String {
+    format!("chbench_{}", run.run_id().replace(['.', '-'], "_"))
+}
+
+/// `path` relative to `fixtures/`, if it is under it.
+fn fixture_relative(path: &Path) -> Option<String> {
+    let root = fixtures_root();
+    let path = path.canonicalize().ok()?;
+    let root = root.canonicalize().ok()?;
+    path.strip_prefix(root).ok().map(|relative| relative.to_string_lossy().into_owned())
+}
+
+/// Each client's order of the `queries` query indexes: [`ORDER_PASSES`] passes, each a
+/// shuffle from the seed's ChaCha8 stream of the client, so that a seed gives every client
+/// the same order in every run and two clients different ones (as ClickBench's concurrent
+/// runs derive a connection's order from a seed).
+pub fn client_orders(seed: u64, clients: u32, queries: usize) -> Vec<Vec<usize>> {
+    (0..clients)
+        .map(|client| {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            rng.set_stream(u64::from(client));
+            let mut order = Vec::with_capacity(queries * ORDER_PASSES);
+            for _ in 0..ORDER_PASSES {
+                let mut pass: Vec<usize> = (0..queries).collect();
+                pass.shuffle(&mut rng);
+                order.extend(pass);
+            }
+            order
+        })
+        .collect()
+}
+
+impl ThroughputBenchmark {
+    fn bound(&self) -> LoopBound {
+        match (self.iterations, self.duration) {
+            (Some(statements), _) => LoopBound::Statements(statements),
+            (None, Some(duration)) => LoopBound::Duration(duration),
+            (None, None) => LoopBound::Duration(DEFAULT_DURATION),
+        }
+    }
+
+    fn design_of(&self, pack: &Pack) -> Result<String> {
+        match &self.design {
+            Some(design) => Ok(pack.design(design)?.name.clone()),
+            None => pack
+                .designs
+                .first()
+                .map(|design| design.name.clone())
+                .with_context(|| format!("pack {} has no design to build", pack.name)),
+        }
+    }
+
+    /// The pack's queries that run on `design` and are not meant to fail.
+    fn pack_queries<'a>(&self, pack: &'a Pack, design: &str) -> Vec<&'a crate::packs::Query> {
+        pack.queries
+            .iter()
+            .filter(|query| query.designs.iter().any(|name| name == design) && query.expected_error.is_none())
+            .collect()
+    }
+
+    /// The queries to measure: the `--sql` files' (each its last statement, the rest its
+    /// setup), or the pack's (all on the design, or those `--query` names).
+    fn run_queries(&self, pack: &Pack) -> Result<Vec<RunQuery>> {
+        let params = Params::new().with("rows", self.rows);
+        if !self.sql_files.is_empty() {
+            return self
+                .sql_files
+                .iter()
+                .map(|path| {
+                    let fixture = Fixture::read(path)?;
+                    let mut statements = fixture.render(&params)?;
+                    let query = statements.pop().with_context(|| format!("{} holds no statement", shown(path)))?;
+                    Ok(RunQuery { name: fixture.name(), file: shown(path), sql: query.sql, setup: statements })
+                })
+                .collect();
+        }
+        let design = self.design_of(pack)?;
+        let available = self.pack_queries(pack, &design);
+        let chosen: Vec<&crate::packs::Query> = if self.queries.is_empty() {
+            available
+        } else {
+            self.queries
+                .iter()
+                .map(|name| {
+                    let query = pack.query(name)?;
+                    if !available.iter().any(|candidate| candidate.name == query.name) {
+                        bail!(
+                            "query {name} of pack {} does not run on design {design} (or is meant to fail)",
+                            pack.name
+                        );
+                    }
+                    Ok(query)
+                })
+                .collect::<Result<_>>()?
+        };
+        if chosen.is_empty() {
+            bail!("pack {} has no query that runs on design {design}: give SQL files with --sql", pack.name);
+        }
+        chosen
+            .into_iter()
+            .map(|query| {
+                let statement = pack.statement(&query.name, self.rows)?;
+                let file = fixture_relative(&query.file).unwrap_or_else(|| shown(&query.file));
+                Ok(RunQuery { name: query.name.clone(), file, sql: statement.sql, setup: Vec::new() })
+            })
+            .collect()
+    }
+
+    fn prepare(&self, run: &mut ThroughputRun<'_>) -> Result<()> {
+        let pack = Pack::named(&self.pack)?;
+        let design = self.design_of(&pack)?;
+        let queries = self.run_queries(&pack)?;
+        let dataset = Dataset { database: database(run), ..pack.dataset(&design, self.rows)? };
+        run.progress.start(
+            &format!("prepare: dataset {} ({} rows), then a warm-up of every query", dataset.name, self.rows),
+            None,
+        );
+        let manifest = dataset.build(run.target, "throughput-run").context("cannot build the dataset")?;
+        run.results().dataset = Some(DatasetBuild {
+            name: dataset.name.clone(),
+            statements: manifest.statements.len(),
+            seconds: manifest.build_seconds,
+        });
+        for query in &queries {
+            for statement in &query.setup {
+                crate::interrupt::check()?;
+                run.target
+                    .execute(statement)
+                    .with_context(|| format!("setup of {}: {}", query.name, statement.location()))?;
+            }
+        }
+        for query in &queries {
+            crate::interrupt::check()?;
+            if let Err(error) = run.target.run(&query.sql, &Settings::new(), FORMAT) {
+                if crate::interrupt::requested() {
+                    return Err(Interrupted.into());
+                }
+                let note = format!(
+                    "query {} failed in the warm-up ({error:#}); its errors are counted in every level",
+                    query.name
+                );
+                run.progress.warn(&note);
+                run.results().notes.push(note);
+            }
+        }
+        let levels = self.levels.list()?;
+        if levels.iter().any(|&clients| clients > 1)
+            && run.target.capabilities().concurrent_queries == Concurrency::Serial
+        {
+            let note =
+                format!("target {} runs one statement at a time: measuring at 1 client only", run.target.info().kind);
+            run.progress.warn(&note);
+            run.results().notes.push(note);
+            run.results().workload.levels_run = vec![1];
+        }
+        run.progress.finish(&format!("prepare: {} built in {:.1} s", dataset.name, manifest.build_seconds));
+        Ok(())
+    }
+
+    fn runner_check(&self, run: &mut ThroughputRun<'_>) -> Result<()> {
+        let statements = self.check_statements;
+        if statements == 0 {
+            return Ok(());
+        }
+        run.progress.start(
+            &format!("runner check: {CHECK_QUERY} through the runner and on the engine directly, {statements} a block"),
+            Some((CHECK_ORDER.len() * CHECK_PASSES) as u64),
+        );
+        // A warm-up of each path, not counted.
+        run.target.run_direct_loop(CHECK_QUERY, statements / 10 + 1, FORMAT)?;
+        self.runner_block(run, statements / 10 + 1)?;
+        let mut blocks = Vec::new();
+        let mut runner_cpu = Some(Duration::ZERO);
+        for &path in CHECK_ORDER.iter().cycle().take(CHECK_ORDER.len() * CHECK_PASSES) {
+            let (done, wall) = match path {
+                CheckPath::Direct => {
+                    let direct = run.target.run_direct_loop(CHECK_QUERY, statements, FORMAT)?;
+                    (direct.statements, direct.wall)
+                }
+                CheckPath::Runner => {
+                    let looped = self.runner_block(run, statements)?;
+                    let cpu = looped.clients.iter().map(|client| client.runner_cpu).sum::<Option<Duration>>();
+                    runner_cpu = runner_cpu.zip(cpu).map(|(sum, cpu)| sum + cpu);
+                    (looped.statements.len() as u64, looped.wall)
+                }
+            };
+            blocks.push(CheckBlock { path, statements: done, seconds: wall.as_secs_f64() });
+            run.progress.advance(&format!("{path:?}: {done} in {:.3} s", wall.as_secs_f64()));
+        }
+        let side = |path: CheckPath| -> (u64, f64) {
+            let of_path = blocks.iter().filter(|block| block.path == path);
+            (of_path.clone().map(|block| block.statements).sum(), of_path.map(|block| block.seconds).sum())
+        };
+        let (runner_statements, runner_seconds) = side(CheckPath::Runner);
+        let (direct_statements, direct_seconds) = side(CheckPath::Direct);
+        let runner_qps = ratio(runner_statements as f64, runner_seconds);
+        let direct_qps = ratio(direct_statements as f64, direct_seconds);
+        let check = RunnerCheck {
+            query: CHECK_QUERY.to_string(),
+            statements_per_side: direct_statements,
+            ratio: runner_qps.zip(direct_qps).and_then(|(runner, direct)| ratio(runner, direct)),
+            runner_qps,
+            direct_qps,
+            goal: CHECK_GOAL,
+            runner_cpu_us_per_statement: runner_cpu
+                .and_then(|cpu| ratio(cpu.as_secs_f64() * 1e6, runner_statements as f64)),
+            blocks,
+        };
+        let summary = format!(
+            "runner check: {} QPS through the runner, {} directly ({}, goal {CHECK_GOAL}x)",
+            number(check.runner_qps.unwrap_or(f64::NAN), 0),
+            number(check.direct_qps.unwrap_or(f64::NAN), 0),
+            times(check.ratio)
+        );
+        if check.ratio.is_some_and(|ratio| ratio < CHECK_GOAL) {
+            run.progress.warn(&format!("{summary}: the runner costs more than it should; its QPS figures are low"));
+        }
+        run.results().runner_check = Some(check);
+        run.progress.finish(&summary);
+        Ok(())
+    }
+
+    /// One block of the runner check: the check's query from one client, `statements` of
+    /// them, through the closed loop; a failure is the error (`SELECT 1` has none to count).
+    fn runner_block(&self, run: &mut ThroughputRun<'_>, statements: u64) -> Result<ClosedLoop> {
+        let looped = run.target.run_closed_loop(
+            1,
+            &[CHECK_QUERY],
+            &[vec![0]],
+            LoopBound::Statements(statements),
+            &Settings::new(),
+            FORMAT,
+        )?;
+        if looped.interrupted {
+            return Err(Interrupted.into());
+        }
+        if let Some(Err(error)) =
+            looped.statements.iter().map(|statement| &statement.outcome).find(|outcome| outcome.is_err())
+        {
+            bail!("the runner check's {CHECK_QUERY} failed: {error}");
+        }
+        Ok(looped)
+    }
+
+    fn levels(&self, run: &mut ThroughputRun<'_>) -> Result<()> {
+        let pack = Pack::named(&self.pack)?;
+        let queries = self.run_queries(&pack)?;
+        let levels = run.results().workload.levels_run.clone();
+        let statements: Vec<&str> = queries.iter().map(|query| query.sql.as_str()).collect();
+        let bound = self.bound();
+        let run_id = run.run_id();
+        // The query runs of each (query, level), started on first use.
+        let mut runs_of: BTreeMap<(usize, u32), usize> = BTreeMap::new();
+        for round in 1..=self.rounds {
+            run.progress.start(&format!("round {round}/{}: levels {levels:?}", self.rounds), Some(levels.len() as u64));
+            for &clients in &levels {
+                // A stop between levels records no empty one.
+                crate::interrupt::check()?;
+                let orders = client_orders(self.seed, clients, queries.len());
+                let looped = run.target.run_closed_loop(
+                    clients as usize,
+                    &statements,
+                    &orders,
+                    bound,
+                    &Settings::new(),
+                    FORMAT,
+                )?;
+                let interrupted = looped.interrupted;
+                let level = self.record_level(run, &queries, &run_id, round, clients, looped, &mut runs_of)?;
+                run.progress.advance(&level_line(&level));
+                run.results().rounds.push(level);
+                run.results().levels =
+                    levels.iter().map(|&clients| LevelSummary::of(clients, &run.results().rounds)).collect();
+                run.writer.save()?;
+                if interrupted {
+                    return Err(Interrupted.into());
+                }
+            }
+            run.progress.finish(&format!("round {round}/{} done", self.rounds));
+        }
+        Ok(())
+    }
+
+    /// A level's loop as the bundle keeps it ([`level_round`]), and each completed
+    /// statement a sample of its (query, level) query runs.
+    #[allow(clippy::too_many_arguments)]
+    fn record_level(
+        &self,
+        run: &mut ThroughputRun<'_>,
+        queries: &[RunQuery],
+        run_id: &str,
+        round: u32,
+        clients: u32,
+        looped: ClosedLoop,
+        runs_of: &mut BTreeMap<(usize, u32), usize>,
+    ) -> Result<LevelRound> {
+        let names: Vec<String> = queries.iter().map(|query| query.name.clone()).collect();
+        let level = level_round(round, clients, &looped, &names);
+        for statement in &looped.statements {
+            let Ok(counters) = &statement.outcome else { continue };
+            let query = &queries[statement.query as usize];
+            let index = match runs_of.get(&(statement.query as usize, clients)) {
+                Some(&index) => index,
+                None => {
+                    let index = run.writer.start_query(QueryRuns {
+                        query: query.name.clone(),
+                        variant: ThroughputVariant { clients },
+                        ab_variant: None,
+                        plan: None,
+                        sql_file: query.file.clone(),
+                        answer: String::new(),
+                        samples: Vec::new(),
+                    })?;
+                    runs_of.insert((statement.query as usize, clients), index);
+                    index
+                }
+            };
+            // Numbered in turn within the query runs, as every kind numbers a query run's samples.
+            let attempt = run.results().queries[index].samples.len() as u32 + 1;
+            let name = format!("{}_c{clients}_{}", query.name, statement.client);
+            let tag = StatementTag::new(run_id, "throughput", &name, attempt);
+            match closed_loop_stats(tag.to_string(), counters, statement.latency, &query.sql) {
+                Ok(stats) => {
+                    let answer = (attempt == 1)
+                        .then(|| looped.answers.get(statement.query as usize).cloned().flatten())
+                        .flatten()
+                        .map(|body| body.chars().take(2000).collect());
+                    let sample = Sample {
+                        kind: SampleKind::Warm,
+                        attempt,
+                        settings: Settings::new(),
+                        stats,
+                        breakdown: None,
+                        round_position: None,
+                        // The loop keeps each query's first result only, not every one's.
+                        answer: None,
+                    };
+                    // Into the bundle directly, not through the samples journal: the level
+                    // is saved whole when it ends, and the journal's fold, which looks for
+                    // the sample's number among those its query runs hold, grows with the
+                    // square of a long level's samples.
+                    let runs = &mut run.results().queries[index];
+                    if let Some(answer) = answer
+                        && runs.answer.is_empty()
+                    {
+                        runs.answer = answer;
+                    }
+                    runs.samples.push(sample);
+                }
+                // The statement stays in the level's record; only its sample is missing.
+                Err(error) => {
+                    let note = format!("some statements of {} have no sample: {error:#}", query.name);
+                    if !run.results().notes.contains(&note) {
+                        run.results().notes.push(note);
+                    }
+                }
+            }
+        }
+        Ok(level)
+    }
+}
+
+/// One level of one round from its closed loop: every statement (named by
+/// `query_names`), and its figures. QPS is the completed statements over the loop's wall
+/// time (start line to the last client's end), never over the sum of their latencies;
+/// a failed statement is counted apart and adds to neither QPS nor the percentiles; with
+/// none completed, QPS and latency are unknown, with why.
+pub fn level_round(round: u32, clients: u32, looped: &ClosedLoop, query_names: &[String]) -> LevelRound {
+    let wall_seconds = looped.wall.as_secs_f64();
+    let mut records = Vec::with_capacity(looped.statements.len());
+    let mut errors_by_query: Vec<QueryErrors> = Vec::new();
+    let (mut completed, mut errors, mut rows_read) = (0u64, 0u64, 0u64);
+    let mut latencies = Vec::with_capacity(looped.statements.len());
+    for statement in &looped.statements {
+        let query =
+            query_names.get(statement.query as usize).cloned().unwrap_or_else(|| format!("#{}", statement.query));
+        let latency_us = u64::try_from(statement.latency.as_micros()).unwrap_or(u64::MAX);
+        let (read_rows, error) = match &statement.outcome {
+            Ok(counters) => {
+                completed += 1;
+                rows_read += counters.read_rows.unwrap_or(0);
+                latencies.push(latency_us as f64 / 1e3);
+                (counters.read_rows, None)
+            }
+            Err(error) => {
+                errors += 1;
+                match errors_by_query.iter_mut().find(|errors| errors.query == query) {
+                    Some(errors) => errors.count += 1,
+                    None => errors_by_query.push(QueryErrors { query: query.clone(), count: 1, first: error.clone() }),
+                }
+                (None, Some(error.clone()))
+            }
+        };
+        records.push(StatementRecord {
+            client: statement.client,
+            query,
+            start_offset_us: u64::try_from(statement.start_offset.as_micros()).unwrap_or(u64::MAX),
+            latency_us,
+            read_rows,
+            error,
+        });
+    }
+    let statements_run: u64 = looped.clients.iter().map(|client| client.statements).sum();
+    let runner_cpu: Option<Duration> = looped.clients.iter().map(|client| client.runner_cpu).sum();
+    let (qps, rows_per_second, unknown) = if completed == 0 {
+        (None, None, Some(format!("no statement completed ({errors} failed)")))
+    } else {
+        (ratio(completed as f64, wall_seconds), ratio(rows_read as f64, wall_seconds), None)
+    };
+    LevelRound {
+        round,
+        clients,
+        complete: !looped.interrupted,
+        wall_seconds,
+        completed,
+        errors,
+        qps,
+        rows_per_second,
+        latency: Latency::of(latencies),
+        unknown,
+        runner_cpu_us_per_statement: runner_cpu.and_then(|cpu| ratio(cpu.as_secs_f64() * 1e6, statements_run as f64)),
+        errors_by_query,
+        statements: records,
+    }
+}
+
+/// One line of a level's figures, as progress says it.
+fn level_line(level: &LevelRound) -> String {
+    let qps = match level.qps {
+        Some(qps) => format!("{} QPS", number(qps, 0)),
+        None => format!("QPS unknown: {}", level.unknown.as_deref().unwrap_or("none completed")),
+    };
+    format!(
+        "{} clients: {qps}, p50 {} ms, {} completed, {} errors{}",
+        level.clients,
+        level.latency.p50_ms.map_or("unknown".to_string(), |ms| number(ms, 2)),
+        level.completed,
+        level.errors,
+        if level.complete { "" } else { " (interrupted)" }
+    )
+}
+
+/// One level's QPS in two bundles, tested across rounds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LevelQps {
+    pub clients: u32,
+    pub baseline: Spread,
+    pub candidate: Spread,
+    /// The test on the milliseconds of wall time per completed statement (`1000 / QPS`) of
+    /// each complete round: lower is faster, as for every other timing compared.
+    pub significance: crate::significance::Significance,
+}
+
+impl LevelQps {
+    /// `QPS at 4 clients: 812 -> 790 (B/A 0.97x), unchanged (5 and 5 rounds, p 0.42)`.
+    pub fn line(&self) -> String {
+        let qps = |spread: &Spread| spread.median.map_or("unknown".to_string(), |qps| number(qps, 0));
+        let significance = &self.significance;
+        let verdict = match significance.verdict {
+            Verdict::Faster => "higher",
+            Verdict::Slower => "lower",
+            Verdict::Unchanged => "unchanged",
+            Verdict::Unstable => "unstable",
+            Verdict::Untestable => "untestable",
+            // Set by the query comparison from answers, never by a test on QPS.
+            Verdict::AnswersDiffer => "answers differ",
+            Verdict::Failed => "failed",
+        };
+        let ratio = self.baseline.median.zip(self.candidate.median).and_then(|(a, b)| ratio(b, a));
+        let p = significance.p_value.map_or(String::new(), |p| format!(", p {p:.2}"));
+        let reason = significance.reason.as_ref().map_or(String::new(), |reason| format!(": {reason}"));
+        format!(
+            "QPS at {} clients: {} -> {} (B/A {}), {verdict} ({} and {} rounds{p}){reason}",
+            self.clients,
+            qps(&self.baseline),
+            qps(&self.candidate),
+            times(ratio),
+            significance.baseline_samples,
+            significance.candidate_samples
+        )
+    }
+}
+
+/// Each level both bundles ran: its QPS across complete rounds, tested with the
+/// comparison's statistics ([`compare_timings`]) on the wall time per completed statement.
+pub fn compare_qps(
+    baseline: &ThroughputResults,
+    candidate: &ThroughputResults,
+    thresholds: &Thresholds,
+) -> Vec<LevelQps> {
+    let ms_per_statement = |results: &ThroughputResults, clients: u32| -> Vec<f64> {
+        results
+            .rounds
+            .iter()
+            .filter(|round| round.clients == clients && round.complete)
+            .map(|round| round.qps.map_or(f64::NAN, |qps| 1e3 / qps))
+            .collect()
+    };
+    baseline
+        .levels
+        .iter()
+        .filter_map(|level| {
+            let other = candidate.levels.iter().find(|other| other.clients == level.clients)?;
+            Some(LevelQps {
+                clients: level.clients,
+                baseline: level.qps,
+                candidate: other.qps,
+                significance: compare_timings(
+                    &ms_per_statement(baseline, level.clients),
+                    &ms_per_statement(candidate, level.clients),
+                    thresholds,
+                ),
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_concurrency_list_is_refused_in_one_line_when_meaningless() {
+        let error = |text: &str| Levels::parse(text).list().unwrap_err().to_string();
+        assert_eq!(Levels::parse("1,2,4").list().unwrap(), [1, 2, 4]);
+        assert_eq!(Levels::parse(" 8 , 1 ").list().unwrap(), [8, 1]);
+        assert_eq!(Levels::parse("256").list().unwrap(), [256]);
+        assert!(error("").starts_with("--concurrency lists no level"));
+        assert!(error(",").starts_with("--concurrency lists no level"));
+        assert_eq!(error("0"), "--concurrency 0: a level needs at least one client");
+        assert!(error("1,257").starts_with("--concurrency 257 is more clients than this runner starts (256"));
+        assert!(error("99999999999999999999").contains("is not a number of clients"));
+        assert!(error("two").starts_with("--concurrency two is not a number of clients"));
+        assert!(error("2,2").contains("lists 2 twice"));
+    }
+
+    #[test]
+    fn every_client_has_its_own_order_and_a_seed_replays_it() {
+        let orders = client_orders(7, 3, 4);
+        assert_eq!(orders.len(), 3);
+        for order in &orders {
+            assert_eq!(order.len(), 4 * ORDER_PASSES);
+            // Every pass holds every query once.
+            for pass in order.chunks(4) {
+                let mut sorted = pass.to_vec();
+                sorted.sort_unstable();
+                assert_eq!(sorted, [0, 1, 2, 3]);
+            }
+        }
+        assert_ne!(orders[0], orders[1]);
+        assert_eq!(client_orders(7, 3, 4), orders);
+        assert_ne!(client_orders(8, 3, 4), orders);
+        // A client's order does not depend on how many clients there are.
+        assert_eq!(client_orders(7, 1, 4)[0], orders[0]);
+    }
+
+    /// A level worked out by hand: two clients over 2 s of wall time, five completed
+    /// statements (1.8 s of latency in all) and one failed one of 1 ms.
+    #[test]
+    fn a_levels_figures_are_completed_statements_over_its_wall_time() {
+        use crate::targets::{ClientCost, LoopStatement, ResultCounters};
+        let ms = Duration::from_millis;
+        let ok = |client: u32, query: u32, start: u64, latency: u64| LoopStatement {
+            client,
+            query,
+            start_offset: ms(start),
+            latency: ms(latency),
+            outcome: Ok(ResultCounters { read_rows: Some(10), ..ResultCounters::default() }),
+        };
+        let statements = vec![
+            ok(0, 0, 0, 100),
+            ok(0, 1, 100, 200),
+            LoopStatement { outcome: Err("Code: 60. Unknown table".to_string()), ..ok(0, 1, 300, 1) },
+            ok(0, 0, 301, 300),
+            ok(1, 1, 0, 500),
+            ok(1, 0, 500, 700),
+        ];
+        let looped = ClosedLoop {
+            statements,
+            wall: Duration::from_secs(2),
+            clients: vec![
+                ClientCost { client: 0, statements: 4, runner_cpu: Some(Duration::from_micros(40)) },
+                ClientCost { client: 1, statements: 2, runner_cpu: Some(Duration::from_micros(20)) },
+            ],
+            answers: vec![None, None],
+            interrupted: false,
+        };
+        let level = level_round(3, 2, &looped, &["a".to_string(), "b".to_string()]);
+        assert_eq!((level.round, level.clients, level.completed, level.errors), (3, 2, 5, 1));
+        // 5 / 2 s, not 5 / 1.8 s (the latencies' sum) nor 6 / 2 s (the failure counted).
+        assert_eq!(level.qps, Some(2.5));
+        assert_eq!(level.rows_per_second, Some(25.0));
+        // Nearest rank of 100, 200, 300, 500, 700: the failure's 1 ms is not among them.
+        assert_eq!(
+            (level.latency.p50_ms, level.latency.p90_ms, level.latency.p99_ms, level.latency.max_ms),
+            (Some(300.0), Some(700.0), Some(700.0), Some(700.0))
+        );
+        assert_eq!(level.runner_cpu_us_per_statement, Some(10.0));
+        assert_eq!(level.statements.len(), 6);
+        assert_eq!(level.statements[2].error.as_deref(), Some("Code: 60. Unknown table"));
+        assert_eq!((level.statements[2].read_rows, level.statements[4].read_rows), (None, Some(10)));
+        assert_eq!(
+            level.errors_by_query,
+            [QueryErrors { query: "b".to_string(), count: 1, first: "Code: 60. Unknown table".to_string() }]
+        );
+        assert!(level.complete && level.unknown.is_none());
+        // Nothing completed: QPS and latency unknown, with why, never 0.
+        let failed = ClosedLoop {
+            statements: vec![LoopStatement { outcome: Err("boom".to_string()), ..ok(0, 0, 0, 5) }],
+            wall: ms(5),
+            clients: vec![ClientCost { client: 0, statements: 1, runner_cpu: None }],
+            answers: vec![None],
+            interrupted: false,
+        };
+        let level = level_round(1, 1, &failed, &["a".to_string()]);
+        assert_eq!((level.qps, level.rows_per_second, level.latency), (None, None, Latency::default()));
+        assert_eq!(level.unknown.as_deref(), Some("no statement completed (1 failed)"));
+        assert_eq!(level.runner_cpu_us_per_statement, None);
+        // The summary across rounds takes the complete rounds only.
+        let rounds = vec![
+            LevelRound { qps: Some(2.0), ..level_round(1, 2, &looped, &["a".to_string(), "b".to_string()]) },
+            level_round(2, 2, &looped, &["a".to_string(), "b".to_string()]),
+            LevelRound {
+                complete: false,
+                qps: Some(100.0),
+                ..level_round(3, 2, &looped, &["a".to_string(), "b".to_string()])
+            },
+        ];
+        let summary = LevelSummary::of(2, &rounds);
+        assert_eq!(summary.rounds, 2);
+        assert_eq!((summary.qps.min, summary.qps.median, summary.qps.max), (Some(2.0), Some(2.25), Some(2.5)));
+        assert_eq!((summary.completed, summary.errors), (10, 2));
+        assert_eq!(summary.runner_cpu_us_per_statement, Some(10.0));
+    }
+
+    /// Results whose level of 2 clients had these QPS, one complete round each.
+    fn results_with_qps(qps: &[f64]) -> ThroughputResults {
+        let benchmark = ThroughputBenchmark {
+            pack: "logs".to_string(),
+            design: None,
+            rows: 1000,
+            queries: Vec::new(),
+            sql_files: Vec::new(),
+            levels: Levels::parse("2"),
+            duration: None,
+            iterations: None,
+            rounds: qps.len() as u32,
+            seed: 1,
+            check_statements: 0,
+        };
+        let mut results = benchmark.new_results();
+        let looped = ClosedLoop {
+            statements: Vec::new(),
+            wall: Duration::from_secs(1),
+            clients: Vec::new(),
+            answers: Vec::new(),
+            interrupted: false,
+        };
+        for (round, &qps) in qps.iter().enumerate() {
+            results.rounds.push(LevelRound { qps: Some(qps), ..level_round(round as u32 + 1, 2, &looped, &[]) });
+        }
+        results.levels = vec![LevelSummary::of(2, &results.rounds)];
+        results
+    }
+
+    #[test]
+    fn a_levels_qps_is_compared_across_rounds_higher_being_better() {
+        let thresholds = Thresholds::default();
+        let slow = results_with_qps(&[100.0, 101.0, 99.0, 100.5, 99.5]);
+        let fast = results_with_qps(&[150.0, 151.0, 149.0, 150.5, 149.5]);
+        let [level] = compare_qps(&slow, &fast, &thresholds).try_into().unwrap();
+        assert_eq!(level.clients, 2);
+        assert_eq!((level.baseline.median, level.candidate.median), (Some(100.0), Some(150.0)));
+        // Compared as wall time per completed statement: more QPS is faster.
+        assert_eq!(level.significance.verdict, Verdict::Faster);
+        assert!(
+            level.line().starts_with("QPS at 2 clients: 100 -> 150 (B/A 1.50x), higher (5 and 5 rounds, p "),
+            "{}",
+            level.line()
+        );
+        let [back] = compare_qps(&fast, &slow, &thresholds).try_into().unwrap();
+        assert_eq!(back.significance.verdict, Verdict::Slower);
+        assert!(back.line().contains(", lower ("), "{}", back.line());
+        // Three rounds a side: untestable, said with the counts.
+        let few = results_with_qps(&[100.0, 101.0, 99.0]);
+        let [level] = compare_qps(&few, &few, &thresholds).try_into().unwrap();
+        assert_eq!(level.significance.verdict, Verdict::Untestable);
+        assert!(level.line().contains("untestable (3 and 3 rounds): 3 and 3 samples"), "{}", level.line());
+    }
+
+    #[test]
+    fn percentiles_are_nearest_rank() {
+        let latency = Latency::of((1..=100).rev().map(f64::from).collect());
+        assert_eq!(
+            (latency.p50_ms, latency.p90_ms, latency.p99_ms, latency.max_ms),
+            (Some(50.0), Some(90.0), Some(99.0), Some(100.0))
+        );
+        let one = Latency::of(vec![3.0]);
+        assert_eq!((one.p50_ms, one.p99_ms, one.max_ms), (Some(3.0), Some(3.0), Some(3.0)));
+        assert_eq!(Latency::of(Vec::new()), Latency::default());
+        let spread = Spread::of([Some(3.0), Some(1.0), Some(2.0)]);
+        assert_eq!((spread.min, spread.median, spread.max), (Some(1.0), Some(2.0), Some(3.0)));
+        assert_eq!(Spread::of([Some(1.0), None]), Spread::default());
+    }
+}

@@ -1,0 +1,308 @@
+//! `cargo xtask bench throughput`: a run over SQL files (one of which fails) at two
+//! levels keeps every statement, counts the failures apart and its QPS is what its
+//! statements say; the runner check is in the bundle with both sides; two real bundles
+//! compare level by level; meaningless inputs are one line before the engine starts; a
+//! SIGTERM in the middle of a level keeps the rounds done.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use chbench::benchmarks::throughput::{CheckPath, ThroughputBundle, ThroughputResults};
+use chbench::results::{RunStatus, load_bundle};
+use chbench::stats::StatsSource;
+
+use crate::common::{error_line, xtask};
+
+/// `cargo xtask bench throughput` on the embedded engine at 100K rows, its bundle `run_id`
+/// under `results`.
+fn throughput(results: &Path, run_id: &str, flags: &[&str]) -> Command {
+    let mut command = xtask();
+    command
+        .args(["bench", "throughput", "--target", "embedded", "--rows", "100K", "--run-id", run_id])
+        .args(flags)
+        .arg("--results-dir")
+        .arg(results);
+    command
+}
+
+fn run(results: &Path, run_id: &str, flags: &[&str]) -> ThroughputBundle {
+    let output = throughput(results, run_id, flags).output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    load_bundle(&results.join(run_id)).unwrap()
+}
+
+#[test]
+fn a_run_keeps_every_statement_counts_failures_apart_and_checks_its_runner() {
+    let results = tempfile::tempdir().unwrap();
+    let files = results.path();
+    std::fs::write(files.join("count.sql"), "SELECT count() FROM logs WHERE level = 'ERROR'\n").unwrap();
+    std::fs::write(files.join("missing.sql"), "SELECT count() FROM no_such_table\n").unwrap();
+    std::fs::write(
+        files.join("own_table.sql"),
+        "CREATE TABLE extra (k UInt64) ENGINE = MergeTree ORDER BY k;\nINSERT INTO extra SELECT number FROM \
+         numbers(1000);\nSELECT sum(k) FROM extra\n",
+    )
+    .unwrap();
+    let sql = |name: &str| files.join(name).display().to_string();
+    let (count, missing, own) = (sql("count.sql"), sql("missing.sql"), sql("own_table.sql"));
+    let bundle = run(
+        results.path(),
+        "files",
+        &[
+            "--sql",
+            &count,
+            &missing,
+            &own,
+            "--concurrency",
+            "1,2",
+            "--duration",
+            "200ms",
+            "--rounds",
+            "5",
+            "--check-statements",
+            "50",
+        ],
+    );
+    assert_eq!(bundle.status, RunStatus::Complete);
+    let tp = &bundle.benchmark;
+    let names: Vec<&str> = tp.workload.queries.iter().map(|query| query.name.as_str()).collect();
+    assert_eq!(names, ["count", "missing", "own_table"]);
+    assert_eq!(tp.workload.queries[2].setup.len(), 2);
+    assert_eq!(tp.workload.queries[2].sql, "SELECT sum(k) FROM extra");
+    assert_eq!(tp.statement_records, StatsSource::ResultCounters);
+    assert_eq!(tp.rounds.len(), 10, "5 rounds of 2 levels");
+    for round in &tp.rounds {
+        assert!(round.complete);
+        // The figures are what the statements say.
+        let failed = round.statements.iter().filter(|statement| statement.error.is_some()).count() as u64;
+        assert_eq!((round.completed, round.errors), (round.statements.len() as u64 - failed, failed));
+        assert_eq!(round.qps, Some(round.completed as f64 / round.wall_seconds));
+        let rows: u64 = round.statements.iter().filter_map(|statement| statement.read_rows).sum();
+        assert_eq!(round.rows_per_second, Some(rows as f64 / round.wall_seconds));
+        // Only the missing table fails, and every client ran.
+        assert!(round.statements.iter().all(|statement| statement.error.is_some() == (statement.query == "missing")));
+        assert_eq!(round.errors_by_query.len(), 1);
+        assert_eq!(round.errors_by_query[0].query, "missing");
+        assert!(round.errors_by_query[0].first.contains("UNKNOWN_TABLE"), "{:?}", round.errors_by_query);
+        let clients: std::collections::BTreeSet<u32> =
+            round.statements.iter().map(|statement| statement.client).collect();
+        assert_eq!(clients.len() as u32, round.clients);
+        assert!(round.runner_cpu_us_per_statement.is_some());
+    }
+    for level in &tp.levels {
+        assert_eq!(level.rounds, 5);
+        assert!(level.qps.min <= level.qps.median && level.qps.median <= level.qps.max && level.qps.min.is_some());
+        assert!(level.errors > 0 && level.latency.p50_ms <= level.latency.p99_ms);
+    }
+    // The completed statements are the samples of their (query, level) query runs.
+    for runs in &tp.queries {
+        let completed = tp
+            .rounds
+            .iter()
+            .filter(|round| round.clients == runs.variant.clients)
+            .flat_map(|round| &round.statements)
+            .filter(|statement| statement.query == runs.query && statement.error.is_none())
+            .count();
+        assert_eq!(runs.samples.len(), completed, "{} at {}", runs.query, runs.variant.clients);
+        let attempts: Vec<u32> = runs.samples.iter().map(|sample| sample.attempt).collect();
+        assert_eq!(attempts, (1..=completed as u32).collect::<Vec<_>>());
+        assert!(runs.samples.iter().all(|sample| sample.stats.source == StatsSource::ResultCounters));
+    }
+    assert_eq!(tp.queries.iter().filter(|runs| runs.query == "missing").count(), 0);
+    assert_eq!(tp.queries.iter().find(|runs| runs.query == "own_table").unwrap().answer, "499500\n");
+    // The runner check: both sides, the same statements each.
+    let check = tp.runner_check.as_ref().unwrap();
+    let side = |path: CheckPath| -> (usize, u64) {
+        let blocks: Vec<_> = check.blocks.iter().filter(|block| block.path == path).collect();
+        (blocks.len(), blocks.iter().map(|block| block.statements).sum())
+    };
+    assert_eq!(side(CheckPath::Runner), side(CheckPath::Direct));
+    assert_eq!(side(CheckPath::Runner), (16, 800));
+    assert_eq!(check.statements_per_side, 800);
+    assert!(check.runner_qps.is_some() && check.direct_qps.is_some() && check.ratio.is_some());
+    assert!(check.runner_cpu_us_per_statement.is_some());
+    let report = std::fs::read_to_string(results.path().join("files/report.md")).unwrap();
+    assert!(report.contains("### Runner check") && report.contains("missing failed"), "{report}");
+    assert!(report.contains("no ProfileEvents"), "{report}");
+}
+
+/// Two real runs of the pack's queries compare per (query, level) and per level's QPS.
+#[test]
+fn two_throughput_bundles_compare_level_by_level() {
+    let results = tempfile::tempdir().unwrap();
+    let flags =
+        ["--query", "q1,q2", "--concurrency", "1,2", "--duration", "150ms", "--rounds", "5", "--check-statements", "0"];
+    run(results.path(), "a", &flags);
+    run(results.path(), "b", &flags);
+    let out = results.path().join("compared");
+    let output = xtask()
+        .arg("compare")
+        .args([results.path().join("a"), results.path().join("b")])
+        .arg("--json")
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let comparison: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(comparison["kind"], "throughput");
+    let labels: Vec<&str> =
+        comparison["queries"].as_array().unwrap().iter().map(|q| q["query"].as_str().unwrap()).collect();
+    for label in ["q1 (clients=1)", "q1 (clients=2)", "q2 (clients=1)", "q2 (clients=2)"] {
+        assert!(labels.contains(&label), "{labels:?}");
+    }
+    let differences: Vec<&str> =
+        comparison["differences"].as_array().unwrap().iter().map(|line| line.as_str().unwrap()).collect();
+    for clients in [1, 2] {
+        let line = differences.iter().find(|line| line.starts_with(&format!("QPS at {clients} clients: "))).unwrap();
+        assert!(line.contains("(5 and 5 rounds"), "{line}");
+    }
+    assert!(out.join("compare.md").is_file());
+}
+
+#[test]
+fn meaningless_levels_and_bounds_are_one_line_before_the_engine_starts() {
+    let results = tempfile::tempdir().unwrap();
+    for (flags, said) in [
+        (&["--concurrency", "0"][..], "--concurrency 0: a level needs at least one client"),
+        (&["--concurrency", "1,300"], "--concurrency 300 is more clients than this runner starts (256"),
+        (&["--concurrency", ""], "--concurrency lists no level"),
+        (&["--concurrency", "1,4", "--iterations", "3"], "--iterations 3 is fewer than the 4 clients of level 4"),
+        (&["--duration", "0s"], "--duration 0s: a level needs time to run"),
+        (&["--pack", "no_such_pack"], "no_such_pack"),
+        (&["--query", "q9"], "q9"),
+        (&["--sql", "/no/such/file.sql"], "/no/such/file.sql"),
+    ] {
+        let output = throughput(results.path(), "refused", flags).output().unwrap();
+        let line = error_line(&output);
+        assert!(line.contains(said), "{flags:?}: {line}");
+        assert!(!String::from_utf8_lossy(&output.stderr).contains("target embedded"), "the engine started");
+    }
+    assert!(!results.path().join("refused").exists());
+}
+
+/// `--iterations` at least the clients: every level runs exactly that many statements.
+#[test]
+fn an_iteration_budget_is_run_exactly_at_every_level() {
+    let results = tempfile::tempdir().unwrap();
+    let bundle = run(
+        results.path(),
+        "budget",
+        &["--query", "q1", "--concurrency", "1,3", "--iterations", "3", "--rounds", "1", "--check-statements", "0"],
+    );
+    let counts: Vec<(u32, usize)> =
+        bundle.benchmark.rounds.iter().map(|round| (round.clients, round.statements.len())).collect();
+    assert_eq!(counts, [(1, 3), (3, 3)]);
+}
+
+/// SIGTERM in the middle of a level: the run ends with 130, the rounds done are kept, the
+/// level it stopped in is kept marked incomplete, and no summary counts it.
+#[test]
+fn sigterm_in_the_middle_of_a_level_keeps_the_levels_done() {
+    let results = tempfile::tempdir().unwrap();
+    let stderr = std::fs::File::create(results.path().join("stderr.txt")).unwrap();
+    let mut child = throughput(
+        results.path(),
+        "stopped",
+        &["--query", "q1", "--concurrency", "1,2", "--duration", "1s", "--rounds", "100", "--check-statements", "0"],
+    )
+    .stdout(Stdio::null())
+    .stderr(stderr)
+    .spawn()
+    .unwrap();
+    let dir = results.path().join("stopped");
+    wait_for(&mut child, || {
+        load_bundle::<ThroughputResults>(&dir).is_ok_and(|bundle| bundle.benchmark.rounds.len() >= 3)
+    });
+    // Within the fourth level: it lasts a second, and the third ended a moment ago.
+    std::thread::sleep(Duration::from_millis(300));
+    let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    assert!(status.success());
+    let code = child.wait().unwrap().code();
+    let stderr = std::fs::read_to_string(results.path().join("stderr.txt")).unwrap();
+    assert_eq!(code, Some(130), "{stderr}");
+    let bundle: ThroughputBundle = load_bundle(&dir).unwrap();
+    assert_eq!((bundle.status, bundle.phase.as_str()), (RunStatus::Incomplete, "levels"));
+    let rounds = &bundle.benchmark.rounds;
+    assert!(rounds.len() >= 4, "{} levels kept", rounds.len());
+    assert!(rounds[..rounds.len() - 1].iter().all(|round| round.complete));
+    let last = rounds.last().unwrap();
+    assert!(!last.complete && !last.statements.is_empty(), "{last:?}");
+    let counted: usize = bundle.benchmark.levels.iter().map(|level| level.rounds).sum();
+    assert_eq!(counted, rounds.len() - 1, "an interrupted level counts in no summary");
+    let errors: Vec<&str> = stderr.lines().filter(|line| line.starts_with("error: ")).collect();
+    assert!(errors.len() == 1 && errors[0].ends_with("interrupted by Ctrl-C or SIGTERM"), "{stderr}");
+}
+
+fn wait_for(child: &mut Child, done: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while !done() {
+        assert!(Instant::now() < deadline, "the run never got there");
+        assert!(child.try_wait().unwrap().is_none(), "the run ended before it could be interrupted");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// What a run said, for a test to read.
+#[derive(Default)]
+struct Said(std::sync::Mutex<Vec<String>>);
+
+impl chbench::benchmarks::Progress for Said {
+    fn start(&self, _: &str, _: Option<u64>) {}
+    fn advance(&self, _: &str) {}
+    fn finish(&self, _: &str) {}
+    fn warn(&self, line: &str) {
+        self.0.lock().unwrap().push(line.to_string());
+    }
+    fn note(&self, _: &str) {}
+}
+
+/// On a target that runs one statement at a time (an engine worker: one pipe), the run
+/// says so in one line and measures level 1 only.
+#[test]
+fn a_target_that_runs_one_statement_at_a_time_runs_level_1_only_and_says_so() {
+    use chbench::benchmarks::throughput::{ThroughputBenchmark, ThroughputFlags};
+    use chbench::benchmarks::{AnyBenchmark, Benchmark, BundlePlace};
+    use chbench::targets::worker::WorkerCommand;
+    use clap::{Args, FromArgMatches};
+
+    let command =
+        WorkerCommand { program: env!("CARGO_BIN_EXE_xtask").into(), args: vec!["engine-worker".to_string()] };
+    let engine = chbench::engine::engine_version().unwrap();
+    let mut worker = chbench::targets::open_worker(&command, engine, &chbench::targets::Storage::Scratch).unwrap();
+    assert_eq!(worker.capabilities().concurrent_queries, chbench::targets::Concurrency::Serial);
+    let matches = ThroughputFlags::augment_args(clap::Command::new("throughput")).get_matches_from([
+        "throughput",
+        "--rows",
+        "100K",
+        "--query",
+        "q1",
+        "--concurrency",
+        "1,2,4",
+        "--iterations",
+        "4",
+        "--rounds",
+        "1",
+        "--check-statements",
+        "10",
+    ]);
+    let benchmark = ThroughputBenchmark::from_flags(ThroughputFlags::from_arg_matches(&matches).unwrap());
+    let results = tempfile::tempdir().unwrap();
+    let place = BundlePlace {
+        root: results.path().to_path_buf(),
+        run_id: "serial".to_string(),
+        existing: chbench::results::ExistingFolder::Refuse,
+    };
+    let said = Said::default();
+    let end = AnyBenchmark::run_to_bundle(&benchmark, &mut worker, &place, &said).unwrap();
+    end.outcome.unwrap();
+    let bundle: ThroughputBundle = load_bundle(&end.dir).unwrap();
+    assert_eq!(bundle.benchmark.workload.concurrency, [1, 2, 4]);
+    assert_eq!(bundle.benchmark.workload.levels_run, [1]);
+    let levels: Vec<u32> = bundle.benchmark.rounds.iter().map(|round| round.clients).collect();
+    assert_eq!(levels, [1]);
+    let line = "target embedded runs one statement at a time: measuring at 1 client only";
+    assert_eq!(bundle.benchmark.notes, [line]);
+    assert_eq!(said.0.lock().unwrap().iter().filter(|warning| warning.as_str() == line).count(), 1);
+}
