@@ -140,6 +140,7 @@ fn two_throughput_bundles_compare_level_by_level() {
         .arg("compare")
         .args([results.path().join("a"), results.path().join("b")])
         .arg("--json")
+        .args(["--price-a", "0.29"])
         .arg("--out")
         .arg(&out)
         .output()
@@ -157,6 +158,9 @@ fn two_throughput_bundles_compare_level_by_level() {
     for clients in [1, 2] {
         let line = differences.iter().find(|line| line.starts_with(&format!("QPS at {clients} clients: "))).unwrap();
         assert!(line.contains("(5 and 5 rounds"), "{line}");
+        // A's price gives its cost at the level's QPS; B's is unknown, never 0.
+        let cost = differences.iter().find(|line| line.starts_with(&format!("cost at {clients} clients: $"))).unwrap();
+        assert!(cost.contains(" against unknown per 1,000 queries"), "{cost}");
     }
     assert!(out.join("compare.md").is_file());
 }

@@ -312,8 +312,11 @@ impl Benchmark for ThroughputBenchmark {
     fn compare(bundles: &[BundleAt<ThroughputResults>], options: &CompareOptions) -> Result<Comparison> {
         let mut comparison = compare::compare_bundles(bundles, options)?;
         if let [baseline, candidate] = bundles {
+            let prices =
+                (comparison.cost.baseline.price.usd_per_hour(), comparison.cost.candidate.price.usd_per_hour());
             for level in compare_qps(&baseline.bundle.benchmark, &candidate.bundle.benchmark, &options.thresholds) {
                 comparison.differences.push(level.line());
+                comparison.differences.push(level.cost_line(prices));
             }
         }
         Ok(comparison)
@@ -775,6 +778,25 @@ pub struct LevelQps {
 }
 
 impl LevelQps {
+    /// `cost at 4 clients: $0.000120 against $0.000098 per 1,000 queries (at the median
+    /// QPS and each side's node price)`, unknown where a price or a QPS is.
+    pub fn cost_line(&self, (baseline_usd, candidate_usd): (Option<f64>, Option<f64>)) -> String {
+        let cost = |spread: &Spread, usd_per_hour: Option<f64>| {
+            spread
+                .median
+                .zip(usd_per_hour)
+                .and_then(|(qps, usd)| crate::node_prices::usd_per_1000_queries_at_qps(qps, usd))
+                .map_or_else(|| "unknown".to_string(), |usd| format!("${usd:.6}"))
+        };
+        format!(
+            "cost at {} clients: {} against {} per 1,000 queries (at the median QPS and each side's node price; \
+             unknown without a price: --price-a, --price-b)",
+            self.clients,
+            cost(&self.baseline, baseline_usd),
+            cost(&self.candidate, candidate_usd)
+        )
+    }
+
     /// `QPS at 4 clients: 812 -> 790 (B/A 0.97x), unchanged (5 and 5 rounds, p 0.42)`.
     pub fn line(&self) -> String {
         let qps = |spread: &Spread| spread.median.map_or("unknown".to_string(), |qps| number(qps, 0));
