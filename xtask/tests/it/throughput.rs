@@ -27,9 +27,15 @@ fn throughput(results: &Path, run_id: &str, flags: &[&str]) -> Command {
 }
 
 fn run(results: &Path, run_id: &str, flags: &[&str]) -> ThroughputBundle {
+    run_saying(results, run_id, flags).0
+}
+
+/// [`run`], with what the run said on stderr.
+fn run_saying(results: &Path, run_id: &str, flags: &[&str]) -> (ThroughputBundle, String) {
     let output = throughput(results, run_id, flags).output().unwrap();
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    load_bundle(&results.join(run_id)).unwrap()
+    let said = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(output.status.success(), "{said}");
+    (load_bundle(&results.join(run_id)).unwrap(), said)
 }
 
 #[test]
@@ -46,7 +52,7 @@ fn a_run_keeps_every_statement_counts_failures_apart_and_checks_its_runner() {
     .unwrap();
     let sql = |name: &str| files.join(name).display().to_string();
     let (count, missing, own) = (sql("count.sql"), sql("missing.sql"), sql("own_table.sql"));
-    let bundle = run(
+    let (bundle, said) = run_saying(
         results.path(),
         "files",
         &[
@@ -65,6 +71,8 @@ fn a_run_keeps_every_statement_counts_failures_apart_and_checks_its_runner() {
         ],
     );
     assert_eq!(bundle.status, RunStatus::Complete);
+    // Each level's failures are said as the run goes, not only in the bundle.
+    assert!(said.contains("statements failed, not counted (missing failed"), "{said}");
     let tp = &bundle.benchmark;
     let names: Vec<&str> = tp.workload.queries.iter().map(|query| query.name.as_str()).collect();
     assert_eq!(names, ["count", "missing", "own_table"]);
@@ -183,6 +191,16 @@ fn meaningless_levels_and_bounds_are_one_line_before_the_engine_starts() {
         assert!(line.contains(said), "{flags:?}: {line}");
         assert!(!String::from_utf8_lossy(&output.stderr).contains("target embedded"), "the engine started");
     }
+    // Two files of one name would be one query in the bundle and in a comparison.
+    let (first, second) = (results.path().join("a/q.sql"), results.path().join("b/q.sql"));
+    for file in [&first, &second] {
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(file, "SELECT 1").unwrap();
+    }
+    let (first, second) = (first.to_string_lossy().into_owned(), second.to_string_lossy().into_owned());
+    let output = throughput(results.path(), "refused", &["--sql", &first, &second]).output().unwrap();
+    let line = error_line(&output);
+    assert!(line.contains("are both named \"q\"") && line.contains("rename one"), "{line}");
     assert!(!results.path().join("refused").exists());
 }
 

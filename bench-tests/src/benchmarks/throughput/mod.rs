@@ -389,7 +389,7 @@ impl ThroughputBenchmark {
     fn run_queries(&self, pack: &Pack) -> Result<Vec<RunQuery>> {
         let params = Params::new().with("rows", self.rows);
         if !self.sql_files.is_empty() {
-            return self
+            let queries: Vec<RunQuery> = self
                 .sql_files
                 .iter()
                 .map(|path| {
@@ -398,7 +398,20 @@ impl ThroughputBenchmark {
                     let query = statements.pop().with_context(|| format!("{} holds no statement", shown(path)))?;
                     Ok(RunQuery { name: fixture.name(), file: shown(path), sql: query.sql, setup: statements })
                 })
-                .collect();
+                .collect::<Result<_>>()?;
+            // A query is known by its file's name in the bundle and in a comparison: two of
+            // one name would be taken for one query.
+            for (at, query) in queries.iter().enumerate() {
+                if let Some(other) = queries[..at].iter().find(|other| other.name == query.name) {
+                    bail!(
+                        "--sql {} and {} are both named {:?}, and a query is known by its file's name: rename one",
+                        other.file,
+                        query.file,
+                        query.name
+                    );
+                }
+            }
+            return Ok(queries);
         }
         let design = self.design_of(pack)?;
         let available = self.pack_queries(pack, &design);
@@ -594,6 +607,18 @@ impl ThroughputBenchmark {
                 let interrupted = looped.interrupted;
                 let level = self.record_level(run, &queries, &run_id, round, clients, looped, &mut runs_of)?;
                 run.progress.advance(&level_line(&level));
+                // Errors are counted apart, not hidden: each level that had some says so now.
+                if let Some(first) = level.errors_by_query.first() {
+                    run.progress.warn(&format!(
+                        "round {round}, {clients} clients: {} of {} statements failed, not counted ({} failed {} \
+                         times, first: {})",
+                        level.errors,
+                        level.errors + level.completed,
+                        first.query,
+                        first.count,
+                        first.first
+                    ));
+                }
                 run.results().rounds.push(level);
                 run.results().levels =
                     levels.iter().map(|&clients| LevelSummary::of(clients, &run.results().rounds)).collect();
