@@ -445,42 +445,16 @@ impl Target {
             }
             return Ok(outputs);
         }
-        let opener = self.backend.client_opener().context("cannot open connections for concurrent clients")?;
-        let start = StartLine::new(clients);
         let failed = AtomicBool::new(false);
-        let database = self.database.as_str();
-        let outcomes: Vec<Result<Vec<ClientOutput>>> = std::thread::scope(|scope| {
-            let mut handles = Vec::with_capacity(clients);
-            for client in 0..clients {
-                let (opener, start, failed, settings_of) = (&opener, &start, &failed, &settings_of);
-                let client_run = ClientRun { client, runs_per_client, sql, format, database, failed };
-                let spawned =
-                    std::thread::Builder::new().name(format!("client-{client}")).spawn_scoped(scope, move || {
-                        client_run.run(opener, Arrival { start, arrived: false }, settings_of)
-                    });
-                match spawned {
-                    Ok(handle) => handles.push(Ok(handle)),
-                    Err(error) => {
-                        // The clients started so far must not wait for this one.
-                        start.abandon();
-                        handles.push(Err(anyhow!("cannot start the thread of client {client}: {error}")));
-                        break;
-                    }
-                }
-            }
-            handles
-                .into_iter()
-                .enumerate()
-                .map(|(client, handle)| {
-                    handle?.join().unwrap_or_else(|_| Err(anyhow!("the thread of client {client} panicked")))
-                })
-                .collect()
-        });
+        let outcomes = self.on_client_connections(clients, |client, backend| {
+            ClientRun { client, runs_per_client, sql, format, failed: &failed }.run(backend, &settings_of)
+        })?;
         let mut outputs = Vec::new();
         let mut first_error = None;
         for outcome in outcomes {
             match outcome {
-                Ok(client_outputs) => outputs.extend(client_outputs),
+                // A client whose start another abandoned ran nothing.
+                Ok(client_outputs) => outputs.extend(client_outputs.unwrap_or_default()),
                 Err(error) => {
                     first_error.get_or_insert(error);
                 }
@@ -537,46 +511,8 @@ impl Target {
         let records: Vec<ClientRecord> = if clients == 1 {
             vec![client_of(0).run(self.backend.as_mut(), Instant::now())]
         } else {
-            let opener = self.backend.client_opener().context("cannot open connections for concurrent clients")?;
-            let start = StartLine::new(clients);
-            let database = self.database.as_str();
-            let outcomes: Vec<Result<Option<ClientRecord>>> = std::thread::scope(|scope| {
-                let mut handles = Vec::with_capacity(clients);
-                for client in 0..clients {
-                    let (opener, start, looped) = (&opener, &start, client_of(client));
-                    let spawned =
-                        std::thread::Builder::new().name(format!("client-{client}")).spawn_scoped(scope, move || {
-                            let arrival = Arrival { start, arrived: false };
-                            let mut backend = opener()
-                                .and_then(|mut backend| {
-                                    backend
-                                        .use_database(database)
-                                        .with_context(|| format!("cannot use database {database}"))?;
-                                    Ok(backend)
-                                })
-                                .with_context(|| format!("client {client} cannot connect"))?;
-                            if !arrival.wait_for_all() {
-                                return Ok(None);
-                            }
-                            Ok(Some(looped.run(backend.as_mut(), Instant::now())))
-                        });
-                    match spawned {
-                        Ok(handle) => handles.push(Ok(handle)),
-                        Err(error) => {
-                            start.abandon();
-                            handles.push(Err(anyhow!("cannot start the thread of client {client}: {error}")));
-                            break;
-                        }
-                    }
-                }
-                handles
-                    .into_iter()
-                    .enumerate()
-                    .map(|(client, handle)| {
-                        handle?.join().unwrap_or_else(|_| Err(anyhow!("the thread of client {client} panicked")))
-                    })
-                    .collect()
-            });
+            let outcomes = self
+                .on_client_connections(clients, |client, backend| Ok(client_of(client).run(backend, Instant::now())))?;
             let mut records = Vec::with_capacity(clients);
             let mut first_error = None;
             for outcome in outcomes {
@@ -597,6 +533,60 @@ impl Target {
             records
         };
         Ok(self.closed_loop_of(records, statements.len()))
+    }
+
+    /// Runs `work(client, connection)` in `clients` threads of their own, each on a
+    /// connection of its own ([`Backend::client_opener`]) opened in its thread, in this
+    /// target's database, and released together once every client has connected; the
+    /// connection closes in the thread that opened it. Per client, in order: what `work`
+    /// returned, `None` when another client abandoned the start (it could not connect, or
+    /// its thread did not start), or the error (it could not connect, or it panicked).
+    fn on_client_connections<T: Send>(
+        &self,
+        clients: usize,
+        work: impl Fn(usize, &mut dyn Backend) -> Result<T> + Sync,
+    ) -> Result<Vec<Result<Option<T>>>> {
+        let opener = self.backend.client_opener().context("cannot open connections for concurrent clients")?;
+        let start = StartLine::new(clients);
+        let database = self.database.as_str();
+        Ok(std::thread::scope(|scope| {
+            let mut handles = Vec::with_capacity(clients);
+            for client in 0..clients {
+                let (opener, start, work) = (&opener, &start, &work);
+                let spawned =
+                    std::thread::Builder::new().name(format!("client-{client}")).spawn_scoped(scope, move || {
+                        let arrival = Arrival { start, arrived: false };
+                        let connection = opener().and_then(|mut backend| {
+                            backend
+                                .use_database(database)
+                                .with_context(|| format!("cannot use database {database}"))?;
+                            Ok(backend)
+                        });
+                        // On an error, dropping the arrival releases the others, who then stop.
+                        let mut backend = connection.with_context(|| format!("client {client} cannot connect"))?;
+                        if !arrival.wait_for_all() {
+                            return Ok(None);
+                        }
+                        work(client, backend.as_mut()).map(Some)
+                    });
+                match spawned {
+                    Ok(handle) => handles.push(Ok(handle)),
+                    Err(error) => {
+                        // The clients started so far must not wait for this one.
+                        start.abandon();
+                        handles.push(Err(anyhow!("cannot start the thread of client {client}: {error}")));
+                        break;
+                    }
+                }
+            }
+            handles
+                .into_iter()
+                .enumerate()
+                .map(|(client, handle)| {
+                    handle?.join().unwrap_or_else(|_| Err(anyhow!("the thread of client {client} panicked")))
+                })
+                .collect()
+        }))
     }
 
     /// The loop's record from its clients': offsets from the first client's start, the
@@ -740,31 +730,19 @@ struct ClientRun<'a> {
     runs_per_client: u32,
     sql: &'a str,
     format: &'a str,
-    database: &'a str,
     /// Set when a client's statement fails, so that the others stop at their next run.
     failed: &'a AtomicBool,
 }
 
 impl ClientRun<'_> {
-    /// Opens the client's connection, in the target's database, waits at the start line
-    /// for the others, then runs the statement in a row; the connection closes in this
-    /// thread, which opened it. A start abandoned by another client runs nothing.
+    /// Runs the statement in a row on the client's connection, once every client has
+    /// connected ([`Target::on_client_connections`]).
     fn run(
         self,
-        opener: &ClientOpener,
-        arrival: Arrival<'_>,
+        backend: &mut dyn Backend,
         settings_of: &(impl Fn(usize, u32) -> Settings + Sync),
     ) -> Result<Vec<ClientOutput>> {
-        let ClientRun { client, runs_per_client, sql, format, database, failed } = self;
-        let connection = opener().and_then(|mut backend| {
-            backend.use_database(database).with_context(|| format!("cannot use database {database}"))?;
-            Ok(backend)
-        });
-        // On an error, dropping the arrival releases the others, who then stop.
-        let mut backend = connection.with_context(|| format!("client {client} cannot connect"))?;
-        if !arrival.wait_for_all() {
-            return Ok(Vec::new());
-        }
+        let ClientRun { client, runs_per_client, sql, format, failed } = self;
         let mut outputs = Vec::new();
         for run in 0..runs_per_client {
             if failed.load(Ordering::SeqCst) {
