@@ -5,9 +5,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use chbench::benchmarks::kinds;
-use chbench::compare::report::{CHART_FILE, COMPARE_FILE, JSON_FILE, chart, markdown};
+use chbench::compare::report::{COMPARE_FILE, write_files};
 use chbench::compare::{CompareOptions, Comparison, Side};
-use chbench::files::write_atomically;
 use chbench::node_prices::PriceOverrides;
 use chbench::results::prepare_results_folder;
 
@@ -90,10 +89,7 @@ fn default_folder(comparison: &Comparison) -> String {
 
 fn write_comparison(comparison: &Comparison, out: &Path) -> Result<()> {
     prepare_results_folder(out)?;
-    let json = serde_json::to_string_pretty(comparison).context("cannot serialise the comparison")?;
-    write_atomically(&out.join(JSON_FILE), &json)?;
-    write_atomically(&out.join(CHART_FILE), &chart(comparison)?)?;
-    write_atomically(&out.join(COMPARE_FILE), &markdown(comparison))
+    write_files(comparison, out)
 }
 
 /// The summary on stdout; a reader that stopped reading (`| head`) is not an error.

@@ -3,10 +3,11 @@
 
 use std::fmt::Write as _;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
 use super::explain::short_ratio;
 use super::{Comparison, PlanChange, QueryComparison, Side};
+use crate::files::write_atomically;
 use crate::markdown::Table;
 use crate::report::charts::{Bars, log_bars};
 use crate::significance::Verdict;
@@ -18,6 +19,15 @@ pub const COMPARE_FILE: &str = "compare.md";
 pub const CHART_FILE: &str = "medians.svg";
 /// The comparison as JSON, beside the report.
 pub const JSON_FILE: &str = "compare.json";
+
+/// Writes the comparison's three files into the folder `out`, which exists: compare.json,
+/// the chart and compare.md, each whole, then renamed into place.
+pub fn write_files(comparison: &Comparison, out: &std::path::Path) -> Result<()> {
+    let json = serde_json::to_string_pretty(comparison).context("cannot serialise the comparison")?;
+    write_atomically(&out.join(JSON_FILE), &json)?;
+    write_atomically(&out.join(CHART_FILE), &chart(comparison)?)?;
+    write_atomically(&out.join(COMPARE_FILE), &markdown(comparison))
+}
 
 /// The medians of every query compared, on both sides.
 pub fn chart(comparison: &Comparison) -> Result<String> {

@@ -29,7 +29,7 @@ pub use self::file::{parse_matrix, read_matrix};
 use crate::benchmarks::kinds::{self, Kind};
 use crate::cluster::{Values, Variant};
 use crate::compare::CompareOptions;
-use crate::compare::report::{CHART_FILE, COMPARE_FILE, JSON_FILE, chart, markdown};
+use crate::compare::report::{COMPARE_FILE, write_files};
 use crate::engine::EngineVersion;
 use crate::files::write_atomically;
 use crate::interrupt::Interrupted;
@@ -531,10 +531,7 @@ fn compare_variants(
             let written = kinds::compare(&dirs, &options).and_then(|comparison| {
                 let out = folder.join(&name);
                 std::fs::create_dir_all(&out).with_context(|| format!("cannot create {}", out.display()))?;
-                let json = serde_json::to_string_pretty(&comparison).context("cannot serialise the comparison")?;
-                write_atomically(&out.join(JSON_FILE), &json)?;
-                write_atomically(&out.join(CHART_FILE), &chart(&comparison)?)?;
-                write_atomically(&out.join(COMPARE_FILE), &markdown(&comparison))?;
+                write_files(&comparison, &out)?;
                 Ok(comparison.summary.line())
             });
             match written {
