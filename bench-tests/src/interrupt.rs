@@ -19,6 +19,11 @@ use anyhow::{Context, Result};
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
+/// What the first signal makes the process say (a process that relays another's output,
+/// as a matrix its variants', need not say it twice).
+pub const STOPPING_LINE: &str =
+    "chbench: stopping: cancelling the statement in progress (a second Ctrl-C or SIGTERM stops at once)";
+
 static REQUESTED: AtomicBool = AtomicBool::new(false);
 /// What the first request to stop also runs: each cancels the work in progress of its
 /// own kind (a statement running in the embedded engine, say).
@@ -48,7 +53,7 @@ pub fn stop_at_the_next_statement_on_ctrl_c() -> Result<()> {
                     // Ends the process as an unhandled signal would.
                     let _ = signal_hook::low_level::emulate_default_handler(signal);
                 }
-                eprintln!("\nchbench: stopping: cancelling the statement in progress (a second Ctrl-C or SIGTERM stops at once)");
+                eprintln!("\n{STOPPING_LINE}");
                 run_stop_hooks();
             }
         })

@@ -144,8 +144,17 @@ impl Scanner {
     }
 }
 
-/// A statement shortened to one line for messages.
+/// A statement shortened to one line for messages, past the comment lines that open it
+/// (a fixture's description is not the statement).
 pub fn one_line(sql: &str) -> String {
+    let code: Vec<&str> = sql
+        .lines()
+        .skip_while(|line| {
+            let line = line.trim_start();
+            line.is_empty() || line.starts_with("--")
+        })
+        .collect();
+    let sql = if code.is_empty() { sql.to_string() } else { code.join("\n") };
     let flat = sql.split_whitespace().collect::<Vec<_>>().join(" ");
     if flat.chars().count() > 160 {
         let cut: String = flat.chars().take(157).collect();
@@ -430,6 +439,8 @@ mod tests {
     #[test]
     fn long_statements_are_shortened_to_one_line() {
         assert_eq!(one_line("SELECT 1\n  FROM t"), "SELECT 1 FROM t");
+        assert_eq!(one_line("-- Loads the data.\n--\n\nINSERT INTO hits\n  SELECT 1"), "INSERT INTO hits SELECT 1");
+        assert_eq!(one_line("-- only a comment"), "-- only a comment");
         let long = "x ".repeat(200);
         assert!(one_line(&long).ends_with("...") && one_line(&long).chars().count() == 160);
     }

@@ -53,6 +53,10 @@ pub struct Device {
     pub description: String,
     /// The Kubernetes node, the ClickHouse pod's.
     pub node: String,
+    /// The node's instance type (`node.kubernetes.io/instance-type`), where it has the
+    /// label: what a comparison prices an eks bundle by.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instance_type: Option<String>,
 }
 
 /// The sequential read job: the volume's throughput.
@@ -378,7 +382,12 @@ mod tests {
         StorageBaseline {
             fio_version: "fio-3.33".into(),
             measured_at: jiff::Timestamp::UNIX_EPOCH,
-            device: Device { variant: "eks-gp3".into(), description: "gp3".into(), node: "n".into() },
+            device: Device {
+                variant: "eks-gp3".into(),
+                description: "gp3".into(),
+                node: "n".into(),
+                instance_type: None,
+            },
             direct: true,
             file_size_bytes: 1 << 31,
             seq_read: SeqRead {

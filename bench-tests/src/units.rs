@@ -59,6 +59,14 @@ pub fn percent(share: Option<f64>, unknown: &str) -> String {
     share.filter(|share| share.is_finite()).map_or(unknown.to_string(), |share| format!("{:.2} %", 100.0 * share))
 }
 
+/// `1 client`, `4 clients`: a count and its noun, whose plural takes an s.
+pub fn plural(count: impl Into<u64>, one: &str) -> String {
+    match count.into() {
+        1 => format!("1 {one}"),
+        count => format!("{count} {one}s"),
+    }
+}
+
 /// A ratio as `2.00x`.
 pub fn times(value: Option<f64>) -> String {
     value.filter(|value| value.is_finite()).map_or("unknown".to_string(), |value| format!("{value:.2}x"))

@@ -83,8 +83,9 @@ fn run(flags: &RunFlags, kind_name: &str, benchmark: &dyn AnyBenchmark) -> Resul
         let (run_id, phase, dir) = (&end.run_id, &end.phase, end.dir.display());
         return Err(error).with_context(|| {
             format!(
-                "run {run_id} stopped during {phase}; what it measured is in {dir} ({report}); run `cargo xtask \
-                 bench {kind_name}` again for a complete bundle"
+                "run {run_id} stopped during {phase}; what it measured is in {dir} ({report}); run `{}` again for a \
+                 complete bundle",
+                this_command(kind_name)
             )
         });
     }
@@ -190,7 +191,8 @@ fn matrix(file: &Path, fail_fast: bool, matches: &clap::ArgMatches) -> Result<()
             .map(|variant| format!("{}: {}", variant.name, variant.error.as_deref().unwrap_or("unknown")))
             .collect();
         bail!(
-            "matrix {matrix_id}: {} of {} variants did not finish ({}); the others' bundles and comparisons are in {}              (summary: {})",
+            "matrix {matrix_id}: {} of {} variants did not finish ({}); the others' bundles and comparisons are in {} \
+             (summary: {})",
             unfinished.len(),
             summary.variants.len(),
             reasons.join("; "),
@@ -204,6 +206,14 @@ fn matrix(file: &Path, fail_fast: bool, matches: &clap::ArgMatches) -> Result<()
 /// `20261130T031500Z`: a UTC time as a folder name.
 fn utc_stamp(time: jiff::Timestamp) -> String {
     time.strftime("%Y%m%dT%H%M%SZ").to_string()
+}
+
+/// This command as it was typed (`cargo xtask` and its arguments, quoted for a shell), to
+/// repeat in a message; `cargo xtask bench KIND` where an argument cannot be quoted.
+fn this_command(kind_name: &str) -> String {
+    let arguments: Vec<String> = std::env::args().skip(1).collect();
+    shlex::try_join(arguments.iter().map(String::as_str))
+        .map_or_else(|_| format!("cargo xtask bench {kind_name}"), |quoted| format!("cargo xtask {quoted}"))
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ use chbench::compare::report::{COMPARE_FILE, write_files};
 use chbench::compare::{CompareOptions, Comparison, Side};
 use chbench::node_prices::PriceOverrides;
 use chbench::results::prepare_results_folder;
+use chbench::units::plural;
 
 use crate::flags::Compare;
 use crate::report::bundle_dir;
@@ -30,6 +31,7 @@ impl Compare {
             ..CompareOptions::default()
         };
         let comparison = kinds::compare(&dirs, &options)?;
+        check_node_prices_apply(&self.node_price, &comparison)?;
         let out = match &self.out {
             Some(out) => out.clone(),
             None => self.results_dir.join(default_folder(&comparison)),
@@ -41,24 +43,44 @@ impl Compare {
         } else {
             print_summary(&comparison, &out);
         }
-        if let Some(allowed) = self.fail_on_slower
-            && comparison.summary.slower > allowed
-        {
-            let slower: Vec<&str> = comparison
+        if let Some(allowed) = self.fail_on_slower {
+            // A level whose QPS is lower is a slowdown as much as a slower query.
+            let slower: Vec<String> = comparison
                 .queries
                 .iter()
                 .filter(|query| query.significance.verdict == chbench::significance::Verdict::Slower)
-                .map(|query| query.query.as_str())
+                .map(|query| query.query.clone())
+                .chain(comparison.lower_levels().iter().map(|clients| format!("QPS at {}", plural(*clients, "client"))))
                 .collect();
-            bail!(
-                "{} queries are slower ({}), more than --fail-on-slower {allowed} allows; see {}",
-                slower.len(),
-                slower.join(", "),
-                out.join(COMPARE_FILE).display()
-            );
+            if slower.len() > allowed {
+                bail!(
+                    "slower on B: {}; that is {}, more than --fail-on-slower {allowed} allows; see {}",
+                    slower.join(", "),
+                    slower.len(),
+                    out.join(COMPARE_FILE).display()
+                );
+            }
         }
         Ok(())
     }
+}
+
+/// A `--node-price` for a node type neither side ran on priced nothing: a mistyped type,
+/// or bundles that do not name their node; refused rather than silently unused.
+fn check_node_prices_apply(node_prices: &[(String, f64)], comparison: &Comparison) -> Result<()> {
+    let types = [&comparison.cost.baseline.node_type, &comparison.cost.candidate.node_type];
+    for (node_type, _) in node_prices {
+        if !types.iter().any(|side| side.as_deref() == Some(node_type.as_str())) {
+            let named = |side: &Option<String>| side.clone().unwrap_or_else(|| "not recorded".to_string());
+            bail!(
+                "--node-price {node_type}=...: neither side ran on {node_type} (A's node: {}, B's: {}); give the type \
+                 a bundle names, or price a side with --price-a/--price-b",
+                named(types[0]),
+                named(types[1])
+            );
+        }
+    }
+    Ok(())
 }
 
 /// `A,B` as two variant names.
@@ -100,6 +122,9 @@ fn print_summary(comparison: &Comparison, out: &Path) {
         comparison.baseline.label,
         comparison.summary.line()
     );
+    if let Some(levels) = comparison.levels_line() {
+        text.push_str(&format!("{levels}\n"));
+    }
     for warning in &comparison.warnings {
         text.push_str(&format!("warning: {warning}\n"));
     }
@@ -111,19 +136,45 @@ fn print_summary(comparison: &Comparison, out: &Path) {
     let totals = &comparison.totals;
     if let Some(gain) = totals.gain {
         // B against A, as the line above; `+ 0.0` so that no change reads 0.0, not -0.0.
+        let what = if totals.basis.is_some() { "sum of mean latencies under load" } else { "sum of means" };
         text.push_str(&format!(
-            "sum of means: {:.1} ms against {:.1} ms ({:+.1} %)\n",
+            "{what}: {:.1} ms against {:.1} ms ({:+.1} %)\n",
             totals.candidate_sum_of_means_ms,
             totals.baseline_sum_of_means_ms,
             -100.0 * gain + 0.0
         ));
     }
     if let Some(score) = totals.relative_score {
-        text.push_str(&format!("ClickBench relative score (B against A, below 1 faster): {score:.3}\n"));
+        text.push_str(&format!(
+            "ClickBench relative score (B against A, below 1 faster): {}\n",
+            chbench::units::times(Some(score))
+        ));
     }
-    for (letter, cost) in [("A", &comparison.cost.baseline), ("B", &comparison.cost.candidate)] {
-        if let Some(usd) = cost.usd_per_1000_queries {
-            text.push_str(&format!("{letter}: ${usd:.6} per 1,000 queries at {}\n", cost.price));
+    for level in &comparison.levels {
+        text.push_str(&format!("{}\n", level.line()));
+    }
+    for (letter, cost, levels) in [
+        ("A", &comparison.cost.baseline, comparison.levels.iter().map(|level| &level.baseline).collect::<Vec<_>>()),
+        ("B", &comparison.cost.candidate, comparison.levels.iter().map(|level| &level.candidate).collect()),
+    ] {
+        let at_levels: Vec<String> = comparison
+            .levels
+            .iter()
+            .zip(levels)
+            .filter_map(|(level, side)| {
+                let usd = side.as_ref()?.usd_per_1000_queries?;
+                Some(format!("${usd:.6} at {}", plural(level.clients, "client")))
+            })
+            .collect();
+        match (cost.price.usd_per_hour(), cost.usd_per_1000_queries) {
+            (None, _) => text.push_str(&format!("{letter}: cost unknown, price {}\n", cost.price)),
+            (Some(_), Some(usd)) => {
+                text.push_str(&format!("{letter}: ${usd:.6} per 1,000 queries at {}\n", cost.price));
+            }
+            (Some(_), None) if !at_levels.is_empty() => {
+                text.push_str(&format!("{letter}: per 1,000 queries {}; price {}\n", at_levels.join(", "), cost.price))
+            }
+            (Some(_), None) => text.push_str(&format!("{letter}: cost unknown at {}\n", cost.price)),
         }
     }
     text.push_str(&format!("report: {}\n", out.join(COMPARE_FILE).display()));

@@ -112,6 +112,13 @@ fn in_the_users_terms(error: clap::Error, args: &[OsString]) -> clap::Error {
             }
             format!("a kind's flags follow its name: cargo xtask bench {kind} {}", flags.join(" "))
         }
+        // A flag's value its parser refused: clap's first line says which and why; the
+        // usage hint after it would make it three.
+        ErrorKind::ValueValidation => {
+            let rendered = error.render().to_string();
+            let first = rendered.lines().next().unwrap_or_default();
+            format!("{}; `--help` lists the flags", first.strip_prefix("error: ").unwrap_or(first))
+        }
         _ => return error,
     };
     clap::Error::raw(error.kind(), format!("{reworded}\n"))
@@ -490,7 +497,7 @@ pub struct Compare {
     /// Print the comparison as JSON on stdout (the files are written too).
     #[arg(long)]
     pub json: bool,
-    /// Exit non-zero when more than N queries are slower (a workflow's gate).
+    /// Exit non-zero when more than N queries (or throughput levels) are slower: a workflow's gate.
     #[arg(long, value_name = "N")]
     pub fail_on_slower: Option<usize>,
     /// A's node price, USD per hour (for price-performance; the embedded engine has none)

@@ -97,6 +97,7 @@ pub async fn measure(
             variant: deployment.variant.to_string(),
             description: deployment.description.clone(),
             node: deployment.node.clone(),
+            instance_type: deployment.instance_type.clone(),
         };
         let baseline = parse_fio_output(&log, device).with_context(|| format!("pod {namespace}/{pod}"))?;
         store(client, namespace, &baseline).await?;
@@ -167,6 +168,8 @@ struct DeploymentStorage {
     /// emptyDir.
     storage_class: Option<String>,
     description: String,
+    /// The node's instance type, as its `node.kubernetes.io/instance-type` label says.
+    instance_type: Option<String>,
 }
 
 /// The storage of the deployment in `namespace`, read once ([`deployment::read`]).
@@ -189,10 +192,11 @@ fn storage_of(namespace: &str, deployment: Deployment) -> Result<DeploymentStora
     let claim = match data {
         DataVolume::EmptyDir { .. } => {
             let variant = Variant::EksNvme;
-            values = Values { node_type: instance_type.unwrap_or(Values::defaults(variant).node_type), ..values };
+            values =
+                Values { node_type: instance_type.clone().unwrap_or(Values::defaults(variant).node_type), ..values };
             let description =
                 format!("the node's instance-store NVMe{on_instance}, through an emptyDir as ClickHouse's data");
-            return Ok(DeploymentStorage { variant, values, node, storage_class: None, description });
+            return Ok(DeploymentStorage { variant, values, node, storage_class: None, description, instance_type });
         }
         DataVolume::Other { source } => {
             bail!("pod {namespace}/{CLICKHOUSE} keeps its data in a {source} volume, neither a claim nor an emptyDir")
@@ -210,14 +214,21 @@ fn storage_of(namespace: &str, deployment: Deployment) -> Result<DeploymentStora
     if class != format!("{namespace}-gp3") {
         let description = format!("a new volume of StorageClass {class}, {} GiB, as ClickHouse's", values.volume_gib);
         let storage_class = Some(class);
-        return Ok(DeploymentStorage { variant: Variant::Kind, values, node, storage_class, description });
+        return Ok(DeploymentStorage {
+            variant: Variant::Kind,
+            values,
+            node,
+            storage_class,
+            description,
+            instance_type,
+        });
     }
     let variant = Variant::EksGp3;
     let parameters = deployment.class.required(doing)?;
     let parameter = |value: &Presence<String>| value.present().and_then(|value| value.parse::<u32>().ok());
     let defaults = Values::defaults(variant);
     values = Values {
-        node_type: instance_type.unwrap_or(defaults.node_type),
+        node_type: instance_type.clone().unwrap_or(defaults.node_type),
         iops: parameter(&parameters.iops).unwrap_or(defaults.iops),
         throughput_mibps: parameter(&parameters.throughput).unwrap_or(defaults.throughput_mibps),
         ..values
@@ -227,7 +238,7 @@ fn storage_of(namespace: &str, deployment: Deployment) -> Result<DeploymentStora
          on{on_instance} the same node",
         values.iops, values.throughput_mibps, values.volume_gib
     );
-    Ok(DeploymentStorage { variant, values, node, storage_class: Some(class), description })
+    Ok(DeploymentStorage { variant, values, node, storage_class: Some(class), description, instance_type })
 }
 
 /// `100Gi` as 100; the manifests give every size in Gi.

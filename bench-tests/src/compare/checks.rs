@@ -2,7 +2,7 @@
 //! forced), what differs that a comparison is there to show, and what deserves caution.
 
 use std::collections::BTreeSet;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::SideOf;
 use crate::results::{KindResults, RunStatus};
@@ -26,17 +26,36 @@ pub(super) fn refusals<Results: KindResults>(
         .map(|(name, a, b)| format!("{name}: {a} against {b}"))
         .collect::<Vec<_>>();
     let files: BTreeSet<&String> = a.sql_files.iter().chain(&b.sql_files).collect();
+    let bundled = |file: &str| crate::results::bundled_sql_path(file).display().to_string();
     for file in files {
-        match (a.sql_files.contains(file), b.sql_files.contains(file)) {
-            (true, false) => lines.push(format!("sql/{file} is in {} only", baseline.label())),
-            (false, true) => lines.push(format!("sql/{file} is in {} only", candidate.label())),
-            _ => match same_file(&baseline.at.dir, &candidate.at.dir, file) {
-                Some(true) => {}
-                Some(false) => lines.push(format!("sql/{file} differs")),
+        let (in_a, in_b) = (a.sql_files.contains(file), b.sql_files.contains(file));
+        // A file outside fixtures/ (a ClickBench checkout's) is named by where it was: the
+        // same checkout in two places is paired by its place in the checkout instead.
+        let counterpart = |ours: &[String], theirs: &[String]| {
+            counterpart_outside_fixtures(file, ours, theirs).filter(|_| !(in_a && in_b))
+        };
+        let (file_a, file_b) = match (in_a, in_b) {
+            (true, true) => (file.clone(), file.clone()),
+            (true, false) => match counterpart(&a.sql_files, &b.sql_files) {
+                Some(theirs) => (file.clone(), theirs),
                 None => {
-                    lines.push(format!("sql/{file} is missing from a bundle's folder: its text cannot be compared"))
+                    lines.push(format!("{} is in {} only", bundled(file), baseline.label()));
+                    continue;
                 }
             },
+            _ => {
+                if counterpart(&b.sql_files, &a.sql_files).is_none() {
+                    lines.push(format!("{} is in {} only", bundled(file), candidate.label()));
+                }
+                // Paired, it was compared from A's side.
+                continue;
+            }
+        };
+        match same_file(&baseline.at.dir, &file_a, &candidate.at.dir, &file_b) {
+            Some(true) => {}
+            Some(false) => lines.push(format!("{} differs", bundled(&file_a))),
+            None => lines
+                .push(format!("{} is missing from a bundle's folder: its text cannot be compared", bundled(&file_a))),
         }
     }
     let (undeclared_a, undeclared_b) = (without(&a.session_settings, declared), without(&b.session_settings, declared));
@@ -167,7 +186,51 @@ fn named_differences<'a>(
 
 /// Whether two bundle folders hold the same text under `sql/relative`; `None` when either
 /// lacks the file.
-fn same_file(dir: &Path, other: &Path, relative: &str) -> Option<bool> {
-    let read = |dir: &Path| std::fs::read(dir.join(crate::results::bundled_sql_path(relative))).ok();
-    Some(read(dir)? == read(other)?)
+fn same_file(dir: &Path, file: &str, other_dir: &Path, other_file: &str) -> Option<bool> {
+    let read = |dir: &Path, file: &str| std::fs::read(dir.join(crate::results::bundled_sql_path(file))).ok();
+    Some(read(dir, file)? == read(other_dir, other_file)?)
+}
+
+/// For an absolute `file` of one bundle, the file of the other bundle that ends in the
+/// same last two components (`clickhouse/queries.sql`), where exactly one does on each
+/// side and the other bundle does not hold `file` itself.
+fn counterpart_outside_fixtures(file: &str, ours: &[String], theirs: &[String]) -> Option<String> {
+    let tail = |path: &str| -> Option<PathBuf> {
+        let path = Path::new(path);
+        if !path.is_absolute() {
+            return None;
+        }
+        let parts: Vec<_> = path.components().rev().take(2).collect();
+        (parts.len() == 2).then(|| parts.iter().rev().collect())
+    };
+    let wanted = tail(file)?;
+    let with_tail = |files: &[String]| -> Vec<String> {
+        files.iter().filter(|other| tail(other).as_ref() == Some(&wanted)).cloned().collect()
+    };
+    match (with_tail(ours).as_slice(), with_tail(theirs).as_slice()) {
+        ([_], [other]) if !ours.contains(other) => Some(other.clone()),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_checkout_in_another_place_is_paired_by_its_place_in_the_checkout() {
+        let files = |paths: &[&str]| paths.iter().map(|path| path.to_string()).collect::<Vec<_>>();
+        let a = files(&["/home/a/ClickBench/clickhouse/queries.sql", "/home/a/ClickBench/clickhouse/create.sql"]);
+        let b = files(&["/srv/cb/clickhouse/queries.sql", "/srv/cb/clickhouse/create.sql", "clickbench/load_file.sql"]);
+        assert_eq!(counterpart_outside_fixtures(&a[0], &a, &b).as_deref(), Some("/srv/cb/clickhouse/queries.sql"));
+        assert_eq!(
+            counterpart_outside_fixtures(&b[1], &b, &a).as_deref(),
+            Some("/home/a/ClickBench/clickhouse/create.sql")
+        );
+        // A fixture is named by its path under fixtures/ on both sides: never paired.
+        assert_eq!(counterpart_outside_fixtures(&b[2], &b, &a), None);
+        // Two candidates on a side: which one is meant is not known.
+        let two = files(&["/x/clickhouse/queries.sql", "/y/clickhouse/queries.sql"]);
+        assert_eq!(counterpart_outside_fixtures(&a[0], &a, &two), None);
+    }
 }

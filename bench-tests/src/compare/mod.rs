@@ -16,6 +16,7 @@
 
 mod checks;
 mod explain;
+mod levels;
 pub mod report;
 
 use std::path::PathBuf;
@@ -24,6 +25,7 @@ use anyhow::{Result, bail};
 use serde::{Deserialize, Serialize};
 
 pub use self::explain::{BreakdownMedians, MovedEvent, OneSided, Why};
+pub use self::levels::{LevelComparison, LevelSide};
 use crate::answers::{AnswerDigest, describe_tally, tally};
 use crate::node_prices::{NodePrice, PriceOverrides, price_of};
 use crate::numbers::{median_unsorted, ratio};
@@ -80,6 +82,46 @@ pub struct Comparison {
     pub totals: Totals,
     /// What each side's runs cost at its node's price.
     pub cost: Cost,
+    /// A kind that measures a rate under load (throughput): that rate level by level,
+    /// with its errors and its cost; empty for every other kind.
+    #[serde(default)]
+    pub levels: Vec<LevelComparison>,
+}
+
+impl Comparison {
+    /// The levels whose rate is lower on B, by client count.
+    pub fn lower_levels(&self) -> Vec<u32> {
+        self.levels
+            .iter()
+            .filter(|level| level.significance.verdict == Verdict::Slower)
+            .map(|level| level.clients)
+            .collect()
+    }
+
+    /// `QPS: 1 level higher, 2 unchanged`, or `None` for a kind without levels.
+    pub fn levels_line(&self) -> Option<String> {
+        if self.levels.is_empty() {
+            return None;
+        }
+        let mut counts: Vec<(&str, usize)> = Vec::new();
+        for level in &self.levels {
+            match counts.iter_mut().find(|(word, _)| *word == level.verdict_word()) {
+                Some((_, count)) => *count += 1,
+                None => counts.push((level.verdict_word(), 1)),
+            }
+        }
+        let noun = |count: usize| if count == 1 { "level" } else { "levels" };
+        let parts: Vec<String> = counts
+            .iter()
+            .enumerate()
+            .map(
+                |(at, (word, count))| {
+                    if at == 0 { format!("{count} {} {word}", noun(*count)) } else { format!("{count} {word}") }
+                },
+            )
+            .collect();
+        Some(format!("QPS: {}", parts.join(", ")))
+    }
 }
 
 /// One side of a comparison.
@@ -260,6 +302,11 @@ pub struct Totals {
     /// Queries left out of every total: their answers differ.
     #[serde(default)]
     pub left_out: Vec<String>,
+    /// What the totals are of, where not ClickBench's serial query-set run (a throughput
+    /// run's statements overlap: its times are latencies under load, and it has no
+    /// relative score).
+    #[serde(default)]
+    pub basis: Option<String>,
 }
 
 /// ClickBench's shift in its relative score: a query's time plus 10 ms, so that the
@@ -286,6 +333,9 @@ pub struct SideCost {
     pub usd_per_query_set_run: Option<f64>,
     /// USD per 1,000 queries at the compared queries' mean time.
     pub usd_per_1000_queries: Option<f64>,
+    /// Why both figures are unknown though the price is known, where they are.
+    #[serde(default)]
+    pub why_unknown: Option<String>,
 }
 
 /// The comparison of `bundles`: two bundles (baseline first), or one A/B bundle's variants.
@@ -401,6 +451,7 @@ pub fn compare_bundles<Results: KindResults>(
         summary,
         totals,
         cost,
+        levels: Vec::new(),
     })
 }
 
@@ -418,6 +469,20 @@ fn side_cost<Results: KindResults>(
         .deployment
         .as_ref()
         .and_then(|deployment| deployment.instance_type.clone())
+        // The eks target's node, as the storage baseline measured on it named it.
+        .or_else(|| match &side.bundle().storage_baseline {
+            crate::storage_baseline::StorageBaselineRecord::Measured(baseline)
+                if side
+                    .bundle()
+                    .target
+                    .deployment
+                    .as_ref()
+                    .is_some_and(|deployment| deployment.node == baseline.device.node) =>
+            {
+                baseline.device.instance_type.clone()
+            }
+            _ => None,
+        })
         .or_else(|| overrides.declared_node_type.clone());
     let price = price_of(node_type.as_deref(), overrides, flag);
     let usd_per_second = price.usd_per_hour().map(|usd| usd / 3600.0);
@@ -427,6 +492,7 @@ fn side_cost<Results: KindResults>(
         usd_per_1000_queries: usd_per_second.and_then(|usd| known(sum_of_means_ms / 1e3 / queries as f64 * 1e3 * usd)),
         node_type,
         price,
+        why_unknown: None,
     }
 }
 
@@ -725,5 +791,6 @@ fn totals(queries: &[QueryComparison]) -> Totals {
         relative_score,
         relative_score_queries: score_logs.len(),
         left_out: left_out.iter().map(|query| query.query.clone()).collect(),
+        basis: None,
     }
 }

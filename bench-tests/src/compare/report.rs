@@ -6,12 +6,12 @@ use std::fmt::Write as _;
 use anyhow::{Context, Result};
 
 use super::explain::short_ratio;
-use super::{Comparison, PlanChange, QueryComparison, Side};
+use super::{Comparison, LevelSide, PlanChange, QueryComparison, Side};
 use crate::files::write_atomically;
 use crate::markdown::Table;
 use crate::report::charts::{Bars, log_bars};
 use crate::significance::Verdict;
-use crate::units::{milliseconds, number, percent, times};
+use crate::units::{milliseconds, number, per_second, percent, times};
 
 /// The report's file in a comparison's folder.
 pub const COMPARE_FILE: &str = "compare.md";
@@ -47,6 +47,62 @@ pub fn chart(comparison: &Comparison) -> Result<String> {
     )
 }
 
+/// The rate at each load level, its errors and its cost: the section a throughput
+/// comparison opens with.
+fn levels_section(comparison: &Comparison) -> String {
+    let mut table = Table::new([
+        "clients",
+        "A QPS (min–max)",
+        "B QPS (min–max)",
+        "B / A",
+        "p",
+        "verdict",
+        "A failed",
+        "B failed",
+        "A per 1,000",
+        "B per 1,000",
+    ]);
+    let qps = |side: &Option<LevelSide>| match side {
+        None => "not run".to_string(),
+        Some(side) => {
+            format!("{} ({}–{})", per_second(side.qps_median), per_second(side.qps_min), per_second(side.qps_max))
+        }
+    };
+    let failed = |side: &Option<LevelSide>| match side {
+        None => "not run".to_string(),
+        Some(side) => format!("{} of {}", side.errors, side.errors + side.completed),
+    };
+    let cost = |side: &Option<LevelSide>| match side {
+        None => "not run".to_string(),
+        Some(side) => side.usd_per_1000_queries.map_or_else(|| "unknown".to_string(), |usd| format!("${usd:.6}")),
+    };
+    for level in &comparison.levels {
+        let significance = &level.significance;
+        let verdict = match &significance.reason {
+            Some(reason) => format!("{}: {reason}", level.verdict_word()),
+            None => level.verdict_word().to_string(),
+        };
+        table.row([
+            level.clients.to_string(),
+            qps(&level.baseline),
+            qps(&level.candidate),
+            times(level.ratio()),
+            significance.p_value.map_or("unknown".to_string(), |p| number(p, 4)),
+            verdict,
+            failed(&level.baseline),
+            failed(&level.candidate),
+            cost(&level.baseline),
+            cost(&level.candidate),
+        ]);
+    }
+    format!(
+        "## Throughput\n\nStatements completed per second at each level, across its complete rounds (median, and \
+         smallest to largest), tested on each round's wall time per completed statement; failed statements count in \
+         no rate. The cost per 1,000 statements is at the median QPS and each side's node price (USD per hour / \
+         3,600 / QPS x 1,000); unknown without a price (`--price-a`, `--price-b`, `--node-price`).\n\n{table}"
+    )
+}
+
 pub fn markdown(comparison: &Comparison) -> String {
     let (a, b) = (&comparison.baseline, &comparison.candidate);
     let mut out = String::new();
@@ -66,6 +122,9 @@ pub fn markdown(comparison: &Comparison) -> String {
         out.push('\n');
     }
     let _ = writeln!(out, "**{}** (B against A).\n", comparison.summary.line());
+    if let Some(levels) = comparison.levels_line() {
+        let _ = writeln!(out, "**{levels}** (B against A).\n");
+    }
     let _ = writeln!(out, "- A (baseline): {}", side_line(a));
     let _ = writeln!(out, "- B (candidate): {}", side_line(b));
     if comparison.differences.is_empty() && comparison.forced_differences.is_empty() {
@@ -78,6 +137,9 @@ pub fn markdown(comparison: &Comparison) -> String {
     }
     out.push('\n');
 
+    if !comparison.levels.is_empty() {
+        let _ = writeln!(out, "{}", levels_section(comparison));
+    }
     let mut table = Table::new(["query", "A median", "B median", "B / A", "noise (p99)", "p", "verdict"]);
     for query in &comparison.queries {
         let significance = &query.significance;
@@ -108,13 +170,20 @@ pub fn markdown(comparison: &Comparison) -> String {
     if !totals.left_out.is_empty() {
         let _ = writeln!(out, "Left out of every total, their answers differing: {}.\n", totals.left_out.join(", "));
     }
-    let _ = writeln!(
-        out,
-        "ClickBench's relative score of B against A (the geometric mean of (10 ms + hot B) / (10 ms + hot A), hot the \
-         fastest warm run; below 1, B is faster) over {} queries: {}.\n",
-        totals.relative_score_queries,
-        times(totals.relative_score)
-    );
+    match &totals.basis {
+        Some(basis) => {
+            let _ = writeln!(out, "These totals are not ClickBench's, and it has no relative score here: {basis}.\n");
+        }
+        None => {
+            let _ = writeln!(
+                out,
+                "ClickBench's relative score of B against A (the geometric mean of (10 ms + hot B) / (10 ms + hot \
+                 A), hot the fastest warm run; below 1, B is faster) over {} queries: {}.\n",
+                totals.relative_score_queries,
+                times(totals.relative_score)
+            );
+        }
+    }
     let mut cost = Table::new(["side", "node", "price", "per query-set run", "per 1,000 queries"]);
     for (letter, side, side_cost) in [("A", a, &comparison.cost.baseline), ("B", b, &comparison.cost.candidate)] {
         let usd = |value: Option<f64>| value.map_or_else(|| "unknown".to_string(), |usd| format!("${usd:.6}"));
@@ -126,11 +195,24 @@ pub fn markdown(comparison: &Comparison) -> String {
             usd(side_cost.usd_per_1000_queries),
         ]);
     }
-    let _ = writeln!(
-        out,
-        "## Price-performance\n\nWhat the compared queries cost at each side's node price, run one after another \
-         (a query-set run: the sum of the means; per 1,000 queries: at their mean time):\n\n{cost}"
-    );
+    let why_unknown = [&comparison.cost.baseline, &comparison.cost.candidate]
+        .iter()
+        .find_map(|side_cost| side_cost.why_unknown.clone());
+    match why_unknown {
+        Some(why) => {
+            let _ = writeln!(
+                out,
+                "## Price-performance\n\nEach side's node price; a query-set run's cost is unknown ({why}):\n\n{cost}"
+            );
+        }
+        None => {
+            let _ = writeln!(
+                out,
+                "## Price-performance\n\nWhat the compared queries cost at each side's node price, run one after \
+                 another (a query-set run: the sum of the means; per 1,000 queries: at their mean time):\n\n{cost}"
+            );
+        }
+    }
     for (side, only) in [(a, &comparison.only_in_baseline), (b, &comparison.only_in_candidate)] {
         if !only.is_empty() {
             let _ = writeln!(out, "Measured in {} only, not compared: {}.\n", side.label, only.join(", "));
@@ -226,10 +308,17 @@ pub fn markdown(comparison: &Comparison) -> String {
     );
     let mut cpu = Table::new(["side", "CPU used", "query time", "cores", "share of the cores"]);
     for (letter, side) in [("A", a), ("B", b)] {
+        // Samples without counters (several clients on the embedded engine) are in neither
+        // figure: with none counted, both are unknown, not 0.
+        let seconds = |value: f64| match side.cpu.samples_without_counters {
+            0 => format!("{value:.2} s"),
+            without if value == 0.0 => format!("unknown ({without} samples without counters)"),
+            without => format!("{value:.2} s ({without} samples without counters left out)"),
+        };
         cpu.row([
             format!("{letter}: {}", side.label),
-            format!("{:.2} s", side.cpu.cpu_seconds),
-            format!("{:.2} s", side.cpu.query_seconds),
+            seconds(side.cpu.cpu_seconds),
+            seconds(side.cpu.query_seconds),
             side.cpu.cores.map_or("unknown".to_string(), |cores| cores.to_string()),
             percent(side.cpu.share_of_cores, "unknown"),
         ]);

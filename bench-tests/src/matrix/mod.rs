@@ -613,17 +613,17 @@ impl BenchStep for ProcessBench {
         let last_error = Arc::new(Mutex::new(None::<String>));
         let relay = child.stderr.take().map(|stderr| {
             let last_error = Arc::clone(&last_error);
-            let name = planned.variant.name.clone();
             std::thread::spawn(move || {
                 for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                    // The variant's error is said once, by the matrix: here it is progress.
+                    // The variant's error is said once, by the matrix, as the variant's end;
+                    // the stop this process passed on, it said itself.
                     match line.strip_prefix("error: ") {
                         Some(error) => {
-                            let _ = writeln!(std::io::stderr(), "chbench: variant {name} stopped: {error}");
                             if let Ok(mut last) = last_error.lock() {
                                 *last = Some(error.to_string());
                             }
                         }
+                        None if line == crate::interrupt::STOPPING_LINE || line.is_empty() => {}
                         None => {
                             let _ = writeln!(std::io::stderr(), "{line}");
                         }

@@ -134,8 +134,8 @@ mod with_client {
             image_id: pod.image_id.present().cloned(),
             pod: pod.name,
             node,
-            // Not read yet: reading the Node is one more API request per open; until then a
-            // comparison prices an eks side by --node-price or --price-a/-b.
+            // Not read on every open (one more API request): the storage baseline, measured
+            // on this node, records its type, and a comparison prices the bundle by that.
             instance_type: None,
         };
         Ok(ReadyDeployment { identity, password })

@@ -1032,8 +1032,12 @@ fn the_eks_target_refuses_a_namespace_without_the_password_secret() {
 /// A storage baseline fio measured on `node`.
 fn baseline_on(node: &str) -> chbench::storage_baseline::StorageBaseline {
     let report = std::fs::read_to_string(chbench::files::workspace_root().join("fixtures/fio/fio-3.33.json")).unwrap();
-    let device =
-        chbench::storage_baseline::Device { variant: "eks-gp3".into(), description: "gp3".into(), node: node.into() };
+    let device = chbench::storage_baseline::Device {
+        variant: "eks-gp3".into(),
+        description: "gp3".into(),
+        node: node.into(),
+        instance_type: None,
+    };
     chbench::storage_baseline::parse_fio_output(&report, device).unwrap()
 }
 
@@ -1259,6 +1263,9 @@ mod storage_baseline {
         // With the node fio ran on, for the target to compare with the pod's.
         let kept_baseline: Value = serde_json::from_str(stored["data"]["baseline.json"].as_str().unwrap()).unwrap();
         assert_eq!(kept_baseline["device"]["node"], NODE);
+        // And the node's instance type, which prices a bundle of this node in a comparison.
+        assert_eq!(kept_baseline["device"]["instance_type"], "m5.xlarge");
+        assert_eq!(baseline.device.instance_type.as_deref(), Some("m5.xlarge"));
         let read = converse(
             |client| async move { read_baseline(&client, "chbench").await },
             async |server| {

@@ -493,3 +493,42 @@ fn a_declared_node_type_prices_a_side_whose_bundle_names_none_from_the_table() {
     assert_eq!(comparison.cost.candidate.price.usd_per_hour(), table("c6i.2xlarge"));
     assert!(comparison.cost.candidate.usd_per_query_set_run.is_some());
 }
+
+/// An eks bundle whose storage baseline was measured on its node prices itself by the
+/// instance type the baseline recorded; one measured on another node does not.
+#[test]
+fn an_eks_bundle_is_priced_by_the_instance_type_its_nodes_baseline_recorded() {
+    let root = tempfile::tempdir().unwrap();
+    let on_node = |run_id: &str, pod_node: &str, instance_type: &str| {
+        let mut eks = bundle(run_id, vec![runs_of("q1", None, 10.0, 10, 1)]);
+        eks.target.kind = TargetKind::Eks;
+        eks.target.deployment = Some(chbench::target_info::KubernetesDeployment {
+            namespace: "chbench".to_string(),
+            pod: "clickhouse".to_string(),
+            image: "clickhouse/clickhouse-server:26.3".to_string(),
+            image_id: None,
+            node: pod_node.to_string(),
+            instance_type: None,
+        });
+        let fio = std::fs::read_to_string(chbench::files::workspace_root().join("fixtures/fio/fio-3.33.json")).unwrap();
+        let device = chbench::storage_baseline::Device {
+            variant: "eks-gp3".to_string(),
+            description: "gp3".to_string(),
+            node: "ip-10-0-1-5".to_string(),
+            instance_type: Some(instance_type.to_string()),
+        };
+        let baseline = chbench::storage_baseline::parse_fio_output(&fio, device).unwrap();
+        eks.storage_baseline = StorageBaselineRecord::Measured(Box::new(baseline));
+        write(root.path(), &eks)
+    };
+    let (a, b) = (on_node("a", "ip-10-0-1-5", "c7g.2xlarge"), on_node("b", "ip-10-0-9-9", "c6i.2xlarge"));
+    let comparison = compare(&[a, b], &CompareOptions::default());
+    let table = |node_type: &str| {
+        chbench::node_prices::NODE_PRICES.iter().find(|(name, _)| *name == node_type).map(|(_, price)| *price)
+    };
+    assert_eq!(comparison.cost.baseline.node_type.as_deref(), Some("c7g.2xlarge"));
+    assert_eq!(comparison.cost.baseline.price.usd_per_hour(), table("c7g.2xlarge"));
+    // B's baseline is of another node than its pod's: it says nothing of B's node.
+    assert_eq!(comparison.cost.candidate.node_type, None);
+    assert_eq!(comparison.cost.candidate.price.usd_per_hour(), None);
+}

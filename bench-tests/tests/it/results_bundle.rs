@@ -87,6 +87,7 @@ fn baseline(value: f64, count: u64) -> StorageBaseline {
             variant: "eks-gp3".to_string(),
             description: "a new gp3 EBS volume".to_string(),
             node: "ip-10-0-1-23".to_string(),
+            instance_type: None,
         },
         direct: true,
         file_size_bytes: count,

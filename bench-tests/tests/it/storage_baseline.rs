@@ -12,7 +12,7 @@ fn fixture(name: &str) -> String {
 }
 
 fn device() -> Device {
-    Device { variant: "kind".into(), description: "a test file".into(), node: "here".into() }
+    Device { variant: "kind".into(), description: "a test file".into(), node: "here".into(), instance_type: None }
 }
 
 fn error(output: &str) -> String {

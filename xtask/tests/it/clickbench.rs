@@ -185,6 +185,29 @@ fn a_bad_checkout_or_hits_file_or_run_count_is_one_line_before_anything_runs() {
         &["--clickbench-dir", &checkout, "--hits-file", &at("hits.tsv")],
         "queries.sql:1: not one query on one line",
     );
+    // Names and counts match, but a value create.sql's types cannot take: the first rows are
+    // loaded into a scratch table before the run, so this is one line too, and no bundle.
+    std::fs::write(dir.path().join("clickhouse/queries.sql"), "SELECT COUNT(*) FROM hits;\n").unwrap();
+    let tsv = std::fs::read_to_string(dir.path().join("hits.tsv")).unwrap();
+    std::fs::write(dir.path().join("typed.tsv"), tsv.replacen("1\t", "one\t", 1)).unwrap();
+    refused(
+        &["--clickbench-dir", &checkout, "--hits-file", &at("typed.tsv")],
+        "typed.tsv: its first rows do not load into",
+    );
+    // The same in a Parquet file: a string column where create.sql declares WatchID a number.
+    let parquet = at("typed.parquet");
+    let mut engine = chbench::targets::open_target().unwrap();
+    engine
+        .execute(&format!(
+            "INSERT INTO FUNCTION file('{parquet}', Parquet, 'WatchID String, EventTime DateTime, ClientIP Int32, \
+             UserID Int64, URL String, Refresh Int16, ResolutionWidth Int16, SearchPhrase String') \
+             SELECT 'not a number', now(), 1, 2, 'https://example.com/', 0, 1920, ''"
+        ))
+        .unwrap();
+    drop(engine);
+    let line = error_line(&bench(results.path(), "bad", &["--clickbench-dir", &checkout, "--hits-file", &parquet]));
+    assert!(line.contains("typed.parquet: its first rows do not load into") && line.contains("create.sql"), "{line}");
+    assert!(!results.path().join("bad").exists());
     std::fs::remove_file(dir.path().join("clickhouse/create.sql")).unwrap();
     refused(&["--clickbench-dir", &checkout, "--hits-file", &at("hits.tsv")], "clickhouse/create.sql: no such file");
 }

@@ -99,12 +99,15 @@ fn a_slower_query_fails_the_gate_after_the_report_is_written() {
     let out = work.path().join("out");
     let gated = compare(&["--fail-on-slower", "0"], &[measured(), &slower], &out);
     let line = error_line(&gated);
-    assert!(line.contains("1 queries are slower (q3)") && line.contains("--fail-on-slower 0"), "{line}");
+    assert!(line.contains("slower on B: q3; that is 1, more than --fail-on-slower 0"), "{line}");
     let report = std::fs::read_to_string(out.join("compare.md")).unwrap();
     assert!(report.contains("**slower**") && report.contains("## Why it changed"), "{report}");
     let allowed = compare(&["--fail-on-slower", "1"], &[measured(), &slower], &out);
     assert!(allowed.status.success(), "{}", String::from_utf8_lossy(&allowed.stderr));
-    assert!(String::from_utf8_lossy(&allowed.stdout).contains("q3: slower"));
+    let said = String::from_utf8_lossy(&allowed.stdout);
+    assert!(said.contains("q3: slower"), "{said}");
+    // A side without a price says so on the terminal, not by silence.
+    assert!(said.contains("\nA: cost unknown, price unknown (") && said.contains("\nB: cost unknown"), "{said}");
 }
 
 fn bundles_of_another_dataset_are_refused_until_forced() {
@@ -137,4 +140,12 @@ fn a_bundle_that_cannot_be_compared_is_one_line() {
     assert!(missing.contains("no results bundle"), "{missing}");
     let variants = error_line(&compare(&["--variants", "a"], &[measured()], &out));
     assert!(variants.contains("--variants \"a\" is not two variant names"), "{variants}");
+    // A node price for a type neither side ran on would price nothing: refused, not ignored.
+    let unused = compare(&["--node-price", "c7g.2xlarge=0.29"], &[measured(), measured()], &work.path().join("np"));
+    let line = error_line(&unused);
+    assert!(
+        line.contains("--node-price c7g.2xlarge=...: neither side ran on c7g.2xlarge (A's node: not recorded"),
+        "{line}"
+    );
+    assert!(!work.path().join("np").exists(), "nothing written for a refused comparison");
 }

@@ -156,6 +156,10 @@ fn fail_fast_stops_at_the_first_variant_that_fails_and_names_the_ones_it_left() 
     let output = run_matrix(results.path(), &file, "fast", &["--fail-fast"]);
     let line = error_line(&output);
     assert!(line.starts_with("error: matrix fast: 2 of 3 variants did not finish (bad: bench: "), "{line}");
+    assert!(!line.contains("  "), "{line}");
+    // The variant's error is said once as it ends, and once in the matrix's last line.
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(stderr.matches("cannot apply `SET max_threads").count(), 2, "{stderr}");
     assert!(line.contains("one_thread: --fail-fast: variant bad failed"), "{line}");
     let summary = summary(&results.path().join("fast"));
     assert_eq!(
@@ -199,6 +203,8 @@ fn sigterm_half_way_keeps_the_variants_done_and_names_the_missing() {
     assert_eq!(code, Some(130), "{stderr}");
     let errors: Vec<&str> = stderr.lines().filter(|line| line.starts_with("error: ")).collect();
     assert_eq!(errors.len(), 1, "{stderr}");
+    // One signal, one "stopping" line: the variant's own, which it passed on, is not relayed.
+    assert_eq!(stderr.matches("chbench: stopping: ").count(), 1, "{stderr}");
     assert!(errors[0].starts_with("error: matrix stopped stopped: the variants done are kept in"), "{stderr}");
     assert!(
         errors[0].contains("not finished: b, c") && errors[0].ends_with("interrupted by Ctrl-C or SIGTERM"),

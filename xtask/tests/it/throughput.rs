@@ -52,24 +52,33 @@ fn a_run_keeps_every_statement_counts_failures_apart_and_checks_its_runner() {
     .unwrap();
     let sql = |name: &str| files.join(name).display().to_string();
     let (count, missing, own) = (sql("count.sql"), sql("missing.sql"), sql("own_table.sql"));
-    let (bundle, said) = run_saying(
-        results.path(),
-        "files",
-        &[
-            "--sql",
-            &count,
-            &missing,
-            &own,
-            "--concurrency",
-            "1,2",
-            "--duration",
-            "200ms",
-            "--rounds",
-            "5",
-            "--check-statements",
-            "50",
-        ],
+    let flags = [
+        "--sql",
+        &count,
+        &missing,
+        &own,
+        "--concurrency",
+        "1,2",
+        "--duration",
+        "200ms",
+        "--rounds",
+        "5",
+        "--check-statements",
+        "50",
+    ];
+    let output = throughput(results.path(), "files", &flags).output().unwrap();
+    let said = String::from_utf8_lossy(&output.stderr).into_owned();
+    // The run goes on to its end and keeps everything, then fails: a query that completed
+    // nothing has no figure to give.
+    assert!(!output.status.success(), "{said}");
+    let line = error_line(&output);
+    assert!(
+        line.contains("completed no statement, its figures unknown: missing at 1 client (")
+            && line.contains("and at 2 clients (")
+            && line.contains("UNKNOWN_TABLE"),
+        "{line}"
     );
+    let bundle: ThroughputBundle = load_bundle(&results.path().join("files")).unwrap();
     assert_eq!(bundle.status, RunStatus::Complete);
     // Each level's failures are said as the run goes, not only in the bundle.
     assert!(said.contains("statements failed, not counted (missing failed"), "{said}");
@@ -117,7 +126,14 @@ fn a_run_keeps_every_statement_counts_failures_apart_and_checks_its_runner() {
         assert_eq!(attempts, (1..=completed as u32).collect::<Vec<_>>());
         assert!(runs.samples.iter().all(|sample| sample.stats.source == StatsSource::ResultCounters));
     }
-    assert_eq!(tp.queries.iter().filter(|runs| runs.query == "missing").count(), 0);
+    // A query none of whose statements completed keeps its query runs, empty, and is failed.
+    let missing: Vec<_> = tp.queries.iter().filter(|runs| runs.query == "missing").collect();
+    assert_eq!(missing.len(), 2, "one a level");
+    assert!(missing.iter().all(|runs| runs.samples.is_empty()));
+    let failed = chbench::results::KindResults::failed_queries(tp);
+    assert_eq!(failed.len(), 1);
+    assert_eq!(failed[0].0, "missing");
+    assert!(failed[0].1.starts_with("every statement failed ("), "{failed:?}");
     assert_eq!(tp.queries.iter().find(|runs| runs.query == "own_table").unwrap().answer, "499500\n");
     // The runner check: both sides, the same statements each.
     let check = tp.runner_check.as_ref().unwrap();
@@ -161,15 +177,43 @@ fn two_throughput_bundles_compare_level_by_level() {
     for label in ["q1 (clients=1)", "q1 (clients=2)", "q2 (clients=1)", "q2 (clients=2)"] {
         assert!(labels.contains(&label), "{labels:?}");
     }
-    let differences: Vec<&str> =
-        comparison["differences"].as_array().unwrap().iter().map(|line| line.as_str().unwrap()).collect();
-    for clients in [1, 2] {
-        let line = differences.iter().find(|line| line.starts_with(&format!("QPS at {clients} clients: "))).unwrap();
-        assert!(line.contains("(5 and 5 rounds"), "{line}");
+    // Each level's QPS is a record of its own in the JSON, not a line of text.
+    let levels = comparison["levels"].as_array().unwrap();
+    assert_eq!(levels.iter().map(|level| level["clients"].as_u64().unwrap()).collect::<Vec<_>>(), [1, 2]);
+    for level in levels {
+        for side in ["baseline", "candidate"] {
+            assert_eq!(level[side]["rounds"], 5, "{level}");
+            assert!(level[side]["qps_median"].as_f64().unwrap() > 0.0, "{level}");
+            assert_eq!(level[side]["errors"], 0, "{level}");
+        }
+        assert_eq!(level["significance"]["baseline_samples"], 5, "{level}");
         // A's price gives its cost at the level's QPS; B's is unknown, never 0.
-        let cost = differences.iter().find(|line| line.starts_with(&format!("cost at {clients} clients: $"))).unwrap();
-        assert!(cost.contains(" against unknown per 1,000 queries"), "{cost}");
+        let usd = level["baseline"]["usd_per_1000_queries"].as_f64().unwrap();
+        let qps = level["baseline"]["qps_median"].as_f64().unwrap();
+        assert!((usd - 0.29 / 3600.0 / qps * 1000.0).abs() < 1e-12, "{level}");
+        assert!(level["candidate"]["usd_per_1000_queries"].is_null(), "{level}");
     }
+    // The serial totals do not apply to overlapping statements: unknown, with why.
+    assert!(comparison["totals"]["relative_score"].is_null());
+    assert!(comparison["totals"]["basis"].as_str().unwrap().contains("statements overlap"));
+    assert!(comparison["cost"]["baseline"]["usd_per_1000_queries"].is_null());
+    assert!(comparison["cost"]["baseline"]["why_unknown"].as_str().unwrap().contains("each level's"));
+    let report = std::fs::read_to_string(out.join("compare.md")).unwrap();
+    assert!(report.contains("## Throughput") && report.contains("| 2 "), "{report}");
+    assert!(!report.contains("ClickBench's relative score of B against A"), "{report}");
+    // The terminal says the levels and each side's cost too.
+    let terminal = xtask()
+        .arg("compare")
+        .args([results.path().join("a"), results.path().join("b")])
+        .args(["--price-a", "0.29", "--out"])
+        .arg(results.path().join("compared-again"))
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&terminal.stdout);
+    // Two levels: both of one verdict, or one each (the runs are noisy).
+    assert!(said.contains("\nQPS: 2 levels ") || said.contains("\nQPS: 1 level "), "{said}");
+    assert!(said.contains("\nQPS at 1 client: ") && said.contains("\nQPS at 2 clients: "), "{said}");
+    assert!(said.contains("A: per 1,000 queries $") && said.contains("B: cost unknown, price unknown"), "{said}");
     assert!(out.join("compare.md").is_file());
 }
 
@@ -190,6 +234,17 @@ fn meaningless_levels_and_bounds_are_one_line_before_the_engine_starts() {
         let line = error_line(&output);
         assert!(line.contains(said), "{flags:?}: {line}");
         assert!(!String::from_utf8_lossy(&output.stderr).contains("target embedded"), "the engine started");
+    }
+    // A value the flag's parser refuses: one line too, with a command line's exit code 2.
+    for (flags, said) in [
+        (&["--duration", "1ns"][..], "\"1ns\" is not a duration: write a number and its unit, ms, s or m"),
+        (&["--iterations", "0"], "'--iterations <ITERATIONS>': a level needs at least one statement"),
+    ] {
+        let output = throughput(results.path(), "refused", flags).output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{flags:?}: {stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{flags:?}: {stderr}");
+        assert!(stderr.starts_with("error: invalid value ") && stderr.contains(said), "{flags:?}: {stderr}");
     }
     // Two files of one name would be one query in the bundle and in a comparison.
     let (first, second) = (results.path().join("a/q.sql"), results.path().join("b/q.sql"));

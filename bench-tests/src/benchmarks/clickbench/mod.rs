@@ -47,7 +47,7 @@ use crate::settings::Settings;
 use crate::sql::sql_string;
 use crate::stats::StatementTag;
 use crate::targets::Target;
-use crate::units::milliseconds;
+use crate::units::{milliseconds, plural};
 
 /// Rows of the shipped table in a default run: the whole run, the table's build included,
 /// well within a minute on two cores even beside other work (measured: 6 s quiet, 19 s
@@ -242,10 +242,10 @@ impl Benchmark for ClickBenchBenchmark {
             .with_context(|| format!("--hits-file {hits_file}: the engine cannot read it as {}", official.format))?;
         let columns: Vec<String> =
             described.lines().filter_map(|line| line.split('\t').next()).map(str::to_string).collect();
-        match schema_mismatch(&hits_file, official.format, &columns, &official.checkout.columns) {
-            Some(mismatch) => bail!("{mismatch}"),
-            None => Ok(()),
+        if let Some(mismatch) = schema_mismatch(&hits_file, official.format, &columns, &official.checkout.columns) {
+            bail!("{mismatch}");
         }
+        probe_load(target, &official)
     }
 
     /// The shipped fixtures, or the checkout's two files by their absolute paths (the
@@ -255,7 +255,10 @@ impl Benchmark for ClickBenchBenchmark {
             Ok(Some(official)) => [official.checkout.create_sql, official.checkout.queries_sql]
                 .iter()
                 .map(|path| path.to_string_lossy().into_owned())
-                .chain(["clickbench/load_file.sql".to_string(), "clickbench/describe_file.sql".to_string()])
+                .chain(
+                    ["clickbench/load_file.sql", "clickbench/describe_file.sql", "clickbench/probe_file.sql"]
+                        .map(str::to_string),
+                )
                 .collect(),
             // Checked before: a checkout that cannot be read never reaches the bundle.
             Ok(None) | Err(_) => dataset::DATASET_FILES
@@ -340,6 +343,32 @@ impl Benchmark for ClickBenchBenchmark {
     }
 }
 
+/// The hits file's first rows into a scratch copy of create.sql's table, dropped after:
+/// names and counts match, but a value a column's type cannot take (a string where
+/// create.sql declares a number) would otherwise fail the load after the bundle is made.
+fn probe_load(target: &mut Target, official: &Official) -> Result<()> {
+    let hits_file = shown(&official.hits_file);
+    let previous = target.database().to_string();
+    let scratch = format!("chbench_probe_{}", std::process::id());
+    target.use_fresh_database(&scratch)?;
+    let probed = Fixture::read(&official.checkout.create_sql)
+        .and_then(|create| create.apply(target, &Params::new()))
+        .and_then(|()| Fixture::load("clickbench/probe_file.sql")?.render_one(&describe_params(official)))
+        .and_then(|insert| target.execute(&insert));
+    target.use_database(&previous)?;
+    target.execute(&format!("DROP DATABASE IF EXISTS {scratch} SYNC")).with_context(|| {
+        format!("database {scratch} may be left on the target: drop it with DROP DATABASE {scratch}")
+    })?;
+    probed.map_err(|error| {
+        anyhow::anyhow!(
+            "--hits-file {hits_file}: its first rows do not load into {}'s hits ({}); give the hits file of this \
+             checkout's schema",
+            shown(&official.checkout.create_sql),
+            crate::sql::one_line(&format!("{:#}", error.root_cause()))
+        )
+    })
+}
+
 fn describe_params(official: &Official) -> Params {
     Params::new()
         .with("path", sql_string(&official.hits_file.to_string_lossy()))
@@ -363,13 +392,17 @@ impl ClickBenchBenchmark {
             }
             None => {
                 let Source::Shipped { rows } = self.source else { bail!("no dataset to load") };
-                run.progress.start(&format!("load: the shipped hits-like table, {rows} rows"), None);
+                run.progress.start(&format!("load: the shipped hits-like table, {}", plural(rows, "row")), None);
                 Fixture::load("clickbench/create.sql")?.apply(run.target, &Params::new())?;
                 Fixture::load("clickbench/generator.sql")?.render_dataset(&Params::new().with("rows", rows))?.remove(0)
             }
         };
         let tag = StatementTag::new(&run.run_id(), "clickbench", "load", 1);
-        let measured = measure(run.target, &insert, &tag, &Settings::new()).context("the load failed")?;
+        let loaded = match self.official()? {
+            Some(official) => format!("the load of {} into hits failed", shown(&official.hits_file)),
+            None => "the load of the shipped table failed".to_string(),
+        };
+        let measured = measure(run.target, &insert, &tag, &Settings::new()).context(loaded)?;
         let (rows, data_size_bytes) = table_size(run.target);
         let load = Load {
             seconds: measured.stats.server_duration_us as f64 / 1e6,
@@ -379,8 +412,8 @@ impl ClickBenchBenchmark {
         };
         let max_threads = self.max_threads_in_force(run.target)?;
         let summary = format!(
-            "load: {} rows in {:.2} s, {}; max_threads {}",
-            rows.map_or("unknown".to_string(), |rows| rows.to_string()),
+            "load: {} in {:.2} s, {}; max_threads {}",
+            rows.map_or("unknown rows".to_string(), |rows| plural(rows, "row")),
             load.seconds,
             data_size_bytes.map_or("data size unknown".to_string(), crate::units::human_bytes),
             max_threads.value
@@ -412,7 +445,12 @@ impl ClickBenchBenchmark {
         let reference = self.reference()?;
         let per_query = u64::from(self.warm_ups + self.runs);
         run.progress.start(
-            &format!("queries: {} queries, {} warm-up and {} runs each", queries.len(), self.warm_ups, self.runs),
+            &format!(
+                "queries: {}, {} and {} each",
+                if queries.len() == 1 { "1 query".to_string() } else { format!("{} queries", queries.len()) },
+                plural(self.warm_ups, "warm-up"),
+                plural(self.runs, "run")
+            ),
             Some(queries.len() as u64 * per_query),
         );
         for query in &queries {

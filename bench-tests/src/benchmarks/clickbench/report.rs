@@ -6,16 +6,19 @@ use std::fmt::Write as _;
 
 use super::results::{AnswerOutcome, ClickBenchDataset, ClickBenchResults, MaxThreadsSource};
 use crate::markdown::Table;
-use crate::units::{human_bytes, milliseconds};
+use crate::units::{human_bytes, milliseconds, plural};
 
 pub fn markdown(results: &ClickBenchResults) -> String {
     let mut out = String::new();
     let dataset = match &results.dataset {
         ClickBenchDataset::Shipped { rows } => {
-            format!("the shipped hits-like table (`fixtures/clickbench/`, {rows} rows) and the source's Q19, Q33, Q34")
+            format!(
+                "the shipped hits-like table (`fixtures/clickbench/`, {}) and the source's Q19, Q33, Q34",
+                plural(*rows, "row")
+            )
         }
         ClickBenchDataset::Checkout { queries_sql, hits_file, .. } => {
-            format!("the ClickBench checkout's queries (`{queries_sql}`) on the official data (`{hits_file}`)")
+            format!("the ClickBench checkout's queries (`{queries_sql}`) on the hits file `{hits_file}`")
         }
     };
     let threads = match &results.max_threads {
@@ -40,9 +43,9 @@ pub fn markdown(results: &ClickBenchResults) -> String {
         Some(load) => {
             let _ = writeln!(
                 out,
-                "Load: {} rows in {:.2} s (the INSERT; {:.2} s with the table's creation); data size {} \
+                "Load: {} in {:.2} s (the INSERT; {:.2} s with the table's creation); data size {} \
                  (`system.tables.total_bytes`).\n",
-                load.rows.map_or("unknown".to_string(), |rows| rows.to_string()),
+                load.rows.map_or("unknown rows".to_string(), |rows| plural(rows, "row")),
                 load.seconds,
                 load.wall_seconds,
                 load.data_size_bytes.map_or("unknown".to_string(), human_bytes)

@@ -18,7 +18,7 @@ use crate::markdown::Table;
 use crate::numbers::{median, median_of_all, ratio};
 use crate::report::charts::{self, Line};
 use crate::stats::StatsSource;
-use crate::units::{human_bytes, number, percent, times};
+use crate::units::{human_bytes, number, percent, plural, times};
 
 /// How the report cites the source: by its name in docs/sources.md.
 const SOURCE: &str = "Cloudflare's account of Ready-Analytics, \"Cloudflare: query planning and part counts in \
@@ -177,10 +177,6 @@ fn planning_share(figures: &[PlanningSample]) -> Option<f64> {
 
 fn ms(us: Option<f64>) -> String {
     number(us.map_or(f64::NAN, |us| us / 1e3), 2)
-}
-
-fn plural(count: u32, one: &str) -> String {
-    if count == 1 { format!("1 {one}") } else { format!("{count} {one}s") }
 }
 
 fn list<T: ToString>(items: &[T]) -> String {

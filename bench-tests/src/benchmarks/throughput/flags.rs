@@ -31,11 +31,11 @@ pub struct ThroughputFlags {
     #[arg(long, default_value = "1,2,4")]
     pub concurrency: String,
     /// How long each level runs in each round (500ms, 2s, 1m); a statement running at the end
-    /// is finished and counted
+    /// is finished and counted [default: 2s, unless --iterations]
     #[arg(long, value_parser = parse_duration, conflicts_with = "iterations")]
     pub duration: Option<Duration>,
     /// Statements per level in each round, in all clients together, instead of --duration
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_parser = parse_iterations)]
     pub iterations: Option<u64>,
     /// Rounds: every level once per round; the spread of QPS across rounds is reported, and
     /// 5 or more a side let two bundles' QPS be tested
@@ -78,14 +78,27 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     } else if let Some(number) = text.strip_suffix('m') {
         (number, 60.0)
     } else {
-        return Err(format!("{text:?} is not a duration: write it with its unit, e.g. 500ms, 5s or 1m"));
+        return Err(not_a_duration(text));
     };
-    let value: f64 = number.trim().parse().map_err(|_| format!("{text:?} is not a duration: e.g. 500ms, 5s or 1m"))?;
+    let value: f64 = number.trim().parse().map_err(|_| not_a_duration(text))?;
     let seconds = value * unit_seconds;
     if !(seconds.is_finite() && (0.0..=86_400.0).contains(&seconds)) {
         return Err(format!("{text:?} is not a duration of 0 to 24 hours"));
     }
     Ok(Duration::from_secs_f64(seconds))
+}
+
+fn not_a_duration(text: &str) -> String {
+    format!("{text:?} is not a duration: write a number and its unit, ms, s or m (500ms, 5s, 1m)")
+}
+
+/// A level's statement count: 1 or more.
+pub fn parse_iterations(text: &str) -> Result<u64, String> {
+    match text.trim().parse::<u64>() {
+        Ok(0) => Err("a level needs at least one statement: give 1 or more".to_string()),
+        Ok(statements) => Ok(statements),
+        Err(_) => Err(format!("{text:?} is not a statement count: give a whole number, 1 or more")),
+    }
 }
 
 #[cfg(test)]

@@ -35,7 +35,7 @@ pub use self::results::{
     WorkloadQuery,
 };
 use super::{Benchmark, Run};
-use crate::compare::{self, BundleAt, CompareOptions, Comparison};
+use crate::compare::{self, BundleAt, CompareOptions, Comparison, LevelComparison, LevelSide};
 use crate::dataset::{BytesPerRow, Dataset, UNMEASURED_BYTES_PER_ROW, check_fits, check_row_bound};
 use crate::files::{fixtures_root, shown};
 use crate::fixtures::{Fixture, Params};
@@ -47,10 +47,10 @@ use crate::query_runs::{QueryRuns, Sample, SampleKind};
 use crate::report::Section;
 use crate::results::RunBundle;
 use crate::settings::Settings;
-use crate::significance::{Thresholds, Verdict, compare_timings};
+use crate::significance::{Thresholds, compare_timings};
 use crate::stats::{StatementTag, StatsSource};
 use crate::targets::{ClosedLoop, Concurrency, LoopBound};
-use crate::units::{number, times};
+use crate::units::{number, plural, times};
 
 /// Rounds by default: five, the fewest a side at which the comparison's test can say
 /// anything about two bundles' QPS ([`crate::significance::MIN_SAMPLES`]).
@@ -300,6 +300,32 @@ impl Benchmark for ThroughputBenchmark {
         })
     }
 
+    /// A run in which some query completed no statement at some level exits non-zero,
+    /// after its bundle and report: that level's figures for it are unknown, and every
+    /// statement an error. Some errors among completed statements are counted and said
+    /// as the run goes, and pass.
+    fn verdict(bundle: &RunBundle<ThroughputResults>) -> Result<()> {
+        let results = &bundle.benchmark;
+        let levels = results.levels_without_a_completed_statement();
+        let mut failed: Vec<String> = Vec::new();
+        for query in &results.workload.queries {
+            let at: Vec<String> = levels
+                .iter()
+                .filter(|(name, _, _)| *name == query.name)
+                .map(|(_, clients, errors)| format!("{} ({errors} failed)", plural(*clients, "client")))
+                .collect();
+            if at.is_empty() {
+                continue;
+            }
+            let first = results.errors_of(&query.name).map_or("", |(_, first)| first);
+            failed.push(format!("{} at {}; first error: {first}", query.name, at.join(" and at ")));
+        }
+        if failed.is_empty() {
+            return Ok(());
+        }
+        bail!("completed no statement, its figures unknown: {}", failed.join("; "))
+    }
+
     fn report(bundle: &RunBundle<ThroughputResults>) -> Result<Section> {
         Ok(Section {
             markdown: report::markdown(&bundle.benchmark, &bundle.target),
@@ -308,16 +334,25 @@ impl Benchmark for ThroughputBenchmark {
     }
 
     /// Latency per (query, level) as every kind compares it, then each level's QPS across
-    /// rounds, tested the same way, as lines of what differs.
+    /// rounds, tested the same way, with its errors and its cost at that QPS
+    /// ([`Comparison::levels`]). The serial totals' relative score and query-set cost do
+    /// not apply to overlapping statements, and are unknown with why.
     fn compare(bundles: &[BundleAt<ThroughputResults>], options: &CompareOptions) -> Result<Comparison> {
         let mut comparison = compare::compare_bundles(bundles, options)?;
         if let [baseline, candidate] = bundles {
             let prices =
                 (comparison.cost.baseline.price.usd_per_hour(), comparison.cost.candidate.price.usd_per_hour());
-            for level in compare_qps(&baseline.bundle.benchmark, &candidate.bundle.benchmark, &options.thresholds) {
-                comparison.differences.push(level.line());
-                comparison.differences.push(level.cost_line(prices));
-            }
+            comparison.levels =
+                compare_levels(&baseline.bundle.benchmark, &candidate.bundle.benchmark, &options.thresholds, prices);
+        }
+        comparison.totals.basis = Some(OVERLAPPING_STATEMENTS.to_string());
+        comparison.totals.relative_score = None;
+        comparison.totals.relative_score_queries = 0;
+        for cost in [&mut comparison.cost.baseline, &mut comparison.cost.candidate] {
+            cost.usd_per_query_set_run = None;
+            cost.usd_per_1000_queries = None;
+            cost.why_unknown =
+                Some(format!("{OVERLAPPING_STATEMENTS}; the cost per 1,000 queries is each level's, at its QPS"));
         }
         Ok(comparison)
     }
@@ -610,8 +645,9 @@ impl ThroughputBenchmark {
                 // Errors are counted apart, not hidden: each level that had some says so now.
                 if let Some(first) = level.errors_by_query.first() {
                     run.progress.warn(&format!(
-                        "round {round}, {clients} clients: {} of {} statements failed, not counted ({} failed {} \
+                        "round {round}, {}: {} of {} statements failed, not counted ({} failed {} \
                          times, first: {})",
+                        plural(clients, "client"),
                         level.errors,
                         level.errors + level.completed,
                         first.query,
@@ -648,7 +684,6 @@ impl ThroughputBenchmark {
         let names: Vec<String> = queries.iter().map(|query| query.name.clone()).collect();
         let level = level_round(round, clients, &looped, &names);
         for statement in &looped.statements {
-            let Ok(counters) = &statement.outcome else { continue };
             let query = &queries[statement.query as usize];
             let index = match runs_of.get(&(statement.query as usize, clients)) {
                 Some(&index) => index,
@@ -666,6 +701,9 @@ impl ThroughputBenchmark {
                     index
                 }
             };
+            // A (query, level) whose every statement failed keeps its query runs, empty, so
+            // that a comparison shows it failed rather than missing.
+            let Ok(counters) = &statement.outcome else { continue };
             // Numbered in turn within the query runs, as every kind numbers a query run's samples.
             let attempt = run.results().queries[index].samples.len() as u32 + 1;
             let name = format!("{}_c{clients}_{}", query.name, statement.client);
@@ -782,8 +820,8 @@ fn level_line(level: &LevelRound) -> String {
         None => format!("QPS unknown: {}", level.unknown.as_deref().unwrap_or("none completed")),
     };
     format!(
-        "{} clients: {qps}, p50 {} ms, {} completed, {} errors{}",
-        level.clients,
+        "{}: {qps}, p50 {} ms, {} completed, {} errors{}",
+        plural(level.clients, "client"),
         level.latency.p50_ms.map_or("unknown".to_string(), |ms| number(ms, 2)),
         level.completed,
         level.errors,
@@ -791,73 +829,16 @@ fn level_line(level: &LevelRound) -> String {
     )
 }
 
-/// One level's QPS in two bundles, tested across rounds.
-#[derive(Debug, Clone, PartialEq)]
-pub struct LevelQps {
-    pub clients: u32,
-    pub baseline: Spread,
-    pub candidate: Spread,
-    /// The test on the milliseconds of wall time per completed statement (`1000 / QPS`) of
-    /// each complete round: lower is faster, as for every other timing compared.
-    pub significance: crate::significance::Significance,
-}
-
-impl LevelQps {
-    /// `cost at 4 clients: $0.000120 against $0.000098 per 1,000 queries (at the median
-    /// QPS and each side's node price)`, unknown where a price or a QPS is.
-    pub fn cost_line(&self, (baseline_usd, candidate_usd): (Option<f64>, Option<f64>)) -> String {
-        let cost = |spread: &Spread, usd_per_hour: Option<f64>| {
-            spread
-                .median
-                .zip(usd_per_hour)
-                .and_then(|(qps, usd)| crate::node_prices::usd_per_1000_queries_at_qps(qps, usd))
-                .map_or_else(|| "unknown".to_string(), |usd| format!("${usd:.6}"))
-        };
-        format!(
-            "cost at {} clients: {} against {} per 1,000 queries (at the median QPS and each side's node price; \
-             unknown without a price: --price-a, --price-b)",
-            self.clients,
-            cost(&self.baseline, baseline_usd),
-            cost(&self.candidate, candidate_usd)
-        )
-    }
-
-    /// `QPS at 4 clients: 812 -> 790 (B/A 0.97x), unchanged (5 and 5 rounds, p 0.42)`.
-    pub fn line(&self) -> String {
-        let qps = |spread: &Spread| spread.median.map_or("unknown".to_string(), |qps| number(qps, 0));
-        let significance = &self.significance;
-        let verdict = match significance.verdict {
-            Verdict::Faster => "higher",
-            Verdict::Slower => "lower",
-            Verdict::Unchanged => "unchanged",
-            Verdict::Unstable => "unstable",
-            Verdict::Untestable => "untestable",
-            // Set by the query comparison from answers, never by a test on QPS.
-            Verdict::AnswersDiffer => "answers differ",
-            Verdict::Failed => "failed",
-        };
-        let ratio = self.baseline.median.zip(self.candidate.median).and_then(|(a, b)| ratio(b, a));
-        let p = significance.p_value.map_or(String::new(), |p| format!(", p {p:.2}"));
-        let reason = significance.reason.as_ref().map_or(String::new(), |reason| format!(": {reason}"));
-        format!(
-            "QPS at {} clients: {} -> {} (B/A {}), {verdict} ({} and {} rounds{p}){reason}",
-            self.clients,
-            qps(&self.baseline),
-            qps(&self.candidate),
-            times(ratio),
-            significance.baseline_samples,
-            significance.candidate_samples
-        )
-    }
-}
-
-/// Each level both bundles ran: its QPS across complete rounds, tested with the
-/// comparison's statistics ([`compare_timings`]) on the wall time per completed statement.
-pub fn compare_qps(
+/// Each level either bundle ran: its QPS across complete rounds, tested with the
+/// comparison's statistics ([`compare_timings`]) on the wall time per completed statement,
+/// its errors, and its cost per 1,000 statements at the median QPS and each side's price
+/// (USD per hour, `None` when unknown).
+pub fn compare_levels(
     baseline: &ThroughputResults,
     candidate: &ThroughputResults,
     thresholds: &Thresholds,
-) -> Vec<LevelQps> {
+    (baseline_usd, candidate_usd): (Option<f64>, Option<f64>),
+) -> Vec<LevelComparison> {
     let ms_per_statement = |results: &ThroughputResults, clients: u32| -> Vec<f64> {
         results
             .rounds
@@ -866,28 +847,47 @@ pub fn compare_qps(
             .map(|round| round.qps.map_or(f64::NAN, |qps| 1e3 / qps))
             .collect()
     };
-    baseline
-        .levels
-        .iter()
-        .filter_map(|level| {
-            let other = candidate.levels.iter().find(|other| other.clients == level.clients)?;
-            Some(LevelQps {
-                clients: level.clients,
-                baseline: level.qps,
-                candidate: other.qps,
-                significance: compare_timings(
-                    &ms_per_statement(baseline, level.clients),
-                    &ms_per_statement(candidate, level.clients),
-                    thresholds,
-                ),
-            })
+    let side = |results: &ThroughputResults, clients: u32, usd_per_hour: Option<f64>| {
+        results.levels.iter().find(|level| level.clients == clients).map(|level| LevelSide {
+            rounds: level.rounds,
+            qps_min: level.qps.min,
+            qps_median: level.qps.median,
+            qps_max: level.qps.max,
+            completed: level.completed,
+            errors: level.errors,
+            usd_per_1000_queries: level
+                .qps
+                .median
+                .zip(usd_per_hour)
+                .and_then(|(qps, usd)| crate::node_prices::usd_per_1000_queries_at_qps(qps, usd)),
+        })
+    };
+    let mut clients: Vec<u32> = baseline.levels.iter().chain(&candidate.levels).map(|level| level.clients).collect();
+    clients.sort_unstable();
+    clients.dedup();
+    clients
+        .into_iter()
+        .map(|clients| LevelComparison {
+            clients,
+            baseline: side(baseline, clients, baseline_usd),
+            candidate: side(candidate, clients, candidate_usd),
+            significance: compare_timings(
+                &ms_per_statement(baseline, clients),
+                &ms_per_statement(candidate, clients),
+                thresholds,
+            ),
         })
         .collect()
 }
 
+/// Why a throughput comparison's totals and serial costs are not ClickBench's.
+const OVERLAPPING_STATEMENTS: &str = "a throughput run's statements overlap: its times are latencies under load at \
+                                      each level, not a query-set run one query after another";
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::significance::Verdict;
 
     #[test]
     fn the_concurrency_list_is_refused_in_one_line_when_meaningless() {
@@ -1038,9 +1038,10 @@ mod tests {
         let thresholds = Thresholds::default();
         let slow = results_with_qps(&[100.0, 101.0, 99.0, 100.5, 99.5]);
         let fast = results_with_qps(&[150.0, 151.0, 149.0, 150.5, 149.5]);
-        let [level] = compare_qps(&slow, &fast, &thresholds).try_into().unwrap();
+        let [level] = compare_levels(&slow, &fast, &thresholds, (Some(3.6), None)).try_into().unwrap();
         assert_eq!(level.clients, 2);
-        assert_eq!((level.baseline.median, level.candidate.median), (Some(100.0), Some(150.0)));
+        let median = |side: &Option<LevelSide>| side.as_ref().and_then(|side| side.qps_median);
+        assert_eq!((median(&level.baseline), median(&level.candidate)), (Some(100.0), Some(150.0)));
         // Compared as wall time per completed statement: more QPS is faster.
         assert_eq!(level.significance.verdict, Verdict::Faster);
         assert!(
@@ -1048,14 +1049,28 @@ mod tests {
             "{}",
             level.line()
         );
-        let [back] = compare_qps(&fast, &slow, &thresholds).try_into().unwrap();
+        // $3.60 an hour at 100 QPS: 360,000 statements an hour, 1 cent per 1,000.
+        let cost = |side: &Option<LevelSide>| side.as_ref().and_then(|side| side.usd_per_1000_queries);
+        assert!((cost(&level.baseline).unwrap() - 0.01).abs() < 1e-12);
+        assert_eq!(cost(&level.candidate), None, "no price, no cost");
+        let [back] = compare_levels(&fast, &slow, &thresholds, (None, None)).try_into().unwrap();
         assert_eq!(back.significance.verdict, Verdict::Slower);
         assert!(back.line().contains(", lower ("), "{}", back.line());
         // Three rounds a side: untestable, said with the counts.
         let few = results_with_qps(&[100.0, 101.0, 99.0]);
-        let [level] = compare_qps(&few, &few, &thresholds).try_into().unwrap();
+        let [level] = compare_levels(&few, &few, &thresholds, (None, None)).try_into().unwrap();
         assert_eq!(level.significance.verdict, Verdict::Untestable);
         assert!(level.line().contains("untestable (3 and 3 rounds): 3 and 3 samples"), "{}", level.line());
+        // A level one side ran only is listed, not dropped.
+        let mut other = results_with_qps(&[100.0; 5]);
+        for round in &mut other.rounds {
+            round.clients = 4;
+        }
+        other.levels = vec![LevelSummary::of(4, &other.rounds)];
+        let levels = compare_levels(&slow, &other, &thresholds, (None, None));
+        assert_eq!(levels.iter().map(|level| level.clients).collect::<Vec<_>>(), [2, 4]);
+        assert!(levels[0].candidate.is_none() && levels[1].baseline.is_none());
+        assert!(levels[1].line().starts_with("QPS at 4 clients: not run -> 100"), "{}", levels[1].line());
     }
 
     #[test]

@@ -11,7 +11,7 @@ use crate::markdown::Table;
 use crate::report::charts::{self, Line};
 use crate::stats::StatsSource;
 use crate::target_info::TargetInfo;
-use crate::units::{exact, number, per_second, times};
+use crate::units::{exact, number, per_second, plural, times};
 
 fn ms(value: Option<f64>) -> String {
     value.map_or("unknown".to_string(), |ms| format!("{} ms", number(ms, 2)))
@@ -46,14 +46,14 @@ pub fn markdown(results: &ThroughputResults, target: &TargetInfo) -> String {
     let _ = writeln!(
         out,
         "A closed loop: each client on a connection of its own runs the next query as soon as its last one \
-         ended. Pack `{}`, design `{}`, {} rows; queries {}; levels {:?} clients; {bound}; {} rounds (every level \
+         ended. Pack `{}`, design `{}`, {}; queries {}; levels {:?} clients; {bound}; {} (every level \
          once a round); seed {}.\n",
         workload.pack,
         workload.design,
-        workload.rows,
+        plural(workload.rows, "row"),
         names.join(", "),
         workload.levels_run,
-        workload.rounds,
+        plural(workload.rounds, "round"),
         workload.seed
     );
     if let Some(dataset) = &results.dataset {
@@ -144,8 +144,12 @@ pub fn markdown(results: &ThroughputResults, target: &TargetInfo) -> String {
         .flat_map(|round| {
             round.errors_by_query.iter().map(move |errors| {
                 format!(
-                    "- round {}, {} clients: {} failed {} times; first: {}",
-                    round.round, round.clients, errors.query, errors.count, errors.first
+                    "- round {}, {}: {} failed {}; first: {}",
+                    round.round,
+                    plural(round.clients, "client"),
+                    errors.query,
+                    plural(errors.count, "time"),
+                    errors.first
                 )
             })
         })
@@ -177,7 +181,7 @@ pub fn markdown(results: &ThroughputResults, target: &TargetInfo) -> String {
             );
         }
         None => {
-            let _ = writeln!(out, "Not run.\n");
+            let _ = writeln!(out, "Not run: `--check-statements 0` asked for none, or the run stopped before it.\n");
         }
     }
     out

@@ -45,6 +45,20 @@ impl KindResults for ThroughputResults {
         &mut self.queries
     }
 
+    /// A query none of whose statements completed, at any level: its every figure is an
+    /// error's, so it is failed in a comparison, never fast.
+    fn failed_queries(&self) -> Vec<(String, String)> {
+        self.workload
+            .queries
+            .iter()
+            .filter(|query| !self.queries.iter().any(|runs| runs.query == query.name && !runs.samples.is_empty()))
+            .filter_map(|query| {
+                let (count, first) = self.errors_of(&query.name)?;
+                Some((query.name.clone(), format!("every statement failed ({count}; first: {first})")))
+            })
+            .collect()
+    }
+
     fn compared_inputs(&self) -> Vec<(String, String)> {
         let workload = &self.workload;
         let mut inputs = vec![
@@ -57,6 +71,42 @@ impl KindResults for ThroughputResults {
             inputs.push((format!("query {}", query.name), query.sql.clone()));
         }
         inputs
+    }
+}
+
+impl ThroughputResults {
+    /// How many statements of `query` failed in every round, and the first error; `None`
+    /// when none did.
+    pub fn errors_of(&self, query: &str) -> Option<(u64, &str)> {
+        let errors: Vec<&QueryErrors> = self
+            .rounds
+            .iter()
+            .flat_map(|round| &round.errors_by_query)
+            .filter(|errors| errors.query == query)
+            .collect();
+        let first = errors.first()?;
+        Some((errors.iter().map(|errors| errors.count).sum(), first.first.as_str()))
+    }
+
+    /// Each (query, level) that ran in a complete round and completed no statement there,
+    /// with how many failed: its figures are unknown.
+    pub fn levels_without_a_completed_statement(&self) -> Vec<(String, u32, u64)> {
+        let mut found: Vec<(String, u32, u64)> = Vec::new();
+        for round in self.rounds.iter().filter(|round| round.complete) {
+            for errors in &round.errors_by_query {
+                let completed = self.queries.iter().any(|runs| {
+                    runs.query == errors.query && runs.variant.clients == round.clients && !runs.samples.is_empty()
+                });
+                if completed {
+                    continue;
+                }
+                match found.iter_mut().find(|(query, clients, _)| *query == errors.query && *clients == round.clients) {
+                    Some((_, _, count)) => *count += errors.count,
+                    None => found.push((errors.query.clone(), round.clients, errors.count)),
+                }
+            }
+        }
+        found
     }
 }
 
