@@ -157,6 +157,40 @@ fn a_checkouts_queries_run_on_the_loaded_file_and_a_query_that_errors_fails_the_
     assert!(kept.join("clickhouse/queries.sql").is_file() && kept.join("clickhouse/create.sql").is_file());
 }
 
+/// ClickBench's own load reads its data partitioned (`hits_*.parquet`): a file name
+/// pattern loads every file it matches, with the types ClickBench's Parquet files use
+/// (times as Int64 seconds), converted by the checkout's table.
+#[test]
+fn a_hits_file_pattern_loads_every_part_it_matches() {
+    let results = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    checkout(dir.path(), "SELECT COUNT(*) FROM hits;\nSELECT MIN(EventTime) FROM hits;\n");
+    let mut engine = chbench::targets::open_target().unwrap();
+    for part in 0..2 {
+        let file = dir.path().join(format!("hits_{part}.parquet"));
+        engine
+            .execute(&format!(
+                "INSERT INTO FUNCTION file('{}', Parquet, 'WatchID Int64, EventTime Int64, ClientIP Int32, UserID \
+                 Int64, URL String, Refresh Int16, ResolutionWidth Int16, SearchPhrase String') SELECT number, \
+                 1372636800 + number, 1, number, 'https://example.com/', 0, 1920, '' FROM numbers({part} * 10, 10)",
+                file.display()
+            ))
+            .unwrap();
+    }
+    drop(engine);
+    let pattern = dir.path().join("hits_*.parquet").to_string_lossy().into_owned();
+    let checkout = dir.path().to_string_lossy().into_owned();
+    succeeded(&bench(
+        results.path(),
+        "parts",
+        &["--clickbench-dir", &checkout, "--hits-file", &pattern, "--runs", "2"],
+    ));
+    let bundle: ClickBenchBundle = load_bundle(&results.path().join("parts")).unwrap();
+    assert_eq!(bundle.benchmark.load.as_ref().unwrap().rows, Some(20), "both parts");
+    assert_eq!(bundle.benchmark.queries[0].answer, "20\n");
+    assert_eq!(bundle.benchmark.queries[1].answer, "2013-07-01 00:00:00\n", "Int64 seconds as a TIMESTAMP");
+}
+
 #[test]
 fn a_bad_checkout_or_hits_file_or_run_count_is_one_line_before_anything_runs() {
     let results = tempfile::tempdir().unwrap();

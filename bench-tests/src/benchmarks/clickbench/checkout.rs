@@ -121,16 +121,38 @@ pub fn hits_format(path: &Path) -> Result<&'static str> {
     }
 }
 
-/// Refuses a hits file that is missing or of an unknown format.
+/// Refuses a hits file that is missing or of an unknown format. A file name with `*` or
+/// `?` is a pattern, as ClickBench's own load reads its partitioned data
+/// (`hits_*.parquet`) and as ClickHouse's `file()` takes it: at least one file in its
+/// folder must match. Returns the path with its folder resolved.
 pub fn check_hits_file(path: &Path) -> Result<PathBuf> {
     hits_format(path)?;
-    if !path.is_file() {
-        bail!(
-            "--hits-file {}: no such file; download it from ClickBench's README (datasets.clickhouse.com/hits_compatible/)",
-            shown(path)
-        );
+    let download = "download it from ClickBench's README (datasets.clickhouse.com/hits_compatible/: hits.parquet, or \
+                    athena_partitioned/hits_*.parquet)";
+    let name = path.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
+    if !name.contains(['*', '?']) {
+        if !path.is_file() {
+            bail!("--hits-file {}: no such file; {download}", shown(path));
+        }
+        return path.canonicalize().with_context(|| format!("cannot resolve {}", shown(path)));
     }
-    path.canonicalize().with_context(|| format!("cannot resolve {}", shown(path)))
+    let pattern = glob::Pattern::new(&name)
+        .with_context(|| format!("--hits-file {}: {name:?} is not a file name pattern", shown(path)))?;
+    let folder = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    let entries =
+        std::fs::read_dir(folder).with_context(|| format!("--hits-file {}: cannot read its folder", shown(path)))?;
+    let matching = entries
+        .filter_map(|entry| entry.ok())
+        .filter(|entry| entry.path().is_file() && pattern.matches(&entry.file_name().to_string_lossy()))
+        .count();
+    if matching == 0 {
+        bail!("--hits-file {}: no file in {} matches {name}; {download}", shown(path), shown(folder));
+    }
+    let folder = folder.canonicalize().with_context(|| format!("cannot resolve {}", shown(folder)))?;
+    Ok(folder.join(name))
 }
 
 /// The first difference between the columns a file has (`file_columns`, as `DESCRIBE
@@ -231,5 +253,20 @@ mod tests {
         assert_eq!(hits_format(Path::new("hits.parquet")).unwrap(), "Parquet");
         assert_eq!(hits_format(Path::new("hits.TSV")).unwrap(), "TabSeparated");
         assert!(hits_format(Path::new("hits.csv")).unwrap_err().to_string().contains("neither Parquet nor TSV"));
+        assert_eq!(hits_format(Path::new("/data/hits_*.parquet")).unwrap(), "Parquet");
+    }
+
+    #[test]
+    fn a_hits_file_pattern_needs_one_file_in_its_folder_to_match() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["hits_0.parquet", "hits_1.parquet", "other.parquet"] {
+            std::fs::write(dir.path().join(name), "").unwrap();
+        }
+        let resolved = check_hits_file(&dir.path().join("hits_*.parquet")).unwrap();
+        assert_eq!(resolved, dir.path().canonicalize().unwrap().join("hits_*.parquet"));
+        let none = check_hits_file(&dir.path().join("part_*.parquet")).unwrap_err().to_string();
+        assert!(none.contains("no file in") && none.contains("matches part_*.parquet"), "{none}");
+        let missing = check_hits_file(&dir.path().join("hits.parquet")).unwrap_err().to_string();
+        assert!(missing.contains("hits.parquet: no such file"), "{missing}");
     }
 }

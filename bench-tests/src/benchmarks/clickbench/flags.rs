@@ -27,8 +27,9 @@ pub struct ClickBenchFlags {
     /// queries.sql at the top), one query per line; needs --hits-file
     #[arg(long, value_name = "CHECKOUT")]
     pub clickbench_dir: Option<PathBuf>,
-    /// The official data, a .parquet or .tsv file, loaded with INSERT INTO hits SELECT * FROM
-    /// file(...) (read by the engine: on a server target, a path the server can read)
+    /// The official data, a .parquet or .tsv file, or a pattern of its parts ('hits_*.parquet',
+    /// quoted), loaded with INSERT INTO hits SELECT * FROM file(...) (read by the engine: on a
+    /// server target, a path the server can read)
     #[arg(long, value_name = "FILE")]
     pub hits_file: Option<PathBuf>,
     /// Check every query's answer against this file (a run's answers.json), not only across
