@@ -89,7 +89,8 @@ pub fn price_of(node_type: Option<&str>, overrides: &PriceOverrides, side_flag: 
     let Some(node_type) = node_type else {
         return NodePrice::Unknown {
             reason: format!(
-                "the bundle names no node type (not an eks run); give its price with {side_flag} USD_PER_HOUR"
+                "the bundle names no node type (not an eks run, or one without a storage baseline of its node); give \
+                 its price with {side_flag} USD_PER_HOUR"
             ),
         };
     };

@@ -144,9 +144,9 @@ impl Scanner {
     }
 }
 
-/// A statement shortened to one line for messages, past the comment lines that open it
+/// A statement as a message quotes it: [`one_line`], past the comment lines that open it
 /// (a fixture's description is not the statement).
-pub fn one_line(sql: &str) -> String {
+pub fn statement_line(sql: &str) -> String {
     let code: Vec<&str> = sql
         .lines()
         .skip_while(|line| {
@@ -154,7 +154,11 @@ pub fn one_line(sql: &str) -> String {
             line.is_empty() || line.starts_with("--")
         })
         .collect();
-    let sql = if code.is_empty() { sql.to_string() } else { code.join("\n") };
+    if code.is_empty() { one_line(sql) } else { one_line(&code.join("\n")) }
+}
+
+/// A statement (or any text) shortened to one line for messages.
+pub fn one_line(sql: &str) -> String {
     let flat = sql.split_whitespace().collect::<Vec<_>>().join(" ");
     if flat.chars().count() > 160 {
         let cut: String = flat.chars().take(157).collect();
@@ -439,8 +443,13 @@ mod tests {
     #[test]
     fn long_statements_are_shortened_to_one_line() {
         assert_eq!(one_line("SELECT 1\n  FROM t"), "SELECT 1 FROM t");
-        assert_eq!(one_line("-- Loads the data.\n--\n\nINSERT INTO hits\n  SELECT 1"), "INSERT INTO hits SELECT 1");
-        assert_eq!(one_line("-- only a comment"), "-- only a comment");
+        assert_eq!(
+            statement_line("-- Loads the data.\n--\n\nINSERT INTO hits\n  SELECT 1"),
+            "INSERT INTO hits SELECT 1"
+        );
+        assert_eq!(statement_line("-- only a comment"), "-- only a comment");
+        // Other text keeps its first line, whatever it starts with.
+        assert_eq!(one_line("--hits-file x: bad\nmore"), "--hits-file x: bad more");
         let long = "x ".repeat(200);
         assert!(one_line(&long).ends_with("...") && one_line(&long).chars().count() == 160);
     }

@@ -67,6 +67,16 @@ pub fn plural(count: impl Into<u64>, one: &str) -> String {
     }
 }
 
+/// A test's p value to four places (`0.0079`, `< 0.0001`): never rounded up to a
+/// threshold it is below; `unknown` without one.
+pub fn p_value(p: Option<f64>) -> String {
+    match p.filter(|p| p.is_finite()) {
+        None => "unknown".to_string(),
+        Some(p) if p < 1e-4 => "< 0.0001".to_string(),
+        Some(p) => format!("{p:.4}"),
+    }
+}
+
 /// A ratio as `2.00x`.
 pub fn times(value: Option<f64>) -> String {
     value.filter(|value| value.is_finite()).map_or("unknown".to_string(), |value| format!("{value:.2}x"))

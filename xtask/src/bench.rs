@@ -191,7 +191,7 @@ fn matrix(file: &Path, fail_fast: bool, matches: &clap::ArgMatches) -> Result<()
             .map(|variant| format!("{}: {}", variant.name, variant.error.as_deref().unwrap_or("unknown")))
             .collect();
         bail!(
-            "matrix {matrix_id}: {} of {} variants did not finish ({}); the others' bundles and comparisons are in {} \
+            "matrix {matrix_id}: {} of {} variants failed or did not finish ({}); the others' bundles and comparisons are in {} \
              (summary: {})",
             unfinished.len(),
             summary.variants.len(),
@@ -209,9 +209,15 @@ fn utc_stamp(time: jiff::Timestamp) -> String {
 }
 
 /// This command as it was typed (`cargo xtask` and its arguments, quoted for a shell), to
-/// repeat in a message; `cargo xtask bench KIND` where an argument cannot be quoted.
+/// repeat in a message, without `--run-id`: its folder now exists, and the same id would
+/// be refused. `cargo xtask bench KIND` where an argument cannot be quoted.
 fn this_command(kind_name: &str) -> String {
-    let arguments: Vec<String> = std::env::args().skip(1).collect();
+    let mut arguments: Vec<String> =
+        std::env::args_os().skip(1).map(|argument| argument.to_string_lossy().into_owned()).collect();
+    while let Some(at) = arguments.iter().position(|argument| argument == "--run-id") {
+        arguments.drain(at..(at + 2).min(arguments.len()));
+    }
+    arguments.retain(|argument| !argument.starts_with("--run-id="));
     shlex::try_join(arguments.iter().map(String::as_str))
         .map_or_else(|_| format!("cargo xtask bench {kind_name}"), |quoted| format!("cargo xtask {quoted}"))
 }

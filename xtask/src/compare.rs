@@ -9,6 +9,7 @@ use chbench::compare::report::{COMPARE_FILE, write_files};
 use chbench::compare::{CompareOptions, Comparison, Side};
 use chbench::node_prices::PriceOverrides;
 use chbench::results::prepare_results_folder;
+use chbench::significance::Verdict;
 use chbench::units::plural;
 
 use crate::flags::Compare;
@@ -31,7 +32,7 @@ impl Compare {
             ..CompareOptions::default()
         };
         let comparison = kinds::compare(&dirs, &options)?;
-        check_node_prices_apply(&self.node_price, &comparison)?;
+        check_node_prices_apply(&self.node_price, (self.price_a.is_some(), self.price_b.is_some()), &comparison)?;
         let out = match &self.out {
             Some(out) => out.clone(),
             None => self.results_dir.join(default_folder(&comparison)),
@@ -44,17 +45,22 @@ impl Compare {
             print_summary(&comparison, &out);
         }
         if let Some(allowed) = self.fail_on_slower {
-            // A level whose QPS is lower is a slowdown as much as a slower query.
+            // A level whose QPS is lower is a slowdown as much as a slower query, and a query
+            // that failed or answered differently is worse than slow.
             let slower: Vec<String> = comparison
                 .queries
                 .iter()
-                .filter(|query| query.significance.verdict == chbench::significance::Verdict::Slower)
-                .map(|query| query.query.clone())
+                .filter_map(|query| match query.significance.verdict {
+                    Verdict::Slower => Some(query.query.clone()),
+                    Verdict::Failed => Some(format!("{} (failed)", query.query)),
+                    Verdict::AnswersDiffer => Some(format!("{} (answers differ)", query.query)),
+                    _ => None,
+                })
                 .chain(comparison.lower_levels().iter().map(|clients| format!("QPS at {}", plural(*clients, "client"))))
                 .collect();
             if slower.len() > allowed {
                 bail!(
-                    "slower on B: {}; that is {}, more than --fail-on-slower {allowed} allows; see {}",
+                    "slower or failed on B: {}; that is {}, more than --fail-on-slower {allowed} allows; see {}",
                     slower.join(", "),
                     slower.len(),
                     out.join(COMPARE_FILE).display()
@@ -66,11 +72,24 @@ impl Compare {
 }
 
 /// A `--node-price` for a node type neither side ran on priced nothing: a mistyped type,
-/// or bundles that do not name their node; refused rather than silently unused.
-fn check_node_prices_apply(node_prices: &[(String, f64)], comparison: &Comparison) -> Result<()> {
+/// or bundles that do not name their node; refused rather than silently unused, as is one
+/// whose sides are priced by `--price-a`/`--price-b` (`side_prices`) instead.
+fn check_node_prices_apply(
+    node_prices: &[(String, f64)],
+    side_prices: (bool, bool),
+    comparison: &Comparison,
+) -> Result<()> {
     let types = [&comparison.cost.baseline.node_type, &comparison.cost.candidate.node_type];
+    let priced_by_type = [!side_prices.0, !side_prices.1];
     for (node_type, _) in node_prices {
-        if !types.iter().any(|side| side.as_deref() == Some(node_type.as_str())) {
+        let on = |at: usize| types[at].as_deref() == Some(node_type.as_str());
+        if (on(0) || on(1)) && !((on(0) && priced_by_type[0]) || (on(1) && priced_by_type[1])) {
+            bail!(
+                "--node-price {node_type}=...: the sides on {node_type} are priced by --price-a/--price-b instead; \
+                 give one of them"
+            );
+        }
+        if !(on(0) || on(1)) {
             let named = |side: &Option<String>| side.clone().unwrap_or_else(|| "not recorded".to_string());
             bail!(
                 "--node-price {node_type}=...: neither side ran on {node_type} (A's node: {}, B's: {}); give the type \
@@ -129,26 +148,38 @@ fn print_summary(comparison: &Comparison, out: &Path) {
         text.push_str(&format!("warning: {warning}\n"));
     }
     for query in &comparison.queries {
-        if let Some(why) = &query.why {
-            text.push_str(&format!("  {}: {}\n", query.query, why.summary));
+        match (&query.why, query.significance.verdict) {
+            (Some(why), _) => text.push_str(&format!("  {}: {}\n", query.query, why.summary)),
+            // Failed and differing queries are named, as their verdicts count them.
+            (None, Verdict::Failed | Verdict::AnswersDiffer) => text.push_str(&format!(
+                "  {}: {} ({})\n",
+                query.query,
+                if query.significance.verdict == Verdict::Failed { "failed" } else { "answers differ" },
+                query.significance.reason.as_deref().unwrap_or("no reason recorded")
+            )),
+            (None, _) => {}
+        }
+    }
+    for (side, only) in
+        [(&comparison.baseline, &comparison.only_in_baseline), (&comparison.candidate, &comparison.only_in_candidate)]
+    {
+        if !only.is_empty() {
+            text.push_str(&format!("measured in {} only, not compared: {}\n", side.label, only.join(", ")));
         }
     }
     let totals = &comparison.totals;
     if let Some(gain) = totals.gain {
-        // B against A, as the line above; `+ 0.0` so that no change reads 0.0, not -0.0.
+        // A then B, as the report gives them; `+ 0.0` so that no change reads 0.0, not -0.0.
         let what = if totals.basis.is_some() { "sum of mean latencies under load" } else { "sum of means" };
         text.push_str(&format!(
-            "{what}: {:.1} ms against {:.1} ms ({:+.1} %)\n",
-            totals.candidate_sum_of_means_ms,
+            "{what}: A {:.1} ms, B {:.1} ms (B {:+.1} %)\n",
             totals.baseline_sum_of_means_ms,
+            totals.candidate_sum_of_means_ms,
             -100.0 * gain + 0.0
         ));
     }
     if let Some(score) = totals.relative_score {
-        text.push_str(&format!(
-            "ClickBench relative score (B against A, below 1 faster): {}\n",
-            chbench::units::times(Some(score))
-        ));
+        text.push_str(&format!("ClickBench relative score (B against A, below 1 faster): {score:.3}\n"));
     }
     for level in &comparison.levels {
         text.push_str(&format!("{}\n", level.line()));
@@ -174,7 +205,11 @@ fn print_summary(comparison: &Comparison, out: &Path) {
             (Some(_), None) if !at_levels.is_empty() => {
                 text.push_str(&format!("{letter}: per 1,000 queries {}; price {}\n", at_levels.join(", "), cost.price))
             }
-            (Some(_), None) => text.push_str(&format!("{letter}: cost unknown at {}\n", cost.price)),
+            (Some(_), None) => text.push_str(&format!(
+                "{letter}: cost unknown at {}: {}\n",
+                cost.price,
+                cost.why_unknown.as_deref().unwrap_or("no compared query has a known mean time")
+            )),
         }
     }
     text.push_str(&format!("report: {}\n", out.join(COMPARE_FILE).display()));

@@ -101,20 +101,17 @@ fn in_the_users_terms(error: clap::Error, args: &[OsString]) -> clap::Error {
                 kinds.join(", ")
             )
         }
-        ErrorKind::ArgumentConflict if bench => {
-            let Some(kind) = context(ContextKind::InvalidSubcommand).filter(|name| kinds::kind_named(name).is_some())
-            else {
-                return error;
-            };
+        ErrorKind::ArgumentConflict if bench && kind_flags_before_the_kind(&error) => {
+            let kind = context(ContextKind::InvalidSubcommand).unwrap_or_default();
             let mut flags: Vec<&str> = given[1..].to_vec();
-            if let Some(at) = flags.iter().position(|arg| *arg == kind) {
+            if let Some(at) = flags.iter().position(|arg| *arg == kind.as_str()) {
                 flags.remove(at);
             }
             format!("a kind's flags follow its name: cargo xtask bench {kind} {}", flags.join(" "))
         }
-        // A flag's value its parser refused: clap's first line says which and why; the
-        // usage hint after it would make it three.
-        ErrorKind::ValueValidation => {
+        // A flag's value its parser refused, or two flags that exclude each other: clap's
+        // first line says which and why; the usage after it would make it several.
+        ErrorKind::ValueValidation | ErrorKind::ArgumentConflict => {
             let rendered = error.render().to_string();
             let first = rendered.lines().next().unwrap_or_default();
             format!("{}; `--help` lists the flags", first.strip_prefix("error: ").unwrap_or(first))
@@ -122,6 +119,12 @@ fn in_the_users_terms(error: clap::Error, args: &[OsString]) -> clap::Error {
         _ => return error,
     };
     clap::Error::raw(error.kind(), format!("{reworded}\n"))
+}
+
+/// Whether clap's conflict is a kind's flags given before the kind's name (it names the
+/// kind as the subcommand), not two of a kind's own flags.
+fn kind_flags_before_the_kind(error: &clap::Error) -> bool {
+    matches!(error.get(ContextKind::InvalidSubcommand), Some(ContextValue::String(name)) if kinds::kind_named(name).is_some())
 }
 
 /// `cargo xtask eks <command>`. Built with the `eks` feature, which the first `eks`
@@ -497,7 +500,8 @@ pub struct Compare {
     /// Print the comparison as JSON on stdout (the files are written too).
     #[arg(long)]
     pub json: bool,
-    /// Exit non-zero when more than N queries (or throughput levels) are slower: a workflow's gate.
+    /// Exit non-zero when more than N queries (or throughput levels) are slower, failed or answer differently: a
+    /// workflow's gate.
     #[arg(long, value_name = "N")]
     pub fail_on_slower: Option<usize>,
     /// A's node price, USD per hour (for price-performance; the embedded engine has none)

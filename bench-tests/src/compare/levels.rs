@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::significance::{Significance, Verdict};
-use crate::units::{number, plural, times};
+use crate::units::{number, p_value, plural, times};
 
 /// One load level on both sides.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -54,7 +54,7 @@ impl LevelComparison {
         }
     }
 
-    /// `QPS at 4 clients: 812 -> 790 (B/A 0.97x), unchanged (5 and 5 rounds, p 0.42)`,
+    /// `QPS at 4 clients: 812 -> 790 (B/A 0.97x), unchanged (5 and 5 rounds, p 0.4200)`,
     /// with each side's errors where it had some.
     pub fn line(&self) -> String {
         let qps = |side: &Option<LevelSide>| match side {
@@ -63,7 +63,7 @@ impl LevelComparison {
         };
         let significance = &self.significance;
         let ratio = self.ratio();
-        let p = significance.p_value.map_or(String::new(), |p| format!(", p {p:.2}"));
+        let p = significance.p_value.map_or(String::new(), |p| format!(", p {}", p_value(Some(p))));
         let reason = significance.reason.as_ref().map_or(String::new(), |reason| format!(": {reason}"));
         let errors: Vec<String> = [("A", &self.baseline), ("B", &self.candidate)]
             .into_iter()

@@ -299,7 +299,7 @@ pub struct Totals {
     /// Queries in the relative score.
     #[serde(default)]
     pub relative_score_queries: usize,
-    /// Queries left out of every total: their answers differ.
+    /// Queries left out of every total: failed, or their answers differ.
     #[serde(default)]
     pub left_out: Vec<String>,
     /// What the totals are of, where not ClickBench's serial query-set run (a throughput
@@ -381,14 +381,18 @@ pub fn compare_bundles<Results: KindResults>(
             continue;
         };
         let mut query = compare_query(label, runs, other, same_bundle, &options.thresholds);
+        // By query (every form of it), or by its label (one form: a level of a throughput run).
         let failed_on = |failed: &[(String, String)], side: &str| {
-            failed.iter().find(|(name, _)| *name == runs.query).map(|(_, why)| format!("{side}: {why}"))
+            failed
+                .iter()
+                .find(|(name, _)| *name == runs.query || name == label)
+                .map(|(_, why)| format!("{side}: {}", why.strip_prefix("failed: ").unwrap_or(why)))
         };
         let failures: Vec<String> =
             [failed_on(&baseline_failed, "A"), failed_on(&candidate_failed, "B")].into_iter().flatten().collect();
         if !failures.is_empty() {
             query.significance.verdict = Verdict::Failed;
-            query.significance.reason = Some(format!("failed its check on {}", failures.join("; ")));
+            query.significance.reason = Some(format!("the run's own check failed it on {}", failures.join("; ")));
             query.why = None;
         }
         summary.count(query.significance.verdict);
@@ -620,7 +624,7 @@ fn variants_of<'a, Results: KindResults>(
 /// A query runs' label: the query, then its form when its kind has several (a variant
 /// that serialises to an object is written `key=value, ...`), then its A/B variant when
 /// the bundle's variants are not the sides.
-fn runs_label<Variant: Serialize>(runs: &QueryRuns<Variant>, with_ab_variant: bool) -> String {
+pub fn runs_label<Variant: Serialize>(runs: &QueryRuns<Variant>, with_ab_variant: bool) -> String {
     let form = match serde_json::to_value(&runs.variant) {
         Ok(serde_json::Value::String(form)) if form == "default" => None,
         Ok(serde_json::Value::String(form)) => Some(form),

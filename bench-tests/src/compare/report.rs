@@ -11,7 +11,7 @@ use crate::files::write_atomically;
 use crate::markdown::Table;
 use crate::report::charts::{Bars, log_bars};
 use crate::significance::Verdict;
-use crate::units::{milliseconds, number, per_second, percent, times};
+use crate::units::{milliseconds, number, p_value, per_second, percent, times};
 
 /// The report's file in a comparison's folder.
 pub const COMPARE_FILE: &str = "compare.md";
@@ -87,7 +87,7 @@ fn levels_section(comparison: &Comparison) -> String {
             qps(&level.baseline),
             qps(&level.candidate),
             times(level.ratio()),
-            significance.p_value.map_or("unknown".to_string(), |p| number(p, 4)),
+            p_value(significance.p_value),
             verdict,
             failed(&level.baseline),
             failed(&level.candidate),
@@ -149,9 +149,7 @@ pub fn markdown(comparison: &Comparison) -> String {
             milliseconds(query.candidate.median_ms),
             times(significance.ratio),
             percent(significance.noise, "unknown"),
-            significance
-                .p_value
-                .map_or("unknown".to_string(), |p| if p < 1e-4 { "< 0.0001".to_string() } else { number(p, 4) }),
+            p_value(significance.p_value),
             verdict_cell(query),
         ]);
     }
@@ -168,11 +166,16 @@ pub fn markdown(comparison: &Comparison) -> String {
         times(totals.geometric_mean_ratio)
     );
     if !totals.left_out.is_empty() {
-        let _ = writeln!(out, "Left out of every total, their answers differing: {}.\n", totals.left_out.join(", "));
+        let _ = writeln!(
+            out,
+            "Left out of every total (failed, or their answers differ): {}.\n",
+            totals.left_out.join(", ")
+        );
     }
     match &totals.basis {
         Some(basis) => {
-            let _ = writeln!(out, "These totals are not ClickBench's, and it has no relative score here: {basis}.\n");
+            let _ =
+                writeln!(out, "These totals are not ClickBench's, and there is no relative score, since {basis}.\n");
         }
         None => {
             let _ = writeln!(
@@ -180,7 +183,7 @@ pub fn markdown(comparison: &Comparison) -> String {
                 "ClickBench's relative score of B against A (the geometric mean of (10 ms + hot B) / (10 ms + hot \
                  A), hot the fastest warm run; below 1, B is faster) over {} queries: {}.\n",
                 totals.relative_score_queries,
-                times(totals.relative_score)
+                totals.relative_score.map_or("unknown".to_string(), |score| format!("{score:.3}"))
             );
         }
     }

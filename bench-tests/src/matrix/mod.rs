@@ -269,7 +269,9 @@ impl MatrixSummary {
         }
         let missing: Vec<&str> = self.unfinished();
         if !missing.is_empty() {
-            text.push_str(&format!("Not finished: {}.\n\n", missing.join(", ")));
+            let failed = self.variants.iter().any(|variant| variant.status == VariantStatus::Failed);
+            let what = if failed { "Failed or not finished" } else { "Not finished" };
+            text.push_str(&format!("{what}: {}.\n\n", missing.join(", ")));
         }
         let mut variants = Table::new(["variant", "changes", "status", "bundle", "error"]);
         for variant in &self.variants {
@@ -298,7 +300,7 @@ impl MatrixSummary {
         }
         if comparisons.is_empty() {
             text.push_str(
-                "## Comparisons\n\nNone: the first variant (the baseline), or every other one, did not finish with a \
+                "## Comparisons\n\nNone: the first variant (the baseline), or every other one, has no complete \
                  bundle.\n",
             );
         } else {
@@ -499,7 +501,18 @@ fn compare_variants(
     folder: &Path,
     progress: &dyn Fn(&str),
 ) -> Vec<ComparisonOutcome> {
-    let done = |outcome: &&VariantOutcome| outcome.status == VariantStatus::Done && outcome.bundle.is_some();
+    // Done, or failed with a complete bundle (a query failed its check, and the run said
+    // so): its failed queries are failed in the comparison, the rest compare.
+    let done = |outcome: &&VariantOutcome| {
+        outcome.bundle.is_some()
+            && match outcome.status {
+                VariantStatus::Done => true,
+                VariantStatus::Failed => {
+                    crate::results::bundle_is_complete(&folder.join(&outcome.run_id)).unwrap_or(false)
+                }
+                VariantStatus::Interrupted | VariantStatus::Missing => false,
+            }
+    };
     let Some(baseline) = summary.variants.first().filter(done) else {
         return Vec::new();
     };
@@ -623,7 +636,9 @@ impl BenchStep for ProcessBench {
                                 *last = Some(error.to_string());
                             }
                         }
-                        None if line == crate::interrupt::STOPPING_LINE || line.is_empty() => {}
+                        // (With the blank line before it, once this process was asked to stop.)
+                        None if line == crate::interrupt::STOPPING_LINE
+                            || (line.is_empty() && crate::interrupt::requested()) => {}
                         None => {
                             let _ = writeln!(std::io::stderr(), "{line}");
                         }
@@ -643,7 +658,11 @@ impl BenchStep for ProcessBench {
         match status.code() {
             Some(0) => Ok(()),
             // 128 + SIGINT: the run stopped on a request to stop.
-            Some(130) => Err(anyhow!(Interrupted).context(said.unwrap_or_else(|| "the bench was interrupted".into()))),
+            // The bench's own line ends with the interruption, which the chain adds again.
+            Some(130) => Err(anyhow!(Interrupted).context(
+                said.map(|said| said.trim_end_matches(&format!(": {Interrupted}")).to_string())
+                    .unwrap_or_else(|| "the bench was interrupted".into()),
+            )),
             _ => Err(anyhow!(said.unwrap_or_else(|| format!("the bench process ended with {status}")))),
         }
     }

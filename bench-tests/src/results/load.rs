@@ -30,11 +30,21 @@ pub fn bundle_kind(dir: &Path) -> Result<String> {
     }
 }
 
-/// What is read of `results.json` before the whole: its schema version and its kind. The
-/// rest is skipped, not built (a bundle may hold 10 MB of samples).
+/// Whether a bundle folder's run ended with everything measured (`status`), read as
+/// [`bundle_kind`] reads the kind: a run that then failed its own check (a query that
+/// failed) is complete, and compares.
+pub fn bundle_is_complete(dir: &Path) -> Result<bool> {
+    let (_, _, head) = read_results(dir)?;
+    Ok(head.status == Some(super::RunStatus::Complete))
+}
+
+/// What is read of `results.json` before the whole: its schema version, kind and status.
+/// The rest is skipped, not built (a bundle may hold 10 MB of samples).
 #[derive(Deserialize)]
 struct Head {
     schema_version: Option<serde_json::Value>,
+    #[serde(default)]
+    status: Option<super::RunStatus>,
     benchmark: Option<HeadBenchmark>,
 }
 

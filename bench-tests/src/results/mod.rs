@@ -34,7 +34,7 @@ use anyhow::{Result, bail};
 use serde::de::{DeserializeOwned, Error as _};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-pub use self::load::{bundle_kind, load_bundle};
+pub use self::load::{bundle_is_complete, bundle_kind, load_bundle};
 pub use self::writer::{BundleWriter, ExistingFolder, prepare_results_folder, refuse_a_taken_run_id};
 use crate::ab_variants::AbRun;
 use crate::machine::MachineInfo;
@@ -84,7 +84,8 @@ pub trait KindResults: Debug + Clone + PartialEq + Serialize + DeserializeOwned 
     fn compared_inputs(&self) -> Vec<(String, String)> {
         Vec::new()
     }
-    /// The queries the run's own checks failed (their answers), by query name, each with
+    /// The queries the run's own checks failed (their answers), by query name (every form
+    /// of it) or by one form's label in a comparison (`compare::runs_label`), each with
     /// why: a comparison leaves them out of every total and calls them failed, never
     /// faster or slower. Empty by default.
     fn failed_queries(&self) -> Vec<(String, String)> {

@@ -32,7 +32,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::interrupt::Interrupted;
 use crate::settings::Settings;
-use crate::sql::one_line;
+use crate::sql::{one_line, statement_line};
 use crate::stats::StatsSource;
 use crate::storage_baseline::StorageBaseline;
 use crate::target_info::{KubernetesDeployment, TargetInfo, TargetKind};
@@ -391,8 +391,10 @@ impl Target {
     /// unless `settings` overrides them, and are back in force afterwards.
     pub fn run(&mut self, sql: &str, settings: &Settings, format: &str) -> Result<Output> {
         let started = Instant::now();
-        let (body, counters) =
-            self.backend.run(sql, settings, format).with_context(|| format!("statement failed: {}", one_line(sql)))?;
+        let (body, counters) = self
+            .backend
+            .run(sql, settings, format)
+            .with_context(|| format!("statement failed: {}", statement_line(sql)))?;
         let output = Output { body, client_elapsed: started.elapsed(), counters };
         self.count_statement(&output);
         Ok(output)

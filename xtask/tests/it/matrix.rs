@@ -132,7 +132,10 @@ fn a_variant_that_fails_does_not_stop_the_others_and_the_run_fails_naming_it() {
     let file = matrix_file(results.path(), "one_bad", ONE_BAD);
     let output = run_matrix(results.path(), &file, "one_bad", &[]);
     let line = error_line(&output);
-    assert!(line.starts_with("error: matrix one_bad: 1 of 3 variants did not finish (bad: bench: "), "{line}");
+    assert!(
+        line.starts_with("error: matrix one_bad: 1 of 3 variants failed or did not finish (bad: bench: "),
+        "{line}"
+    );
     assert!(line.contains("max_threads"), "{line}");
     let folder = results.path().join("one_bad");
     let summary = summary(&folder);
@@ -149,13 +152,43 @@ fn a_variant_that_fails_does_not_stop_the_others_and_the_run_fails_naming_it() {
     assert!(folder.join("compare-default-vs-one_thread").join("compare.md").is_file());
 }
 
+/// A variant whose benchmark ran to its end but failed its own check (here ClickBench
+/// queries that error on the variant's setting) is failed, and still compared: its bundle is
+/// complete, and those queries are `failed` in the comparison.
+#[test]
+fn a_variant_that_failed_its_check_with_a_complete_bundle_is_still_compared() {
+    let results = tempfile::tempdir().unwrap();
+    let file = results.path().join("checked.toml");
+    std::fs::write(
+        &file,
+        "kind = \"clickbench\"\nflags = [\"--rows\", \"10K\", \"--runs\", \"5\"]\ntarget = \"embedded\"\n\
+         [[variant]]\nname = \"default\"\n[[variant]]\nname = \"one_row\"\n\
+         settings = { max_rows_to_group_by = 1, group_by_overflow_mode = \"throw\" }\n",
+    )
+    .unwrap();
+    let output = run_matrix(results.path(), &file, "checked", &[]);
+    let line = error_line(&output);
+    assert!(line.contains("1 of 2 variants failed or did not finish (one_row: bench: "), "{line}");
+    let folder = results.path().join("checked");
+    let summary = summary(&folder);
+    assert_eq!(statuses(&summary), [("default", VariantStatus::Done), ("one_row", VariantStatus::Failed)]);
+    let compared = comparison(&folder, "compare-default-vs-one_row");
+    let verdicts: Vec<&str> = compared["queries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|query| query["significance"]["verdict"].as_str().unwrap())
+        .collect();
+    assert_eq!(verdicts, ["failed"; 3], "each of Q19, Q33, Q34 groups more than one row: {compared:#}");
+}
+
 #[test]
 fn fail_fast_stops_at_the_first_variant_that_fails_and_names_the_ones_it_left() {
     let results = tempfile::tempdir().unwrap();
     let file = matrix_file(results.path(), "fast", ONE_BAD);
     let output = run_matrix(results.path(), &file, "fast", &["--fail-fast"]);
     let line = error_line(&output);
-    assert!(line.starts_with("error: matrix fast: 2 of 3 variants did not finish (bad: bench: "), "{line}");
+    assert!(line.starts_with("error: matrix fast: 2 of 3 variants failed or did not finish (bad: bench: "), "{line}");
     assert!(!line.contains("  "), "{line}");
     // The variant's error is said once as it ends, and once in the matrix's last line.
     let stderr = String::from_utf8_lossy(&output.stderr);

@@ -73,8 +73,9 @@ fn a_run_keeps_every_statement_counts_failures_apart_and_checks_its_runner() {
     assert!(!output.status.success(), "{said}");
     let line = error_line(&output);
     assert!(
-        line.contains("completed no statement, its figures unknown: missing at 1 client (")
+        line.contains("missing completed no statement at 1 client (")
             && line.contains("and at 2 clients (")
+            && line.contains("so its figures there are unknown (first error: ")
             && line.contains("UNKNOWN_TABLE"),
         "{line}"
     );
@@ -131,9 +132,27 @@ fn a_run_keeps_every_statement_counts_failures_apart_and_checks_its_runner() {
     assert_eq!(missing.len(), 2, "one a level");
     assert!(missing.iter().all(|runs| runs.samples.is_empty()));
     let failed = chbench::results::KindResults::failed_queries(tp);
-    assert_eq!(failed.len(), 1);
-    assert_eq!(failed[0].0, "missing");
-    assert!(failed[0].1.starts_with("every statement failed ("), "{failed:?}");
+    let labels: Vec<&str> = failed.iter().map(|(label, _)| label.as_str()).collect();
+    assert_eq!(labels, ["missing (clients=1)", "missing (clients=2)"], "each level, by its label in a comparison");
+    assert!(failed.iter().all(|(_, why)| why.starts_with("every statement failed (")), "{failed:?}");
+    // In a comparison those levels are failed, never fast; the other queries compare.
+    let bundle_dir = results.path().join("files");
+    let compared = xtask()
+        .arg("compare")
+        .args([&bundle_dir, &bundle_dir])
+        .arg("--json")
+        .arg("--out")
+        .arg(results.path().join("compared"))
+        .output()
+        .unwrap();
+    assert!(compared.status.success(), "{}", String::from_utf8_lossy(&compared.stderr));
+    let comparison: serde_json::Value = serde_json::from_slice(&compared.stdout).unwrap();
+    for query in comparison["queries"].as_array().unwrap() {
+        let failed = query["query"].as_str().unwrap().starts_with("missing ");
+        let verdict = query["significance"]["verdict"].as_str().unwrap();
+        assert_eq!(verdict == "failed", failed, "{query}");
+    }
+    assert_eq!(comparison["summary"]["failed"], 2);
     assert_eq!(tp.queries.iter().find(|runs| runs.query == "own_table").unwrap().answer, "499500\n");
     // The runner check: both sides, the same statements each.
     let check = tp.runner_check.as_ref().unwrap();

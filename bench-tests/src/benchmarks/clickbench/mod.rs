@@ -255,10 +255,9 @@ impl Benchmark for ClickBenchBenchmark {
             Ok(Some(official)) => [official.checkout.create_sql, official.checkout.queries_sql]
                 .iter()
                 .map(|path| path.to_string_lossy().into_owned())
-                .chain(
-                    ["clickbench/load_file.sql", "clickbench/describe_file.sql", "clickbench/probe_file.sql"]
-                        .map(str::to_string),
-                )
+                // The probe (clickbench/probe_file.sql) checks the file before the run and
+                // measures nothing: not the run's SQL.
+                .chain(["clickbench/load_file.sql", "clickbench/describe_file.sql"].map(str::to_string))
                 .collect(),
             // Checked before: a checkout that cannot be read never reaches the bundle.
             Ok(None) | Err(_) => dataset::DATASET_FILES
@@ -335,7 +334,7 @@ impl Benchmark for ClickBenchBenchmark {
             return Ok(());
         }
         bail!(
-            "{} of {} queries failed, their times not counted: {}",
+            "{} of {} queries failed, not counted in any total: {}",
             failed.len(),
             bundle.benchmark.checks.len(),
             failed.join("; ")
@@ -346,28 +345,62 @@ impl Benchmark for ClickBenchBenchmark {
 /// The hits file's first rows into a scratch copy of create.sql's table, dropped after:
 /// names and counts match, but a value a column's type cannot take (a string where
 /// create.sql declares a number) would otherwise fail the load after the bundle is made.
+/// The scratch database is the process's own, as a scenario's (on a shared server, named
+/// by its owner and dropped with the target if this cannot drop it).
 fn probe_load(target: &mut Target, official: &Official) -> Result<()> {
-    let hits_file = shown(&official.hits_file);
     let previous = target.database().to_string();
-    let scratch = format!("chbench_probe_{}", std::process::id());
-    target.use_fresh_database(&scratch)?;
+    target.use_scenario_database(PROBE_DATABASE)?;
+    let scratch = target.database().to_string();
     let probed = Fixture::read(&official.checkout.create_sql)
         .and_then(|create| create.apply(target, &Params::new()))
-        .and_then(|()| Fixture::load("clickbench/probe_file.sql")?.render_one(&describe_params(official)))
-        .and_then(|insert| target.execute(&insert));
-    target.use_database(&previous)?;
-    target.execute(&format!("DROP DATABASE IF EXISTS {scratch} SYNC")).with_context(|| {
-        format!("database {scratch} may be left on the target: drop it with DROP DATABASE {scratch}")
-    })?;
-    probed.map_err(|error| {
-        anyhow::anyhow!(
-            "--hits-file {hits_file}: its first rows do not load into {}'s hits ({}); give the hits file of this \
-             checkout's schema",
-            shown(&official.checkout.create_sql),
-            crate::sql::one_line(&format!("{:#}", error.root_cause()))
-        )
-    })
+        .and_then(|()| {
+            let insert = Fixture::load("clickbench/probe_file.sql")?.render_one(&describe_params(official))?;
+            // Only the INSERT's failure is the file's: create.sql's, the engine's or a stop
+            // are said as they are.
+            target.execute(&insert).map_err(|error| {
+                if crate::interrupt::requested() {
+                    return Interrupted.into();
+                }
+                anyhow::anyhow!(
+                    "--hits-file {}: its first rows do not load into {}'s hits ({}); give the hits file of this \
+                     checkout's schema",
+                    shown(&official.hits_file),
+                    shown(&official.checkout.create_sql),
+                    parse_failure(&format!("{:#}", error.root_cause()))
+                )
+            })
+        });
+    // Back, and the scratch database dropped, whatever the probe did; the probe's error
+    // first.
+    let cleaned = target.use_database(&previous).and_then(|()| {
+        target.execute(&format!("DROP DATABASE IF EXISTS {scratch} SYNC")).with_context(|| {
+            format!("database {scratch} may be left on the target: drop it with DROP DATABASE {scratch}")
+        })
+    });
+    probed.and(cleaned)
 }
+
+/// The part of the engine's message on a value it could not read that names the column
+/// (`Column 3, name: UserID, type: Int64, ERROR: text "x" is not like Int64`), which a
+/// statement's one line would cut off; else the message's start.
+fn parse_failure(message: &str) -> String {
+    let flat = message.split_whitespace().collect::<Vec<_>>().join(" ");
+    let Some(error_at) = flat.find(", ERROR: ") else {
+        return flat.chars().take(300).collect();
+    };
+    let start = flat[..error_at].rfind("Column ").unwrap_or(error_at);
+    let end = flat[error_at..].find(" : ").map_or(flat.len(), |end| error_at + end);
+    let column: String = flat[start..end].chars().take(300).collect();
+    // `(at row 1101)`, where the engine says it.
+    let row = flat.find("(at row ").and_then(|at| flat[at..].find(')').map(|end| &flat[at + 1..at + end]));
+    match row {
+        Some(row) => format!("{row}: {column}"),
+        None => column,
+    }
+}
+
+/// The scenario name of the hits-file probe's scratch database.
+const PROBE_DATABASE: &str = "chbench_clickbench_probe";
 
 fn describe_params(official: &Official) -> Params {
     Params::new()
@@ -402,7 +435,15 @@ impl ClickBenchBenchmark {
             Some(official) => format!("the load of {} into hits failed", shown(&official.hits_file)),
             None => "the load of the shipped table failed".to_string(),
         };
-        let measured = measure(run.target, &insert, &tag, &Settings::new()).context(loaded)?;
+        let measured = measure(run.target, &insert, &tag, &Settings::new()).map_err(|error| {
+            // A value the table cannot take: its column, not the rows the engine dumps.
+            let message = format!("{:#}", error.root_cause()).split_whitespace().collect::<Vec<_>>().join(" ");
+            if message.contains(", ERROR: ") && !crate::interrupt::requested() {
+                anyhow::anyhow!("{loaded}: {}", parse_failure(&message))
+            } else {
+                error.context(loaded)
+            }
+        })?;
         let (rows, data_size_bytes) = table_size(run.target);
         let load = Load {
             seconds: measured.stats.server_duration_us as f64 / 1e6,
@@ -584,4 +625,24 @@ pub fn totals(results: &ClickBenchResults) -> Totals {
         }
     }
     Totals { queries, failed, sum_of_means_seconds: sum_of_means_ms / 1e3, hot_sum_seconds: hot_sum_ms / 1e3 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_value_the_table_cannot_take_is_said_by_its_column() {
+        let message = "Code: 27. DB::Exception: Cannot parse input: expected '\\t' before: 'one\\t2013': (at row 1)\n: \
+                       Row 1: Column 0, name: WatchID, type: Int64, ERROR: text \"one<TAB>2013-0\" is not like Int64 : \
+                       (in file/uri /tmp/typed.tsv): While executing File. (CANNOT_PARSE_INPUT_ASSERTION_FAILED)";
+        assert_eq!(
+            parse_failure(message),
+            "at row 1: Column 0, name: WatchID, type: Int64, ERROR: text \"one<TAB>2013-0\" is not like Int64"
+        );
+        assert_eq!(
+            parse_failure("Code: 6. Cannot parse string 'x' as Int64"),
+            "Code: 6. Cannot parse string 'x' as Int64"
+        );
+    }
 }

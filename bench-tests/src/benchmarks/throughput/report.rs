@@ -46,13 +46,13 @@ pub fn markdown(results: &ThroughputResults, target: &TargetInfo) -> String {
     let _ = writeln!(
         out,
         "A closed loop: each client on a connection of its own runs the next query as soon as its last one \
-         ended. Pack `{}`, design `{}`, {}; queries {}; levels {:?} clients; {bound}; {} (every level \
+         ended. Pack `{}`, design `{}`, {}; queries {}; levels of {} clients; {bound}; {} (every level \
          once a round); seed {}.\n",
         workload.pack,
         workload.design,
         plural(workload.rows, "row"),
         names.join(", "),
-        workload.levels_run,
+        workload.levels_run.iter().map(u32::to_string).collect::<Vec<_>>().join(", "),
         plural(workload.rounds, "round"),
         workload.seed
     );

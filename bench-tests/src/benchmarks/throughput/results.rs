@@ -45,16 +45,19 @@ impl KindResults for ThroughputResults {
         &mut self.queries
     }
 
-    /// A query none of whose statements completed, at any level: its every figure is an
-    /// error's, so it is failed in a comparison, never fast.
+    /// Each (query, level) none of whose statements completed: its every figure there is
+    /// an error's, so it is failed in a comparison, never fast; by its label (`q1
+    /// (clients=4)`), the query's other levels compared as they ran.
     fn failed_queries(&self) -> Vec<(String, String)> {
-        self.workload
-            .queries
-            .iter()
-            .filter(|query| !self.queries.iter().any(|runs| runs.query == query.name && !runs.samples.is_empty()))
-            .filter_map(|query| {
-                let (count, first) = self.errors_of(&query.name)?;
-                Some((query.name.clone(), format!("every statement failed ({count}; first: {first})")))
+        self.levels_without_a_completed_statement()
+            .into_iter()
+            .filter_map(|(query, clients, errors)| {
+                let runs = self.queries.iter().find(|runs| runs.query == query && runs.variant.clients == clients)?;
+                let first = self.errors_of(&query).map_or("", |(_, first)| first);
+                Some((
+                    crate::compare::runs_label(runs, true),
+                    format!("every statement failed ({errors}; first: {first})"),
+                ))
             })
             .collect()
     }
