@@ -157,11 +157,12 @@ pub fn markdown(comparison: &Comparison) -> String {
     let totals = &comparison.totals;
     let _ = writeln!(
         out,
-        "Totals over the {} queries on both sides: sum of means {} (A) against {} (B), a gain of {}; geometric \
-         mean of the per-query ratios B / A: {}.\n",
+        "Totals over the {} queries on both sides: sum of means {} (A) against {} (B), B {} (a gain of {}); \
+         geometric mean of the per-query ratios B / A: {}.\n",
         totals.queries,
         milliseconds(Some(totals.baseline_sum_of_means_ms)),
         milliseconds(Some(totals.candidate_sum_of_means_ms)),
+        totals.gain.map_or("unknown".to_string(), |gain| format!("{:+.2} %", -100.0 * gain + 0.0)),
         percent(totals.gain, "unknown"),
         times(totals.geometric_mean_ratio)
     );
@@ -194,8 +195,17 @@ pub fn markdown(comparison: &Comparison) -> String {
             format!("{letter}: {}", side.label),
             side_cost.node_type.clone().unwrap_or_else(|| "unknown".to_string()),
             side_cost.price.to_string(),
-            usd(side_cost.usd_per_query_set_run),
-            usd(side_cost.usd_per_1000_queries),
+            // A throughput side's figures are each level's, in the table above.
+            if side_cost.why_unknown.is_some() {
+                "not one (see above)".to_string()
+            } else {
+                usd(side_cost.usd_per_query_set_run)
+            },
+            if side_cost.why_unknown.is_some() {
+                "each level's, in the Throughput table".to_string()
+            } else {
+                usd(side_cost.usd_per_1000_queries)
+            },
         ]);
     }
     let why_unknown = [&comparison.cost.baseline, &comparison.cost.candidate]

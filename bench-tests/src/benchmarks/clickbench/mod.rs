@@ -328,13 +328,13 @@ impl Benchmark for ClickBenchBenchmark {
             .checks
             .iter()
             .filter(|check| !check.outcome.passed())
-            .map(|check| format!("{} {}", check.query, check.outcome.line()))
+            .map(|check| format!("{} {}", check.query, check.outcome.short_line()))
             .collect();
         if failed.is_empty() {
             return Ok(());
         }
         bail!(
-            "{} of {} queries failed, not counted in any total: {}",
+            "{} of {} queries failed, not counted in any total (the whole messages are in the report): {}",
             failed.len(),
             bundle.benchmark.checks.len(),
             failed.join("; ")
@@ -386,7 +386,10 @@ fn probe_load(target: &mut Target, official: &Official) -> Result<()> {
 fn parse_failure(message: &str) -> String {
     let flat = message.split_whitespace().collect::<Vec<_>>().join(" ");
     let Some(error_at) = flat.find(", ERROR: ") else {
-        return flat.chars().take(300).collect();
+        // Parquet's form: `Cannot parse string 'x' as Int64: ... column: WatchID: (in file/uri
+        // ...)`: up to where it names the file.
+        let end = flat.find(": (in file").unwrap_or(flat.len());
+        return flat[..end].chars().take(300).collect();
     };
     let start = flat[..error_at].rfind("Column ").unwrap_or(error_at);
     let end = flat[error_at..].find(" : ").map_or(flat.len(), |end| error_at + end);

@@ -139,6 +139,29 @@ impl AnswerOutcome {
             AnswerOutcome::Error { message } => format!("failed: {message}"),
         }
     }
+
+    /// [`AnswerOutcome::line`] for a line that names several queries: an error by the
+    /// engine's code name (`failed: TOO_MANY_ROWS_OR_BYTES`), the whole message being in
+    /// the report.
+    pub fn short_line(&self) -> String {
+        let AnswerOutcome::Error { message } = self else { return self.line() };
+        let code = message
+            .trim_end()
+            .strip_suffix(')')
+            .and_then(|rest| rest.rsplit_once('('))
+            .map(|(_, code)| code)
+            .filter(|code| !code.is_empty() && code.chars().all(|c| c.is_ascii_uppercase() || c == '_'));
+        // `clickhouse/queries.sql:3`, where the message starts with the query's place.
+        let at = message
+            .split(": ")
+            .next()
+            .filter(|first| first.rsplit_once(".sql:").is_some_and(|(_, line)| line.parse::<u32>().is_ok()))
+            .map_or(String::new(), |place| format!(" ({place})"));
+        match code {
+            Some(code) => format!("failed{at}: {code}"),
+            None => format!("failed{at}: {}", message.split_whitespace().take(20).collect::<Vec<_>>().join(" ")),
+        }
+    }
 }
 
 /// The totals as the source reports them, over the queries whose answers passed.
@@ -191,7 +214,7 @@ impl KindResults for ClickBenchResults {
         self.checks
             .iter()
             .filter(|check| !check.outcome.passed())
-            .map(|check| (check.query.clone(), check.outcome.line()))
+            .map(|check| (check.query.clone(), check.outcome.short_line()))
             .collect()
     }
 
