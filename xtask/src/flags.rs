@@ -101,7 +101,12 @@ fn in_the_users_terms(error: clap::Error, args: &[OsString]) -> clap::Error {
                 kinds.join(", ")
             )
         }
-        ErrorKind::ArgumentConflict if bench && kind_flags_before_the_kind(&error) => {
+        // A kind's flags before its name: clap names the kind as the subcommand it conflicts
+        // with (two of a kind's own flags are the general case below).
+        ErrorKind::ArgumentConflict
+            if bench
+                && context(ContextKind::InvalidSubcommand).is_some_and(|name| kinds::kind_named(&name).is_some()) =>
+        {
             let kind = context(ContextKind::InvalidSubcommand).unwrap_or_default();
             let mut flags: Vec<&str> = given[1..].to_vec();
             if let Some(at) = flags.iter().position(|arg| *arg == kind.as_str()) {
@@ -119,12 +124,6 @@ fn in_the_users_terms(error: clap::Error, args: &[OsString]) -> clap::Error {
         _ => return error,
     };
     clap::Error::raw(error.kind(), format!("{reworded}\n"))
-}
-
-/// Whether clap's conflict is a kind's flags given before the kind's name (it names the
-/// kind as the subcommand), not two of a kind's own flags.
-fn kind_flags_before_the_kind(error: &clap::Error) -> bool {
-    matches!(error.get(ContextKind::InvalidSubcommand), Some(ContextValue::String(name)) if kinds::kind_named(name).is_some())
 }
 
 /// `cargo xtask eks <command>`. Built with the `eks` feature, which the first `eks`

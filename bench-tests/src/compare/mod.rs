@@ -110,15 +110,14 @@ impl Comparison {
                 None => counts.push((level.verdict_word(), 1)),
             }
         }
-        let noun = |count: usize| if count == 1 { "level" } else { "levels" };
+        // `1 level higher, 2 unchanged`: the noun once, on the first count.
         let parts: Vec<String> = counts
             .iter()
             .enumerate()
-            .map(
-                |(at, (word, count))| {
-                    if at == 0 { format!("{count} {} {word}", noun(*count)) } else { format!("{count} {word}") }
-                },
-            )
+            .map(|(at, (word, count))| match at {
+                0 => format!("{} {word}", crate::units::plural(*count as u64, "level")),
+                _ => format!("{count} {word}"),
+            })
             .collect();
         Some(format!("QPS: {}", parts.join(", ")))
     }

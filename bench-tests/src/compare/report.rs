@@ -191,21 +191,17 @@ pub fn markdown(comparison: &Comparison) -> String {
     let mut cost = Table::new(["side", "node", "price", "per query-set run", "per 1,000 queries"]);
     for (letter, side, side_cost) in [("A", a, &comparison.cost.baseline), ("B", b, &comparison.cost.candidate)] {
         let usd = |value: Option<f64>| value.map_or_else(|| "unknown".to_string(), |usd| format!("${usd:.6}"));
+        // A throughput side's figures are each level's, in the table above.
+        let (per_run, per_1000) = match side_cost.why_unknown {
+            Some(_) => ("not one (see above)".to_string(), "each level's, in the Throughput table".to_string()),
+            None => (usd(side_cost.usd_per_query_set_run), usd(side_cost.usd_per_1000_queries)),
+        };
         cost.row([
             format!("{letter}: {}", side.label),
             side_cost.node_type.clone().unwrap_or_else(|| "unknown".to_string()),
             side_cost.price.to_string(),
-            // A throughput side's figures are each level's, in the table above.
-            if side_cost.why_unknown.is_some() {
-                "not one (see above)".to_string()
-            } else {
-                usd(side_cost.usd_per_query_set_run)
-            },
-            if side_cost.why_unknown.is_some() {
-                "each level's, in the Throughput table".to_string()
-            } else {
-                usd(side_cost.usd_per_1000_queries)
-            },
+            per_run,
+            per_1000,
         ]);
     }
     let why_unknown = [&comparison.cost.baseline, &comparison.cost.candidate]

@@ -1486,11 +1486,10 @@ node_type = "c6i.2xlarge"
         let results = tempfile::tempdir().unwrap();
         let matrix = parse_matrix(Path::new("c7g-vs-c6i.toml"), MATRIX, TargetKind::Auto).unwrap();
         let runtime = runtime();
-        let (service, mut server) = pair::<Request<Body>, Response<Body>>();
         // Inside the runtime: the client spawns its request buffer on it.
-        let client = {
+        let (client, mut server) = {
             let _inside = runtime.enter();
-            Client::new(service, "default")
+            mocked()
         };
         let steps: Steps = Arc::default();
         let answering = {
@@ -1550,10 +1549,10 @@ node_type = "c6i.2xlarge"
         let results = tempfile::tempdir().unwrap();
         let matrix = parse_matrix(Path::new("c7g-vs-c6i.toml"), MATRIX, TargetKind::Auto).unwrap();
         let runtime = runtime();
-        let (service, mut server) = pair::<Request<Body>, Response<Body>>();
-        let client = {
+        // Inside the runtime: the client spawns its request buffer on it.
+        let (client, mut server) = {
             let _inside = runtime.enter();
-            Client::new(service, "default")
+            mocked()
         };
         let answering = std::thread::spawn(move || {
             super::runtime().block_on(async {

@@ -384,22 +384,28 @@ fn probe_load(target: &mut Target, official: &Official) -> Result<()> {
 /// (`Column 3, name: UserID, type: Int64, ERROR: text "x" is not like Int64`), which a
 /// statement's one line would cut off; else the message's start.
 fn parse_failure(message: &str) -> String {
-    let flat = message.split_whitespace().collect::<Vec<_>>().join(" ");
-    let Some(error_at) = flat.find(", ERROR: ") else {
+    column_failure(message).unwrap_or_else(|| {
         // Parquet's form: `Cannot parse string 'x' as Int64: ... column: WatchID: (in file/uri
         // ...)`: up to where it names the file.
+        let flat = message.split_whitespace().collect::<Vec<_>>().join(" ");
         let end = flat.find(": (in file").unwrap_or(flat.len());
-        return flat[..end].chars().take(300).collect();
-    };
+        flat[..end].chars().take(300).collect()
+    })
+}
+
+/// [`parse_failure`]'s text-format form, the row and the column, where the message has one.
+fn column_failure(message: &str) -> Option<String> {
+    let flat = message.split_whitespace().collect::<Vec<_>>().join(" ");
+    let error_at = flat.find(", ERROR: ")?;
     let start = flat[..error_at].rfind("Column ").unwrap_or(error_at);
     let end = flat[error_at..].find(" : ").map_or(flat.len(), |end| error_at + end);
     let column: String = flat[start..end].chars().take(300).collect();
     // `(at row 1101)`, where the engine says it.
     let row = flat.find("(at row ").and_then(|at| flat[at..].find(')').map(|end| &flat[at + 1..at + end]));
-    match row {
+    Some(match row {
         Some(row) => format!("{row}: {column}"),
         None => column,
-    }
+    })
 }
 
 /// The scenario name of the hits-file probe's scratch database.
@@ -420,31 +426,29 @@ impl ClickBenchBenchmark {
     fn load(&self, run: &mut ClickBenchRun<'_>) -> Result<()> {
         let started = Instant::now();
         run.target.use_fresh_database(&database(run))?;
-        let insert = match self.official()? {
+        let (insert, loaded) = match self.official()? {
             Some(official) => {
                 run.progress.start(&format!("load: {} into hits", shown(&official.hits_file)), None);
                 Fixture::read(&official.checkout.create_sql)?.apply(run.target, &Params::new())?;
-                Fixture::load("clickbench/load_file.sql")?.render_one(&describe_params(&official))?
+                let insert = Fixture::load("clickbench/load_file.sql")?.render_one(&describe_params(&official))?;
+                (insert, format!("the load of {} into hits failed", shown(&official.hits_file)))
             }
             None => {
                 let Source::Shipped { rows } = self.source else { bail!("no dataset to load") };
                 run.progress.start(&format!("load: the shipped hits-like table, {}", plural(rows, "row")), None);
                 Fixture::load("clickbench/create.sql")?.apply(run.target, &Params::new())?;
-                Fixture::load("clickbench/generator.sql")?.render_dataset(&Params::new().with("rows", rows))?.remove(0)
+                let insert = Fixture::load("clickbench/generator.sql")?
+                    .render_dataset(&Params::new().with("rows", rows))?
+                    .remove(0);
+                (insert, "the load of the shipped table failed".to_string())
             }
         };
         let tag = StatementTag::new(&run.run_id(), "clickbench", "load", 1);
-        let loaded = match self.official()? {
-            Some(official) => format!("the load of {} into hits failed", shown(&official.hits_file)),
-            None => "the load of the shipped table failed".to_string(),
-        };
         let measured = measure(run.target, &insert, &tag, &Settings::new()).map_err(|error| {
             // A value the table cannot take: its column, not the rows the engine dumps.
-            let message = format!("{:#}", error.root_cause()).split_whitespace().collect::<Vec<_>>().join(" ");
-            if message.contains(", ERROR: ") && !crate::interrupt::requested() {
-                anyhow::anyhow!("{loaded}: {}", parse_failure(&message))
-            } else {
-                error.context(loaded)
+            match column_failure(&format!("{:#}", error.root_cause())) {
+                Some(column) if !crate::interrupt::requested() => anyhow::anyhow!("{loaded}: {column}"),
+                _ => error.context(loaded),
             }
         })?;
         let (rows, data_size_bytes) = table_size(run.target);
