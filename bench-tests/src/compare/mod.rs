@@ -418,7 +418,7 @@ pub fn compare_bundles<Results: KindResults>(
             list_or_none(candidate_runs.iter().map(|(label, _)| label.as_str()))
         );
     }
-    let totals = totals(&queries);
+    let totals = totals(&queries, Results::NOT_SERIAL);
     let cost = Cost {
         baseline: side_cost(&baseline, &options.prices.0, "--price-a", totals.baseline_sum_of_means_ms, totals.queries),
         candidate: side_cost(
@@ -488,6 +488,17 @@ fn side_cost<Results: KindResults>(
         })
         .or_else(|| overrides.declared_node_type.clone());
     let price = price_of(node_type.as_deref(), overrides, flag);
+    if let Some(not_serial) = Results::NOT_SERIAL {
+        // Its cost is a rate's: each level's at its QPS (`Comparison::levels`).
+        let why = format!("{not_serial}; the cost per 1,000 queries is each level's, at its QPS");
+        return SideCost {
+            node_type,
+            price,
+            usd_per_query_set_run: None,
+            usd_per_1000_queries: None,
+            why_unknown: Some(why),
+        };
+    }
     let usd_per_second = price.usd_per_hour().map(|usd| usd / 3600.0);
     let known = |value: f64| (value.is_finite() && queries > 0).then_some(value);
     SideCost {
@@ -758,7 +769,9 @@ fn cpu_use<'a, Variant: 'a>(runs: impl Iterator<Item = &'a QueryRuns<Variant>>, 
     }
 }
 
-fn totals(queries: &[QueryComparison]) -> Totals {
+/// The totals of `queries`; without ClickBench's relative score, and saying why, where the
+/// kind's times are not serial (`not_serial`, [`KindResults::NOT_SERIAL`]).
+fn totals(queries: &[QueryComparison], not_serial: Option<&str>) -> Totals {
     // A query whose answers differ, or that a side's check failed, is in no total: its
     // times are not of one query.
     let (left_out, queries): (Vec<&QueryComparison>, Vec<&QueryComparison>) = queries
@@ -777,7 +790,9 @@ fn totals(queries: &[QueryComparison]) -> Totals {
         .map(f64::ln)
         .collect();
     let geometric_mean_ratio = (!logs.is_empty()).then(|| (logs.iter().sum::<f64>() / logs.len() as f64).exp());
-    let score_logs: Vec<f64> = queries
+    // Times under load have no serial hot time to score.
+    let scored = if not_serial.is_some() { &[][..] } else { &queries[..] };
+    let score_logs: Vec<f64> = scored
         .iter()
         .filter_map(|query| query.baseline.min_ms.zip(query.candidate.min_ms))
         .map(|(a, b)| ((RELATIVE_SCORE_SHIFT_MS + b) / (RELATIVE_SCORE_SHIFT_MS + a)).ln())
@@ -794,6 +809,6 @@ fn totals(queries: &[QueryComparison]) -> Totals {
         relative_score,
         relative_score_queries: score_logs.len(),
         left_out: left_out.iter().map(|query| query.query.clone()).collect(),
-        basis: None,
+        basis: not_serial.map(str::to_string),
     }
 }

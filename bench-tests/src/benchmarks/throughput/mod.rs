@@ -340,7 +340,8 @@ impl Benchmark for ThroughputBenchmark {
     /// Latency per (query, level) as every kind compares it, then each level's QPS across
     /// rounds, tested the same way, with its errors and its cost at that QPS
     /// ([`Comparison::levels`]). The serial totals' relative score and query-set cost do
-    /// not apply to overlapping statements, and are unknown with why.
+    /// not apply to overlapping statements: the shared comparison leaves them unknown, with
+    /// why, from `ThroughputResults::NOT_SERIAL`.
     fn compare(bundles: &[BundleAt<ThroughputResults>], options: &CompareOptions) -> Result<Comparison> {
         let mut comparison = compare::compare_bundles(bundles, options)?;
         if let [baseline, candidate] = bundles {
@@ -348,15 +349,6 @@ impl Benchmark for ThroughputBenchmark {
                 (comparison.cost.baseline.price.usd_per_hour(), comparison.cost.candidate.price.usd_per_hour());
             comparison.levels =
                 compare_levels(&baseline.bundle.benchmark, &candidate.bundle.benchmark, &options.thresholds, prices);
-        }
-        comparison.totals.basis = Some(OVERLAPPING_STATEMENTS.to_string());
-        comparison.totals.relative_score = None;
-        comparison.totals.relative_score_queries = 0;
-        for cost in [&mut comparison.cost.baseline, &mut comparison.cost.candidate] {
-            cost.usd_per_query_set_run = None;
-            cost.usd_per_1000_queries = None;
-            cost.why_unknown =
-                Some(format!("{OVERLAPPING_STATEMENTS}; the cost per 1,000 queries is each level's, at its QPS"));
         }
         Ok(comparison)
     }
@@ -921,10 +913,6 @@ pub fn compare_levels(
         })
         .collect()
 }
-
-/// Why a throughput comparison's totals and serial costs are not ClickBench's.
-const OVERLAPPING_STATEMENTS: &str = "a throughput run's statements overlap, so its times are latencies under load \
-                                      at each level, not a query-set run one query after another";
 
 #[cfg(test)]
 mod tests {
