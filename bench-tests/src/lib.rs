@@ -60,6 +60,7 @@ pub mod targets;
 // Measurement on a target:
 pub mod explain;
 pub mod fixtures;
+pub mod guard;
 pub mod measure;
 pub mod parts;
 // Prepared datasets:

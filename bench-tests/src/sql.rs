@@ -1,7 +1,7 @@
 //! SQL text: quoting a string literal, splitting a file into statements (outside quotes
 //! and comments, with the line each starts on), shortening a statement to one line for
-//! messages, what in a query would reach past its tables ([`reaches_outside`]), and
-//! [`Sql`], what the measurement core takes.
+//! messages, the words of a statement's code, and [`Sql`], what the measurement core
+//! takes. (What a pack's SQL may do is decided by the engine's parser: `guard`.)
 
 /// SQL to run, and where it came from when it came from a file: what the measurement
 /// core and EXPLAIN take, so that their errors can name the file and line.
@@ -185,147 +185,19 @@ pub fn first_keyword(sql: &str) -> String {
     String::new()
 }
 
-/// What in a query reaches past the tables it reads, found by [`reaches_outside`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Outside {
-    /// Lines between the statement's first line of code and the one at fault.
-    pub lines_into_code: usize,
-    /// What it is and what to do, for a message after `file:line: `.
-    pub problem: String,
-}
-
-/// Functions that reach the host's files, the network, another server or a program:
-/// `file('/etc/passwd')` reads the host even as a scalar, `url(...)` and `remote(...)`
-/// connect out, `input` reads the client's data. Lower case.
-const OUTSIDE_FUNCTIONS: &[&str] = &[
-    "file",
-    "filecluster",
-    "url",
-    "urlcluster",
-    "s3",
-    "s3cluster",
-    "gcs",
-    "oss",
-    "cosn",
-    "hdfs",
-    "hdfscluster",
-    "remote",
-    "remotesecure",
-    "cluster",
-    "clusterallreplicas",
-    "mysql",
-    "postgresql",
-    "sqlite",
-    "mongodb",
-    "redis",
-    "jdbc",
-    "odbc",
-    "executable",
-    "input",
-    "arrowflight",
-    "ytsaurus",
-];
-
-/// Prefixes of the data-lake table functions and their variants (`icebergS3`,
-/// `deltaLakeAzure`, `azureBlobStorageCluster`). Lower case.
-const OUTSIDE_PREFIXES: &[&str] = &["iceberg", "deltalake", "hudi", "azureblobstorage", "paimon"];
-
-/// The table functions a query may read from: they make rows from their arguments alone.
-/// Lower case.
-const GENERATING_TABLE_FUNCTIONS: &[&str] =
-    &["numbers", "numbers_mt", "zeros", "zeros_mt", "generate_series", "generateseries", "values", "null", "view"];
-
-/// Settings that keep state past the query (the query cache, the query condition cache)
-/// or change what the measurement records (the query log, the statement's tag). Lower case.
-const STATE_SETTINGS: &[&str] = &[
-    "use_query_cache",
-    "enable_writes_to_query_cache",
-    "enable_reads_from_query_cache",
-    "use_query_condition_cache",
-    "log_queries",
-    "log_comment",
-    "log_profile_events",
-    "log_query_settings",
-];
-
-/// What in `sql`, a query, would reach past the tables it reads or leave something
-/// behind: `INTO OUTFILE` (the answer written on the host), a function that reaches the
-/// host's files, the network or another server, a table function other than those that
-/// generate rows ([`GENERATING_TABLE_FUNCTIONS`]), or a setting that keeps state after
-/// it. The engine's `readonly` mode is no guard for these: the embedded engine with
-/// `readonly = 2` still writes `INTO OUTFILE` and `INSERT INTO FUNCTION file(...)`, and
-/// reads `file(...)`.
-pub fn reaches_outside(sql: &str) -> Option<Outside> {
-    let words = code_words(sql);
-    let code_start = words.first().map_or(0, |word| word.offset);
-    let outside = |word: &CodeWord, problem: String| Outside {
-        lines_into_code: sql[code_start..word.offset].matches('\n').count(),
-        problem,
-    };
-    let mut previous: Option<&CodeWord> = None;
-    for word in &words {
-        let name = word.text.to_ascii_lowercase();
-        let after = previous.map(|previous| previous.text.to_ascii_uppercase());
-        previous = Some(word);
-        if name == "outfile" && after.as_deref() == Some("INTO") {
-            return Some(outside(
-                word,
-                "INTO OUTFILE writes the answer to a file on the host, and a pack's query only reads; remove the \
-                 clause (the case records the answer)"
-                    .to_string(),
-            ));
-        }
-        if word.next == Some('(') {
-            let reaches = OUTSIDE_FUNCTIONS.contains(&name.as_str())
-                || OUTSIDE_PREFIXES.iter().any(|prefix| name.starts_with(prefix));
-            // `FROM` inside a call's parentheses is `extract(DAY FROM ts)`, not a table.
-            let table_function = matches!(after.as_deref(), Some("FROM" | "JOIN")) && !word.in_call;
-            if reaches || (table_function && !GENERATING_TABLE_FUNCTIONS.contains(&name.as_str())) {
-                return Some(outside(
-                    word,
-                    format!(
-                        "{}(...) reads outside the pack's tables (the host's files, the network, another server or \
-                         database); a pack's query reads its own tables, system tables and the table functions that \
-                         generate rows (numbers, zeros, generateSeries, values, null, view)",
-                        word.text
-                    ),
-                ));
-            }
-        }
-        if word.next == Some('=') && STATE_SETTINGS.contains(&name.as_str()) {
-            return Some(outside(
-                word,
-                format!(
-                    "setting {} keeps state past the query or changes what is measured; leave it out (the query \
-                     cache and the condition cache are off for every case, and each statement is tagged for you)",
-                    word.text
-                ),
-            ));
-        }
-    }
-    None
-}
-
 /// A word of a statement's code (outside strings, quoted names and comments): where it
-/// starts, the character after it past whitespace, and whether it is inside a function
-/// call's parentheses.
+/// starts, the character after it past whitespace, and how many parentheses are open
+/// around it.
 pub(crate) struct CodeWord<'a> {
     pub(crate) text: &'a str,
     pub(crate) offset: usize,
     pub(crate) next: Option<char>,
-    in_call: bool,
+    pub(crate) depth: usize,
 }
-
-/// Words before a parenthesis that opens a subquery or a list rather than a call.
-const SUBQUERY_KEYWORDS: &[&str] =
-    &["FROM", "JOIN", "IN", "AS", "WHERE", "ON", "AND", "OR", "NOT", "SELECT", "WITH", "EXISTS", "USING", "ALL", "ANY"];
 
 pub(crate) fn code_words(sql: &str) -> Vec<CodeWord<'_>> {
     let mut words: Vec<CodeWord> = Vec::new();
-    // One entry per open parenthesis: whether it opens a call (a name right before it,
-    // not a keyword: `FROM (SELECT ...)` and `IN (SELECT ...)` open subqueries).
-    let mut parentheses: Vec<bool> = Vec::new();
-    let mut word_just_before: Option<&str> = None;
+    let mut depth: usize = 0;
     let mut scanner = Scanner::default();
     let mut offset = 0;
     while let Some(character) = sql[offset..].chars().next() {
@@ -335,21 +207,14 @@ pub(crate) fn code_words(sql: &str) -> Vec<CodeWord<'_>> {
         if in_code && (character.is_alphabetic() || character == '_') {
             let length = rest.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(rest.len());
             let next = rest[length..].chars().find(|c| !c.is_whitespace());
-            let in_call = parentheses.iter().any(|call| *call);
-            words.push(CodeWord { text: &rest[..length], offset, next, in_call });
-            word_just_before = Some(&rest[..length]);
+            words.push(CodeWord { text: &rest[..length], offset, next, depth });
             offset += length;
             continue;
         }
         if in_code && character == '(' {
-            let call = word_just_before
-                .is_some_and(|word| !SUBQUERY_KEYWORDS.iter().any(|keyword| word.eq_ignore_ascii_case(keyword)));
-            parentheses.push(call);
+            depth += 1;
         } else if in_code && character == ')' {
-            parentheses.pop();
-        }
-        if in_code && !character.is_whitespace() {
-            word_just_before = None;
+            depth = depth.saturating_sub(1);
         }
         scanner.step(rest);
         offset += character.len_utf8();
@@ -403,41 +268,6 @@ mod tests {
             split_statements_at_lines(text).iter().map(|piece| (piece.first_line, piece.code_line)).collect();
         // Errors name where the code starts, after comments and blank lines.
         assert_eq!(lines, [(1, 3), (5, 5)]);
-    }
-
-    #[test]
-    fn what_reaches_past_a_query_tables_is_found_at_its_line() {
-        let found = |sql: &str| reaches_outside(sql).map(|outside| (outside.lines_into_code, outside.problem));
-        let (line, problem) = found("-- total\nSELECT count()\nFROM t\nINTO OUTFILE '/tmp/x'").unwrap();
-        assert_eq!(line, 2);
-        assert!(problem.starts_with("INTO OUTFILE writes the answer to a file on the host"), "{problem}");
-        let (line, problem) = found("SELECT * FROM File ('/etc/passwd', 'LineAsString')").unwrap();
-        assert_eq!(line, 0);
-        assert!(problem.starts_with("File(...) reads outside the pack's tables"), "{problem}");
-        // As a scalar too, and in a list of tables.
-        assert!(found("SELECT length(file('/etc/hostname'))").is_some());
-        assert!(found("SELECT count() FROM t, url('http://example.com/x', 'TSV')").is_some());
-        assert!(found("SELECT * FROM icebergS3('http://x')").is_some());
-        assert!(found("SELECT * FROM t JOIN merge('.*') USING k").is_some());
-        assert!(
-            found("SELECT count() FROM (SELECT * FROM merge('.*')) WHERE k IN (SELECT k FROM mysql('h'))").is_some()
-        );
-        let (_, problem) = found("SELECT count() FROM t SETTINGS use_query_cache = 1").unwrap();
-        assert!(problem.starts_with("setting use_query_cache keeps state past the query"), "{problem}");
-    }
-
-    #[test]
-    fn reading_tables_and_generating_rows_stays_inside() {
-        for sql in [
-            "SELECT count() FROM t WHERE url = 'x' AND file_name != '' SETTINGS max_threads = 1",
-            "SELECT * FROM numbers(10) JOIN t ON t.k = number",
-            "SELECT 'INTO OUTFILE', `file`, \"url\" FROM system.tables -- file('x')",
-            "WITH (SELECT max(k) FROM t) AS top SELECT count() FROM (SELECT k FROM t) WHERE k < top",
-            "SELECT getSetting('use_query_cache')",
-            "SELECT extract(DAY FROM toDate(ts)), trim(BOTH ' ' FROM lower(s)) FROM t",
-        ] {
-            assert_eq!(reaches_outside(sql), None, "{sql}");
-        }
     }
 
     #[test]

@@ -43,6 +43,7 @@ use sha2::{Digest, Sha256};
 
 use crate::files::{free_bytes, shown};
 use crate::fixtures::{Fixture, Params, Statement};
+use crate::guard;
 use crate::parts::wait_for_mutations;
 use crate::sql::sql_string;
 use crate::target_info::TargetKind;
@@ -76,6 +77,11 @@ pub struct Dataset {
     pub database: String,
     pub fixtures: Vec<String>,
     pub params: Params,
+    /// Set for a scenario pack's dataset, SQL from outside the tool: the queries that will
+    /// run on it. Its own statements and these are checked by the engine's parser
+    /// ([`crate::guard`]) before any of them runs, built or reused. `None` for the tool's
+    /// own fixtures.
+    pub guarded_queries: Option<Vec<Statement>>,
 }
 
 /// What a built dataset records about itself.
@@ -97,7 +103,22 @@ impl Dataset {
             database: database.to_string(),
             fixtures: fixtures.iter().map(|fixture| fixture.to_string()).collect(),
             params,
+            guarded_queries: None,
         }
+    }
+
+    /// For a pack's dataset: [`Dataset::guarded_queries`].
+    pub fn guarded(self, queries: Vec<Statement>) -> Dataset {
+        Dataset { guarded_queries: Some(queries), ..self }
+    }
+
+    /// A guarded dataset's statements and queries, each checked by `target`'s parser;
+    /// nothing for the tool's own.
+    fn check_guarded(&self, target: &mut Target) -> Result<()> {
+        let Some(queries) = &self.guarded_queries else { return Ok(()) };
+        let statements: Vec<Statement> = self.statements()?.into_iter().map(|(_, statement)| statement).collect();
+        guard::check_statements(target, &statements, guard::Role::Dataset)?;
+        guard::check_statements(target, queries, guard::Role::Query)
     }
 
     /// Every statement the build runs, with the fixture file it came from.
@@ -187,6 +208,8 @@ impl Dataset {
         };
         let mut target = open_target_on(kind, &Storage::CopyOf(folder.clone()))
             .with_context(|| format!("cannot open a copy of dataset {}", folder.display()))?;
+        // Again for a build made before: nothing of it runs again, but its queries will.
+        self.check_guarded(&mut target)?;
         target.use_database(&self.database)?;
         Ok((target, manifest))
     }
@@ -223,6 +246,7 @@ impl Dataset {
     /// it builds again whatever is cached (a determinism check does).
     pub fn build(&self, target: &mut Target, key: &str) -> Result<DatasetManifest> {
         let started = Instant::now();
+        self.check_guarded(target)?;
         target.use_fresh_database(&self.database)?;
         let statements = self.statements()?;
         for (_, statement) in &statements {
@@ -248,6 +272,7 @@ impl Dataset {
     /// two processes that build the same dataset at once never write into one database:
     /// the first rename wins, and the other process drops its copy and uses the winner's.
     fn open_on_server(&self, mut target: Target) -> Result<(Target, DatasetManifest)> {
+        self.check_guarded(&mut target)?;
         let identity = format!("server {}", target.info().engine_version);
         let key = self.key(&identity)?;
         let database = format!("{}_{key}", self.name);

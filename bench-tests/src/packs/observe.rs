@@ -20,18 +20,22 @@ use crate::target_info::TargetKind;
 
 impl Pack {
     /// The dataset of a design at a scale: the schema, then the generator's files, in a
-    /// database named after the pack; built once and shared (see [`Dataset`]).
+    /// database named after the pack; built once and shared (see [`Dataset`]). Guarded:
+    /// its statements and every query of the pack are checked by the engine's parser
+    /// before any of them runs ([`crate::guard`]).
     pub fn dataset(&self, design: &str, rows: u64) -> Result<Dataset> {
         let design = self.design(design)?;
         let files: Vec<String> =
             std::iter::once(&design.path).chain(&self.generator).map(|path| fixture_path(path)).collect();
         let files: Vec<&str> = files.iter().map(String::as_str).collect();
+        let queries = self.queries.iter().map(|query| self.statement(&query.name, rows)).collect::<Result<_>>()?;
         Ok(Dataset::new(
             &format!("{}_{}_{rows}", self.name, design.name),
             &self.name,
             &files,
             Params::new().with("rows", rows),
-        ))
+        )
+        .guarded(queries))
     }
 
     /// A query's statement at a scale.

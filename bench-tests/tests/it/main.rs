@@ -25,6 +25,7 @@ mod matrix;
 mod measurement;
 mod pack_checks;
 mod pack_claims;
+mod pack_guard;
 mod pack_runs;
 mod results_bundle;
 mod server;

@@ -298,17 +298,6 @@ fn a_pack_without_queries() {
 }
 
 #[test]
-fn a_query_that_writes() {
-    let message = refusal(&[("queries/q.sql", "-- tidy up first\nALTER TABLE t DELETE WHERE k = 1\n")]);
-    assert_eq!(
-        message,
-        "queries/q.sql:2: a pack's query is one SELECT (or WITH ... SELECT); put set-up in the design or the generator"
-    );
-    let (_root, folder) = pack_with(&[("queries/q.sql", "WITH 10 AS n\nSELECT count() FROM t WHERE k < n\n")]);
-    Pack::load(&folder).unwrap();
-}
-
-#[test]
 fn a_claim_on_one_design_that_names_cases_is_refused_at_its_line() {
     let message = refusal(&[("claims.toml", "scales = [1000]\n[queries.q]\non.plain.scales = [5]\n")]);
     assert!(message.starts_with("claims.toml:3: on.plain may hold claims only"), "{message}");

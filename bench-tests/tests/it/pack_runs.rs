@@ -172,33 +172,6 @@ fn an_empty_answer_fails_its_case_unless_the_query_says_it_may_be_empty() {
 }
 
 #[test]
-fn a_query_that_reaches_past_its_tables_is_refused_on_load_at_its_line() {
-    let refusal = |query: &str| {
-        let root = pack_files("run_outside", GENERATOR, "scales = [5000]\n", query);
-        let folder = root.path().join("run_outside");
-        let error = format!("{:#}", Pack::load(&folder).unwrap_err());
-        error.replace(&format!("{}/", folder.display()), "")
-    };
-    let message = refusal("-- every key\nSELECT k\nFROM t\nINTO OUTFILE 'keys.tsv'\n");
-    assert_eq!(
-        message,
-        "queries/point.sql:4: INTO OUTFILE writes the answer to a file on the host, and a pack's query only reads; \
-         remove the clause (the case records the answer)"
-    );
-    let message = refusal(
-        "SELECT count()\nFROM t\nWHERE v IN (SELECT toUInt64(line) FROM file('/etc/hostname', 'LineAsString'))\n",
-    );
-    assert!(message.starts_with("queries/point.sql:3: file(...) reads outside the pack's tables"), "{message}");
-    let message = refusal("SELECT count() FROM t SETTINGS use_query_cache = 1\n");
-    assert!(
-        message.starts_with("queries/point.sql:1: setting use_query_cache keeps state past the query"),
-        "{message}"
-    );
-    let message = refusal("SELECT * FROM remote('127.0.0.1', system.one)\n");
-    assert!(message.starts_with("queries/point.sql:1: remote(...) reads outside"), "{message}");
-}
-
-#[test]
 fn a_new_snapshot_and_a_failed_claim_are_one_line_each_and_counted_apart() {
     // Two packs through the real harness (tests/packs.rs): one whose claims hold and whose
     // snapshot is new, one whose claim fails.

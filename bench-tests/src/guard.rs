@@ -1,0 +1,573 @@
+//! The pack guard: what a scenario pack's SQL may do, decided by the engine's own parser
+//! before any of it runs.
+//!
+//! A pack is SQL from outside the tool (a pull request's pack is as untrusted as its
+//! queries), and the engine's `readonly` mode is no guard: the embedded engine with
+//! `readonly = 2` still writes `INTO OUTFILE` and `INSERT INTO FUNCTION file(...)` and
+//! reads `file(...)`. So every statement of a pack is parsed by the target's engine first,
+//! in two steps that run nothing:
+//!
+//! 1. `formatQuerySingleLine('<statement>')`: the statement goes in as a string literal,
+//!    so no text of it can close the literal; the engine parses it as exactly one query
+//!    (a syntax error or a second statement fails here) and prints it back canonically
+//!    (comments gone, quoting and keywords normalised);
+//! 2. `EXPLAIN AST <canonical>`: the engine's syntax tree. `EXPLAIN AST` parses its query
+//!    with the full query parser, which takes every output clause of a query that parsed
+//!    whole on its own, so nothing is left over for the `EXPLAIN` itself (an `INTO
+//!    OUTFILE` shows in the tree as a literal under the query; it is not written).
+//!
+//! The tree decides: the statement's kind, every function call and where it stands (a
+//! table function, a table engine, a scalar), `INTO OUTFILE` and `FROM INFILE`, inline
+//! `VALUES` data (which the parser leaves unparsed, so it is refused), each `ALTER`
+//! command. What the tree dump leaves out (the names in a `SETTINGS` list, a `SYSTEM`
+//! statement's action) is read from the engine's canonical text in step 1. A refusal is
+//! one line at the statement's file and line (the line of the name at fault where it can
+//! be found in the text, else the statement's first line of code).
+
+use anyhow::{Result, anyhow, bail};
+
+use crate::fixtures::Statement;
+use crate::settings::Settings;
+use crate::sql::{Scanner, code_words, sql_string, statement_line};
+use crate::targets::Target;
+
+/// What a pack's statement is for, which decides what it may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// A query a case measures: one SELECT that reads.
+    Query,
+    /// A design's or a generator's statement: builds and fills the pack's tables.
+    Dataset,
+}
+
+/// Functions that reach the host's files, the network, another server or a program,
+/// wherever they stand (`file('/etc/passwd')` reads the host even as a scalar). Lower case.
+const OUTSIDE_FUNCTIONS: &[&str] = &[
+    "file",
+    "filecluster",
+    "url",
+    "urlcluster",
+    "s3",
+    "s3cluster",
+    "gcs",
+    "oss",
+    "cosn",
+    "hdfs",
+    "hdfscluster",
+    "remote",
+    "remotesecure",
+    "cluster",
+    "clusterallreplicas",
+    "mysql",
+    "postgresql",
+    "sqlite",
+    "mongodb",
+    "redis",
+    "jdbc",
+    "odbc",
+    "executable",
+    "executablepool",
+    "input",
+    "arrowflight",
+    "ytsaurus",
+    "kafka",
+    "nats",
+    "rabbitmq",
+    "catboostevaluate",
+    "dictionary",
+];
+
+/// Prefixes of the data-lake functions and engines and their variants (`icebergS3`,
+/// `deltaLakeAzure`, `azureBlobStorageCluster`). Lower case.
+const OUTSIDE_PREFIXES: &[&str] = &["iceberg", "deltalake", "hudi", "azure", "paimon", "embeddedrocksdb"];
+
+/// The table functions a pack may read from: they make rows from their arguments alone.
+/// Lower case.
+const GENERATING_TABLE_FUNCTIONS: &[&str] = &[
+    "numbers",
+    "numbers_mt",
+    "zeros",
+    "zeros_mt",
+    "generate_series",
+    "generateseries",
+    "generaterandom",
+    "values",
+    "null",
+    "view",
+];
+
+/// The table engines a pack's tables may use besides the MergeTree family: they keep
+/// their rows in the engine's own storage.
+const LOCAL_ENGINES: &[&str] = &["Memory", "Log", "TinyLog", "StripeLog", "Null", "Set", "Join"];
+
+/// The `ALTER` commands a design or generator may run (as the engine's tree names them):
+/// columns, indexes, projections, statistics, TTL, settings, sorting and mutations of
+/// the table itself; never one that fetches, moves, freezes or attaches parts from
+/// elsewhere.
+const ALTER_COMMANDS: &[&str] = &[
+    "ADD_COLUMN",
+    "DROP_COLUMN",
+    "MODIFY_COLUMN",
+    "COMMENT_COLUMN",
+    "RENAME_COLUMN",
+    "MATERIALIZE_COLUMN",
+    "CLEAR_COLUMN",
+    "ADD_INDEX",
+    "DROP_INDEX",
+    "MATERIALIZE_INDEX",
+    "CLEAR_INDEX",
+    "ADD_PROJECTION",
+    "DROP_PROJECTION",
+    "MATERIALIZE_PROJECTION",
+    "CLEAR_PROJECTION",
+    "ADD_STATISTICS",
+    "DROP_STATISTICS",
+    "MODIFY_STATISTICS",
+    "MATERIALIZE_STATISTICS",
+    "CLEAR_STATISTICS",
+    "MODIFY_TTL",
+    "REMOVE_TTL",
+    "MATERIALIZE_TTL",
+    "MODIFY_SETTING",
+    "RESET_SETTING",
+    "MODIFY_ORDER_BY",
+    "MODIFY_SAMPLE_BY",
+    "REMOVE_SAMPLE_BY",
+    "MODIFY_COMMENT",
+    "DELETE",
+    "UPDATE",
+    "DROP_PARTITION",
+];
+
+/// Settings that keep state past a query (the query cache, the query condition cache) or
+/// change what the measurement records (the query log, the statement's tag). Lower case.
+const STATE_SETTINGS: &[&str] = &[
+    "use_query_cache",
+    "enable_writes_to_query_cache",
+    "enable_reads_from_query_cache",
+    "use_query_condition_cache",
+    "log_queries",
+    "log_comment",
+    "log_profile_events",
+    "log_query_settings",
+];
+
+/// Table settings that put a table's data somewhere other than the engine's own storage:
+/// `disk = disk(type = local, path = '/any/folder/')`, a web or S3 disk, a configured policy.
+const STORAGE_SETTINGS: &[&str] = &["disk", "storage_policy"];
+
+/// Checks every statement in order, each by the engine's parser; the first refused is the
+/// error, one line at its file and line. Nothing but the two parsing statements runs.
+pub fn check_statements(target: &mut Target, statements: &[Statement], role: Role) -> Result<()> {
+    for statement in statements {
+        check(target, statement, role)?;
+    }
+    Ok(())
+}
+
+/// Checks one statement by the engine's parser (see the module's docs).
+pub fn check(target: &mut Target, statement: &Statement, role: Role) -> Result<()> {
+    let parsed = Parsed::of(target, statement)?;
+    if let Some(refusal) = refusal(&parsed, role) {
+        let line = statement.line + refusal.at.as_deref().map_or(0, |name| lines_into_code(&statement.sql, name));
+        bail!("{}:{line}: {}", statement.file, refusal.problem);
+    }
+    Ok(())
+}
+
+/// A statement as the engine parsed it.
+#[derive(Debug)]
+struct Parsed {
+    /// `formatQuerySingleLine`'s text.
+    canonical: String,
+    /// `EXPLAIN AST`'s lines, the root first.
+    tree: Vec<Node>,
+}
+
+/// One line of `EXPLAIN AST`: `Function file (alias f) (children 1)` at some depth.
+#[derive(Debug, Clone)]
+struct Node {
+    /// The label's first word: `Function`, `TableExpression`, `SelectWithUnionQuery`.
+    kind: String,
+    /// The label's second word, where it has one: a function's or command's name.
+    name: String,
+    parent: Option<usize>,
+}
+
+impl Parsed {
+    fn of(target: &mut Target, statement: &Statement) -> Result<Parsed> {
+        let location = statement.location();
+        let canonical = target
+            .run(&format!("SELECT formatQuerySingleLine({})", sql_string(&statement.sql)), &Settings::new(), "TSVRaw")
+            .map_err(|error| {
+                anyhow!(
+                    "{location}: the engine cannot parse this statement ({}): {}",
+                    engine_message(&error),
+                    statement_line(&statement.sql)
+                )
+            })?
+            .body
+            .trim_end_matches('\n')
+            .to_string();
+        let tree = target
+            .run(&format!("EXPLAIN AST {canonical}"), &Settings::new(), "TSVRaw")
+            .map_err(|error| {
+                anyhow!("{location}: the engine cannot explain this statement: {}", engine_message(&error))
+            })?
+            .body;
+        Ok(Parsed { canonical, tree: parse_tree(&tree) })
+    }
+
+    fn root(&self) -> Option<&Node> {
+        self.tree.first()
+    }
+
+    fn children(&self, index: usize) -> impl Iterator<Item = &Node> {
+        self.tree.iter().filter(move |node| node.parent == Some(index))
+    }
+
+    /// The canonical text's first `count` words (`CREATE MATERIALIZED VIEW`).
+    fn leading_words(&self, count: usize) -> String {
+        self.canonical.split_whitespace().take(count).collect::<Vec<_>>().join(" ")
+    }
+}
+
+/// The engine's error, past the statement the target's error quotes: its own words.
+fn engine_message(error: &anyhow::Error) -> String {
+    let text = format!("{error:#}");
+    let message = text.split_once("DB::Exception: ").map_or(text.as_str(), |(_, message)| message);
+    crate::sql::one_line(message)
+}
+
+/// `EXPLAIN AST`'s text as nodes with their parents (one space of indent a level).
+fn parse_tree(text: &str) -> Vec<Node> {
+    let mut nodes: Vec<Node> = Vec::new();
+    // The index of the last node seen at each depth.
+    let mut open: Vec<usize> = Vec::new();
+    for line in text.lines().filter(|line| !line.trim().is_empty()) {
+        let depth = line.len() - line.trim_start_matches(' ').len();
+        let label = line.trim();
+        let label = label.rsplit_once(" (children ").map_or(label, |(head, _)| head);
+        let mut words = label.split_whitespace();
+        let kind = words.next().unwrap_or_default().to_string();
+        let name = words.next().unwrap_or_default().to_string();
+        open.truncate(depth);
+        let parent = depth.checked_sub(1).and_then(|level| open.get(level).copied());
+        open.push(nodes.len());
+        nodes.push(Node { kind, name, parent });
+    }
+    nodes
+}
+
+/// Why a statement is refused, and the name to find its line by.
+struct Refusal {
+    at: Option<String>,
+    problem: String,
+}
+
+impl Refusal {
+    fn new(at: Option<&str>, problem: String) -> Refusal {
+        Refusal { at: at.map(str::to_string), problem }
+    }
+}
+
+fn refusal(parsed: &Parsed, role: Role) -> Option<Refusal> {
+    let root = parsed.root()?;
+    if let Some(refusal) = kind_refusal(parsed, root, role) {
+        return Some(refusal);
+    }
+    if let Some(refusal) = clause_refusal(parsed, root) {
+        return Some(refusal);
+    }
+    for (index, node) in parsed.tree.iter().enumerate() {
+        let refusal = match node.kind.as_str() {
+            "Function" => function_refusal(parsed, index, node),
+            "AlterCommand" if !ALTER_COMMANDS.contains(&node.name.as_str()) => Some(Refusal::new(
+                None,
+                format!(
+                    "ALTER ... {} is not a change a pack may make to its table (it reaches other tables, folders or \
+                     servers); a design alters its own table's columns, indexes, projections, settings and rows",
+                    node.name.replace('_', " ")
+                ),
+            )),
+            _ => None,
+        };
+        if refusal.is_some() {
+            return refusal;
+        }
+    }
+    if parsed.tree.iter().any(|node| node.kind == "Set") {
+        return settings_refusal(parsed);
+    }
+    None
+}
+
+/// The statement's kind: a query is one SELECT; a design or generator creates tables and
+/// views, inserts, alters, optimizes, and stops or starts a table's merges.
+fn kind_refusal(parsed: &Parsed, root: &Node, role: Role) -> Option<Refusal> {
+    let allowed = match role {
+        Role::Query => root.kind == "SelectWithUnionQuery",
+        Role::Dataset => match root.kind.as_str() {
+            "SelectWithUnionQuery" | "InsertQuery" | "AlterQuery" | "OptimizeQuery" | "Set" => true,
+            "CreateQuery" => {
+                let words = parsed.leading_words(4).replace("OR REPLACE ", "");
+                ["CREATE TABLE", "CREATE VIEW", "CREATE MATERIALIZED VIEW"].iter().any(|kind| words.starts_with(kind))
+            }
+            // The tree does not name a SYSTEM statement's action; its canonical text does.
+            // A table of its own: merges stopped server-wide would stop other runs' too.
+            "SYSTEM" => {
+                let words = parsed.leading_words(3);
+                (words == "SYSTEM STOP MERGES" || words == "SYSTEM START MERGES") && parsed.tree.len() > 1
+            }
+            _ => false,
+        },
+    };
+    if allowed {
+        return None;
+    }
+    let statement = parsed.leading_words(3);
+    Some(Refusal::new(
+        None,
+        match role {
+            Role::Query => format!(
+                "a pack's query is one SELECT (or WITH ... SELECT), not {statement} ...; put set-up in the design or \
+                 the generator"
+            ),
+            Role::Dataset => format!(
+                "{statement} ... is not a statement a pack's design or generator may run: they create tables and \
+                 views (CREATE TABLE, CREATE VIEW, CREATE MATERIALIZED VIEW), INSERT, ALTER TABLE, OPTIMIZE, SET, \
+                 and SYSTEM STOP MERGES or START MERGES of a table"
+            ),
+        },
+    ))
+}
+
+/// The clauses that read or write the host's files (`INTO OUTFILE`, `FROM INFILE`), and
+/// inline data, which the parser leaves unparsed.
+fn clause_refusal(parsed: &Parsed, root: &Node) -> Option<Refusal> {
+    // A query's children are its list of SELECTs, then its output clauses: the file of
+    // `INTO OUTFILE` is a literal among them.
+    let literal_child = parsed.children(0).any(|child| child.kind == "Literal");
+    match root.kind.as_str() {
+        "SelectWithUnionQuery" if literal_child => Some(Refusal::new(
+            Some("OUTFILE"),
+            "INTO OUTFILE writes the answer to a file on the host, and a pack only reads it; remove the clause (a \
+             case records the answer)"
+                .to_string(),
+        )),
+        "InsertQuery" if literal_child => Some(Refusal::new(
+            Some("INFILE"),
+            "INSERT ... FROM INFILE reads a file on the host; a pack's rows come from its generator's SELECT (a file \
+             of the pack cannot be read)"
+                .to_string(),
+        )),
+        "InsertQuery" if !parsed.children(0).any(|child| child.kind == "SelectWithUnionQuery") => Some(Refusal::new(
+            None,
+            "INSERT ... VALUES (or FORMAT) carries data the engine's parser does not check (VALUES may call \
+             functions); write INSERT INTO t SELECT * FROM values('k UInt64, s String', (1, 'a'), (2, 'b'))"
+                .to_string(),
+        )),
+        _ => None,
+    }
+}
+
+/// A function call by where it stands: a table function must generate rows, a table's
+/// engine must keep them locally, and nothing may reach the host, the network or another
+/// server.
+fn function_refusal(parsed: &Parsed, index: usize, node: &Node) -> Option<Refusal> {
+    let name = node.name.as_str();
+    let lower = name.to_ascii_lowercase();
+    let parent_kind = node.parent.map_or("", |parent| parsed.tree[parent].kind.as_str());
+    // `Storage definition`'s first child is the engine (`CREATE TABLE ... ENGINE = X`); its
+    // later ones are the PARTITION BY, ORDER BY ... expressions.
+    let engine = parent_kind == "Storage" && node.parent.is_some_and(|parent| parent + 1 == index);
+    if OUTSIDE_FUNCTIONS.contains(&lower.as_str()) || OUTSIDE_PREFIXES.iter().any(|prefix| lower.starts_with(prefix)) {
+        let what = if engine { format!("ENGINE = {name}") } else { format!("{name}(...)") };
+        return Some(Refusal::new(
+            Some(name),
+            format!(
+                "{what} reaches outside the pack's tables (the host's files, the network, another server or \
+                 program); a pack reads its own tables, system tables and the table functions that generate rows \
+                 (numbers, zeros, generateSeries, generateRandom, values, null, view)"
+            ),
+        ));
+    }
+    if engine {
+        let local = name.ends_with("MergeTree") && !name.starts_with("Replicated") && !name.starts_with("Shared")
+            || LOCAL_ENGINES.contains(&name);
+        if !local {
+            return Some(Refusal::new(
+                Some(name),
+                format!(
+                    "{name} is not a table engine a pack may use: its tables keep their rows in the engine's own \
+                     storage (ENGINE = MergeTree and its non-replicated family, Memory, Log, TinyLog, StripeLog, \
+                     Null, Set, Join); name the engine if the statement leaves it out"
+                ),
+            ));
+        }
+    }
+    let table_function = matches!(parent_kind, "TableExpression" | "InsertQuery" | "CreateQuery");
+    if table_function && !GENERATING_TABLE_FUNCTIONS.contains(&lower.as_str()) {
+        return Some(Refusal::new(
+            Some(name),
+            format!(
+                "{name}(...) reads outside the pack's tables (another table, database, server or file); a pack reads \
+                 its own tables, system tables and the table functions that generate rows (numbers, zeros, \
+                 generateSeries, generateRandom, values, null, view)"
+            ),
+        ));
+    }
+    None
+}
+
+/// Settings, which the tree shows only as `Set`: read from the canonical text's
+/// `SETTINGS` lists (or a `SET` statement), at their own level of parentheses.
+fn settings_refusal(parsed: &Parsed) -> Option<Refusal> {
+    for name in setting_names(&parsed.canonical) {
+        let lower = name.to_ascii_lowercase();
+        // A design's or generator's too: on a server the session that builds the dataset
+        // is the one that then measures.
+        if STATE_SETTINGS.contains(&lower.as_str()) {
+            return Some(Refusal::new(
+                Some(&name),
+                format!(
+                    "setting {name} keeps state past the query or changes what is measured; leave it out (the query \
+                     cache and the condition cache are off for every case, and each statement is tagged for you)"
+                ),
+            ));
+        }
+        if STORAGE_SETTINGS.contains(&lower.as_str()) {
+            return Some(Refusal::new(
+                Some(&name),
+                format!(
+                    "setting {name} puts the table's data outside the engine's own storage (a folder of the host, \
+                     the network); a pack's tables use the default storage"
+                ),
+            ));
+        }
+    }
+    None
+}
+
+/// The names of the settings a canonical statement sets: each `name =` that follows
+/// `SETTINGS` (or opens a `SET` statement) at the same level of parentheses, up to the
+/// next part of the query.
+fn setting_names(canonical: &str) -> Vec<String> {
+    let words = code_words(canonical);
+    let mut names = Vec::new();
+    let mut list_depth: Option<usize> = match words.first() {
+        Some(first) if first.text == "SET" => Some(first.depth),
+        _ => None,
+    };
+    for word in &words {
+        if word.text == "SETTINGS" {
+            list_depth = Some(word.depth);
+            continue;
+        }
+        let Some(depth) = list_depth else { continue };
+        if word.depth < depth || matches!(word.text, "UNION" | "EXCEPT" | "INTERSECT" | "FORMAT" | "INTO" | "SELECT") {
+            list_depth = None;
+        } else if word.depth == depth && word.next == Some('=') {
+            names.push(word.text.to_string());
+        }
+    }
+    names
+}
+
+/// Lines between a statement's first line of code and the first place `name` stands in
+/// it, as a word of code or a quoted name (preferring one followed by `(`, a call); 0 when
+/// it is not found.
+fn lines_into_code(sql: &str, name: &str) -> usize {
+    let mut places: Vec<(usize, bool)> = Vec::new();
+    let mut scanner = Scanner::default();
+    let mut code_start = None;
+    let mut offset = 0;
+    while let Some(character) = sql[offset..].chars().next() {
+        let rest = &sql[offset..];
+        let opens_comment = rest.starts_with("--") || rest.starts_with("/*");
+        if scanner.in_code() && !opens_comment {
+            if code_start.is_none() && !character.is_whitespace() {
+                code_start = Some(offset);
+            }
+            let candidate = match character {
+                '`' | '"' => rest[1..].find(character).map(|end| (&rest[1..=end], end + 2)),
+                c if c.is_alphabetic() || c == '_' => {
+                    let end = rest.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(rest.len());
+                    Some((&rest[..end], end))
+                }
+                _ => None,
+            };
+            if let Some((word, length)) = candidate {
+                if word.eq_ignore_ascii_case(name) {
+                    let after = skip_space_and_comments(&rest[length..]);
+                    places.push((offset, after.starts_with('(')));
+                }
+                if !matches!(character, '`' | '"') {
+                    offset += length;
+                    continue;
+                }
+            }
+        }
+        scanner.step(rest);
+        offset += character.len_utf8();
+    }
+    let place = places.iter().find(|(_, call)| *call).or(places.first()).map(|(place, _)| *place);
+    match (place, code_start) {
+        (Some(place), Some(start)) if place >= start => sql[start..place].matches('\n').count(),
+        _ => 0,
+    }
+}
+
+/// `text` past leading whitespace and comments.
+fn skip_space_and_comments(mut text: &str) -> &str {
+    loop {
+        let trimmed = text.trim_start();
+        if let Some(comment) = trimmed.strip_prefix("--") {
+            text = comment.split_once('\n').map_or("", |(_, rest)| rest);
+        } else if let Some(comment) = trimmed.strip_prefix("/*") {
+            text = comment.split_once("*/").map_or("", |(_, rest)| rest);
+        } else {
+            return trimmed;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tree_dump_is_read_with_parents() {
+        let tree = parse_tree(
+            "SelectWithUnionQuery (children 1)\n ExpressionList (children 1)\n  SelectQuery (children 2)\n   \
+             TablesInSelectQuery (children 1)\n    TableExpression (children 1)\n     Function file (alias f) \
+             (children 1)\n      ExpressionList (children 1)\n   Set\n",
+        );
+        let function = tree.iter().position(|node| node.kind == "Function").unwrap();
+        assert_eq!(tree[function].name, "file");
+        assert_eq!(tree[tree[function].parent.unwrap()].kind, "TableExpression");
+        let set = tree.iter().position(|node| node.kind == "Set").unwrap();
+        assert_eq!(tree[tree[set].parent.unwrap()].kind, "SelectQuery");
+    }
+
+    #[test]
+    fn settings_are_read_at_their_own_level() {
+        assert_eq!(
+            setting_names(
+                "CREATE TABLE t (`x` Int8) ENGINE = MergeTree ORDER BY x SETTINGS disk = disk(type = local, path = \
+                 '/tmp/x/'), index_granularity = 8"
+            ),
+            ["disk", "index_granularity"]
+        );
+        assert_eq!(setting_names("SELECT count() FROM t WHERE disk = 1 SETTINGS max_threads = 1"), ["max_threads"]);
+        assert_eq!(setting_names("SET use_query_cache = 1, max_threads = 2"), ["use_query_cache", "max_threads"]);
+    }
+
+    #[test]
+    fn a_name_is_found_at_its_line_past_comments_and_quotes() {
+        let sql = "SELECT file\nFROM t\nWHERE x IN (SELECT 1 FROM `file` /* c */\n ('/etc/passwd'))";
+        assert_eq!(lines_into_code(sql, "file"), 2);
+        assert_eq!(lines_into_code("-- file(\nSELECT 1\nINTO OUTFILE 'x'", "outfile"), 1);
+        assert_eq!(lines_into_code("SELECT 1", "nowhere"), 0);
+    }
+}

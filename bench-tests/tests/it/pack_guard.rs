@@ -1,0 +1,170 @@
+//! The pack guard on the real engine: every form of a statement that reaches the host's
+//! files, the network or another server, in a query, a design or a generator, is refused
+//! by the engine's parser in one line at its file and line, before anything of the pack
+//! runs (no dataset is built, no file is written).
+
+use std::fs;
+use std::path::Path;
+
+use chbench::packs::Pack;
+use chbench::target_info::TargetKind;
+
+const SCHEMA: &str = "CREATE TABLE t (k UInt64, v UInt64) ENGINE = MergeTree ORDER BY k;\n";
+const GENERATOR: &str = "INSERT INTO t SELECT number, cityHash64(number) % 1000 FROM numbers({rows});\n";
+const QUERY: &str = "SELECT count(), sum(v) FROM t WHERE k = 42\n";
+
+/// A pack `guarded` under `root`, its design, generator and query as given.
+fn write_pack(root: &Path, design: &str, generator: &str, query: &str) {
+    let folder = root.join("guarded");
+    for (path, text) in [
+        ("designs/plain.sql", design),
+        ("generator.sql", generator),
+        ("queries/q.sql", query),
+        ("claims.toml", "scales = [2000]\n"),
+    ] {
+        let path = folder.join(path);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, text).unwrap();
+    }
+}
+
+/// The pack's one case run on the embedded engine: its error's own line, the folder
+/// shortened, or `ran` when it ran.
+fn outcome(root: &Path, design: &str, generator: &str, query: &str) -> String {
+    write_pack(root, design, generator, query);
+    let folder = root.join("guarded");
+    let pack = Pack::load(&folder).unwrap();
+    let case = pack.cases().remove(0);
+    match pack.run_case(TargetKind::Embedded, &case) {
+        Ok(_) => "ran".to_string(),
+        Err(error) => {
+            let line = format!("{error:#}");
+            assert!(!line.contains('\n'), "one line: {line}");
+            error.root_cause().to_string().replace(&format!("{}/", folder.display()), "")
+        }
+    }
+}
+
+#[test]
+fn a_query_that_reaches_outside_is_refused_in_every_form() {
+    let root = tempfile::tempdir().unwrap();
+    let outfile = root.path().join("answer.tsv");
+    let outside = |query: &str| outcome(root.path(), SCHEMA, GENERATOR, query);
+    for (query, expected) in [
+        ("SELECT * FROM file /* c */ ('/etc/passwd', 'LineAsString')", "queries/q.sql:1: file(...) reaches outside"),
+        ("SELECT * FROM `file`('/etc/passwd', 'LineAsString')", "queries/q.sql:1: file(...) reaches outside"),
+        ("SELECT * FROM \"file\"('/etc/passwd', 'LineAsString')", "queries/q.sql:1: file(...) reaches outside"),
+        (
+            "SELECT count()\nFROM t\nWHERE v IN (SELECT toUInt64(line) FROM\n  FILE -- the host\n  ('/etc/hostname', 'LineAsString'))",
+            "queries/q.sql:4: FILE(...) reaches outside",
+        ),
+        ("SELECT length(file('/etc/hostname'))", "queries/q.sql:1: file(...) reaches outside"),
+        ("SELECT * FROM `url`('http://127.0.0.1:9/x', 'TSV')", "queries/q.sql:1: url(...) reaches outside"),
+        (
+            "SELECT * FROM view(SELECT * FROM\nview(SELECT * FROM remote('127.0.0.1', system.one)))",
+            "queries/q.sql:2: remote(...) reaches outside",
+        ),
+        ("select * from S3('http://127.0.0.1:9/b/k', 'TSV')", "queries/q.sql:1: S3(...) reaches outside"),
+        ("SELECT * FROM merge('.*')", "queries/q.sql:1: merge(...) reads outside the pack's tables"),
+        ("SELECT count() FROM t SETTINGS use_query_cache = 1", "queries/q.sql:1: setting use_query_cache keeps state"),
+        (
+            "-- tidy up first\nALTER TABLE t DELETE WHERE k = 1",
+            "queries/q.sql:2: a pack's query is one SELECT (or WITH ... SELECT), not ALTER TABLE t ...",
+        ),
+        ("SELECT FROM WHERE", "queries/q.sql:1: the engine cannot parse this statement (Syntax error"),
+    ] {
+        let told = outside(query);
+        assert!(told.starts_with(expected), "{query}:\n{told}");
+    }
+    let query = format!("-- every key\nSELECT k\nFROM t\nINTO OUTFILE '{}'", outfile.display());
+    let told = outside(&query);
+    assert!(told.starts_with("queries/q.sql:4: INTO OUTFILE writes the answer to a file on the host"), "{told}");
+    assert!(!outfile.exists(), "nothing may be written");
+    // Names that are columns or strings are not calls.
+    let reads = "SELECT 'INTO OUTFILE file(x)', k AS file, v AS `url` FROM t WHERE k = 42 SETTINGS max_threads = 1";
+    assert_eq!(outside(reads), "ran");
+    assert_eq!(outside("WITH 10 AS n\nSELECT count() FROM t WHERE k < n"), "ran");
+}
+
+#[test]
+fn a_design_or_generator_that_reaches_outside_is_refused_before_it_runs() {
+    let root = tempfile::tempdir().unwrap();
+    let written = root.path().join("written");
+    let dataset = |design: &str, generator: &str| outcome(root.path(), design, generator, QUERY);
+    let path = written.display();
+    for (design, generator, expected) in [
+        (
+            format!("CREATE TABLE t (k UInt64, v UInt64)\nENGINE = File(TSV, '{path}')"),
+            GENERATOR.to_string(),
+            "designs/plain.sql:2: ENGINE = File reaches outside",
+        ),
+        (
+            "CREATE TABLE t (k UInt64, v UInt64) ENGINE = Distributed(default, db, t)".to_string(),
+            GENERATOR.to_string(),
+            "designs/plain.sql:1: Distributed is not a table engine a pack may use",
+        ),
+        (
+            format!(
+                "CREATE TABLE t (k UInt64, v UInt64) ENGINE = MergeTree ORDER BY k\nSETTINGS `disk` = disk(type = local, path = '{path}/')"
+            ),
+            GENERATOR.to_string(),
+            "designs/plain.sql:2: setting disk puts the table's data outside",
+        ),
+        (
+            format!("{SCHEMA}\nCREATE VIEW v AS SELECT * FROM `url`('http://127.0.0.1:9/', 'TSV')"),
+            GENERATOR.to_string(),
+            "designs/plain.sql:3: url(...) reaches outside",
+        ),
+        (
+            "CREATE TABLE t AS file('/etc/passwd', 'LineAsString')".to_string(),
+            GENERATOR.to_string(),
+            "designs/plain.sql:1: file(...) reaches outside",
+        ),
+        (
+            SCHEMA.to_string(),
+            format!("{GENERATOR}INSERT INTO FUNCTION file('{path}', 'TSV') SELECT 1"),
+            "generator.sql:2: file(...) reaches outside",
+        ),
+        (
+            SCHEMA.to_string(),
+            "INSERT INTO t SELECT * FROM file('/etc/hostname', 'TSV', 'k UInt64, v UInt64')".to_string(),
+            "generator.sql:1: file(...) reaches outside",
+        ),
+        (
+            SCHEMA.to_string(),
+            "INSERT INTO t FROM INFILE '/etc/hostname' FORMAT TSV".to_string(),
+            "generator.sql:1: INSERT ... FROM INFILE reads a file on the host",
+        ),
+        (
+            SCHEMA.to_string(),
+            "INSERT INTO t VALUES (1, length(file('/etc/hostname')))".to_string(),
+            "generator.sql:1: INSERT ... VALUES (or FORMAT) carries data the engine's parser does not check",
+        ),
+        (
+            SCHEMA.to_string(),
+            format!("{GENERATOR}SYSTEM SHUTDOWN"),
+            "generator.sql:2: SYSTEM SHUTDOWN ... is not a statement a pack's design or generator may run",
+        ),
+        (
+            format!("{SCHEMA}ALTER TABLE t FREEZE"),
+            GENERATOR.to_string(),
+            "designs/plain.sql:2: ALTER ... FREEZE ALL is not a change a pack may make",
+        ),
+        (
+            format!(
+                "{SCHEMA}CREATE DICTIONARY d (k UInt64, v String) PRIMARY KEY k SOURCE(FILE(path '/etc/passwd' format 'TSV')) LAYOUT(FLAT()) LIFETIME(0)"
+            ),
+            GENERATOR.to_string(),
+            "designs/plain.sql:2: CREATE DICTIONARY d ... is not a statement",
+        ),
+    ] {
+        let told = dataset(&design, &generator);
+        assert!(told.starts_with(expected), "{design}\n{generator}:\n{told}");
+    }
+    assert!(!written.exists(), "nothing may be written");
+    // What a pack's dataset does: tables, views, inserts from generating functions,
+    // ALTER of its own table, merges of its table stopped.
+    let design = "CREATE TABLE t (k UInt64, v UInt64, INDEX vx(v) TYPE minmax GRANULARITY 1) ENGINE = MergeTree ORDER BY k;\nCREATE VIEW w AS SELECT k FROM t;\n";
+    let generator = "INSERT INTO t SELECT number, 7 FROM numbers({rows});\nINSERT INTO t SELECT * FROM values('k UInt64, v UInt64', (42, 1));\nALTER TABLE t MATERIALIZE INDEX vx;\nOPTIMIZE TABLE t FINAL;\nSYSTEM STOP MERGES t;\n";
+    assert_eq!(dataset(design, generator), "ran");
+}
