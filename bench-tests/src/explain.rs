@@ -26,6 +26,7 @@ pub fn explain_indexes<S: Sql + ?Sized>(target: &mut Target, select: &S) -> Resu
         let plan = target.query_text(&format!("EXPLAIN indexes = 1, json = 1 {sql}"))?;
         let mut reads =
             parse_explain(&plan).with_context(|| format!("cannot read the EXPLAIN of: {}", one_line(sql)))?;
+        name_projection_tables(target, &mut reads)?;
         if applies_skip_indexes_on_data_read(target, sql)? {
             for stage in reads.iter_mut().flat_map(|read| &mut read.stages).filter(|stage| stage.kind == "Skip") {
                 stage.applied_on_data_read = true;
@@ -37,6 +38,36 @@ pub fn explain_indexes<S: Sql + ?Sized>(target: &mut Target, select: &S) -> Resu
         Some(location) => reads.context(location),
         None => reads,
     }
+}
+
+/// A read of a projection, which the plan names by the projection alone (`by_v`), named
+/// by its table (`db.t`) with the projection beside it, from `system.projections` of the
+/// current database; a name that is a table stays as it is. A server without
+/// `system.projections` (before 24.11) keeps the plan's names.
+fn name_projection_tables(target: &mut Target, reads: &mut [TableRead]) -> Result<()> {
+    #[derive(serde::Deserialize)]
+    struct Projection {
+        database: String,
+        table: String,
+        name: String,
+    }
+    let unresolved = |read: &TableRead| read.projection.is_none() && !read.table.contains('.');
+    if !reads.iter().any(unresolved) {
+        return Ok(());
+    }
+    let Ok(projections) = target.query_rows::<Projection>(
+        "SELECT database, table, name FROM system.projections WHERE database = currentDatabase() \
+         AND name NOT IN (SELECT name FROM system.tables WHERE database = currentDatabase())",
+    ) else {
+        return Ok(());
+    };
+    for read in reads.iter_mut().filter(|read| unresolved(read)) {
+        if let Some(projection) = projections.iter().find(|projection| projection.name == read.table) {
+            read.projection = Some(projection.name.clone());
+            read.table = format!("{}.{}", projection.database, projection.table);
+        }
+    }
+    Ok(())
 }
 
 /// The setting that moves skip indexes from planning to reading.
@@ -104,7 +135,7 @@ fn collect_reads(node: &Value, reads: &mut Vec<TableRead>) {
             .map(|indexes| indexes.iter().map(index_stage).collect())
             .unwrap_or_default();
         let table = node.get("Description").and_then(Value::as_str).unwrap_or("").to_string();
-        reads.push(TableRead { table, stages });
+        reads.push(TableRead { table, projection: None, stages });
     }
     for child in node.get("Plans").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default() {
         collect_reads(child, reads);

@@ -44,8 +44,12 @@ impl IndexStage {
 /// One `ReadFromMergeTree` step and its index stages, in the order they ran.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TableRead {
-    /// `database.table` as the plan names it.
+    /// `database.table` as the plan names it; the projection's table when the read is of
+    /// a projection (the plan names the projection alone).
     pub table: String,
+    /// The projection the read used, when it used one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub projection: Option<String>,
     pub stages: Vec<IndexStage>,
 }
 

@@ -460,8 +460,21 @@ fn check_sql_files(pack: &Pack) -> Result<()> {
     for design in pack.designs.iter().chain(&pack.broken) {
         Fixture::read(&design.path)?.render_dataset(&params)?;
     }
+    let mut scales_the_rows = false;
     for file in &pack.generator {
-        Fixture::read(file)?.render_dataset(&params)?;
+        let fixture = Fixture::read(file)?;
+        // Rendered at two scales: a {rows} in a comment only changes nothing.
+        scales_the_rows |=
+            fixture.render_dataset(&params)? != fixture.render_dataset(&Params::new().with("rows", 2))?;
+    }
+    if !scales_the_rows {
+        let files: Vec<String> = pack.generator.iter().map(|file| shown(file)).collect();
+        bail!(
+            "{}: the generator never uses {{rows}}, so every scale would get the same rows and the claims' scales \
+             would mean nothing; fill the table with {{rows}} rows (e.g. INSERT INTO t SELECT ... FROM \
+             numbers({{rows}}))",
+            files.join(", ")
+        );
     }
     for query in &pack.queries {
         // One statement each; what it may do is the engine parser's to say, before the

@@ -330,6 +330,7 @@ fn a_plan_that_prunes_differently_is_said_stage_by_stage() {
         for runs in &mut queries {
             runs.plan = Some(vec![TableRead {
                 table: format!("chbench_{run_id}.logs"),
+                projection: None,
                 stages: vec![stage("PrimaryKey", if runs.query == "q2" { granules } else { 10 })],
             }]);
         }

@@ -465,3 +465,11 @@ fn a_query_that_reads_no_table_takes_no_table_claims() {
     assert_eq!(claims_of("q"), ["table.active_parts_at_most", "granules_read_at_most"]);
     assert!(claims_of("floor").is_empty(), "{:?}", claims_of("floor"));
 }
+
+#[test]
+fn a_generator_that_never_uses_rows_is_refused() {
+    // `{rows}` in a comment only fills every scale with the same rows.
+    let message =
+        refusal(&[("generator.sql", "-- {rows} rows, some day\nINSERT INTO t SELECT number, 1 FROM numbers(100)\n")]);
+    assert!(message.starts_with("generator.sql: the generator never uses {rows}, so every scale"), "{message}");
+}

@@ -331,3 +331,50 @@ fn a_skip_stage_applied_while_reading_is_claimed_on_what_the_read_kept() {
         ],
     );
 }
+
+#[test]
+fn a_projection_read_is_claimed_on_its_table_and_an_unused_index_is_said() {
+    // `INDEX jx(j)` with no space, as ClickHouse's own tests write it; a projection sorted
+    // by `v`, which the plan names alone in its read.
+    let design = "CREATE TABLE p\n(\n    k UInt64,\n    v UInt64,\n    j UInt64,\n    INDEX jx(j) TYPE minmax GRANULARITY 1,\n    \
+                  PROJECTION by_v (SELECT * ORDER BY v)\n)\nENGINE = MergeTree\nORDER BY k\nSETTINGS index_granularity = 256;\n";
+    let files = vec![
+        ("designs/projected.sql".to_string(), design.to_string()),
+        (
+            "generator.sql".to_string(),
+            "INSERT INTO p SELECT number, number % 100, number FROM numbers({rows});\n".to_string(),
+        ),
+        ("queries/by_v.sql".to_string(), "SELECT count() FROM p WHERE v = 7\n".to_string()),
+        ("queries/by_j.sql".to_string(), "SELECT count() FROM p WHERE j BETWEEN 10 AND 20\n".to_string()),
+        (
+            "claims.toml".to_string(),
+            "scales = [4000]\n[table]\nactive_parts_at_least = 1\n\
+             [queries.by_v]\nread_rows_share_at_most = 0.2\nindex.skip_index.jx.used = false\nindex.skip.used = true\n\
+             [queries.by_j]\nindex.skip_index.jx.used = true\nindex.skip_index.jx.granules_selected = 1\n"
+                .to_string(),
+        ),
+    ];
+    let (_root, pack) = write_pack("projected", files);
+    let case = Case { query: "by_v".into(), design: "projected".into(), rows: 4000, must_violate: None };
+    let outcome = pack.run_case(TargetKind::from_env().unwrap(), &case).unwrap_or_else(|error| panic!("{error:#}"));
+    let read = &outcome.observation.pruning[0];
+    assert_eq!((read.table.rsplit('.').next(), read.projection.as_deref()), (Some("p"), Some("by_v")));
+    assert_eq!(outcome.observation.parts.as_ref().map(|parts| parts.rows), Some(4000));
+    assert_outcomes(
+        &outcomes(&pack, "by_v", "projected", 4000),
+        &[
+            ("table.active_parts_at_least", true, "measured 1 active part"),
+            ("read_rows_share_at_most", true, "of the table's rows read (256 of 4000)"),
+            ("index.skip_index.jx.used", true, "no Skip jx stage in the read of"),
+            ("index.skip.used", false, "no Skip stage in the read of"),
+        ],
+    );
+    assert_outcomes(
+        &outcomes(&pack, "by_j", "projected", 4000),
+        &[
+            ("table.active_parts_at_least", true, "measured 1 active part"),
+            ("index.skip_index.jx.used", true, "skip index jx used: 1 of 16 granules kept"),
+            ("index.skip_index.jx.granules_selected", true, "1 of 16 granules selected"),
+        ],
+    );
+}

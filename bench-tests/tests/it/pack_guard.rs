@@ -127,18 +127,18 @@ fn a_design_or_generator_that_reaches_outside_is_refused_before_it_runs() {
         ),
         (
             SCHEMA.to_string(),
-            "INSERT INTO t SELECT * FROM file('/etc/hostname', 'TSV', 'k UInt64, v UInt64')".to_string(),
-            "generator.sql:1: file(...) reaches outside",
+            format!("{GENERATOR}{}", "INSERT INTO t SELECT * FROM file('/etc/hostname', 'TSV', 'k UInt64, v UInt64')"),
+            "generator.sql:2: file(...) reaches outside",
         ),
         (
             SCHEMA.to_string(),
-            "INSERT INTO t FROM INFILE '/etc/hostname' FORMAT TSV".to_string(),
-            "generator.sql:1: INSERT ... FROM INFILE reads a file on the host",
+            format!("{GENERATOR}{}", "INSERT INTO t FROM INFILE '/etc/hostname' FORMAT TSV"),
+            "generator.sql:2: INSERT ... FROM INFILE reads a file on the host",
         ),
         (
             SCHEMA.to_string(),
-            "INSERT INTO t VALUES (1, length(file('/etc/hostname')))".to_string(),
-            "generator.sql:1: INSERT ... VALUES (or FORMAT) carries data the engine's parser does not check",
+            format!("{GENERATOR}{}", "INSERT INTO t VALUES (1, length(file('/etc/hostname')))"),
+            "generator.sql:2: INSERT ... VALUES (or FORMAT) carries data the engine's parser does not check",
         ),
         (
             SCHEMA.to_string(),

@@ -217,6 +217,7 @@ fn extreme_bundle(value: f64, count: u64) -> LogsBundle {
                 ab_variant: Some("A".to_string()),
                 plan: Some(vec![TableRead {
                     table: "chbench_run.logs".to_string(),
+                    projection: None,
                     stages: vec![IndexStage {
                         kind: "PrimaryKey".to_string(),
                         name: Some("trace_bf".to_string()),

@@ -53,6 +53,9 @@ struct StageSection {
     /// Skip indexes only: read_rows with the index against without.
     rows_dropped_share_at_least: Option<Spanned<f64>>,
     rows_dropped_share_at_most: Option<Spanned<f64>>,
+    /// Whether the plan has the stage at all: `used = false` says the index does not
+    /// apply to this query.
+    used: Option<Spanned<bool>>,
 }
 
 impl ClaimKey for IndexSection {
@@ -114,6 +117,10 @@ fn state_stage(
         let Some(value) = value else { continue };
         let rule = StageCount { stage, skip_index: skip_index.clone(), count, bound, value: *value.get_ref() };
         claims.push(format!("{prefix}.{key}"), value.span(), rule);
+    }
+    if let Some(used) = &section.used {
+        let rule = StageUsed { stage, skip_index: skip_index.clone(), used: *used.get_ref() };
+        claims.push(format!("{prefix}.used"), used.span(), rule);
     }
     let granule_shares = [
         ("granules_dropped_share_at_least", &section.granules_dropped_share_at_least, AtLeast),
@@ -233,6 +240,38 @@ impl Rule for StageCount {
                     }
                 }
             }
+        })
+    }
+}
+
+/// `index.<stage>.used = true|false`: the plan's first MergeTree read has the stage (the
+/// named skip index) or has not; `false` says an index does not apply to the query.
+#[derive(Debug)]
+struct StageUsed {
+    stage: Stage,
+    skip_index: Option<String>,
+    used: bool,
+}
+
+impl Rule for StageUsed {
+    fn skip_indexes_named(&self) -> Vec<&str> {
+        self.skip_index.as_deref().into_iter().collect()
+    }
+
+    fn check(&self, name: &str, observed: &Observations) -> Option<Check> {
+        let what = match &self.skip_index {
+            Some(index) => format!("skip index {index}"),
+            None => format!("the {} stage", self.stage.engine_name()),
+        };
+        let expected = format!("{what} {}", if self.used { "used" } else { "not used" });
+        Some(match find_stage(observed.own, self.stage, self.skip_index.as_deref()) {
+            Ok(found) => claim(
+                name,
+                self.used,
+                format!("{what} used: {} of {} granules kept", found.selected_granules, found.initial_granules),
+                expected,
+            ),
+            Err(missing) => claim(name, !self.used, missing, expected),
         })
     }
 }

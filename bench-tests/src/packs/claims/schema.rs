@@ -42,7 +42,8 @@ fn parse_create_table(sql: &str) -> Option<DeclaredTable> {
         let mut words = element.split_whitespace();
         let Some(first) = words.next() else { continue };
         match first.to_ascii_uppercase().as_str() {
-            "INDEX" => declared.skip_indexes.extend(words.next().map(unquoted)),
+            // `INDEX jx(j) TYPE minmax`: the name ends at its expression's parenthesis too.
+            "INDEX" => declared.skip_indexes.extend(words.next().map(|name| unquoted(index_name(name)))),
             "PROJECTION" | "CONSTRAINT" | "PRIMARY" => {}
             _ => declared.columns.push(unquoted(first)),
         }
@@ -134,6 +135,15 @@ fn split_top_level(list: &str) -> Vec<&str> {
     elements.into_iter().filter(|element| !element.is_empty()).collect()
 }
 
+/// The name in the word after `INDEX`: up to the parenthesis of its expression when no
+/// space stands between them (`jx(j)`), a quoted name whole.
+fn index_name(word: &str) -> &str {
+    match word.chars().next() {
+        Some(quote @ ('`' | '"')) => word[1..].find(quote).map_or(word, |end| &word[..end + 2]),
+        _ => word.split('(').next().unwrap_or(word),
+    }
+}
+
 /// A name without its quotes: `` `Body` `` and `"Body"` are `Body`.
 fn unquoted(name: &str) -> String {
     name.trim_matches(|c| c == '`' || c == '"').to_string()
@@ -148,6 +158,7 @@ mod tests {
         let sql = "-- the source's table\nCREATE TABLE IF NOT EXISTS db.logs\n(\n  timestamp DateTime64(3), -- ms, (sic)\n  \
                    `Body` String DEFAULT 'a, (b',\n  m Map(String, UInt8),\n  \
                    INDEX trace_bf trace_id TYPE bloom_filter(0.01) GRANULARITY 4,\n  \
+                   INDEX jx(m) TYPE minmax, INDEX `qx`(m) TYPE set(0),\n  \
                    PROJECTION p (SELECT count() GROUP BY m),\n  CONSTRAINT c CHECK timestamp > 0\n)\n\
                    ENGINE = MergeTree ORDER BY (timestamp)";
         assert_eq!(
@@ -155,7 +166,7 @@ mod tests {
             Some(DeclaredTable {
                 table: "logs".into(),
                 columns: vec!["timestamp".into(), "Body".into(), "m".into()],
-                skip_indexes: vec!["trace_bf".into()],
+                skip_indexes: vec!["trace_bf".into(), "jx".into(), "qx".into()],
             })
         );
         assert_eq!(declared_table(["CREATE TABLE t AS other", "INSERT INTO t SELECT 1"]), None);
