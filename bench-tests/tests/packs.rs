@@ -124,7 +124,7 @@ fn trials() -> anyhow::Result<Vec<Trial>> {
 fn run_case(pack: &Pack, case: &Case) -> Result<(), Failed> {
     let kind = TargetKind::from_env().map_err(failed)?;
     // A query that must fail has only its error to check, and nothing to snapshot.
-    if pack.query(&case.query).map_err(failed)?.expected_error.is_some() {
+    if pack.query(&case.query).map_err(failed)?.expected_error_on(&case.design).is_some() {
         let outcome = pack.run_error_case(kind, case, &shown(&pack.folder.join(CLAIMS_FILE))).map_err(failed)?;
         return outcome.map(|line| eprintln!("{line}")).map_err(Failed::from);
     }

@@ -37,7 +37,9 @@ impl Pack {
             .queries
             .iter()
             .filter(|query| {
-                !query.answer_varies && query.expected_error.is_none() && query.designs.contains(&design.name)
+                !query.answer_varies
+                    && query.expected_error_on(&design.name).is_none()
+                    && query.designs.contains(&design.name)
             })
             .collect();
         let dataset = Dataset { database: scratch.database.clone(), ..self.dataset(&design.name, rows)? };

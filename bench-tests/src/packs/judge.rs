@@ -82,7 +82,7 @@ impl Pack {
     /// statement has no statistics to claim about.
     pub fn run_error_case(&self, kind: TargetKind, case: &Case, claims_file: &str) -> Result<Result<String, String>> {
         let query = self.query(&case.query)?;
-        let Some(expected) = &query.expected_error else {
+        let Some(expected) = query.expected_error_on(&case.design) else {
             anyhow::bail!(
                 "query {} of pack {} expects no error (no error = \"...\" in its section)",
                 query.name,

@@ -225,6 +225,7 @@ impl PackDefaults<'_> {
             answer_varies: false,
             answer_may_be_empty: false,
             expected_error: None,
+            expected_errors_on: Vec::new(),
         };
         let Some(section) = section else {
             self.add_table_claims(&mut query)?;
@@ -246,23 +247,58 @@ impl PackDefaults<'_> {
             // Nothing is measured of a statement that fails: no claim, not even the table's.
             return Ok(query);
         }
+        for (design, on) in &section.on {
+            if let Some(error) = &on.get_ref().error {
+                let expected = self.expected_error_on(error, &query, design)?;
+                query.expected_errors_on.push(expected);
+            }
+        }
         self.add_table_claims(&mut query)?;
         self.check_claims_fit(&query)?;
         query.broken = self.broken_designs(section, &query)?;
         Ok(query)
     }
 
+    /// `on.<design>.error = "CODE"`: an error code, on one of the query's designs, where
+    /// no claim of the query is limited to it or compares with it (the design's case
+    /// measures nothing), and with no claim that compares every design's answer.
+    fn expected_error_on(
+        &self,
+        error: &Spanned<String>,
+        query: &Query,
+        design: &Spanned<String>,
+    ) -> Result<ExpectedError> {
+        let (code, location) = (error.get_ref(), self.source.at(error.span()));
+        check_error_code(code, &location)?;
+        let design_name = design.get_ref();
+        known_design(&query.designs, "this query's designs", design_name, || location.clone())?;
+        let measured_there = |claim: &&Claim| {
+            claim.only_on.as_deref() == Some(design_name.as_str())
+                || claim.rule.designs_named().contains(&design_name.as_str())
+                || claim.name == "same_answer_on_every_design"
+        };
+        if let Some(claim) = query.claims.iter().find(measured_there) {
+            bail!(
+                "{}:{}: {} on query {}, which must fail with {code} on design {design_name} ({location}): a failed \
+                 statement measures nothing to claim about or compare with",
+                self.source.file,
+                claim.line,
+                claim.name,
+                query.name
+            );
+        }
+        Ok(ExpectedError {
+            code: code.clone(),
+            line: self.source.line(error.span()),
+            design: Some(design_name.clone()),
+        })
+    }
+
     /// `error = "CODE"`: an error code (`TOO_MANY_ROWS`, as the engine names it in
     /// `(...)` after its message), on a query with no claims and no broken design.
     fn expected_error(&self, error: &Spanned<String>, query: &Query, section: &QuerySection) -> Result<ExpectedError> {
         let (code, location) = (error.get_ref(), self.source.at(error.span()));
-        let is_code =
-            !code.is_empty() && code.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
-        if !is_code {
-            bail!(
-                "{location}: error {code:?} is not an error code; write it as the engine names it, e.g. error = \"TOO_MANY_ROWS\""
-            );
-        }
+        check_error_code(code, &location)?;
         if let Some(claim) = query.claims.first() {
             bail!(
                 "{}:{}: {} on query {}, which must fail with {code}: a failed statement measures nothing to claim about",
@@ -280,7 +316,7 @@ impl PackDefaults<'_> {
                 query.name
             );
         }
-        Ok(ExpectedError { code: code.clone(), line: self.source.line(error.span()) })
+        Ok(ExpectedError { code: code.clone(), line: self.source.line(error.span()), design: None })
     }
 
     /// The `[table]` claims that apply on the query's designs, among its own in the
@@ -535,6 +571,17 @@ pub fn check_name(name: &str, what: &str) -> Result<()> {
         && !name.chars().any(|c| c.is_ascii_uppercase());
     if !valid {
         bail!("{what}: name {name:?} must be lowercase letters, digits and _, starting with a letter");
+    }
+    Ok(())
+}
+
+/// An error code as the engine names it (`TOO_MANY_ROWS`), else one line at `location`.
+fn check_error_code(code: &str, location: &str) -> Result<()> {
+    let is_code = !code.is_empty() && code.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
+    if !is_code {
+        bail!(
+            "{location}: error {code:?} is not an error code; write it as the engine names it, e.g. error = \"TOO_MANY_ROWS\""
+        );
     }
     Ok(())
 }

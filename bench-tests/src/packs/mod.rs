@@ -105,15 +105,31 @@ pub struct Query {
     /// it fails, since claims on what a query reads hold trivially for a filter that
     /// matches nothing.
     pub answer_may_be_empty: bool,
-    /// `error = "CODE"`: the query must fail with that error; nothing else is measured.
+    /// `error = "CODE"`: the query must fail with that error on every design; nothing
+    /// else is measured.
     pub expected_error: Option<ExpectedError>,
+    /// `on.<design>.error = "CODE"`: it must fail so on that design (a projection or an
+    /// index that avoids the error on the others); its other designs measure as usual.
+    pub expected_errors_on: Vec<ExpectedError>,
 }
 
-/// The error code a query must fail with, and the claims file's line that says so.
+impl Query {
+    /// The error the query must fail with on `design`, if it must.
+    pub fn expected_error_on(&self, design: &str) -> Option<&ExpectedError> {
+        self.expected_errors_on
+            .iter()
+            .find(|expected| expected.design.as_deref() == Some(design))
+            .or(self.expected_error.as_ref())
+    }
+}
+
+/// The error code a query must fail with, the claims file's line that says so, and the
+/// design it is limited to, if any.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExpectedError {
     pub code: String,
     pub line: usize,
+    pub design: Option<String>,
 }
 
 /// One test: a query on a design at a scale.

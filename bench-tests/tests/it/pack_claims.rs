@@ -378,3 +378,71 @@ fn a_projection_read_is_claimed_on_its_table_and_an_unused_index_is_said() {
         ],
     );
 }
+
+#[test]
+fn a_query_can_be_expected_to_fail_on_one_design_only() {
+    // Sorted by k, a filter on v reads every row and hits the limit; sorted by v, it
+    // reads one granule.
+    let design = |key: &str| {
+        format!(
+            "CREATE TABLE t (k UInt64, v UInt64) ENGINE = MergeTree ORDER BY {key} SETTINGS index_granularity = 256;\n"
+        )
+    };
+    let files = |claims: &str| {
+        vec![
+            ("designs/by_k.sql".to_string(), design("k")),
+            ("designs/by_v.sql".to_string(), design("v")),
+            (
+                "generator.sql".to_string(),
+                "INSERT INTO t SELECT number, number % 100 FROM numbers({rows});\n".to_string(),
+            ),
+            (
+                "queries/q.sql".to_string(),
+                "SELECT count() FROM t WHERE v = 7\nSETTINGS max_rows_to_read = 1000\n".to_string(),
+            ),
+            ("claims.toml".to_string(), claims.to_string()),
+        ]
+    };
+    let claims = "scales = [4000]\n[queries.q]\nread_rows_at_most = 512\non.by_k.error = \"TOO_MANY_ROWS\"\n";
+    let (_root, pack) = write_pack("error_on_one", files(claims));
+    let query = pack.query("q").unwrap();
+    assert_eq!(query.expected_error_on("by_k").map(|expected| expected.code.as_str()), Some("TOO_MANY_ROWS"));
+    assert_eq!(query.expected_error_on("by_v"), None);
+    let kind = TargetKind::from_env().unwrap();
+    let case = Case { query: "q".into(), design: "by_k".into(), rows: 4000, must_violate: None };
+    let failed = pack.run_error_case(kind, &case, "claims.toml").unwrap_or_else(|error| panic!("{error:#}"));
+    assert_eq!(
+        failed.unwrap().replace(&format!("{}/", pack.folder.display()), ""),
+        "claims.toml:4: queries/q.sql:1 failed with TOO_MANY_ROWS, as it must"
+    );
+    assert_outcomes(&outcomes(&pack, "q", "by_v", 4000), &[("read_rows_at_most", true, "256 rows read")]);
+    // The determinism check builds both designs and leaves the failing one's query out.
+    let lines = pack.check_determinism(kind).unwrap_or_else(|error| panic!("{error:#}"));
+    assert_eq!(lines.len(), 2, "{lines:?}");
+
+    // A claim the failing design would have to measure is refused on load.
+    let root = tempfile::tempdir().unwrap();
+    for (claims, expected) in [
+        (
+            "scales = [4000]\n[queries.q]\non.by_k.error = \"TOO_MANY_ROWS\"\non.by_k.read_rows_at_most = 1\n",
+            "claims.toml:4: read_rows_at_most on query q, which must fail with TOO_MANY_ROWS on design by_k",
+        ),
+        (
+            "scales = [4000]\n[queries.q]\nsame_answer_on_every_design = true\non.by_k.error = \"TOO_MANY_ROWS\"\n",
+            "claims.toml:3: same_answer_on_every_design on query q, which must fail with TOO_MANY_ROWS on design by_k",
+        ),
+        (
+            "scales = [4000]\n[queries.q]\non.nowhere.error = \"TOO_MANY_ROWS\"\n",
+            "claims.toml:3: design nowhere is not one of this query's designs (by_k, by_v)",
+        ),
+    ] {
+        let folder = root.path().join("refused");
+        for (path, text) in files(claims) {
+            let path = folder.join(path);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(path, text).unwrap();
+        }
+        let error = format!("{:#}", Pack::load(&folder).unwrap_err()).replace(&format!("{}/", folder.display()), "");
+        assert!(error.starts_with(expected), "{error}");
+    }
+}

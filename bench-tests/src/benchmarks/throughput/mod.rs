@@ -411,7 +411,9 @@ impl ThroughputBenchmark {
     fn pack_queries<'a>(&self, pack: &'a Pack, design: &str) -> Vec<&'a crate::packs::Query> {
         pack.queries
             .iter()
-            .filter(|query| query.designs.iter().any(|name| name == design) && query.expected_error.is_none())
+            .filter(|query| {
+                query.designs.iter().any(|name| name == design) && query.expected_error_on(design).is_none()
+            })
             .collect()
     }
 

@@ -373,13 +373,12 @@ pub fn flatten(section: &QuerySection, line: &dyn Fn(Range<usize>) -> usize) -> 
             || on_section.scales.is_some()
             || on_section.answer_varies.is_some()
             || on_section.answer_may_be_empty.is_some()
-            || on_section.error.is_some()
             || !on_section.broken.is_empty()
             || !on_section.on.is_empty()
         {
             bail!(
-                "{}: on.{} may hold claims only (designs, scales, answer_varies, answer_may_be_empty, error, broken \
-                 and on belong to the query)",
+                "{}: on.{} may hold claims and error only (designs, scales, answer_varies, answer_may_be_empty, \
+                 broken and on belong to the query)",
                 line(on.span()),
                 design.get_ref()
             );
