@@ -277,7 +277,7 @@ fn a_query_whose_answer_varies_is_not_compared_by_answer() {
     assert_eq!(message, "claims.toml:4: same_answer_on_every_design compares answers, and this query's answer varies");
     let claims = "scales = [1000]\n[queries.q]\non.plain.answer_varies = true\n";
     let message = refusal(&[("claims.toml", claims)]);
-    assert!(message.starts_with("claims.toml:3: on.plain may hold claims only"), "{message}");
+    assert!(message.starts_with("claims.toml:3: on.plain may hold claims and error only"), "{message}");
 }
 
 #[test]
@@ -300,7 +300,7 @@ fn a_pack_without_queries() {
 #[test]
 fn a_claim_on_one_design_that_names_cases_is_refused_at_its_line() {
     let message = refusal(&[("claims.toml", "scales = [1000]\n[queries.q]\non.plain.scales = [5]\n")]);
-    assert!(message.starts_with("claims.toml:3: on.plain may hold claims only"), "{message}");
+    assert!(message.starts_with("claims.toml:3: on.plain may hold claims and error only"), "{message}");
 }
 
 #[test]
