@@ -3,7 +3,8 @@
 //!
 //! The bounds ([`Bounds`]): connecting (TCP and TLS) may take `CHBENCH_KUBE_CONNECT_TIMEOUT`
 //! seconds (default 10), and each answer `CHBENCH_KUBE_REQUEST_TIMEOUT` seconds (default
-//! 30), counted from the request's last write to each read of its answer, so that a server
+//! 30) of silence, from the request's last write to its answer and between the answer's
+//! reads, so that a server
 //! that takes the connection and then says nothing (a hung API server, a `kubectl proxy`
 //! whose upstream is gone) fails the request with one line naming it and what was asked.
 //! None of chbench's requests is a watch or a followed log; the one long-lived stream is
@@ -54,7 +55,8 @@ const STOP_POLL: Duration = Duration::from_millis(50);
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Bounds {
     pub connect: Duration,
-    /// Each answer, counted from the request's last write to each read of the answer.
+    /// How long each answer may stay silent: from the request's last write to the
+    /// answer's first byte, and between its reads.
     pub answer: Duration,
 }
 
