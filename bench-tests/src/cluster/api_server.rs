@@ -4,9 +4,9 @@
 //! The bounds ([`Bounds`]): connecting (TCP and TLS) may take `CHBENCH_KUBE_CONNECT_TIMEOUT`
 //! seconds (default 10), and each answer `CHBENCH_KUBE_REQUEST_TIMEOUT` seconds (default
 //! 30) of silence, from the request's last write to its answer and between the answer's
-//! reads, so that a server
-//! that takes the connection and then says nothing (a hung API server, a `kubectl proxy`
-//! whose upstream is gone) fails the request with one line naming it and what was asked.
+//! reads, so that a server that takes the connection and then says nothing (a hung API
+//! server, a `kubectl proxy` whose upstream is gone) fails the request with one line
+//! naming it and what was asked.
 //! None of chbench's requests is a watch or a followed log; the one long-lived stream is
 //! the port-forward's, whose client ([`Cluster::forward_client`]) has no bound on reading
 //! (a query through it may say nothing for minutes), only on connecting and on the API
