@@ -1600,31 +1600,17 @@ mod unanswered {
     use std::sync::Arc;
     use std::sync::mpsc::{Receiver, channel};
 
+    use crate::server::silent_peer;
+
     use chbench::cluster::api_server::{Bounds, Cluster};
     use kube::config::{KubeConfigOptions, Kubeconfig};
 
     use super::*;
 
-    /// A listener on loopback that accepts and never says a word; each accepted
-    /// connection is told on the receiver.
-    fn silent() -> (u16, Receiver<()>) {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let (accepted, connections) = channel();
-        std::thread::spawn(move || {
-            let mut open = Vec::new();
-            for stream in listener.incoming().flatten() {
-                open.push(stream);
-                let _ = accepted.send(());
-            }
-        });
-        (port, connections)
-    }
-
     /// A listener on loopback that completes a TLS handshake (an ephemeral key, and no
     /// certificate worth the name: the kubeconfig skips verifying), then never says a
-    /// word; each completed handshake is told on the receiver.
-    fn silent_after_tls() -> (u16, Receiver<()>) {
+    /// word; each completed handshake is told on the receiver. Its `https://` URL.
+    fn silent_after_tls() -> (String, Receiver<()>) {
         let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
         let rng = aws_lc_rs::rand::SystemRandom::new();
         let algorithm = &aws_lc_rs::signature::ECDSA_P256_SHA256_ASN1_SIGNING;
@@ -1641,7 +1627,7 @@ mod unanswered {
                 .with_cert_resolver(Arc::new(resolver)),
         );
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
+        let url = format!("https://{}", listener.local_addr().unwrap());
         let (accepted, connections) = channel();
         std::thread::spawn(move || {
             let mut open = Vec::new();
@@ -1656,7 +1642,7 @@ mod unanswered {
                 let _ = accepted.send(());
             }
         });
-        (port, connections)
+        (url, connections)
     }
 
     /// The one key a [`silent_after_tls`] listener shows.
@@ -1696,39 +1682,25 @@ mod unanswered {
     const LONG: Duration = Duration::from_secs(600);
 
     #[test]
-    fn a_request_unanswered_after_tls_fails_at_its_bound_naming_the_server_and_the_request() {
-        let (port, _connections) = silent_after_tls();
-        let url = format!("https://127.0.0.1:{port}");
-        let error = status_of(&url, Bounds { connect: LONG, answer: SHORT });
-        assert_eq!(
-            format!("{error:#}"),
-            format!(
-                "cannot read namespace chbench: the API server at {url} gave no answer within 0.2 s \
-                 (CHBENCH_KUBE_REQUEST_TIMEOUT)"
-            )
-        );
-    }
-
-    #[test]
-    fn a_request_unanswered_on_plain_http_fails_at_its_bound_naming_the_server_and_the_request() {
-        let (port, _connections) = silent();
-        let url = format!("http://127.0.0.1:{port}");
-        let error = status_of(&url, Bounds { connect: LONG, answer: SHORT });
-        assert_eq!(
-            format!("{error:#}"),
-            format!(
-                "cannot read namespace chbench: the API server at {url} gave no answer within 0.2 s \
-                 (CHBENCH_KUBE_REQUEST_TIMEOUT)"
-            )
-        );
+    fn a_request_unanswered_after_tls_or_on_plain_http_fails_at_its_bound_naming_the_server_and_the_request() {
+        for (url, _connections) in [silent_after_tls(), silent_peer()] {
+            let error = status_of(&url, Bounds { connect: LONG, answer: SHORT });
+            assert_eq!(
+                format!("{error:#}"),
+                format!(
+                    "cannot read namespace chbench: the API server at {url} gave no answer within 0.2 s \
+                     (CHBENCH_KUBE_REQUEST_TIMEOUT)"
+                )
+            );
+        }
     }
 
     /// A listener that takes the TCP connection and never starts TLS: the connection is
     /// what times out.
     #[test]
     fn a_tls_handshake_that_never_completes_fails_at_the_connect_bound() {
-        let (port, _connections) = silent();
-        let url = format!("https://127.0.0.1:{port}");
+        let (url, _connections) = silent_peer();
+        let url = url.replacen("http://", "https://", 1);
         let error = status_of(&url, Bounds { connect: SHORT, answer: LONG });
         assert_eq!(
             format!("{error:#}"),
@@ -1757,13 +1729,13 @@ mod unanswered {
 
     #[test]
     fn a_stop_ends_a_wait_for_an_answer_after_tls() {
-        let (port, connections) = silent_after_tls();
-        a_stop_ends_the_wait(&format!("https://127.0.0.1:{port}"), connections);
+        let (url, connections) = silent_after_tls();
+        a_stop_ends_the_wait(&url, connections);
     }
 
     #[test]
     fn a_stop_ends_a_wait_for_an_answer_on_plain_http() {
-        let (port, connections) = silent();
-        a_stop_ends_the_wait(&format!("http://127.0.0.1:{port}"), connections);
+        let (url, connections) = silent_peer();
+        a_stop_ends_the_wait(&url, connections);
     }
 }

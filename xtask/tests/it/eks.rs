@@ -194,16 +194,7 @@ struct SilentApiServer {
 }
 
 fn silent_api_server() -> SilentApiServer {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let (accepted, connections) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut open = Vec::new();
-        for stream in listener.incoming().flatten() {
-            open.push(stream);
-            let _ = accepted.send(());
-        }
-    });
+    let (url, connections) = common::silent_peer();
     let folder = tempfile::tempdir().unwrap();
     let kubeconfig = folder.path().join("kubeconfig");
     let yaml = format!(
