@@ -25,6 +25,9 @@ use serde::de::DeserializeOwned;
 use tokio::time::Instant;
 
 use super::RUN_ANNOTATION;
+#[cfg(doc)]
+use super::api_server::Cluster;
+use super::api_server::{connect, stop_requested};
 use super::manifests::{self, Document, Object, PART_OF, Values, Variant, is_part_of};
 
 /// The field manager of every server-side apply: what `kubectl` shows as the owner.
@@ -173,8 +176,14 @@ impl Poller {
         if Instant::now() >= self.deadline {
             return Ok(false);
         }
-        crate::interrupt::check().with_context(|| format!("stopped waiting for {}", self.waiting_for))?;
-        tokio::time::sleep(self.every).await;
+        let stopped = || crate::interrupt::check().with_context(|| format!("stopped waiting for {}", self.waiting_for));
+        stopped()?;
+        // A stop during the sleep ends the wait then, not a round later.
+        tokio::select! {
+            () = tokio::time::sleep(self.every) => {}
+            () = stop_requested() => {}
+        }
+        stopped()?;
         Ok(true)
     }
 }
@@ -236,84 +245,6 @@ pub async fn read_password(client: &Client, namespace: &str) -> Result<Option<St
     let password = password
         .with_context(|| format!("secret {namespace}/{PASSWORD_SECRET} has no password: delete it, or run down"))?;
     String::from_utf8(password).map(Some).with_context(|| format!("secret {namespace}/{PASSWORD_SECRET} is not text"))
-}
-
-/// The client for the cluster the kubeconfig names (or the one this process runs in).
-/// kube's own error is not shown: for a kubeconfig that does not parse it quotes the
-/// lines around the fault, which hold tokens and keys. What is said instead comes from
-/// the files alone: missing, empty, or not readable as a kubeconfig.
-pub async fn connect() -> Result<Cluster> {
-    let unusable = || {
-        anyhow::anyhow!(
-            "cannot reach a cluster: kube reads KUBECONFIG or ~/.kube/config (for EKS: aws eks update-kubeconfig): {}",
-            kubeconfig_problem(std::env::var_os("KUBECONFIG"), std::env::var_os("HOME"))
-        )
-    };
-    let config = kube::Config::infer().await.map_err(|_| unusable())?;
-    // Scheme, host and port only: a URL may carry a user and password before its host.
-    let uri = &config.cluster_url;
-    let url = match (uri.scheme_str(), uri.host(), uri.port_u16()) {
-        (Some(scheme), Some(host), Some(port)) => format!("{scheme}://{host}:{port}"),
-        (Some(scheme), Some(host), None) => format!("{scheme}://{host}"),
-        _ => "(the kubeconfig's server)".to_string(),
-    };
-    let client = Client::try_from(config).map_err(|_| unusable())?;
-    Ok(Cluster { client, url })
-}
-
-/// A client, and the API server's address the kubeconfig gave it (for messages: scheme,
-/// host and port, nothing else).
-pub struct Cluster {
-    pub client: Client,
-    pub url: String,
-}
-
-impl Cluster {
-    /// `error` of work on this cluster; when the API server did not answer at all, with
-    /// its address first, since kube's own words ("ServiceError: ... Connection refused")
-    /// name neither it nor the kubeconfig.
-    pub fn explain(&self, error: anyhow::Error) -> anyhow::Error {
-        explain_unanswered(&self.url, error)
-    }
-}
-
-/// [`Cluster::explain`], for the API server at `url`.
-pub fn explain_unanswered(url: &str, error: anyhow::Error) -> anyhow::Error {
-    let unanswered = error.chain().any(|cause| {
-        matches!(cause.downcast_ref::<kube::Error>(), Some(kube::Error::Service(_) | kube::Error::HyperError(_)))
-    });
-    if unanswered {
-        error.context(format!(
-            "the API server at {url} does not answer: is the kubeconfig's current context the cluster you mean?"
-        ))
-    } else {
-        error
-    }
-}
-
-/// Why no client could be made, from the kubeconfig files kube reads (`KUBECONFIG`, a
-/// `:`-separated list, else `~/.kube/config`), never from their contents.
-pub fn kubeconfig_problem(kubeconfig: Option<std::ffi::OsString>, home: Option<std::ffi::OsString>) -> String {
-    let paths: Vec<std::path::PathBuf> = match (&kubeconfig, home) {
-        (Some(list), _) if !list.is_empty() => std::env::split_paths(list).collect(),
-        (_, Some(home)) => vec![std::path::Path::new(&home).join(".kube/config")],
-        (_, None) => return "KUBECONFIG is not set and there is no HOME to find ~/.kube/config in".to_string(),
-    };
-    let problems: Vec<String> = paths
-        .iter()
-        .map(|path| match std::fs::metadata(path) {
-            Err(_) => format!("{} does not exist", path.display()),
-            Ok(meta) if !meta.is_file() => format!("{} is not a file", path.display()),
-            Ok(meta) if meta.len() == 0 => format!("{} is empty", path.display()),
-            // Not shown: its contents are credentials.
-            Ok(_) => format!(
-                "{} is not a usable kubeconfig (it does not parse, names no current context, or its certificates \
-                 do not load; what it holds is not shown: credentials)",
-                path.display()
-            ),
-        })
-        .collect();
-    problems.join("; ")
 }
 
 /// A new password Secret (labelled as every object is) and its password.
@@ -498,7 +429,8 @@ impl ClusterConnection for Kubeconfig {
 
 /// Runs `work` with a client for the cluster the kubeconfig names, blocking: the target
 /// API is blocking, so the Kubernetes client runs on a runtime of its own. What every
-/// blocking `eks` command (up, status, down, baseline) goes through.
+/// blocking `eks` command (up, status, down, baseline) goes through. Every request is
+/// bounded, and a stop request ends the work within two seconds ([`Cluster::run`]).
 pub fn on_cluster<T, Work>(work: impl FnOnce(Client) -> Work) -> Result<T>
 where
     Work: Future<Output = Result<T>>,
@@ -506,44 +438,6 @@ where
     let runtime = crate::runtime::blocking_runtime("the Kubernetes client")?;
     runtime.block_on(async {
         // Inside the runtime: the client spawns its request buffer on it.
-        let cluster = connect().await?;
-        work(cluster.client.clone()).await.map_err(|error| cluster.explain(error))
+        connect().await?.run(work).await
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{explain_unanswered, kubeconfig_problem};
-
-    #[test]
-    fn an_api_server_that_does_not_answer_is_named_and_other_errors_are_left_alone() {
-        let refused = anyhow::Error::new(kube::Error::Service("tcp connect error: Connection refused".into()))
-            .context("cannot read namespace chbench");
-        let said = format!("{:#}", explain_unanswered("https://10.0.0.1:443", refused));
-        assert!(said.starts_with("the API server at https://10.0.0.1:443 does not answer"), "{said}");
-        assert!(said.contains("does not answer: is the kubeconfig's current context the cluster you mean?: cannot read namespace chbench: ServiceError"), "{said}");
-        let refusal = anyhow::anyhow!("run r1 in namespace chbench is not collected");
-        assert_eq!(
-            format!("{:#}", explain_unanswered("https://10.0.0.1:443", refusal)),
-            "run r1 in namespace chbench is not collected"
-        );
-    }
-
-    #[test]
-    fn a_kubeconfig_problem_names_the_file_and_never_its_contents() {
-        let folder = tempfile::tempdir().unwrap();
-        let empty = folder.path().join("empty");
-        std::fs::write(&empty, "").unwrap();
-        let broken = folder.path().join("broken");
-        std::fs::write(&broken, "users:\n- user:\n    token: s3cr3t-token\n  name: [unclosed\n").unwrap();
-        let missing = folder.path().join("missing");
-        let list = std::env::join_paths([&missing, &empty, &broken]).unwrap();
-        let said = kubeconfig_problem(Some(list), None);
-        assert!(said.contains(&format!("{} does not exist", missing.display())), "{said}");
-        assert!(said.contains(&format!("{} is empty", empty.display())), "{said}");
-        assert!(said.contains(&format!("{} is not a usable kubeconfig", broken.display())), "{said}");
-        assert!(!said.contains("s3cr3t"), "{said}");
-        let said = kubeconfig_problem(None, Some(folder.path().into()));
-        assert_eq!(said, format!("{} does not exist", folder.path().join(".kube/config").display()));
-    }
 }

@@ -14,6 +14,8 @@
 #[cfg(feature = "eks")]
 pub mod annotations;
 #[cfg(feature = "eks")]
+pub mod api_server;
+#[cfg(feature = "eks")]
 pub mod baseline;
 pub mod checks;
 #[cfg(feature = "eks")]

@@ -19,6 +19,8 @@ use kube::Api;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
 
+use crate::targets::server::seconds;
+
 /// A runtime for a kube `Client` that a [`PortForward`] will use: its worker thread runs
 /// the client's request task (and its connections) while the caller blocks elsewhere, on
 /// an HTTP client or on nothing at all. A current-thread runtime would run them only
@@ -46,9 +48,17 @@ pub struct PortForward {
 
 impl PortForward {
     /// Listens on an ephemeral port of 127.0.0.1 (never another address) and forwards each
-    /// connection to `remote_port` of `pod` in `namespace`. `client` must have been made on
-    /// a runtime that keeps running, such as [`client_runtime`]'s.
-    pub fn start(client: kube::Client, namespace: &str, pod: &str, remote_port: u16) -> Result<PortForward> {
+    /// connection to `remote_port` of `pod` in `namespace`, each forward opened within
+    /// `open_within` or not at all. `client` must have been made on a runtime that keeps
+    /// running, such as [`client_runtime`]'s, and must not bound its reads (a forwarded
+    /// connection may carry nothing while a query runs).
+    pub fn start(
+        client: kube::Client,
+        namespace: &str,
+        pod: &str,
+        remote_port: u16,
+        open_within: Duration,
+    ) -> Result<PortForward> {
         let shown = format!("{namespace}/{pod}");
         let listener = std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
             .with_context(|| format!("cannot listen on 127.0.0.1 for a port-forward to pod {shown}"))?;
@@ -67,6 +77,7 @@ impl PortForward {
             pod: pod.to_string(),
             shown: shown.clone(),
             remote_port,
+            open_within,
             failures: Arc::clone(&failures),
         };
         let thread = std::thread::Builder::new()
@@ -139,6 +150,8 @@ struct Forwarding {
     pod: String,
     shown: String,
     remote_port: u16,
+    /// How long the API server may take to open a forward.
+    open_within: Duration,
     failures: Arc<Mutex<Failures>>,
 }
 
@@ -173,7 +186,10 @@ impl Forwarding {
     /// either side closes or the pod's side reports an error.
     async fn forward(&self, connection: &mut TcpStream) -> Result<()> {
         let port = self.remote_port;
-        let mut forwarder = self.pods.portforward(&self.pod, &[port]).await.context("the API server refused it")?;
+        let mut forwarder = tokio::time::timeout(self.open_within, self.pods.portforward(&self.pod, &[port]))
+            .await
+            .map_err(|_| anyhow!("the API server did not open it within {}", seconds(self.open_within)))?
+            .context("the API server refused it")?;
         let mut stream = forwarder.take_stream(port).context("kube gave no stream for the port")?;
         let pod_error = forwarder.take_error(port).context("kube gave no error channel for the port")?;
         tokio::select! {

@@ -84,10 +84,12 @@ mod with_client {
     use anyhow::{Context, Result, bail};
     use kube::Client;
 
+    use crate::cluster::api_server::{Cluster, connect};
+
     use super::{HTTP_PORT, Use, endpoint};
     use crate::cluster::annotations::BenchUse;
     use crate::cluster::baseline::read_baseline;
-    use crate::cluster::deploy::{CLICKHOUSE, PASSWORD_SECRET, connect, read_password, up_hint};
+    use crate::cluster::deploy::{CLICKHOUSE, PASSWORD_SECRET, read_password, up_hint};
     use crate::cluster::deployment::read_pod;
     use crate::cluster::eks_command;
     use crate::cluster::portforward::{PortForward, client_runtime};
@@ -173,8 +175,8 @@ mod with_client {
         /// A bench's use, held only to be stamped again when it drops.
         _bench_use: Option<BenchUse>,
         /// For what the target reads and stamps of the cluster besides ClickHouse (the
-        /// storage baseline, the last use), on the runtime below.
-        client: Client,
+        /// storage baseline, the last use), on the runtime below; each request bounded.
+        cluster: Cluster,
         deployment: ReadyDeployment,
         kubernetes: tokio::runtime::Runtime,
         endpoint: String,
@@ -185,13 +187,20 @@ mod with_client {
         /// connects as the manifests' user; for a bench, stamps the deployment's use.
         pub fn connect(namespace: &str, used_for: Use) -> Result<EksTarget> {
             let kubernetes = client_runtime()?;
-            let (client, deployment) = kubernetes.block_on(async {
+            let (cluster, deployment) = kubernetes.block_on(async {
                 let cluster = connect().await?;
-                let deployment =
-                    find_deployment(&cluster.client, namespace).await.map_err(|error| cluster.explain(error))?;
-                Ok::<_, anyhow::Error>((cluster.client, deployment))
+                let deployment = cluster.run(|client| async move { find_deployment(&client, namespace).await }).await?;
+                Ok::<_, anyhow::Error>((cluster, deployment))
             })?;
-            let forward = PortForward::start(client.clone(), namespace, CLICKHOUSE, HTTP_PORT)?;
+            let forward_client = {
+                // Inside the runtime: the client spawns its request buffer on it.
+                let _entered = kubernetes.enter();
+                cluster.forward_client()?
+            };
+            // Opening a forward waits for the API server's answer as any request does.
+            let bounds = cluster.bounds();
+            let open_within = bounds.connect + bounds.answer;
+            let forward = PortForward::start(forward_client, namespace, CLICKHOUSE, HTTP_PORT, open_within)?;
             let endpoint = endpoint(&deployment.identity, &forward.url());
             let config = ServerConfig::new(&forward.url(), BENCH_USER, &deployment.password)?;
             let server = match ServerTarget::connect(config) {
@@ -203,8 +212,8 @@ mod with_client {
                 },
             };
             let bench_use = (used_for == Use::Bench)
-                .then(|| BenchUse::begin(client.clone(), namespace, kubernetes.handle().clone()));
-            Ok(EksTarget { server, forward, _bench_use: bench_use, client, deployment, kubernetes, endpoint })
+                .then(|| BenchUse::begin(cluster.client.clone(), namespace, kubernetes.handle().clone()));
+            Ok(EksTarget { server, forward, _bench_use: bench_use, cluster, deployment, kubernetes, endpoint })
         }
     }
 
@@ -236,7 +245,10 @@ mod with_client {
         /// the namespace; none there is an error saying how to measure one, which the
         /// bundle keeps as the reason it is unknown.
         fn storage_baseline(&mut self) -> Result<Option<StorageBaseline>> {
-            let stored = self.kubernetes.block_on(read_baseline(&self.client, &self.deployment.identity.namespace))?;
+            let namespace = &self.deployment.identity.namespace;
+            let stored = self
+                .kubernetes
+                .block_on(self.cluster.run(|client| async move { read_baseline(&client, namespace).await }))?;
             check_baseline_node(&self.deployment, stored).map(Some)
         }
     }

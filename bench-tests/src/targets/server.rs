@@ -105,8 +105,9 @@ impl Timeouts {
     }
 }
 
-/// A duration in seconds from the variable `name`, `default` when it is unset.
-fn seconds_env(name: &str, default: Duration) -> Result<Duration> {
+/// A duration in seconds from the variable `name`, `default` when it is unset (the
+/// Kubernetes client's bounds are read the same way).
+pub(crate) fn seconds_env(name: &str, default: Duration) -> Result<Duration> {
     match optional_env(name)? {
         Some(text) => parse_seconds(name, &text, default),
         None => Ok(default),
@@ -122,7 +123,7 @@ fn parse_seconds(name: &str, text: &str, default: Duration) -> Result<Duration> 
 }
 
 /// `30 s`, `0.5 s`: a limit as messages show it.
-fn seconds(duration: Duration) -> String {
+pub(crate) fn seconds(duration: Duration) -> String {
     format!("{} s", duration.as_secs_f64())
 }
 

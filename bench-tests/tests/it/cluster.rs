@@ -1094,7 +1094,7 @@ fn the_port_forward_listens_on_loopback_and_says_once_which_pod_refused() {
     let forward = runtime().block_on(async {
         // Inside the runtime: the client's request task runs on it, as on client_runtime.
         let (client, mut server) = mocked();
-        let forward = PortForward::start(client, "chbench", "clickhouse", 8123).unwrap();
+        let forward = PortForward::start(client, "chbench", "clickhouse", 8123, Duration::from_secs(30)).unwrap();
         assert!(forward.local_addr().ip().is_loopback(), "{}", forward.local_addr());
         assert_eq!(forward.url(), format!("http://127.0.0.1:{}", forward.local_port()));
         assert_ne!(forward.local_port(), 0);
@@ -1121,7 +1121,7 @@ fn the_port_forward_listens_on_loopback_and_says_once_which_pod_refused() {
 fn the_port_forward_keeps_its_latest_failure_and_adds_it_to_a_clients_error() {
     let forward = runtime().block_on(async {
         let (client, mut server) = mocked();
-        let forward = PortForward::start(client, "chbench", "clickhouse", 8123).unwrap();
+        let forward = PortForward::start(client, "chbench", "clickhouse", 8123, Duration::from_secs(30)).unwrap();
         for (status, message) in [(403, "first: forbidden"), (404, "then: pods \\\"clickhouse\\\" not found")] {
             let mut connection = tokio::net::TcpStream::connect(forward.local_addr()).await.unwrap();
             let failure = format!(
@@ -1587,5 +1587,155 @@ node_type = "c6i.2xlarge"
         let missing = summary.variants[1].error.as_deref().unwrap();
         assert!(missing.contains("could not be collected, so it is still up"), "{missing}");
         assert!(summary.comparisons.is_empty());
+    }
+}
+
+// An API server that takes the connection and never answers, as a hung one or a
+// `kubectl proxy` whose upstream is gone does: on plain http and after a completed TLS
+// handshake. Each request is bounded, and a stop request ends the wait; both say which
+// server and what was asked. Real loopback listeners and kubeconfigs, not the mock: the
+// bounds live in the client's connector.
+mod unanswered {
+    use std::net::TcpListener;
+    use std::sync::Arc;
+    use std::sync::mpsc::{Receiver, channel};
+
+    use crate::server::silent_peer;
+
+    use chbench::cluster::api_server::{Bounds, Cluster};
+    use kube::config::{KubeConfigOptions, Kubeconfig};
+
+    use super::*;
+
+    /// A listener on loopback that completes a TLS handshake (an ephemeral key, and no
+    /// certificate worth the name: the kubeconfig skips verifying), then never says a
+    /// word; each completed handshake is told on the receiver. Its `https://` URL.
+    fn silent_after_tls() -> (String, Receiver<()>) {
+        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let rng = aws_lc_rs::rand::SystemRandom::new();
+        let algorithm = &aws_lc_rs::signature::ECDSA_P256_SHA256_ASN1_SIGNING;
+        let key = aws_lc_rs::signature::EcdsaKeyPair::generate_pkcs8(algorithm, &rng).unwrap();
+        let key = rustls::pki_types::PrivatePkcs8KeyDer::from(key.as_ref().to_vec());
+        let signing = provider.key_provider.load_private_key(key.into()).unwrap();
+        let certificate = rustls::pki_types::CertificateDer::from(b"not verified".to_vec());
+        let resolver = AlwaysThisKey(Arc::new(rustls::sign::CertifiedKey::new(vec![certificate], signing)));
+        let config = Arc::new(
+            rustls::ServerConfig::builder_with_provider(provider)
+                .with_safe_default_protocol_versions()
+                .unwrap()
+                .with_no_client_auth()
+                .with_cert_resolver(Arc::new(resolver)),
+        );
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("https://{}", listener.local_addr().unwrap());
+        let (accepted, connections) = channel();
+        std::thread::spawn(move || {
+            let mut open = Vec::new();
+            for mut stream in listener.incoming().flatten() {
+                let mut tls = rustls::ServerConnection::new(Arc::clone(&config)).unwrap();
+                while tls.is_handshaking() {
+                    if tls.complete_io(&mut stream).is_err() {
+                        break;
+                    }
+                }
+                open.push((tls, stream));
+                let _ = accepted.send(());
+            }
+        });
+        (url, connections)
+    }
+
+    /// The one key a [`silent_after_tls`] listener shows.
+    #[derive(Debug)]
+    struct AlwaysThisKey(Arc<rustls::sign::CertifiedKey>);
+
+    impl rustls::server::ResolvesServerCert for AlwaysThisKey {
+        fn resolve(&self, _hello: rustls::server::ClientHello<'_>) -> Option<Arc<rustls::sign::CertifiedKey>> {
+            Some(Arc::clone(&self.0))
+        }
+    }
+
+    /// The kubeconfig of the API server at `url`, as a user's would name it.
+    fn config(url: &str) -> kube::Config {
+        let yaml = format!(
+            "apiVersion: v1\nkind: Config\ncurrent-context: silent\nclusters:\n- name: silent\n  cluster:\n    \
+             server: {url}\n    insecure-skip-tls-verify: true\ncontexts:\n- name: silent\n  context:\n    \
+             cluster: silent\n    user: silent\nusers:\n- name: silent\n  user: {{}}\n"
+        );
+        let kubeconfig = Kubeconfig::from_yaml(&yaml).unwrap();
+        runtime().block_on(kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())).unwrap()
+    }
+
+    /// `status` of namespace chbench through a client of `url` bounded by `bounds`.
+    fn status_of(url: &str, bounds: Bounds) -> anyhow::Error {
+        let config = config(url);
+        runtime()
+            .block_on(async {
+                let cluster = Cluster::new(config, bounds)?;
+                cluster.run(|client| async move { status(&client, "chbench").await }).await
+            })
+            .unwrap_err()
+    }
+
+    const SHORT: Duration = Duration::from_millis(200);
+    /// Far longer than any test waits: what a stop must end.
+    const LONG: Duration = Duration::from_secs(600);
+
+    #[test]
+    fn a_request_unanswered_after_tls_or_on_plain_http_fails_at_its_bound_naming_the_server_and_the_request() {
+        for (url, _connections) in [silent_after_tls(), silent_peer()] {
+            let error = status_of(&url, Bounds { connect: LONG, answer: SHORT });
+            assert_eq!(
+                format!("{error:#}"),
+                format!(
+                    "cannot read namespace chbench: the API server at {url} gave no answer within 0.2 s \
+                     (CHBENCH_KUBE_REQUEST_TIMEOUT)"
+                )
+            );
+        }
+    }
+
+    /// A listener that takes the TCP connection and never starts TLS: the connection is
+    /// what times out.
+    #[test]
+    fn a_tls_handshake_that_never_completes_fails_at_the_connect_bound() {
+        let (url, _connections) = silent_peer();
+        let url = url.replacen("http://", "https://", 1);
+        let error = status_of(&url, Bounds { connect: SHORT, answer: LONG });
+        assert_eq!(
+            format!("{error:#}"),
+            format!(
+                "cannot read namespace chbench: the API server at {url} took no connection within 0.2 s \
+                 (CHBENCH_KUBE_CONNECT_TIMEOUT)"
+            )
+        );
+    }
+
+    /// A stop request while the request waits (nextest runs each test in a process of its
+    /// own, so the stop stays in this test) ends it with [`Interrupted`], naming the
+    /// server and the request, long before its bound.
+    fn a_stop_ends_the_wait(url: &str, connections: Receiver<()>) {
+        let stopper = std::thread::spawn(move || {
+            connections.recv().expect("the client never connected");
+            chbench::interrupt::request_stop();
+        });
+        let error = status_of(url, Bounds { connect: LONG, answer: LONG });
+        stopper.join().unwrap();
+        assert!(error.is::<Interrupted>(), "{error:#}");
+        let said = format!("{error:#}");
+        let expected = format!("stopped waiting for the API server at {url} (reading namespace chbench): ");
+        assert!(said.starts_with(&expected), "{said}");
+    }
+
+    #[test]
+    fn a_stop_ends_a_wait_for_an_answer_after_tls() {
+        let (url, connections) = silent_after_tls();
+        a_stop_ends_the_wait(&url, connections);
+    }
+
+    #[test]
+    fn a_stop_ends_a_wait_for_an_answer_on_plain_http() {
+        let (url, connections) = silent_peer();
+        a_stop_ends_the_wait(&url, connections);
     }
 }

@@ -15,7 +15,8 @@ use chbench::targets::server::{ServerConfig, ServerTarget, Timeouts};
 
 /// A peer on 127.0.0.1 that accepts every connection and never sends a byte; each
 /// accepted connection is reported on the channel (and kept open, so the client waits).
-fn silent_peer() -> (String, mpsc::Receiver<()>) {
+/// A Kubernetes API server that never answers, too (`cluster::unanswered`).
+pub(crate) fn silent_peer() -> (String, mpsc::Receiver<()>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let (accepted, connections) = mpsc::channel();

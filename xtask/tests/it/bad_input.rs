@@ -206,24 +206,9 @@ fn a_web_server_that_refuses_the_request_is_named_as_not_clickhouse() {
     assert!(line.contains("is it a ClickHouse HTTP port"), "{line}");
 }
 
-/// A loopback peer that accepts every connection and never answers; reports each one.
-fn silent_peer() -> (String, std::sync::mpsc::Receiver<()>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let (accepted, connections) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut open = Vec::new();
-        for stream in listener.incoming().flatten() {
-            open.push(stream);
-            let _ = accepted.send(());
-        }
-    });
-    (url, connections)
-}
-
 #[test]
 fn a_server_that_never_answers_is_named_with_the_endpoint_and_the_timeout() {
-    let (url, _connections) = silent_peer();
+    let (url, _connections) = common::silent_peer();
     let (_folder, sql) = select_one();
     let output =
         xtask(&["measure", "--target", "url", &sql], &[("CHBENCH_URL", &url), ("CHBENCH_RESPONSE_TIMEOUT", "0.5")]);
@@ -236,7 +221,7 @@ fn a_server_that_never_answers_is_named_with_the_endpoint_and_the_timeout() {
 /// as hung there); the default response timeout is far longer than the wait here takes.
 #[test]
 fn sigterm_ends_a_command_waiting_on_a_server_that_never_answers() {
-    let (url, connections) = silent_peer();
+    let (url, connections) = common::silent_peer();
     let (_folder, sql) = select_one();
     let mut command = common::xtask();
     command
@@ -258,7 +243,7 @@ fn sigterm_ends_a_command_waiting_on_a_server_that_never_answers() {
 
 #[test]
 fn a_url_to_another_machine_is_refused_before_the_password_is_sent() {
-    let (url, connections) = silent_peer();
+    let (url, connections) = common::silent_peer();
     let (_folder, sql) = select_one();
     // The documentation address block (RFC 5737): nothing answers there.
     let output = xtask(&["measure", "--target", "url", &sql], &[("CHBENCH_URL", "http://192.0.2.1:8123")]);

@@ -38,3 +38,19 @@ pub fn error_line(output: &Output) -> String {
     assert_eq!(errors.len(), 1, "expected one error line in:\n{}", String::from_utf8_lossy(&output.stderr));
     errors[0].clone()
 }
+
+/// A loopback peer that accepts every connection and never answers (a ClickHouse server,
+/// a Kubernetes API server); reports each one.
+pub fn silent_peer() -> (String, std::sync::mpsc::Receiver<()>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let (accepted, connections) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut open = Vec::new();
+        for stream in listener.incoming().flatten() {
+            open.push(stream);
+            let _ = accepted.send(());
+        }
+    });
+    (url, connections)
+}

@@ -182,3 +182,121 @@ fn a_bad_namespace_is_one_line_naming_it_before_any_cluster_is_contacted() {
     let line = error_line(&xtask(&["eks", "down", "--namespace=-bench", "--dry-run"]));
     assert!(line.starts_with("error: namespace \"-bench\""), "{line}");
 }
+
+/// An API server on loopback that takes every connection and never answers (a hung one, a
+/// `kubectl proxy` whose upstream is gone), the kubeconfig that names it, and a receiver
+/// told of each connection. The TLS case is `bench-tests/tests/it/cluster.rs`'s.
+struct SilentApiServer {
+    url: String,
+    kubeconfig: std::path::PathBuf,
+    connections: std::sync::mpsc::Receiver<()>,
+    _folder: tempfile::TempDir,
+}
+
+fn silent_api_server() -> SilentApiServer {
+    let (url, connections) = common::silent_peer();
+    let folder = tempfile::tempdir().unwrap();
+    let kubeconfig = folder.path().join("kubeconfig");
+    let yaml = format!(
+        "apiVersion: v1\nkind: Config\ncurrent-context: silent\nclusters:\n- name: silent\n  cluster:\n    server: \
+         {url}\ncontexts:\n- name: silent\n  context:\n    cluster: silent\n    user: silent\nusers:\n- name: silent\n  \
+         user: {{}}\n"
+    );
+    std::fs::write(&kubeconfig, yaml).unwrap();
+    SilentApiServer { url, kubeconfig, connections, _folder: folder }
+}
+
+impl SilentApiServer {
+    /// xtask with `args`, on this server's kubeconfig and the bounds' defaults.
+    fn xtask(&self, args: &[&str]) -> std::process::Command {
+        let mut command = common::xtask();
+        command
+            .args(args)
+            .env("KUBECONFIG", &self.kubeconfig)
+            .env_remove("KUBERNETES_SERVICE_HOST")
+            .env_remove("CHBENCH_NAMESPACE")
+            .env_remove("CHBENCH_KUBE_CONNECT_TIMEOUT")
+            .env_remove("CHBENCH_KUBE_REQUEST_TIMEOUT")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        command
+    }
+}
+
+#[test]
+fn a_request_the_api_server_never_answers_fails_at_its_bound_in_one_line() {
+    let server = silent_api_server();
+    let output = server.xtask(&["eks", "status"]).env("CHBENCH_KUBE_REQUEST_TIMEOUT", "0.5").output().unwrap();
+    assert_eq!(
+        error_line(&output),
+        format!(
+            "error: cannot read namespace chbench: the API server at {} gave no answer within 0.5 s \
+             (CHBENCH_KUBE_REQUEST_TIMEOUT)",
+            server.url
+        )
+    );
+}
+
+#[test]
+fn a_bad_bound_is_one_line_naming_its_variable() {
+    let server = silent_api_server();
+    for (variable, default) in [("CHBENCH_KUBE_CONNECT_TIMEOUT", 10), ("CHBENCH_KUBE_REQUEST_TIMEOUT", 30)] {
+        for bad in ["soon", "0", "-1"] {
+            let output = server.xtask(&["eks", "status"]).env(variable, bad).output().unwrap();
+            assert_eq!(
+                error_line(&output),
+                format!("error: {variable}={bad} is not a number of seconds above 0; give one like {default}")
+            );
+        }
+    }
+    assert!(server.connections.try_recv().is_err(), "a command with a bad bound contacted the API server");
+}
+
+/// SIGTERM while a command waits on the API server's answer: it ends with 130 and one line
+/// naming the server and the request, whatever the command, with the bounds at their
+/// defaults (30 s an answer). The 20 s limit only fails a hung test: the ending itself
+/// takes about the stop's grace, a second.
+#[test]
+fn sigterm_ends_every_eks_command_waiting_on_an_api_server_that_never_answers() {
+    let folder = tempfile::tempdir().unwrap();
+    let results = folder.path().join("results");
+    let out = folder.path().join("out");
+    let results = results.to_str().unwrap();
+    let commands: [(&[&str], &str); 6] = [
+        (&["eks", "status"], "reading namespace chbench"),
+        (&["eks", "collect", "--results-dir", results, "--out", out.to_str().unwrap()], "reading namespace chbench"),
+        (&["eks", "baseline"], "reading namespace chbench"),
+        (&["eks", "up", "--variant", "kind", "--timeout-seconds", "20"], "reading namespace chbench"),
+        (&["eks", "down", "--dry-run"], "reading namespace chbench"),
+        (
+            &["bench", "--target", "eks", "--rows", "1K", "--results-dir", results],
+            "reading secret chbench/clickhouse-password",
+        ),
+    ];
+    for (args, waiting_for) in commands {
+        let server = silent_api_server();
+        let mut child = server.xtask(args).spawn().unwrap();
+        let limit = std::time::Duration::from_secs(20);
+        if server.connections.recv_timeout(limit).is_err() {
+            let _ = child.kill();
+            panic!("{args:?} never reached the API server");
+        }
+        let sent = std::process::Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+        assert!(sent.success());
+        let started = std::time::Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            if started.elapsed() > limit {
+                let _ = child.kill();
+                panic!("{args:?} was still waiting {limit:?} after SIGTERM");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let output = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(130), "{args:?}: {stderr}");
+        let errors = common::error_lines(&output);
+        assert_eq!(errors.len(), 1, "{args:?}: {stderr}");
+        let expected = format!("error: stopped waiting for the API server at {} ({waiting_for}): ", server.url);
+        assert!(errors[0].starts_with(&expected), "{args:?}: {stderr}");
+    }
+}
