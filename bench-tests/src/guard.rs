@@ -24,7 +24,7 @@
 //! one line at the statement's file and line (the line of the name at fault where it can
 //! be found in the text, else the statement's first line of code).
 
-use anyhow::{Result, anyhow, bail};
+use anyhow::{Context, Result, anyhow, bail};
 
 use crate::fixtures::Statement;
 use crate::settings::Settings;
@@ -75,11 +75,13 @@ const OUTSIDE_FUNCTIONS: &[&str] = &[
     "rabbitmq",
     "catboostevaluate",
     "dictionary",
+    "hascolumnintable",
 ];
 
-/// Prefixes of the data-lake functions and engines and their variants (`icebergS3`,
-/// `deltaLakeAzure`, `azureBlobStorageCluster`). Lower case.
-const OUTSIDE_PREFIXES: &[&str] = &["iceberg", "deltalake", "hudi", "azure", "paimon", "embeddedrocksdb"];
+/// Prefixes of the functions that read a dictionary or a table named in a string
+/// (`dictGet('db.d', ...)`, `joinGet('db.t', ...)`), which the tree shows as a literal.
+/// Lower case.
+const NAMED_TABLE_PREFIXES: &[&str] = &["dict", "joinget"];
 
 /// The table functions a pack may read from: they make rows from their arguments alone.
 /// Lower case.
@@ -136,6 +138,7 @@ const ALTER_COMMANDS: &[&str] = &[
     "MODIFY_COMMENT",
     "DELETE",
     "UPDATE",
+    "APPLY_DELETED_MASK",
     "DROP_PARTITION",
 ];
 
@@ -152,23 +155,67 @@ const STATE_SETTINGS: &[&str] = &[
     "log_query_settings",
 ];
 
-/// Table settings that put a table's data somewhere other than the engine's own storage:
-/// `disk = disk(type = local, path = '/any/folder/')`, a web or S3 disk, a configured policy.
-const STORAGE_SETTINGS: &[&str] = &["disk", "storage_policy"];
+/// Settings that change how later statements are parsed or where a table without an
+/// engine keeps its rows: what the guard read would no longer be what runs. Lower case.
+const PARSING_SETTINGS: &[&str] =
+    &["dialect", "polyglot_dialect", "default_table_engine", "default_temporary_table_engine"];
+
+/// The settings of text (`String`) a pack may set: index, projection and codec names, an
+/// implementation's name. Every other text or map setting is refused: such values are
+/// paths (`format_schema`, `output_format_schema`, `format_template_row`, `disk`), SQL
+/// (`additional_table_filters`, `additional_result_filter`), URLs or credentials, which
+/// the tree does not show. Lower case.
+const TEXT_SETTINGS: &[&str] = &[
+    "ignore_data_skipping_indices",
+    "force_data_skipping_indices",
+    "exclude_materialize_skip_indexes_on_insert",
+    "exclude_materialize_skip_indexes_on_merge",
+    "force_optimize_projection_name",
+    "preferred_optimize_projection_name",
+    "count_distinct_implementation",
+    "compatibility",
+    "insert_deduplication_token",
+    "marks_compression_codec",
+    "primary_key_compression_codec",
+    "default_compression_codec",
+    "auto_statistics_types",
+    "columns_to_prewarm_mark_cache",
+];
+
+/// Database engines whose tables are the engine's own; a database of another engine
+/// (libchdb's `default` is an `Overlay` over the host's files: `default.\`/etc/hostname\``
+/// reads that file) may not be named.
+const LOCAL_DATABASE_ENGINES: &[&str] = &["Atomic", "Ordinary", "Memory", "Lazy", "Replicated"];
 
 /// Checks every statement in order, each by the engine's parser; the first refused is the
 /// error, one line at its file and line. Nothing but the two parsing statements runs.
 pub fn check_statements(target: &mut Target, statements: &[Statement], role: Role) -> Result<()> {
+    if statements.is_empty() {
+        return Ok(());
+    }
+    #[derive(serde::Deserialize)]
+    struct Database {
+        name: String,
+    }
+    let engines = LOCAL_DATABASE_ENGINES.iter().map(|engine| sql_string(engine)).collect::<Vec<_>>().join(", ");
+    let outside_databases: Vec<String> = target
+        .query_rows::<Database>(&format!("SELECT name FROM system.databases WHERE engine NOT IN ({engines})"))
+        .context("cannot list the engine's databases for the pack guard")?
+        .into_iter()
+        .map(|database| database.name)
+        .collect();
     for statement in statements {
-        check(target, statement, role)?;
+        check(target, statement, role, &outside_databases)?;
     }
     Ok(())
 }
 
-/// Checks one statement by the engine's parser (see the module's docs).
-pub fn check(target: &mut Target, statement: &Statement, role: Role) -> Result<()> {
+/// Checks one statement by the engine's parser (see the module's docs);
+/// `outside_databases` are the databases of engines not the engine's own.
+fn check(target: &mut Target, statement: &Statement, role: Role, outside_databases: &[String]) -> Result<()> {
     let parsed = Parsed::of(target, statement)?;
-    if let Some(refusal) = refusal(&parsed, role) {
+    let refused = refusal(&parsed, role).or_else(|| identifier_refusal(&parsed, outside_databases));
+    if let Some(refusal) = refused {
         let line = statement.line + refusal.at.as_deref().map_or(0, |name| lines_into_code(&statement.sql, name));
         bail!("{}:{line}: {}", statement.file, refusal.problem);
     }
@@ -182,11 +229,17 @@ struct Parsed {
     canonical: String,
     /// `EXPLAIN AST`'s lines, the root first.
     tree: Vec<Node>,
+    /// The settings the statement sets, each with its type as the engine declares it
+    /// (`system.settings`, else `system.merge_tree_settings`); `None` for a name it
+    /// does not know.
+    settings: Vec<(String, Option<String>)>,
 }
 
 /// One line of `EXPLAIN AST`: `Function file (alias f) (children 1)` at some depth.
 #[derive(Debug, Clone)]
 struct Node {
+    /// The children its label declares (`(children 2)`): what a complete dump shows.
+    declared_children: usize,
     /// The label's first word: `Function`, `TableExpression`, `SelectWithUnionQuery`.
     kind: String,
     /// The label's second word, where it has one: a function's or command's name.
@@ -215,7 +268,23 @@ impl Parsed {
                 anyhow!("{location}: the engine cannot explain this statement: {}", engine_message(&error))
             })?
             .body;
-        Ok(Parsed { canonical, tree: parse_tree(&tree) })
+        let tree = parse_tree(&tree);
+        // Every node with the children it declares: a dump cut short (a result limit of the
+        // statement's own, say) would hide what comes after.
+        let complete = !tree.is_empty()
+            && tree.iter().enumerate().all(|(index, node)| {
+                tree.iter().filter(|child| child.parent == Some(index)).count() == node.declared_children
+            });
+        if !complete {
+            bail!("{location}: the engine's syntax tree of this statement came back incomplete, so it is refused");
+        }
+        let settings = if tree.iter().any(|node| node.kind == "Set") {
+            setting_types(target, &setting_names(&canonical))
+                .with_context(|| format!("{location}: cannot read the types of the statement's settings"))?
+        } else {
+            Vec::new()
+        };
+        Ok(Parsed { canonical, tree, settings })
     }
 
     fn root(&self) -> Option<&Node> {
@@ -235,7 +304,7 @@ impl Parsed {
 /// The engine's error, past the statement the target's error quotes: its own words.
 fn engine_message(error: &anyhow::Error) -> String {
     let text = format!("{error:#}");
-    let message = text.split_once("DB::Exception: ").map_or(text.as_str(), |(_, message)| message);
+    let message = text.rsplit_once("DB::Exception: ").map_or(text.as_str(), |(_, message)| message);
     crate::sql::one_line(message)
 }
 
@@ -247,14 +316,17 @@ fn parse_tree(text: &str) -> Vec<Node> {
     for line in text.lines().filter(|line| !line.trim().is_empty()) {
         let depth = line.len() - line.trim_start_matches(' ').len();
         let label = line.trim();
-        let label = label.rsplit_once(" (children ").map_or(label, |(head, _)| head);
+        let (label, declared_children) = match label.rsplit_once(" (children ") {
+            Some((head, count)) => (head, count.trim_end_matches(')').parse().unwrap_or(usize::MAX)),
+            None => (label, 0),
+        };
         let mut words = label.split_whitespace();
         let kind = words.next().unwrap_or_default().to_string();
         let name = words.next().unwrap_or_default().to_string();
         open.truncate(depth);
         let parent = depth.checked_sub(1).and_then(|level| open.get(level).copied());
         open.push(nodes.len());
-        nodes.push(Node { kind, name, parent });
+        nodes.push(Node { declared_children, kind, name, parent });
     }
     nodes
 }
@@ -308,7 +380,7 @@ fn kind_refusal(parsed: &Parsed, root: &Node, role: Role) -> Option<Refusal> {
     let allowed = match role {
         Role::Query => root.kind == "SelectWithUnionQuery",
         Role::Dataset => match root.kind.as_str() {
-            "SelectWithUnionQuery" | "InsertQuery" | "AlterQuery" | "OptimizeQuery" | "Set" => true,
+            "SelectWithUnionQuery" | "InsertQuery" | "AlterQuery" | "OptimizeQuery" | "DeleteQuery" | "Set" => true,
             "CreateQuery" => {
                 let words = parsed.leading_words(4).replace("OR REPLACE ", "");
                 ["CREATE TABLE", "CREATE VIEW", "CREATE MATERIALIZED VIEW"].iter().any(|kind| words.starts_with(kind))
@@ -335,8 +407,8 @@ fn kind_refusal(parsed: &Parsed, root: &Node, role: Role) -> Option<Refusal> {
             ),
             Role::Dataset => format!(
                 "{statement} ... is not a statement a pack's design or generator may run: they create tables and \
-                 views (CREATE TABLE, CREATE VIEW, CREATE MATERIALIZED VIEW), INSERT, ALTER TABLE, OPTIMIZE, SET, \
-                 and SYSTEM STOP MERGES or START MERGES of a table"
+                 views (CREATE TABLE, CREATE VIEW, CREATE MATERIALIZED VIEW), INSERT, ALTER TABLE, DELETE, \
+                 OPTIMIZE, SET, and SYSTEM STOP MERGES or START MERGES of a table"
             ),
         },
     ))
@@ -348,11 +420,19 @@ fn clause_refusal(parsed: &Parsed, root: &Node) -> Option<Refusal> {
     // A query's children are its list of SELECTs, then its output clauses: the file of
     // `INTO OUTFILE` is a literal among them.
     let literal_child = parsed.children(0).any(|child| child.kind == "Literal");
+    // After the list of SELECTs, a name is the FORMAT clause's.
+    let format_child = parsed.children(0).skip(1).any(|child| child.kind == "Identifier");
     match root.kind.as_str() {
         "SelectWithUnionQuery" if literal_child => Some(Refusal::new(
             Some("OUTFILE"),
             "INTO OUTFILE writes the answer to a file on the host, and a pack only reads it; remove the clause (a \
              case records the answer)"
+                .to_string(),
+        )),
+        "SelectWithUnionQuery" if format_child => Some(Refusal::new(
+            Some("FORMAT"),
+            "FORMAT chooses how the answer comes back, which the tool chooses (and formats such as Template \
+             read files of the host); remove the clause"
                 .to_string(),
         )),
         "InsertQuery" if literal_child => Some(Refusal::new(
@@ -380,8 +460,14 @@ fn function_refusal(parsed: &Parsed, index: usize, node: &Node) -> Option<Refusa
     let parent_kind = node.parent.map_or("", |parent| parsed.tree[parent].kind.as_str());
     // `Storage definition`'s first child is the engine (`CREATE TABLE ... ENGINE = X`); its
     // later ones are the PARTITION BY, ORDER BY ... expressions.
-    let engine = parent_kind == "Storage" && node.parent.is_some_and(|parent| parent + 1 == index);
-    if OUTSIDE_FUNCTIONS.contains(&lower.as_str()) || OUTSIDE_PREFIXES.iter().any(|prefix| lower.starts_with(prefix)) {
+    // (When the statement names none, there is no engine node: its canonical text, which
+    // writes every ENGINE clause, says so.)
+    let engine = parent_kind == "Storage"
+        && node.parent.is_some_and(|parent| parent + 1 == index)
+        && names_of(&parsed.canonical).iter().any(|(word, _)| word == "ENGINE");
+    if OUTSIDE_FUNCTIONS.contains(&lower.as_str())
+        || NAMED_TABLE_PREFIXES.iter().any(|prefix| lower.starts_with(prefix))
+    {
         let what = if engine { format!("ENGINE = {name}") } else { format!("{name}(...)") };
         return Some(Refusal::new(
             Some(name),
@@ -401,7 +487,7 @@ fn function_refusal(parsed: &Parsed, index: usize, node: &Node) -> Option<Refusa
                 format!(
                     "{name} is not a table engine a pack may use: its tables keep their rows in the engine's own \
                      storage (ENGINE = MergeTree and its non-replicated family, Memory, Log, TinyLog, StripeLog, \
-                     Null, Set, Join); name the engine if the statement leaves it out"
+                     Null, Set, Join)"
                 ),
             ));
         }
@@ -420,33 +506,121 @@ fn function_refusal(parsed: &Parsed, index: usize, node: &Node) -> Option<Refusa
     None
 }
 
-/// Settings, which the tree shows only as `Set`: read from the canonical text's
-/// `SETTINGS` lists (or a `SET` statement), at their own level of parentheses.
+/// Each setting's type as the engine declares it.
+fn setting_types(target: &mut Target, names: &[String]) -> Result<Vec<(String, Option<String>)>> {
+    #[derive(serde::Deserialize)]
+    struct Declared {
+        name: String,
+        r#type: String,
+    }
+    if names.is_empty() {
+        return Ok(Vec::new());
+    }
+    let list = names.iter().map(|name| sql_string(name)).collect::<Vec<_>>().join(", ");
+    let declared: Vec<Declared> = target.query_rows(&format!(
+        "SELECT name, type FROM system.settings WHERE name IN ({list}) \
+         UNION ALL SELECT name, type FROM system.merge_tree_settings WHERE name IN ({list})"
+    ))?;
+    Ok(names
+        .iter()
+        .map(|name| {
+            let r#type =
+                declared.iter().find(|declared| declared.name == *name).map(|declared| declared.r#type.clone());
+            (name.clone(), r#type)
+        })
+        .collect())
+}
+
+/// Settings, which the tree shows only as `Set`: their names from the canonical text,
+/// their types from the engine. A pack sets numbers, switches and choices, and text only
+/// from [`TEXT_SETTINGS`].
 fn settings_refusal(parsed: &Parsed) -> Option<Refusal> {
-    for name in setting_names(&parsed.canonical) {
+    for (name, declared) in &parsed.settings {
         let lower = name.to_ascii_lowercase();
         // A design's or generator's too: on a server the session that builds the dataset
         // is the one that then measures.
-        if STATE_SETTINGS.contains(&lower.as_str()) {
+        let problem = if STATE_SETTINGS.contains(&lower.as_str()) {
+            format!(
+                "setting {name} keeps state past the query or changes what is measured; leave it out (the query \
+                 cache and the condition cache are off for every case, and each statement is tagged for you)"
+            )
+        } else if PARSING_SETTINGS.contains(&lower.as_str()) {
+            format!("setting {name} changes how later statements are read or stored; a pack leaves it as it is")
+        } else {
+            match declared.as_deref() {
+                None => {
+                    format!("setting {name} is not one the engine knows (system.settings, system.merge_tree_settings)")
+                }
+                Some(text)
+                    if (text.starts_with("String") || text.starts_with("Map"))
+                        && !TEXT_SETTINGS.contains(&lower.as_str()) =>
+                {
+                    format!(
+                        "setting {name} takes text ({text}) that can name a file, a folder, a server or SQL the guard \
+                         does not see; a pack sets numbers, switches and choices, and of the text settings only {}",
+                        TEXT_SETTINGS.join(", ")
+                    )
+                }
+                Some(_) => continue,
+            }
+        };
+        return Some(Refusal::new(Some(name), problem));
+    }
+    None
+}
+
+/// Names in the canonical text that reach outside the engine's own tables: a name with
+/// a `/` (a path), or one qualified by a database whose engine is not the engine's own.
+/// From the text, since the tree leaves some names out (a materialized view's `TO`, a
+/// `CREATE TABLE ... AS` table).
+fn identifier_refusal(parsed: &Parsed, outside_databases: &[String]) -> Option<Refusal> {
+    for (name, next) in names_of(&parsed.canonical) {
+        if name.contains('/') {
             return Some(Refusal::new(
                 Some(&name),
-                format!(
-                    "setting {name} keeps state past the query or changes what is measured; leave it out (the query \
-                     cache and the condition cache are off for every case, and each statement is tagged for you)"
-                ),
+                format!("name {name:?} is a path; a pack's tables and columns have plain names"),
             ));
         }
-        if STORAGE_SETTINGS.contains(&lower.as_str()) {
+        if next == Some('.') && outside_databases.contains(&name) {
             return Some(Refusal::new(
                 Some(&name),
                 format!(
-                    "setting {name} puts the table's data outside the engine's own storage (a folder of the host, \
-                     the network); a pack's tables use the default storage"
+                    "database {name} is not the engine's own storage (its engine reaches the host's files or \
+                     another server); a pack reads its own tables and system tables"
                 ),
             ));
         }
     }
     None
+}
+
+/// The names of a canonical statement's code, unquoted, with the character right after
+/// each: its words and its `\`quoted\`` or `"quoted"` names.
+fn names_of(canonical: &str) -> Vec<(String, Option<char>)> {
+    let mut names = Vec::new();
+    let mut scanner = Scanner::default();
+    let mut offset = 0;
+    while let Some(character) = canonical[offset..].chars().next() {
+        let rest = &canonical[offset..];
+        if scanner.in_code() {
+            let name = match character {
+                '`' | '"' => rest[1..].find(character).map(|end| (rest[1..=end].to_string(), end + 2)),
+                c if c.is_alphabetic() || c == '_' => {
+                    let end = rest.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(rest.len());
+                    Some((rest[..end].to_string(), end))
+                }
+                _ => None,
+            };
+            if let Some((name, length)) = name {
+                names.push((name, rest[length..].chars().next()));
+                offset += length;
+                continue;
+            }
+        }
+        scanner.step(rest);
+        offset += character.len_utf8();
+    }
+    names
 }
 
 /// The names of the settings a canonical statement sets: each `name =` that follows
@@ -460,12 +634,14 @@ fn setting_names(canonical: &str) -> Vec<String> {
         _ => None,
     };
     for word in &words {
-        if word.text == "SETTINGS" {
-            list_depth = Some(word.depth);
+        // `SETTINGS a = 1`, `MODIFY SETTING a = 1`, a column's `SETTINGS (a = 1)`.
+        if word.text == "SETTINGS" || word.text == "SETTING" {
+            list_depth = Some(word.depth + usize::from(word.next == Some('(')));
             continue;
         }
         let Some(depth) = list_depth else { continue };
-        if word.depth < depth || matches!(word.text, "UNION" | "EXCEPT" | "INTERSECT" | "FORMAT" | "INTO" | "SELECT") {
+        let next_clause = matches!(word.text, "UNION" | "EXCEPT" | "INTERSECT" | "FORMAT" | "INTO" | "SELECT");
+        if word.depth < depth || (word.depth == depth && next_clause) {
             list_depth = None;
         } else if word.depth == depth && word.next == Some('=') {
             names.push(word.text.to_string());

@@ -69,6 +69,10 @@ impl Pack {
         let parsed = claims::parse(&source.file, &source.text)?;
         let found = FolderFiles::list(folder)?;
         let generator = generator_files(folder, parsed.generator.as_ref(), &source)?;
+        let sql = found.designs.iter().chain(&found.broken).chain(&found.queries).map(|file| &file.path);
+        for path in sql.chain(&generator).chain(std::iter::once(&folder.join(CLAIMS_FILE))) {
+            check_own_file(folder, path)?;
+        }
         found.check_names()?;
         let designs = chosen_designs(&found.designs, parsed.designs.as_ref(), &source)?;
         let design_names: Vec<String> = designs.iter().map(|design| design.name.clone()).collect();
@@ -560,6 +564,24 @@ fn generator_files(
         files.push(path);
     }
     Ok(files)
+}
+
+/// A file of the pack is the folder's own: not a symbolic link (a pack from a pull request
+/// could link to any file of the host, whose text an error would then quote), and inside
+/// the folder once every link on the way is resolved.
+fn check_own_file(folder: &Path, path: &Path) -> Result<()> {
+    let metadata = fs::symlink_metadata(path).with_context(|| format!("cannot read {}", shown(path)))?;
+    let inside = match (path.canonicalize(), folder.canonicalize()) {
+        (Ok(file), Ok(folder)) => file.starts_with(folder),
+        _ => false,
+    };
+    if metadata.file_type().is_symlink() || !inside {
+        bail!(
+            "{} is a symbolic link or lies outside the pack; a pack's files are its own (copy the file into the pack)",
+            shown(path)
+        );
+    }
+    Ok(())
 }
 
 /// A name used in test names, dataset names and snapshot files; `what` says whose it is.

@@ -72,6 +72,31 @@ fn a_query_that_reaches_outside_is_refused_in_every_form() {
             "queries/q.sql:2: a pack's query is one SELECT (or WITH ... SELECT), not ALTER TABLE t ...",
         ),
         ("SELECT FROM WHERE", "queries/q.sql:1: the engine cannot parse this statement (Syntax error"),
+        // libchdb's `default` database is an Overlay over the host's files.
+        ("SELECT * FROM default.`/etc/hostname`", "queries/q.sql:1: database default is not"),
+        ("SELECT * FROM `/etc/hostname`", "queries/q.sql:1: name \"/etc/hostname\" is a path"),
+        ("SELECT * FROM default.`hostname`", "queries/q.sql:1: database default is not the engine's own storage"),
+        ("SELECT count() FROM t WHERE k IN default.\"hosts\"", "queries/q.sql:1: database default is not"),
+        ("SELECT dictGet('default.d', 'v', 1)", "queries/q.sql:1: dictGet(...) reaches outside"),
+        ("SELECT joinGet('default.j', 'v', 1)", "queries/q.sql:1: joinGet(...) reaches outside"),
+        // Settings whose text is SQL, a path or a server.
+        (
+            "SELECT count() FROM t SETTINGS additional_table_filters = {'t': 'k IN (SELECT 1 FROM url(\\'http://127.0.0.1:9/\\'))'}",
+            "queries/q.sql:1: setting additional_table_filters takes text (Map",
+        ),
+        (
+            "SELECT count() FROM t\nSETTINGS additional_result_filter = 'length(file(\\'/etc/hostname\\')) > 0'",
+            "queries/q.sql:2: setting additional_result_filter takes text (String)",
+        ),
+        (
+            "SELECT 1 AS x SETTINGS output_format_schema = '/tmp/x.proto'",
+            "queries/q.sql:1: setting output_format_schema takes text",
+        ),
+        ("SELECT count() FROM t FORMAT Template", "queries/q.sql:1: FORMAT chooses how the answer comes back"),
+        (
+            "SELECT count() FROM t SETTINGS no_such_setting = 1",
+            "queries/q.sql:1: the engine cannot explain this statement: Unknown setting 'no_such_setting'",
+        ),
     ] {
         let told = outside(query);
         assert!(told.starts_with(expected), "{query}:\n{told}");
@@ -80,9 +105,12 @@ fn a_query_that_reaches_outside_is_refused_in_every_form() {
     let told = outside(&query);
     assert!(told.starts_with("queries/q.sql:4: INTO OUTFILE writes the answer to a file on the host"), "{told}");
     assert!(!outfile.exists(), "nothing may be written");
-    // Names that are columns or strings are not calls.
-    let reads = "SELECT 'INTO OUTFILE file(x)', k AS file, v AS `url` FROM t WHERE k = 42 SETTINGS max_threads = 1";
+    // Names that are columns or strings are not calls; numbers, switches and choices
+    // are settings a pack may set, and text from a short list.
+    let reads = "SELECT 'INTO OUTFILE file(x)', k AS file, v AS `url` FROM t WHERE k = 42 SETTINGS max_threads = 1, \
+                 join_algorithm = 'hash', optimize_read_in_order = 0, count_distinct_implementation = 'uniqExact'";
     assert_eq!(outside(reads), "ran");
+    assert_eq!(outside("SELECT icebergBucket(16, k), count() FROM t WHERE k = 42 GROUP BY 1"), "ran");
     assert_eq!(outside("WITH 10 AS n\nSELECT count() FROM t WHERE k < n"), "ran");
 }
 
@@ -108,7 +136,7 @@ fn a_design_or_generator_that_reaches_outside_is_refused_before_it_runs() {
                 "CREATE TABLE t (k UInt64, v UInt64) ENGINE = MergeTree ORDER BY k\nSETTINGS `disk` = disk(type = local, path = '{path}/')"
             ),
             GENERATOR.to_string(),
-            "designs/plain.sql:2: setting disk puts the table's data outside",
+            "designs/plain.sql:2: setting disk takes text",
         ),
         (
             format!("{SCHEMA}\nCREATE VIEW v AS SELECT * FROM `url`('http://127.0.0.1:9/', 'TSV')"),
@@ -151,6 +179,26 @@ fn a_design_or_generator_that_reaches_outside_is_refused_before_it_runs() {
             "designs/plain.sql:2: ALTER ... FREEZE ALL is not a change a pack may make",
         ),
         (
+            format!("{SCHEMA}ALTER TABLE t MODIFY SETTING disk = disk(type = local, path = '{path}/')"),
+            GENERATOR.to_string(),
+            "designs/plain.sql:2: setting disk takes text",
+        ),
+        (
+            "CREATE TABLE t (k UInt64, v UInt64 SETTINGS (max_compress_block_size = 1, min_compress_block_size = 1)) ENGINE = MergeTree ORDER BY k SETTINGS storage_policy = 'default'".to_string(),
+            GENERATOR.to_string(),
+            "designs/plain.sql:1: setting storage_policy takes text",
+        ),
+        (
+            format!("{SCHEMA}CREATE MATERIALIZED VIEW mv TO default.`written` AS SELECT k FROM t"),
+            GENERATOR.to_string(),
+            "designs/plain.sql:2: database default is not the engine's own storage",
+        ),
+        (
+            SCHEMA.to_string(),
+            format!("{GENERATOR}SET dialect = 'kusto'"),
+            "generator.sql:2: setting dialect changes how later statements are read",
+        ),
+        (
             format!(
                 "{SCHEMA}CREATE DICTIONARY d (k UInt64, v String) PRIMARY KEY k SOURCE(FILE(path '/etc/passwd' format 'TSV')) LAYOUT(FLAT()) LIFETIME(0)"
             ),
@@ -164,7 +212,25 @@ fn a_design_or_generator_that_reaches_outside_is_refused_before_it_runs() {
     assert!(!written.exists(), "nothing may be written");
     // What a pack's dataset does: tables, views, inserts from generating functions,
     // ALTER of its own table, merges of its table stopped.
-    let design = "CREATE TABLE t (k UInt64, v UInt64, INDEX vx(v) TYPE minmax GRANULARITY 1) ENGINE = MergeTree ORDER BY k;\nCREATE VIEW w AS SELECT k FROM t;\n";
-    let generator = "INSERT INTO t SELECT number, 7 FROM numbers({rows});\nINSERT INTO t SELECT * FROM values('k UInt64, v UInt64', (42, 1));\nALTER TABLE t MATERIALIZE INDEX vx;\nOPTIMIZE TABLE t FINAL;\nSYSTEM STOP MERGES t;\n";
+    let design = "CREATE TABLE t (k UInt64, v UInt64, INDEX vx(v) TYPE minmax GRANULARITY 1) ENGINE = MergeTree ORDER BY k \
+                  SETTINGS index_granularity = 256, marks_compression_codec = 'ZSTD(3)';\nCREATE VIEW w AS SELECT k FROM t;\n";
+    let generator = "INSERT INTO t SELECT number, 7 FROM numbers({rows});\nINSERT INTO t SELECT * FROM values('k UInt64, v UInt64', (42, 1));\nALTER TABLE t MATERIALIZE INDEX vx;\nDELETE FROM t WHERE k = 1;\nALTER TABLE t APPLY DELETED MASK;\nOPTIMIZE TABLE t FINAL;\nSYSTEM STOP MERGES t;\n";
     assert_eq!(dataset(design, generator), "ran");
+    // A table whose engine is left out takes the default; its PARTITION BY is no engine.
+    let design = "CREATE TABLE t (k UInt64, v UInt64) PARTITION BY k % 2 ORDER BY k;\n";
+    assert_eq!(dataset(design, GENERATOR), "ran");
+}
+
+#[test]
+fn a_pack_file_that_links_elsewhere_is_refused_on_load() {
+    let root = tempfile::tempdir().unwrap();
+    write_pack(root.path(), SCHEMA, GENERATOR, QUERY);
+    let secret = root.path().join("secret.txt");
+    fs::write(&secret, "SELECT 'the host file'\n").unwrap();
+    let query = root.path().join("guarded/queries/q.sql");
+    fs::remove_file(&query).unwrap();
+    std::os::unix::fs::symlink(&secret, &query).unwrap();
+    let error = format!("{:#}", Pack::load(&root.path().join("guarded")).unwrap_err());
+    assert!(error.ends_with("queries/q.sql is a symbolic link or lies outside the pack; a pack's files are its own (copy the file into the pack)"), "{error}");
+    assert!(!error.contains("the host file"), "{error}");
 }
