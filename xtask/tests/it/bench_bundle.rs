@@ -122,7 +122,7 @@ fn ctrl_c_leaves_a_valid_incomplete_bundle_with_what_it_measured() {
     // bundle says when and why it stopped, and the engine's folder is gone.
     assert!(bundle.finished_at.is_some());
     let error = bundle.error.unwrap_or_default();
-    assert!(error.ends_with("interrupted by Ctrl-C or SIGTERM"), "{error}");
+    assert!(error.ends_with("interrupted by a signal (Ctrl-C, SIGTERM or SIGHUP)"), "{error}");
     assert!(!storage_dir_of_process(pid).exists(), "the interrupted run left its engine folder");
 }
 
@@ -220,7 +220,10 @@ fn ctrl_c_in_the_middle_of_a_query_keeps_its_samples_says_where_and_reports() {
     let errors = error_lines(&output);
     assert_eq!(errors.len(), 1, "{stderr}");
     assert!(errors[0].contains(&format!("what it measured is in {}", dir.display())), "{stderr}");
-    assert!(errors[0].contains("report.md") && errors[0].ends_with("interrupted by Ctrl-C or SIGTERM"), "{stderr}");
+    assert!(
+        errors[0].contains("report.md") && errors[0].ends_with("interrupted by a signal (Ctrl-C, SIGTERM or SIGHUP)"),
+        "{stderr}"
+    );
     // The interruption is not blamed on the query it came before.
     assert!(!errors[0].contains(".sql"), "{stderr}");
     let bundle = load_bundle::<LogsResults>(&dir).unwrap();
@@ -424,7 +427,10 @@ fn sigterm_during_the_ingest_cancels_the_statement_and_keeps_the_bundle() {
     assert!(!storage_dir_of_process(pid).exists(), "the interrupted run left its engine folder");
     let bundle = load_bundle::<LogsResults>(&results.path().join(run_id)).unwrap();
     assert_eq!((bundle.status, bundle.phase.as_str()), (RunStatus::Incomplete, "ingest"));
-    assert!(bundle.error.as_deref().unwrap_or_default().ends_with("interrupted by Ctrl-C or SIGTERM"), "{stderr}");
+    assert!(
+        bundle.error.as_deref().unwrap_or_default().ends_with("interrupted by a signal (Ctrl-C, SIGTERM or SIGHUP)"),
+        "{stderr}"
+    );
     let raw = logs(&bundle).ingest.as_ref().and_then(|ingest| ingest.raw_engine.as_ref());
     assert!(raw.is_none(), "the raw ingest ran to its end: {raw:?}");
 }

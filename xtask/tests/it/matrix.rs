@@ -240,7 +240,8 @@ fn sigterm_half_way_keeps_the_variants_done_and_names_the_missing() {
     assert_eq!(stderr.matches("chbench: stopping: ").count(), 1, "{stderr}");
     assert!(errors[0].starts_with("error: matrix stopped stopped: the variants done are kept in"), "{stderr}");
     assert!(
-        errors[0].contains("not finished: b, c") && errors[0].ends_with("interrupted by Ctrl-C or SIGTERM"),
+        errors[0].contains("not finished: b, c")
+            && errors[0].ends_with("interrupted by a signal (Ctrl-C, SIGTERM or SIGHUP)"),
         "{stderr}"
     );
     let summary = summary(&folder);
