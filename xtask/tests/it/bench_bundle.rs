@@ -208,15 +208,29 @@ fn q1_samples(bundle: &LogsBundle) -> usize {
 
 #[test]
 fn ctrl_c_in_the_middle_of_a_query_keeps_its_samples_says_where_and_reports() {
+    stop_in_the_middle_of_a_query("ctrl-c", "-INT");
+}
+
+/// A closed terminal or a dropped SSH session (SIGHUP) stops a run as Ctrl-C does.
+#[test]
+fn sighup_in_the_middle_of_a_query_stops_as_ctrl_c_does() {
+    stop_in_the_middle_of_a_query("sighup", "-HUP");
+}
+
+/// `signal` (as `kill` takes it) once 20 samples of Q1 are on disk: the run stops the
+/// normal way, says so once, keeps the samples and reports.
+fn stop_in_the_middle_of_a_query(run_id: &str, signal: &str) {
     let results = tempfile::tempdir().unwrap();
-    let (mut child, dir) = endless_run(results.path(), "ctrl-c", 20);
-    ctrl_c(&mut child);
+    let (child, dir) = endless_run(results.path(), run_id, 20);
+    let sent = Command::new("kill").args([signal, &child.id().to_string()]).status().unwrap();
+    assert!(sent.success(), "kill {signal} failed");
     let pid = child.id();
     let output = child.wait_with_output().unwrap();
     assert!(!storage_dir_of_process(pid).exists(), "the interrupted run left its engine folder");
-    // 128 + SIGINT, as a shell reports a command stopped by Ctrl-C.
+    // 128 + SIGINT, as a shell reports a command stopped by Ctrl-C, whichever signal it was.
     assert_eq!(output.status.code(), Some(130), "{}", String::from_utf8_lossy(&output.stderr));
     let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(stderr.matches(chbench::interrupt::STOPPING_LINE).count(), 1, "{stderr}");
     let errors = error_lines(&output);
     assert_eq!(errors.len(), 1, "{stderr}");
     assert!(errors[0].contains(&format!("what it measured is in {}", dir.display())), "{stderr}");
