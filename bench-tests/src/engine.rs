@@ -11,7 +11,7 @@
 //! and a bad file is named with advice that depends on where it came from.
 
 use std::fs::{self, File};
-use std::io::{self, Read};
+use std::io::{self, Read, Write as _};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -21,10 +21,14 @@ use object::read::elf::{FileHeader, ProgramHeader};
 use object::{Endianness, FileKind, Object, ObjectKind, ObjectSegment, ReadRef, elf};
 use sha2::{Digest, Sha256};
 
+use self::fetch::Fetch;
 use crate::files::chbench_dir;
+use crate::units;
 
+pub mod fetch;
 pub mod prefetch;
 
+pub use self::fetch::{DEFAULT_BOUND as DEFAULT_FETCH_BOUND, FETCH_TIMEOUT_ENV};
 pub use self::prefetch::{CHDB_NPM_VERSION, DEFAULT_ENGINE, ENGINE_VERSIONS, EnginePackage, EngineVersion};
 
 /// Environment variable naming an existing `libchdb.so` to use instead of the cache.
@@ -380,20 +384,22 @@ pub fn provision_version(engine: &EngineVersion, progress: &dyn Fn(&str)) -> Res
     let staging =
         tempfile::tempdir_in(&dir).with_context(|| format!("cannot create a staging folder in {}", dir.display()))?;
     let spec = package.spec();
+    let fetch = Fetch::start(&spec, progress)?;
     let extracted = staging.path().join("libchdb.so");
     // The build's download first; anything wrong with it (npm failed, a tarball cut
     // short, a wrong hash) and this fetches its own, as it would without one.
-    let prefetched = take_prefetched_tarball(&dir, staging.path(), progress).and_then(|tarball| {
-        unpack_and_verify(&tarball, &extracted, &package, &spec, progress)
+    let prefetched = take_prefetched_tarball(&dir, staging.path(), &fetch)?.and_then(|tarball| {
+        unpack_and_verify(&tarball, &extracted, &package, &fetch)
             .map_err(|error| {
-                progress(&format!("the download the build started is unusable ({error:#}); fetching again"))
+                fetch.say(&format!("the download the build started is unusable ({error:#}); fetching again"))
             })
             .ok()
     });
     if prefetched.is_none() {
-        progress(&format!("fetching the embedded engine {spec} with npm pack (about 170 MB)"));
-        let tarball = npm_pack(&spec, staging.path())?;
-        unpack_and_verify(&tarball, &extracted, &package, &spec, progress)?;
+        fetch.check_registry(staging.path())?;
+        fetch.say(&format!("fetching the embedded engine {spec} with npm pack (about 170 MB)"));
+        let tarball = npm_pack(&fetch, staging.path())?;
+        unpack_and_verify(&tarball, &extracted, &package, &fetch)?;
     }
     fs::rename(&extracted, &library)
         .with_context(|| format!("cannot move the engine into place at {}", library.display()))?;
@@ -401,18 +407,22 @@ pub fn provision_version(engine: &EngineVersion, progress: &dyn Fn(&str)) -> Res
     Ok(library)
 }
 
-fn unpack_and_verify(
-    tarball: &Path,
-    extracted: &Path,
-    package: &EnginePackage,
-    spec: &str,
-    progress: &dyn Fn(&str),
-) -> Result<()> {
-    progress("extracting libchdb.so (about 560 MB)");
-    extract_library(tarball, extracted)?;
+fn unpack_and_verify(tarball: &Path, extracted: &Path, package: &EnginePackage, fetch: &Fetch<'_>) -> Result<()> {
+    fetch.say("extracting libchdb.so (about 560 MB)");
+    extract_library(tarball, extracted, fetch)?;
     if let Some((sha256, size)) = package.pinned {
-        progress("verifying its SHA-256");
-        verify_file(extracted, sha256, size).with_context(|| format!("the download of {spec} is corrupt"))?;
+        fetch.say("verifying its SHA-256");
+        let said = |done: u64| {
+            fetch.tick(|elapsed| {
+                format!(
+                    "verifying its SHA-256: {} of {} read, {elapsed} so far",
+                    units::human_bytes(done),
+                    units::human_bytes(size)
+                )
+            })
+        };
+        verify_file_saying(extracted, sha256, size, &said)
+            .with_context(|| format!("the download of {} is corrupt", fetch.spec()))?;
     }
     Ok(())
 }
@@ -421,18 +431,18 @@ fn unpack_and_verify(
 const PREFETCH_WAIT: std::time::Duration = std::time::Duration::from_secs(600);
 
 /// The tarball the build's download ([`prefetch::start`]) left in `cache`, moved into
-/// `staging`; waits while its npm still runs. Every staging folder goes afterwards,
-/// finished or not: the caller holds the cache's lock, so no other run is reading one.
-fn take_prefetched_tarball(cache: &Path, staging: &Path, progress: &dyn Fn(&str)) -> Option<PathBuf> {
+/// `staging`; waits while its npm still runs, once the registry answers (offline, that
+/// npm would go on for minutes). Every staging folder goes afterwards, finished or not:
+/// the caller holds the cache's lock, so no other run is reading one.
+fn take_prefetched_tarball(cache: &Path, staging: &Path, fetch: &Fetch<'_>) -> Result<Option<PathBuf>> {
     let mut taken = None;
     for (folder, pid) in prefetch::staging_folders(cache) {
         let pid = pid.unwrap_or(0);
-        let started = std::time::Instant::now();
         if process_runs(pid) {
-            progress(&format!("waiting for the engine download the build started (npm, pid {pid})"));
-        }
-        while process_runs(pid) && started.elapsed() < PREFETCH_WAIT {
-            std::thread::sleep(std::time::Duration::from_millis(250));
+            fetch.check_registry(staging)?;
+            fetch.say(&format!("waiting for the engine download the build started (npm, pid {pid})"));
+            let what = format!("the engine download the build started (npm, pid {pid})");
+            fetch.wait_while(&what, Some(PREFETCH_WAIT), || process_runs(pid))?;
         }
         if taken.is_none() && !process_runs(pid) {
             taken = prefetch::tarball_of(&folder).and_then(|tarball| {
@@ -442,7 +452,7 @@ fn take_prefetched_tarball(cache: &Path, staging: &Path, progress: &dyn Fn(&str)
         }
         let _ = fs::remove_dir_all(&folder);
     }
-    taken
+    Ok(taken)
 }
 
 /// Whether `pid` runs; one that ended and waits for its parent to reap it (a zombie)
@@ -474,23 +484,20 @@ fn cached_library_is_complete(library: &Path, package: &EnginePackage) -> Result
     }
 }
 
-fn npm_pack(spec: &str, destination: &Path) -> Result<PathBuf> {
+/// `npm pack` into `destination`, within what is left of the fetch's bound, saying every
+/// 10 s that it goes on.
+fn npm_pack(fetch: &Fetch<'_>, destination: &Path) -> Result<PathBuf> {
     let shell = xshell::Shell::new().context("cannot start a shell for npm")?;
-    // With the exit status ignored, an error here means npm could not be started at all.
-    let output = xshell::cmd!(shell, "npm pack --silent {spec} --pack-destination {destination}")
-        .quiet()
-        .ignore_status()
-        .output()
-        .map_err(|error| {
-            anyhow!(
-                "`npm` is required to fetch the embedded engine ({error}); install Node.js/npm, or set \
-                 {LIBCHDB_ENV} to an existing libchdb.so"
-            )
-        })?;
-    if !output.status.success() {
-        bail!("{}", npm_pack_failure(spec, &output.status.to_string(), &String::from_utf8_lossy(&output.stderr)));
+    let (npm, spec) = (fetch.npm(), fetch.spec());
+    let command = xshell::cmd!(shell, "{npm} pack --silent {spec} --pack-destination {destination}");
+    let what = format!("npm pack {spec}");
+    let Some(output) = fetch.run_npm(command.into(), &what, None, destination)? else {
+        return Err(fetch.over_bound(&format!("the download of the embedded engine ({what})")));
+    };
+    if !output.success {
+        bail!("{}", npm_pack_failure(spec, &output.status, &output.stderr));
     }
-    let file_name = String::from_utf8_lossy(&output.stdout).trim().lines().last().unwrap_or("").to_string();
+    let file_name = output.stdout.trim().lines().last().unwrap_or("").to_string();
     let tarball = destination.join(&file_name);
     if file_name.is_empty() || !tarball.is_file() {
         bail!("`npm pack {spec}` reported no tarball in {}", destination.display());
@@ -522,36 +529,65 @@ fn npm_pack_failure(spec: &str, status: &str, stderr: &str) -> String {
     )
 }
 
-fn extract_library(tarball: &Path, destination: &Path) -> Result<()> {
+/// Takes `package/libchdb.so` out of the tarball into `destination` (a file), saying every
+/// 10 s how far it is; ends at a stop request.
+fn extract_library(tarball: &Path, destination: &Path, fetch: &Fetch<'_>) -> Result<()> {
     let file = File::open(tarball).with_context(|| format!("cannot open {}", tarball.display()))?;
     let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(file));
     let entries = archive.entries().with_context(|| format!("{} is not a tar.gz archive", tarball.display()))?;
     for entry in entries {
         let mut entry = entry.with_context(|| format!("{} is corrupt", tarball.display()))?;
         let path = entry.path().with_context(|| format!("{} has an unreadable entry", tarball.display()))?;
-        if path == Path::new("package/libchdb.so") {
-            entry
-                .unpack(destination)
-                .with_context(|| format!("cannot extract libchdb.so from {}", tarball.display()))?;
-            return Ok(());
+        if path != Path::new("package/libchdb.so") {
+            continue;
         }
+        let size = entry.size();
+        let cannot = || format!("cannot extract libchdb.so from {} into {}", tarball.display(), destination.display());
+        let mut out = File::create(destination).with_context(cannot)?;
+        let mut buffer = vec![0u8; 1 << 20];
+        let mut done = 0u64;
+        loop {
+            crate::interrupt::check()?;
+            let read = entry.read(&mut buffer).with_context(cannot)?;
+            if read == 0 {
+                break;
+            }
+            out.write_all(&buffer[..read]).with_context(cannot)?;
+            done += read as u64;
+            fetch.tick(|elapsed| {
+                format!(
+                    "extracting libchdb.so: {} of {} written, {elapsed} so far",
+                    units::human_bytes(done),
+                    units::human_bytes(size)
+                )
+            });
+        }
+        return Ok(());
     }
     bail!("{} has no package/libchdb.so", tarball.display())
 }
 
 /// Checks a file's size and SHA-256 against the expected values.
 pub fn verify_file(path: &Path, expected_sha256: &str, expected_size: u64) -> Result<()> {
+    verify_file_saying(path, expected_sha256, expected_size, &|_| {})
+}
+
+/// [`verify_file`], calling `read_so_far` with the bytes read after each block; ends at a
+/// stop request.
+fn verify_file_saying(path: &Path, expected_sha256: &str, expected_size: u64, read_so_far: &dyn Fn(u64)) -> Result<()> {
     let mut file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
     let mut hasher = Sha256::new();
     let mut buffer = vec![0u8; 1 << 20];
     let mut size = 0u64;
     loop {
+        crate::interrupt::check()?;
         let read = file.read(&mut buffer).with_context(|| format!("cannot read {}", path.display()))?;
         if read == 0 {
             break;
         }
         size += read as u64;
         hasher.update(&buffer[..read]);
+        read_so_far(size);
     }
     let actual: String = hasher.finalize().iter().map(|byte| format!("{byte:02x}")).collect();
     if size != expected_size || actual != expected_sha256 {
@@ -606,16 +642,18 @@ mod tests {
         assert!(matches!(defect, Some(LibraryDefect::NotALibrary(_))), "{defect:?}");
     }
 
-    /// A stand-in for npm: sleeps, then (when `tarball` is given) copies it where
-    /// `npm pack` would and prints its name, as npm does; else fails.
+    /// A stand-in for npm: `view` answers at once, as a registry that works; anything
+    /// else sleeps, then (when `tarball` is given) copies it where `npm pack` would and
+    /// prints its name, as npm does; else fails.
     fn fake_npm(folder: &Path, tarball: Option<&Path>) -> PathBuf {
         use std::os::unix::fs::PermissionsExt;
+        let view = "if [ \"$1\" = view ]; then echo 1; exit 0; fi\n";
         let body = match tarball {
             Some(tarball) => format!("sleep 1\ncp '{}' \"$5/engine-1.tgz\"\necho engine-1.tgz\n", tarball.display()),
             None => "sleep 1\nexit 1\n".to_string(),
         };
         let npm = folder.join("npm");
-        fs::write(&npm, format!("#!/bin/sh\n{body}")).unwrap();
+        fs::write(&npm, format!("#!/bin/sh\n{view}{body}")).unwrap();
         fs::set_permissions(&npm, fs::Permissions::from_mode(0o755)).unwrap();
         npm
     }
@@ -627,15 +665,17 @@ mod tests {
         let tarball = folder.path().join("made.tgz");
         fs::write(&tarball, b"a tarball").unwrap();
         let spec = "@chdb/lib-linux-x64-gnu@26.7.3-stable.1";
-        prefetch::start_with(&fake_npm(folder.path(), Some(&tarball)), &cache, spec).unwrap();
+        let npm = fake_npm(folder.path(), Some(&tarball));
+        prefetch::start_with(&npm, &cache, spec).unwrap();
         let staging = prefetch::staging_folders(&cache);
         assert_eq!(staging.len(), 1, "{staging:?}");
         // Still running: the run waits for it rather than fetching its own.
         assert!(process_runs(staging[0].1.unwrap()));
         let run_staging = tempfile::tempdir().unwrap();
         let lines = std::cell::RefCell::new(Vec::new());
-        let taken =
-            take_prefetched_tarball(&cache, run_staging.path(), &|line| lines.borrow_mut().push(line.to_string()));
+        let progress = |line: &str| lines.borrow_mut().push(line.to_string());
+        let fetch = Fetch::start(spec, &progress).unwrap().with_npm(&npm);
+        let taken = take_prefetched_tarball(&cache, run_staging.path(), &fetch).unwrap();
         assert_eq!(taken, Some(run_staging.path().join("engine-1.tgz")));
         assert_eq!(fs::read(run_staging.path().join("engine-1.tgz")).unwrap(), b"a tarball");
         assert!(lines.borrow()[0].starts_with("waiting for the engine download the build started"), "{lines:?}");
@@ -646,9 +686,11 @@ mod tests {
     fn a_failed_build_download_is_removed_and_the_run_fetches_its_own() {
         let folder = tempfile::tempdir().unwrap();
         let cache = folder.path().join("cache");
-        prefetch::start_with(&fake_npm(folder.path(), None), &cache, "@chdb/x@1").unwrap();
+        let npm = fake_npm(folder.path(), None);
+        prefetch::start_with(&npm, &cache, "@chdb/x@1").unwrap();
         let run_staging = tempfile::tempdir().unwrap();
-        assert_eq!(take_prefetched_tarball(&cache, run_staging.path(), &|_| {}), None);
+        let fetch = Fetch::start("@chdb/x@1", &|_| {}).unwrap().with_npm(&npm);
+        assert_eq!(take_prefetched_tarball(&cache, run_staging.path(), &fetch).unwrap(), None);
         assert!(prefetch::staging_folders(&cache).is_empty());
         assert_eq!(fs::read_dir(&cache).unwrap().count(), 0, "the cache keeps nothing of it");
         // No npm at all: the start fails, and leaves nothing.

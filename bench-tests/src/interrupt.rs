@@ -1,5 +1,5 @@
-//! Ctrl-C (or SIGTERM) as a request to stop. Once the command line turns it on, the first
-//! signal sets a process-wide flag that work checks between statements ([`check`]: before
+//! Ctrl-C, SIGTERM or SIGHUP (a closed terminal, a dropped SSH session) as a request to
+//! stop. Once the command line turns it on, the first signal sets a process-wide flag that work checks between statements ([`check`]: before
 //! each measurement, each fixture statement and each wait on mutations, and between
 //! phases), so the process ends through its normal path with [`Interrupted`] as its
 //! error. A measurement that started is finished and recorded first. Then the results
@@ -9,42 +9,48 @@
 //! with [`on_stop`] (the embedded engine kills it from a second connection), and ends
 //! with [`Interrupted`] too. A second signal stops the process at once, as without this;
 //! a run's bundle on disk stays valid, and what the process leaves is removed at the
-//! next start.
+//! next start. Work that only reads and computes (a report, a comparison) runs through
+//! [`until_stopped`], which ends it at once on the first signal.
 
 use std::fmt;
+use std::io::Write as _;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use anyhow::{Context, Result};
-use signal_hook::consts::{SIGINT, SIGTERM};
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
+
+/// The signals that ask to stop, as messages name them.
+pub const SIGNALS: &str = "Ctrl-C, SIGTERM or SIGHUP";
 
 /// What the first signal makes the process say (a process that relays another's output,
 /// as a matrix its variants', need not say it twice).
 pub const STOPPING_LINE: &str =
-    "chbench: stopping: cancelling the statement in progress (a second Ctrl-C or SIGTERM stops at once)";
+    "chbench: stopping: cancelling the work in progress (a second Ctrl-C, SIGTERM or SIGHUP stops at once)";
 
 static REQUESTED: AtomicBool = AtomicBool::new(false);
 /// What the first request to stop also runs: each cancels the work in progress of its
 /// own kind (a statement running in the embedded engine, say).
 static ON_STOP: Mutex<Vec<fn()>> = Mutex::new(Vec::new());
 
-/// The error of work stopped by Ctrl-C or SIGTERM between two statements.
+/// The error of work stopped by Ctrl-C, SIGTERM or SIGHUP between two statements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Interrupted;
 
 impl fmt::Display for Interrupted {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("interrupted by Ctrl-C or SIGTERM")
+        write!(f, "interrupted by a signal ({SIGNALS})")
     }
 }
 
 impl std::error::Error for Interrupted {}
 
-/// Handles Ctrl-C and SIGTERM as described above, from a thread of its own (a signal
-/// handler itself may not print).
+/// Handles Ctrl-C, SIGTERM and SIGHUP as described above, from a thread of its own (a
+/// signal handler itself may not print).
 pub fn stop_at_the_next_statement_on_ctrl_c() -> Result<()> {
-    let mut signals = Signals::new([SIGINT, SIGTERM]).context("cannot install the Ctrl-C handler")?;
+    let mut signals = Signals::new([SIGINT, SIGTERM, SIGHUP]).context("cannot install the Ctrl-C handler")?;
     std::thread::Builder::new()
         .name("ctrl-c".to_string())
         .spawn(move || {
@@ -53,7 +59,9 @@ pub fn stop_at_the_next_statement_on_ctrl_c() -> Result<()> {
                     // Ends the process as an unhandled signal would.
                     let _ = signal_hook::low_level::emulate_default_handler(signal);
                 }
-                eprintln!("\n{STOPPING_LINE}");
+                // After SIGHUP the terminal may be gone, and after a matrix's end the pipe to
+                // it: `eprintln!` would panic there, before the hooks that cancel the work.
+                let _ = writeln!(std::io::stderr(), "\n{STOPPING_LINE}");
                 run_stop_hooks();
             }
         })
@@ -84,12 +92,41 @@ fn run_stop_hooks() {
     }
 }
 
-/// Whether Ctrl-C or SIGTERM came: what a wait on the network polls, to end at once.
+/// Whether Ctrl-C, SIGTERM or SIGHUP came: what a wait on the network polls, to end at once.
 pub fn requested() -> bool {
     REQUESTED.load(Ordering::SeqCst)
 }
 
-/// [`Interrupted`] once Ctrl-C or SIGTERM came.
+/// [`Interrupted`] once Ctrl-C, SIGTERM or SIGHUP came.
 pub fn check() -> Result<()> {
     if REQUESTED.load(Ordering::SeqCst) { Err(Interrupted.into()) } else { Ok(()) }
+}
+
+/// How often [`until_stopped`] looks for a stop request.
+const POLL: Duration = Duration::from_millis(50);
+
+/// Runs `work` on a thread of its own and returns what it returns, or [`Interrupted`] as
+/// soon as a stop is requested, leaving the thread to end with the process. For work
+/// that only reads and computes (a large bundle read and rendered, two compared), which
+/// has no statement to check between and no single loop that holds all its time; what
+/// it would write is written after it returns, whole or not at all.
+pub fn until_stopped<T: Send + 'static>(work: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+    check()?;
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
+        .name("stoppable work".to_string())
+        .spawn(move || {
+            // The receiver is gone when the work was abandoned: nothing to tell.
+            let _ = sender.send(work());
+        })
+        .context("cannot start a thread for the work")?;
+    loop {
+        match receiver.recv_timeout(POLL) {
+            Ok(done) => return done,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => check()?,
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                anyhow::bail!("the work's thread ended without an answer (it panicked)")
+            }
+        }
+    }
 }

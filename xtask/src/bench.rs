@@ -2,7 +2,7 @@
 //! bundle as it goes, then the report. Each kind maps its flags to its benchmark here;
 //! the run itself is the same for every kind.
 //!
-//! Ctrl-C (or SIGTERM) stops the run, cancelling the statement in progress (see
+//! Ctrl-C (or SIGTERM, or SIGHUP) stops the run, cancelling the statement in progress (see
 //! `chbench::interrupt`): the bundle is finished as incomplete, the report is rendered
 //! from it, the error line says where they are, and the command exits with 130. A
 //! second Ctrl-C stops at once; the bundle on disk is valid all the same.
@@ -158,7 +158,10 @@ fn matrix(file: &Path, fail_fast: bool, matches: &clap::ArgMatches) -> Result<()
     let run = MatrixRun { folder: flags.results_dir.join(&matrix_id), matrix_id: matrix_id.clone(), fail_fast };
     let program = std::env::current_exe().context("cannot find this xtask's executable to run each variant")?;
     let mut bench = ProcessBench { program };
-    let progress = |line: &str| eprintln!("chbench: {line}");
+    // A closed terminal (SIGHUP) must not panic the matrix before it has said how it ended.
+    let progress = |line: &str| {
+        let _ = writeln!(std::io::stderr(), "chbench: {line}");
+    };
     let summary = {
         #[cfg(feature = "eks")]
         {

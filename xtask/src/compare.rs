@@ -1,5 +1,6 @@
 //! `cargo xtask compare A [B]`: two bundles of one kind, or one A/B bundle's variants,
-//! compared query by query; the comparison written as Markdown, a chart and JSON.
+//! compared query by query; the comparison written as Markdown, a chart and JSON. A stop
+//! request (Ctrl-C, SIGTERM, SIGHUP) ends it at once, with nothing written.
 
 use std::path::{Path, PathBuf};
 
@@ -7,6 +8,7 @@ use anyhow::{Context, Result, bail};
 use chbench::benchmarks::kinds;
 use chbench::compare::report::{COMPARE_FILE, write_files};
 use chbench::compare::{CompareOptions, Comparison, Side};
+use chbench::interrupt;
 use chbench::node_prices::PriceOverrides;
 use chbench::results::prepare_results_folder;
 use chbench::significance::Verdict;
@@ -31,7 +33,8 @@ impl Compare {
             prices: (prices(self.price_a), prices(self.price_b)),
             ..CompareOptions::default()
         };
-        let comparison = kinds::compare(&dirs, &options)?;
+        // Reading two large bundles and testing every query takes seconds to minutes.
+        let comparison = interrupt::until_stopped(move || kinds::compare(&dirs, &options))?;
         check_node_prices_apply(&self.node_price, (self.price_a.is_some(), self.price_b.is_some()), &comparison)?;
         let out = match &self.out {
             Some(out) => out.clone(),

@@ -13,11 +13,13 @@ mod progress;
 mod report;
 mod setup;
 
+use std::io::Write as _;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let flags = flags::parse();
-    // Without this, Ctrl-C would end the process before it removes the engine's folder.
+    // Without this, Ctrl-C, SIGTERM or SIGHUP would end the process before it removes the
+    // engine's folder.
     let outcome = chbench::interrupt::stop_at_the_next_statement_on_ctrl_c().and_then(|()| match flags.command {
         flags::Command::Setup(setup) => setup.run(),
         flags::Command::Bench(bench) => bench.run(),
@@ -34,8 +36,10 @@ fn main() -> ExitCode {
         Err(error) => {
             // One line naming what failed: the whole context chain, newlines folded.
             let line = format!("{error:#}").split_whitespace().collect::<Vec<_>>().join(" ");
-            eprintln!("error: {line}");
-            // 128 + SIGINT, as a shell reports a command stopped by Ctrl-C.
+            // After SIGHUP the terminal may be gone: `eprintln!` would panic and exit 101.
+            let _ = writeln!(std::io::stderr(), "error: {line}");
+            // 128 + SIGINT, as a shell reports a command stopped by Ctrl-C; the same for
+            // SIGTERM and SIGHUP, so that a caller tells a stop from a failure one way.
             if error.is::<chbench::interrupt::Interrupted>() { ExitCode::from(130) } else { ExitCode::FAILURE }
         }
     }

@@ -1,9 +1,11 @@
-//! `cargo xtask report <run-id>`: render a bundle's report from the bundle alone.
+//! `cargo xtask report <run-id>`: render a bundle's report from the bundle alone. A stop
+//! request (Ctrl-C, SIGTERM, SIGHUP) ends it at once, with nothing written.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{Result, bail};
-use chbench::benchmarks::kinds::write_report;
+use chbench::benchmarks::kinds::render_report;
+use chbench::interrupt;
 use chbench::results::{RESULTS_FILE, check_run_id};
 
 use crate::flags::Report;
@@ -11,7 +13,9 @@ use crate::flags::Report;
 impl Report {
     pub fn run(self) -> Result<()> {
         let dir = bundle_dir(&self.run_id, &self.results_dir)?;
-        let report = write_report(&dir)?;
+        // Reading and rendering a large bundle takes seconds; writing, once it is done, not.
+        let rendered = interrupt::until_stopped(move || render_report(&dir))?;
+        let report = rendered.write()?;
         println!("report: {}", report.display());
         Ok(())
     }

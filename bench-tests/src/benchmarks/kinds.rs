@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
-use super::{AnyBenchmark, Benchmark, clickbench, logs, parts, throughput, write_report_of};
+use super::{AnyBenchmark, Benchmark, RenderedReport, clickbench, logs, parts, throughput};
 use crate::compare::{BundleAt, CompareOptions, Comparison};
 use crate::results::{self, KindResults, bundle_kind, load_bundle};
 
@@ -31,8 +31,8 @@ pub struct Kind {
     pub flags: fn(clap::Command) -> clap::Command,
     /// The benchmark parsed flags ask for.
     pub benchmark: fn(&clap::ArgMatches) -> Result<Box<dyn AnyBenchmark>>,
-    /// Renders a bundle folder's report; returns the report's path.
-    pub write_report: fn(&Path) -> Result<PathBuf>,
+    /// Renders a bundle folder's report, to be written.
+    pub render_report: fn(&Path) -> Result<RenderedReport>,
     /// Compares one A/B bundle folder's variants, or two bundle folders, of the kind.
     pub compare: fn(&[PathBuf], &CompareOptions) -> Result<Comparison>,
 }
@@ -44,7 +44,7 @@ impl Kind {
             about: B::ABOUT,
             flags: <B::Flags as clap::Args>::augment_args,
             benchmark: benchmark_of::<B>,
-            write_report: write_report_of::<B>,
+            render_report: super::render_report_of::<B>,
             compare: compare_of::<B>,
         }
     }
@@ -82,7 +82,13 @@ fn kind_of_bundle(dir: &Path) -> Result<&'static Kind> {
 /// Renders `report.md` and the charts into a bundle folder of any kind; returns the
 /// report's path. Each file is written whole, then renamed into place.
 pub fn write_report(bundle_dir: &Path) -> Result<PathBuf> {
-    (kind_of_bundle(bundle_dir)?.write_report)(bundle_dir)
+    render_report(bundle_dir)?.write()
+}
+
+/// [`write_report`] without the writing: what `cargo xtask report` renders where a stop
+/// request may abandon it.
+pub fn render_report(bundle_dir: &Path) -> Result<RenderedReport> {
+    (kind_of_bundle(bundle_dir)?.render_report)(bundle_dir)
 }
 
 /// The comparison of two bundle folders of one kind (baseline first), or of one A/B

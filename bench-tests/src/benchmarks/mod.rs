@@ -288,7 +288,9 @@ impl<B: Benchmark> AnyBenchmark for B {
         let saved = writer
             .finish(outcome.as_ref().err().map(|error| format!("{error:#}")))
             .with_context(|| format!("cannot save the results in {}", dir.display()));
-        let report = saved.and_then(|()| write_report_of::<B>(&dir));
+        // From the bundle in memory, which holds every sample: reading back what was just
+        // written would double the time a stop takes on a large bundle.
+        let report = saved.and_then(|()| render_report::<B>(&writer.bundle, &dir)?.write());
         let verdict = match (&outcome, &report) {
             (Ok(()), Ok(_)) => B::verdict(&writer.bundle),
             _ => Ok(()),
@@ -304,18 +306,37 @@ impl<B: Benchmark> AnyBenchmark for B {
     }
 }
 
-/// Renders `report.md` and the charts of a bundle of `B`'s kind into its folder;
-/// returns the report's path.
-fn write_report_of<B: Benchmark>(bundle_dir: &Path) -> Result<PathBuf> {
-    let bundle = load_bundle::<B::Results>(bundle_dir)?;
-    let section = B::report(&bundle)?;
-    for (name, svg) in &section.charts {
-        write_atomically(&bundle_dir.join(name), svg)?;
+/// A bundle's report rendered and not yet written: its charts and `report.md`, so that
+/// the rendering (long on a large bundle) can be abandoned with nothing half-written.
+#[derive(Debug)]
+pub struct RenderedReport {
+    dir: PathBuf,
+    charts: Vec<(&'static str, String)>,
+    markdown: String,
+}
+
+impl RenderedReport {
+    /// Writes the charts, then `report.md`, each whole; returns the report's path.
+    pub fn write(&self) -> Result<PathBuf> {
+        for (name, svg) in &self.charts {
+            write_atomically(&self.dir.join(name), svg)?;
+        }
+        let path = self.dir.join(report::REPORT_FILE);
+        write_atomically(&path, &self.markdown)?;
+        Ok(path)
     }
-    let path = bundle_dir.join(report::REPORT_FILE);
-    let header = report::header(&bundle, phase_label::<B>(&bundle.phase));
-    write_atomically(&path, &(header + &section.markdown))?;
-    Ok(path)
+}
+
+/// Renders the report of a bundle of `B`'s kind read from its folder.
+fn render_report_of<B: Benchmark>(bundle_dir: &Path) -> Result<RenderedReport> {
+    render_report::<B>(&load_bundle::<B::Results>(bundle_dir)?, bundle_dir)
+}
+
+/// Renders the report of `bundle`, whose folder is `bundle_dir`.
+fn render_report<B: Benchmark>(bundle: &RunBundle<B::Results>, bundle_dir: &Path) -> Result<RenderedReport> {
+    let section = B::report(bundle)?;
+    let header = report::header(bundle, phase_label::<B>(&bundle.phase));
+    Ok(RenderedReport { dir: bundle_dir.to_path_buf(), charts: section.charts, markdown: header + &section.markdown })
 }
 
 /// How messages say a phase the bundle names: the kind's label for it, or the name as it

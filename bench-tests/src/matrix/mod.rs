@@ -183,8 +183,11 @@ pub enum VariantStatus {
     Done,
     /// A step failed: `error` says which and why.
     Failed,
-    /// Ctrl-C or SIGTERM stopped it; what it measured is in its bundle.
+    /// Ctrl-C, SIGTERM or SIGHUP stopped it; what it measured is in its bundle.
     Interrupted,
+    /// It was running when the summary was last written: the matrix was killed during it
+    /// (the variant then stopped as on SIGTERM, and its bundle holds what it measured).
+    Running,
     /// It never ran: the matrix stopped before it (`error` says why).
     Missing,
 }
@@ -230,7 +233,7 @@ pub struct MatrixSummary {
     pub started_at: jiff::Timestamp,
     /// Set once every variant ran or the matrix stopped.
     pub finished_at: Option<jiff::Timestamp>,
-    /// Whether Ctrl-C or SIGTERM stopped the matrix.
+    /// Whether Ctrl-C, SIGTERM or SIGHUP stopped the matrix.
     pub interrupted: bool,
     pub variants: Vec<VariantOutcome>,
     pub comparisons: Vec<ComparisonOutcome>,
@@ -264,7 +267,7 @@ impl MatrixSummary {
         );
         if self.interrupted {
             text.push_str(
-                "**Interrupted** (Ctrl-C or SIGTERM): the variants done are kept, the others are named below.\n\n",
+                "**Interrupted** (Ctrl-C, SIGTERM or SIGHUP): the variants done are kept, the others are named below.\n\n",
             );
         }
         let missing: Vec<&str> = self.unfinished();
@@ -354,7 +357,9 @@ pub fn run_matrix(
     for (index, variant) in matrix.variants.iter().enumerate() {
         if crate::interrupt::requested() {
             summary.interrupted = true;
-            stopped.get_or_insert_with(|| "interrupted by Ctrl-C or SIGTERM before it started".to_string());
+            stopped.get_or_insert_with(|| {
+                "interrupted by a signal (Ctrl-C, SIGTERM or SIGHUP) before it started".to_string()
+            });
         }
         if let Some(why) = &stopped {
             summary.variants[index].error = Some(why.clone());
@@ -370,14 +375,18 @@ pub fn run_matrix(
             variant.changes(),
             planned.run_id
         ));
+        // What a killed matrix leaves said: the variant it was running, not one never run.
+        summary.variants[index].status = VariantStatus::Running;
+        summary.variants[index].bundle = Some(planned.run_id.clone());
+        summary.variants[index].error = None;
+        summary.write(&run.folder)?;
         let ended = run_variant(&planned, bench, deployments.as_deref_mut(), progress);
         let outcome = &mut summary.variants[index];
         outcome.status = ended.status;
         outcome.error = ended.error.clone();
         outcome.collected = ended.collected.as_deref().map(|folder| relative(folder, &run.folder));
-        if planned.bundle_dir().join(crate::results::RESULTS_FILE).is_file() {
-            outcome.bundle = Some(planned.run_id.clone());
-        }
+        outcome.bundle =
+            planned.bundle_dir().join(crate::results::RESULTS_FILE).is_file().then(|| planned.run_id.clone());
         progress(&format!(
             "variant {}: {}{}",
             variant.name,
@@ -395,6 +404,8 @@ pub fn run_matrix(
         summary.write(&run.folder)?;
     }
     summary.comparisons = compare_variants(matrix, &summary, &run.folder, progress);
+    // A stop during the comparisons ends them, as one during a variant ends it.
+    summary.interrupted |= crate::interrupt::requested();
     summary.finished_at = Some(jiff::Timestamp::now());
     summary.write(&run.folder)?;
     Ok(summary)
@@ -510,7 +521,7 @@ fn compare_variants(
                 VariantStatus::Failed => {
                     crate::results::bundle_is_complete(&folder.join(&outcome.run_id)).unwrap_or(false)
                 }
-                VariantStatus::Interrupted | VariantStatus::Missing => false,
+                VariantStatus::Interrupted | VariantStatus::Running | VariantStatus::Missing => false,
             }
     };
     let Some(baseline) = summary.variants.first().filter(done) else {
@@ -541,12 +552,27 @@ fn compare_variants(
                 prices: (priced(&baseline.name), priced(&candidate.name)),
                 ..CompareOptions::default()
             };
-            let written = kinds::compare(&dirs, &options).and_then(|comparison| {
-                let out = folder.join(&name);
-                std::fs::create_dir_all(&out).with_context(|| format!("cannot create {}", out.display()))?;
-                write_files(&comparison, &out)?;
-                Ok(comparison.summary.line())
-            });
+            // Comparing two large bundles takes minutes: a stop, before or during, ends it,
+            // and `cargo xtask compare` makes it later.
+            let stoppable_dirs = dirs.clone();
+            let written = crate::interrupt::until_stopped(move || kinds::compare(&stoppable_dirs, &options))
+                .map_err(|error| {
+                    if error.is::<Interrupted>() {
+                        error.context(format!(
+                            "the matrix was interrupted; `cargo xtask compare {} {}` makes it",
+                            dirs[0].display(),
+                            dirs[1].display()
+                        ))
+                    } else {
+                        error
+                    }
+                })
+                .and_then(|comparison| {
+                    let out = folder.join(&name);
+                    std::fs::create_dir_all(&out).with_context(|| format!("cannot create {}", out.display()))?;
+                    write_files(&comparison, &out)?;
+                    Ok(comparison.summary.line())
+                });
             match written {
                 Ok(line) => {
                     progress(&format!("{} against {}: {line}", candidate.name, baseline.name));
@@ -577,10 +603,13 @@ fn relative(path: &Path, base: &Path) -> String {
 /// The benchmark of a variant as a `bench` process of its own: `program` (xtask's own
 /// executable) with [`PlannedVariant::bench_args`]. A variant of another engine version
 /// gets that version's library, fetched here once if needed, as `CHBENCH_LIBCHDB`, as an
-/// engine worker does. The process runs in a process group of its own: a Ctrl-C reaches
-/// this process alone, which passes one SIGINT on, so the variant's run ends the normal
-/// way (its bundle finished as incomplete, exit 130). Its output goes to this process's;
-/// its last `error:` line is the variant's error.
+/// engine worker does. The process runs in a process group of its own: a Ctrl-C, SIGTERM
+/// or SIGHUP reaches this process alone, which passes one SIGINT on and waits, so the
+/// variant's run ends the normal way (its bundle finished as incomplete, exit 130). When
+/// this process dies without a word (SIGKILL, a crash), the kernel sends the variant
+/// SIGTERM (Linux: the parent-death signal), so it stops the same way rather than run on
+/// as an orphan. Its output goes to this process's; its last `error:` line is the
+/// variant's error.
 #[derive(Debug, Clone)]
 pub struct ProcessBench {
     pub program: PathBuf,
@@ -597,19 +626,48 @@ fn interrupt_running_bench() {
     }
 }
 
+/// Has the kernel send SIGTERM to the process `command` starts when this one dies, which
+/// the variant takes as any SIGTERM. The signal comes when the *thread* that started the
+/// child ends, so `bench` starts it from the thread that then waits for it.
+#[cfg(target_os = "linux")]
+fn stop_with_this_process(command: &mut Command) {
+    use std::os::unix::process::CommandExt as _;
+    let parent = rustix::process::getpid();
+    // SAFETY: between fork and exec the closure makes two system calls and builds an
+    // error from a static string: no allocation, no lock.
+    unsafe {
+        command.pre_exec(move || {
+            rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::TERM))?;
+            // This process may have died before the call above, which would then never fire.
+            if rustix::process::getppid() != Some(parent) {
+                return Err(std::io::Error::other("the matrix ended before its variant started"));
+            }
+            Ok(())
+        });
+    }
+}
+
+/// Elsewhere no parent-death signal: a variant whose matrix was killed runs to its end.
+#[cfg(not(target_os = "linux"))]
+fn stop_with_this_process(_command: &mut Command) {}
+
 impl BenchStep for ProcessBench {
     fn bench(&mut self, planned: &PlannedVariant<'_>) -> Result<()> {
         crate::interrupt::check()?;
         let mut command = Command::new(&self.program);
         command.args(planned.bench_args());
         if let Some(engine) = planned.variant.engine_version {
-            let library = crate::engine::provision_version(engine, &|line| eprintln!("chbench: {line}"))?;
+            // Written as the stopping line is: a closed terminal (SIGHUP) must not panic.
+            let library = crate::engine::provision_version(engine, &|line| {
+                let _ = writeln!(std::io::stderr(), "chbench: {line}");
+            })?;
             command.env(crate::engine::LIBCHDB_ENV, library).env(crate::engine::ENGINE_VERSION_ENV, engine.npm_version);
         }
         {
             use std::os::unix::process::CommandExt as _;
             command.process_group(0);
         }
+        stop_with_this_process(&mut command);
         STOP_HOOK.call_once(|| crate::interrupt::on_stop(interrupt_running_bench));
         let mut child = command
             .stdin(Stdio::null())

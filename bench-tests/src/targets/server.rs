@@ -29,7 +29,7 @@
 //! ends), and progress headers (`send_progress_in_http_headers`) would come only while
 //! rows are read, each one a header line that the HTTP client caps at 100: silence on
 //! the connection alone cannot tell a long statement from a hung server, which is why
-//! the check asks. While a request waits, Ctrl-C or SIGTERM ends it at once
+//! the check asks. While a request waits, Ctrl-C, SIGTERM or SIGHUP ends it at once
 //! ([`crate::interrupt::requested`]) and asks the server to kill it.
 
 use std::fmt;
@@ -230,7 +230,7 @@ pub struct ServerTarget {
 enum Ended {
     /// The client's error (the server's exception, a network failure).
     Client(clickhouse::error::Error),
-    /// Ctrl-C or SIGTERM while it waited.
+    /// Ctrl-C, SIGTERM or SIGHUP while it waited.
     Interrupted,
     /// No answer within the response timeout, and none to the check either.
     Silent,

@@ -528,7 +528,7 @@ fn ctrl_c_ends_the_wait_for_the_pod() {
     assert!(error.is::<Interrupted>(), "{error:#}");
     assert_eq!(
         format!("{error:#}"),
-        "stopped waiting for pod chbench/clickhouse to be Ready: interrupted by Ctrl-C or SIGTERM"
+        "stopped waiting for pod chbench/clickhouse to be Ready: interrupted by a signal (Ctrl-C, SIGTERM or SIGHUP)"
     );
 }
 
@@ -741,7 +741,7 @@ fn ctrl_c_ends_downs_wait_and_the_cluster_goes_on_deleting() {
     assert_eq!(
         format!("{error:#}"),
         "stopped waiting for namespace chbench to be gone (the cluster goes on deleting it): interrupted by \
-         Ctrl-C or SIGTERM"
+         a signal (Ctrl-C, SIGTERM or SIGHUP)"
     );
 }
 
@@ -1316,7 +1316,7 @@ mod storage_baseline {
         assert!(error.is::<Interrupted>(), "{error:#}");
         assert_eq!(
             format!("{error:#}"),
-            "stopped waiting for job chbench/chbench-storage-baseline to finish: interrupted by Ctrl-C or SIGTERM"
+            "stopped waiting for job chbench/chbench-storage-baseline to finish: interrupted by a signal (Ctrl-C, SIGTERM or SIGHUP)"
         );
     }
 

@@ -220,7 +220,7 @@ fn what_a_comparison_is_for_is_said_and_caution_comes_first() {
     other.target.engine_version = "26.5.1.1".to_string();
     other.status = RunStatus::Incomplete;
     other.phase = "queries".to_string();
-    other.error = Some("interrupted by Ctrl-C or SIGTERM".to_string());
+    other.error = Some("interrupted by a signal (Ctrl-C, SIGTERM or SIGHUP)".to_string());
     other.machine.as_mut().unwrap().noise = vec!["other processes used 1.2 cores".to_string()];
     // Stopped before q3 ran.
     other.benchmark.queries.pop();

@@ -232,7 +232,10 @@ fn sigterm_during_interleaved_rounds_keeps_the_rounds_done() {
     let stderr = std::fs::read_to_string(&stderr_file).unwrap();
     assert_eq!(code, Some(130), "{stderr}");
     let errors: Vec<&str> = stderr.lines().filter(|line| line.starts_with("error: ")).collect();
-    assert!(errors.len() == 1 && errors[0].ends_with("interrupted by Ctrl-C or SIGTERM"), "{stderr}");
+    assert!(
+        errors.len() == 1 && errors[0].ends_with("interrupted by a signal (Ctrl-C, SIGTERM or SIGHUP)"),
+        "{stderr}"
+    );
 
     let bundle: LogsBundle = load_bundle(&dir).unwrap();
     assert_eq!((bundle.status, bundle.phase.as_str()), (RunStatus::Incomplete, "queries"));

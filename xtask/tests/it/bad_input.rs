@@ -238,7 +238,12 @@ fn sigterm_ends_a_command_waiting_on_a_server_that_never_answers() {
     let output = child.wait_with_output().unwrap();
     assert_eq!(output.status.code(), Some(130), "{}", String::from_utf8_lossy(&output.stderr));
     let errors = error_lines(&output);
-    assert_eq!(errors, ["error: interrupted by Ctrl-C or SIGTERM"], "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(
+        errors,
+        ["error: interrupted by a signal (Ctrl-C, SIGTERM or SIGHUP)"],
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
 }
 
 #[test]

@@ -122,7 +122,7 @@ fn ctrl_c_leaves_a_valid_incomplete_bundle_with_what_it_measured() {
     // bundle says when and why it stopped, and the engine's folder is gone.
     assert!(bundle.finished_at.is_some());
     let error = bundle.error.unwrap_or_default();
-    assert!(error.ends_with("interrupted by Ctrl-C or SIGTERM"), "{error}");
+    assert!(error.ends_with("interrupted by a signal (Ctrl-C, SIGTERM or SIGHUP)"), "{error}");
     assert!(!storage_dir_of_process(pid).exists(), "the interrupted run left its engine folder");
 }
 
@@ -208,19 +208,36 @@ fn q1_samples(bundle: &LogsBundle) -> usize {
 
 #[test]
 fn ctrl_c_in_the_middle_of_a_query_keeps_its_samples_says_where_and_reports() {
+    stop_in_the_middle_of_a_query("ctrl-c", "-INT");
+}
+
+/// A closed terminal or a dropped SSH session (SIGHUP) stops a run as Ctrl-C does.
+#[test]
+fn sighup_in_the_middle_of_a_query_stops_as_ctrl_c_does() {
+    stop_in_the_middle_of_a_query("sighup", "-HUP");
+}
+
+/// `signal` (as `kill` takes it) once 20 samples of Q1 are on disk: the run stops the
+/// normal way, says so once, keeps the samples and reports.
+fn stop_in_the_middle_of_a_query(run_id: &str, signal: &str) {
     let results = tempfile::tempdir().unwrap();
-    let (mut child, dir) = endless_run(results.path(), "ctrl-c", 20);
-    ctrl_c(&mut child);
+    let (child, dir) = endless_run(results.path(), run_id, 20);
+    let sent = Command::new("kill").args([signal, &child.id().to_string()]).status().unwrap();
+    assert!(sent.success(), "kill {signal} failed");
     let pid = child.id();
     let output = child.wait_with_output().unwrap();
     assert!(!storage_dir_of_process(pid).exists(), "the interrupted run left its engine folder");
-    // 128 + SIGINT, as a shell reports a command stopped by Ctrl-C.
+    // 128 + SIGINT, as a shell reports a command stopped by Ctrl-C, whichever signal it was.
     assert_eq!(output.status.code(), Some(130), "{}", String::from_utf8_lossy(&output.stderr));
     let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(stderr.matches(chbench::interrupt::STOPPING_LINE).count(), 1, "{stderr}");
     let errors = error_lines(&output);
     assert_eq!(errors.len(), 1, "{stderr}");
     assert!(errors[0].contains(&format!("what it measured is in {}", dir.display())), "{stderr}");
-    assert!(errors[0].contains("report.md") && errors[0].ends_with("interrupted by Ctrl-C or SIGTERM"), "{stderr}");
+    assert!(
+        errors[0].contains("report.md") && errors[0].ends_with("interrupted by a signal (Ctrl-C, SIGTERM or SIGHUP)"),
+        "{stderr}"
+    );
     // The interruption is not blamed on the query it came before.
     assert!(!errors[0].contains(".sql"), "{stderr}");
     let bundle = load_bundle::<LogsResults>(&dir).unwrap();
@@ -424,7 +441,10 @@ fn sigterm_during_the_ingest_cancels_the_statement_and_keeps_the_bundle() {
     assert!(!storage_dir_of_process(pid).exists(), "the interrupted run left its engine folder");
     let bundle = load_bundle::<LogsResults>(&results.path().join(run_id)).unwrap();
     assert_eq!((bundle.status, bundle.phase.as_str()), (RunStatus::Incomplete, "ingest"));
-    assert!(bundle.error.as_deref().unwrap_or_default().ends_with("interrupted by Ctrl-C or SIGTERM"), "{stderr}");
+    assert!(
+        bundle.error.as_deref().unwrap_or_default().ends_with("interrupted by a signal (Ctrl-C, SIGTERM or SIGHUP)"),
+        "{stderr}"
+    );
     let raw = logs(&bundle).ingest.as_ref().and_then(|ingest| ingest.raw_engine.as_ref());
     assert!(raw.is_none(), "the raw ingest ran to its end: {raw:?}");
 }

@@ -13,6 +13,7 @@ mod compare;
 #[cfg(feature = "eks")]
 mod eks;
 mod eks_build;
+mod engine_fetch;
 mod engine_version;
 mod engine_worker;
 // Only an xtask built without the `eks` feature runs itself again to get it.
@@ -22,5 +23,6 @@ mod matrix;
 mod measure_pack;
 mod new_pack;
 mod parts_sweep;
+mod stops;
 mod throughput;
 mod workflows;

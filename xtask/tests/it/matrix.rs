@@ -208,29 +208,47 @@ fn fail_fast_stops_at_the_first_variant_that_fails_and_names_the_ones_it_left() 
 /// bundle kept, incomplete), the rest never start, the summary names them, exit 130.
 #[test]
 fn sigterm_half_way_keeps_the_variants_done_and_names_the_missing() {
-    let results = tempfile::tempdir().unwrap();
+    stop_half_way("-TERM");
+}
+
+/// SIGHUP (a closed terminal, a dropped SSH session) stops a matrix as SIGTERM does: it
+/// passes the stop on to its variant, waits for it, and records it as interrupted.
+#[test]
+fn sighup_half_way_stops_the_matrix_as_sigterm_does() {
+    stop_half_way("-HUP");
+}
+
+/// Three variants of a slow logs run: once `variant`'s run has measured something (its
+/// journal), the matrix is running it. Returns the matrix, its folder and its stderr's file.
+fn matrix_running(results: &Path, matrix_id: &str, variant: &str) -> (std::process::Child, PathBuf, PathBuf) {
     let three = "[[variant]]\nname = \"a\"\n[[variant]]\nname = \"b\"\nsettings = { max_threads = 1 }\n\
                  [[variant]]\nname = \"c\"\nsettings = { max_threads = 2 }\n";
-    let file = results.path().join("stopped.toml");
+    let file = results.join(format!("{matrix_id}.toml"));
     let slow = "kind = \"logs\"\nflags = [\"--rows\", \"100K\", \"--runs\", \"100\"]\ntarget = \"embedded\"\n";
     std::fs::write(&file, format!("{slow}{three}")).unwrap();
-    let stderr_file = results.path().join("stopped.stderr.txt");
-    let mut child = matrix_command(results.path(), &file, "stopped", &[])
+    let stderr_file = results.join(format!("{matrix_id}.stderr.txt"));
+    let mut child = matrix_command(results, &file, matrix_id, &[])
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&stderr_file).unwrap())
         .spawn()
         .unwrap();
-    let folder = results.path().join("stopped");
-    // Once b's run has measured something (its journal), the matrix is half way.
-    let b_samples = folder.join("stopped-b").join(chbench::results::SAMPLES_FILE);
+    let folder = results.join(matrix_id);
+    let samples = folder.join(format!("{matrix_id}-{variant}")).join(chbench::results::SAMPLES_FILE);
     let deadline = Instant::now() + Duration::from_secs(300);
-    while !b_samples.is_file() {
-        assert!(Instant::now() < deadline, "variant b never started measuring");
+    while !samples.is_file() {
+        assert!(Instant::now() < deadline, "variant {variant} never started measuring");
         assert!(child.try_wait().unwrap().is_none(), "the matrix ended before it could be interrupted");
         std::thread::sleep(Duration::from_millis(20));
     }
-    let sent = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
-    assert!(sent.success(), "kill -TERM failed");
+    (child, folder, stderr_file)
+}
+
+/// `signal` (as `kill` takes it) while the second of three variants runs.
+fn stop_half_way(signal: &str) {
+    let results = tempfile::tempdir().unwrap();
+    let (mut child, folder, stderr_file) = matrix_running(results.path(), "stopped", "b");
+    let sent = Command::new("kill").args([signal, &child.id().to_string()]).status().unwrap();
+    assert!(sent.success(), "kill {signal} failed");
     let code = child.wait().unwrap().code();
     let stderr = std::fs::read_to_string(&stderr_file).unwrap();
     assert_eq!(code, Some(130), "{stderr}");
@@ -240,7 +258,8 @@ fn sigterm_half_way_keeps_the_variants_done_and_names_the_missing() {
     assert_eq!(stderr.matches("chbench: stopping: ").count(), 1, "{stderr}");
     assert!(errors[0].starts_with("error: matrix stopped stopped: the variants done are kept in"), "{stderr}");
     assert!(
-        errors[0].contains("not finished: b, c") && errors[0].ends_with("interrupted by Ctrl-C or SIGTERM"),
+        errors[0].contains("not finished: b, c")
+            && errors[0].ends_with("interrupted by a signal (Ctrl-C, SIGTERM or SIGHUP)"),
         "{stderr}"
     );
     let summary = summary(&folder);
@@ -257,6 +276,56 @@ fn sigterm_half_way_keeps_the_variants_done_and_names_the_missing() {
     assert_eq!(a.status, RunStatus::Complete);
     let markdown = std::fs::read_to_string(folder.join(SUMMARY_MARKDOWN)).unwrap();
     assert!(markdown.contains("**Interrupted**") && markdown.contains("Not finished: b, c."), "{markdown}");
+}
+
+/// A matrix killed outright (SIGKILL: no code of its runs) leaves no variant running:
+/// the variant is told its parent is gone (SIGTERM), stops the normal way and keeps its
+/// bundle, marked interrupted; the summary says it was running.
+#[test]
+#[cfg(target_os = "linux")]
+fn a_killed_matrix_leaves_no_variant_running() {
+    let results = tempfile::tempdir().unwrap();
+    let (mut child, folder, stderr_file) = matrix_running(results.path(), "killed", "a");
+    let variants = children_of(child.id());
+    assert_eq!(variants.len(), 1, "the matrix runs one variant at a time: {variants:?}");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while runs(variants[0]) {
+        assert!(Instant::now() < deadline, "variant a (pid {}) still runs after its matrix was killed", variants[0]);
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let a: LogsBundle = load_bundle(&folder.join("killed-a")).unwrap();
+    assert_eq!(a.status, RunStatus::Incomplete);
+    let stderr = std::fs::read_to_string(&stderr_file).unwrap();
+    assert_eq!(a.error.as_deref(), Some(chbench::interrupt::Interrupted.to_string().as_str()), "{stderr}");
+    assert!(a.finished_at.is_some(), "{stderr}");
+    assert!(!folder.join("killed-b").exists());
+    let summary = summary(&folder);
+    assert_eq!(
+        statuses(&summary),
+        [("a", VariantStatus::Running), ("b", VariantStatus::Missing), ("c", VariantStatus::Missing)]
+    );
+    assert_eq!(summary.variants[0].bundle.as_deref(), Some("killed-a"));
+}
+
+/// The processes whose parent is `pid` (Linux's /proc).
+#[cfg(target_os = "linux")]
+fn children_of(pid: u32) -> Vec<u32> {
+    let children = std::fs::read_dir(format!("/proc/{pid}/task")).unwrap().flat_map(|task| {
+        let children = std::fs::read_to_string(task.unwrap().path().join("children")).unwrap_or_default();
+        children.split_whitespace().map(|child| child.parse::<u32>().unwrap()).collect::<Vec<_>>()
+    });
+    children.collect()
+}
+
+/// Whether `pid` runs: an ended process whose new parent has not reaped it yet (a
+/// zombie) does not.
+#[cfg(target_os = "linux")]
+fn runs(pid: u32) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // The state follows the command's closing parenthesis.
+    stat.rsplit_once(") ").is_some_and(|(_, rest)| !rest.starts_with('Z') && !rest.starts_with('X'))
 }
 
 #[test]

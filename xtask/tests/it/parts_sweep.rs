@@ -170,7 +170,10 @@ fn sigterm_while_a_point_is_built_keeps_the_points_done() {
     assert_eq!(points, [10], "{stderr}");
     assert_eq!(bundle.benchmark.queries.iter().filter(|runs| runs.variant.point == 10).count(), 8);
     let errors: Vec<&str> = stderr.lines().filter(|line| line.starts_with("error: ")).collect();
-    assert!(errors.len() == 1 && errors[0].ends_with("interrupted by Ctrl-C or SIGTERM"), "{stderr}");
+    assert!(
+        errors.len() == 1 && errors[0].ends_with("interrupted by a signal (Ctrl-C, SIGTERM or SIGHUP)"),
+        "{stderr}"
+    );
 }
 
 /// SIGTERM in the middle of a point's queries keeps every sample measured so far.

@@ -328,7 +328,10 @@ fn sigterm_in_the_middle_of_a_level_keeps_the_levels_done() {
     let counted: usize = bundle.benchmark.levels.iter().map(|level| level.rounds).sum();
     assert_eq!(counted, rounds.len() - 1, "an interrupted level counts in no summary");
     let errors: Vec<&str> = stderr.lines().filter(|line| line.starts_with("error: ")).collect();
-    assert!(errors.len() == 1 && errors[0].ends_with("interrupted by Ctrl-C or SIGTERM"), "{stderr}");
+    assert!(
+        errors.len() == 1 && errors[0].ends_with("interrupted by a signal (Ctrl-C, SIGTERM or SIGHUP)"),
+        "{stderr}"
+    );
 }
 
 fn wait_for(child: &mut Child, done: impl Fn() -> bool) {

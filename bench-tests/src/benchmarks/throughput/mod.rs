@@ -656,10 +656,12 @@ impl ThroughputBenchmark {
                 run.results().rounds.push(level);
                 run.results().levels =
                     levels.iter().map(|&clients| LevelSummary::of(clients, &run.results().rounds)).collect();
-                run.writer.save()?;
                 if interrupted {
+                    // Not saved here: the stopped run's bundle is saved whole right after, as
+                    // finished, and on a long level that save alone takes seconds.
                     return Err(Interrupted.into());
                 }
+                run.writer.save()?;
             }
             run.progress.finish(&format!("round {round}/{} done", self.rounds));
         }
