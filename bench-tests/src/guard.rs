@@ -74,20 +74,24 @@ const OUTSIDE_FUNCTIONS: &[&str] = &[
     "nats",
     "rabbitmq",
     "catboostevaluate",
+    "naivebayesclassifier",
     "dictionary",
     "hascolumnintable",
+    "showcertificate",
+    "getserversetting",
 ];
 
 /// Prefixes of the functions that read a dictionary or a table named in a string
-/// (`dictGet('db.d', ...)`, `joinGet('db.t', ...)`), which the tree shows as a literal.
-/// Lower case.
-const NAMED_TABLE_PREFIXES: &[&str] = &["dict", "joinget"];
+/// (`dictGet('db.d', ...)`, `joinGet('db.t', ...)`), which the tree shows as a literal, and
+/// of the AI functions (`aiGenerate`, `aiEmbed`), which call a model's endpoint. Lower case.
+const NAMED_TABLE_PREFIXES: &[&str] = &["dict", "joinget", "ai"];
 
 /// The table functions a pack may read from: they make rows from their arguments alone.
 /// Lower case.
 const GENERATING_TABLE_FUNCTIONS: &[&str] = &[
     "numbers",
     "numbers_mt",
+    "primes",
     "zeros",
     "zeros_mt",
     "generate_series",
@@ -574,7 +578,24 @@ fn settings_refusal(parsed: &Parsed) -> Option<Refusal> {
 /// From the text, since the tree leaves some names out (a materialized view's `TO`, a
 /// `CREATE TABLE ... AS` table).
 fn identifier_refusal(parsed: &Parsed, outside_databases: &[String]) -> Option<Refusal> {
-    for (name, next) in names_of(&parsed.canonical) {
+    let names = names_of(&parsed.canonical);
+    // The table a design's or generator's statement writes is the pack's own, in the
+    // database the run gives it: the first name past the statement's keywords.
+    let writes = matches!(
+        parsed.root().map(|root| root.kind.as_str()),
+        Some("CreateQuery" | "InsertQuery" | "AlterQuery" | "OptimizeQuery" | "DeleteQuery" | "SYSTEM")
+    );
+    let target = names.iter().find(|(name, _)| !STATEMENT_KEYWORDS.contains(&name.as_str()));
+    if let Some((database, Some('.'))) = target.filter(|_| writes) {
+        return Some(Refusal::new(
+            Some(database),
+            format!(
+                "the statement writes to database {database}; a pack's design and generator create and fill \
+                 tables of the pack's own database: leave the name unqualified"
+            ),
+        ));
+    }
+    for (name, next) in names {
         if name.contains('/') {
             return Some(Refusal::new(
                 Some(&name),
@@ -593,6 +614,30 @@ fn identifier_refusal(parsed: &Parsed, outside_databases: &[String]) -> Option<R
     }
     None
 }
+
+/// The keywords before the name of the table a statement writes, as the canonical text
+/// writes them.
+const STATEMENT_KEYWORDS: &[&str] = &[
+    "CREATE",
+    "OR",
+    "REPLACE",
+    "TABLE",
+    "VIEW",
+    "MATERIALIZED",
+    "IF",
+    "NOT",
+    "EXISTS",
+    "INSERT",
+    "INTO",
+    "ALTER",
+    "OPTIMIZE",
+    "DELETE",
+    "FROM",
+    "SYSTEM",
+    "STOP",
+    "START",
+    "MERGES",
+];
 
 /// The names of a canonical statement's code, unquoted, with the character right after
 /// each: its words and its `\`quoted\`` or `"quoted"` names.

@@ -122,7 +122,9 @@ pub fn until_stopped<T: Send + 'static>(work: impl FnOnce() -> Result<T> + Send 
         .context("cannot start a thread for the work")?;
     loop {
         match receiver.recv_timeout(POLL) {
-            Ok(done) => return done,
+            // A stop that came while the work finished still stops: the caller would
+            // write what it returned after the stopping line was said.
+            Ok(done) => return check().and(done),
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => check()?,
             Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
                 anyhow::bail!("the work's thread ended without an answer (it panicked)")

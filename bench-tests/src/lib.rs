@@ -27,6 +27,7 @@
 // The layers, bottom up (ARCHITECTURE.md, "Layers"; tests/it/layers.rs keeps them).
 // Text, numbers, files and the engine library:
 pub mod engine;
+pub mod env;
 pub mod files;
 pub mod interrupt;
 pub mod invariant;

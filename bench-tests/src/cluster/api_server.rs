@@ -31,8 +31,8 @@ use kube::Client;
 use kube::client::{Body, ClientBuilder};
 use tower::{BoxError, Layer, Service};
 
+use crate::env::{seconds, seconds_env};
 use crate::interrupt::Interrupted;
-use crate::targets::server::{seconds, seconds_env};
 
 pub const CONNECT_TIMEOUT_ENV: &str = "CHBENCH_KUBE_CONNECT_TIMEOUT";
 pub const REQUEST_TIMEOUT_ENV: &str = "CHBENCH_KUBE_REQUEST_TIMEOUT";

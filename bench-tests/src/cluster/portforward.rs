@@ -19,7 +19,7 @@ use kube::Api;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
 
-use crate::targets::server::seconds;
+use crate::env::seconds;
 
 /// A runtime for a kube `Client` that a [`PortForward`] will use: its worker thread runs
 /// the client's request task (and its connections) while the caller blocks elsewhere, on

@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, anyhow, bail};
 
 use super::LIBCHDB_ENV;
+use crate::env::seconds;
 use crate::interrupt::{self, Interrupted};
 
 /// Environment variable bounding the download, in seconds: the registry check, the wait
@@ -210,26 +211,9 @@ impl<'a> Fetch<'a> {
     }
 }
 
-/// The bound `CHBENCH_ENGINE_FETCH_TIMEOUT` gives (whole seconds, at least 1), else the default.
+/// The bound `CHBENCH_ENGINE_FETCH_TIMEOUT` gives, else the default.
 fn fetch_bound() -> Result<Duration> {
-    match std::env::var(FETCH_TIMEOUT_ENV) {
-        Ok(text) if text.trim().is_empty() => Ok(DEFAULT_BOUND),
-        Ok(text) => match text.trim().parse::<u64>() {
-            Ok(secs) if secs > 0 => Ok(Duration::from_secs(secs)),
-            _ => bail!(
-                "{FETCH_TIMEOUT_ENV}={text:?} is not a number of seconds above 0; give one (the default is {}), or \
-                 unset it",
-                DEFAULT_BOUND.as_secs()
-            ),
-        },
-        Err(std::env::VarError::NotPresent) => Ok(DEFAULT_BOUND),
-        Err(std::env::VarError::NotUnicode(_)) => bail!("{FETCH_TIMEOUT_ENV} is not valid UTF-8"),
-    }
-}
-
-/// A duration as the fetch's lines say it: `40 s`.
-fn seconds(duration: Duration) -> String {
-    format!("{} s", duration.as_secs())
+    crate::env::seconds_env(FETCH_TIMEOUT_ENV, DEFAULT_BOUND)
 }
 
 /// Why npm could not reach its registry, from what it printed: the fetch error's reason

@@ -65,12 +65,15 @@ impl Pack {
     pub fn load(folder: &Path) -> Result<Pack> {
         let name = folder.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
         check_name(&name, &format!("the pack folder {}", shown(folder)))?;
+        // Before anything of it is read: a link's target would be quoted in the errors.
+        check_own_folder(folder)?;
+        check_own_file(folder, &folder.join(CLAIMS_FILE))?;
         let source = ClaimsSource::read(folder)?;
         let parsed = claims::parse(&source.file, &source.text)?;
         let found = FolderFiles::list(folder)?;
         let generator = generator_files(folder, parsed.generator.as_ref(), &source)?;
         let sql = found.designs.iter().chain(&found.broken).chain(&found.queries).map(|file| &file.path);
-        for path in sql.chain(&generator).chain(std::iter::once(&folder.join(CLAIMS_FILE))) {
+        for path in sql.chain(&generator) {
             check_own_file(folder, path)?;
         }
         found.check_names()?;
@@ -564,6 +567,15 @@ fn generator_files(
         files.push(path);
     }
     Ok(files)
+}
+
+/// A pack folder is a folder, not a symbolic link to one elsewhere.
+fn check_own_folder(folder: &Path) -> Result<()> {
+    let metadata = fs::symlink_metadata(folder).with_context(|| format!("cannot read {}", shown(folder)))?;
+    if metadata.file_type().is_symlink() {
+        bail!("the pack folder {} is a symbolic link; a pack is a folder of its own files", shown(folder));
+    }
+    Ok(())
 }
 
 /// A file of the pack is the folder's own: not a symbolic link (a pack from a pull request

@@ -40,6 +40,7 @@ use std::time::Duration;
 use anyhow::{Result, anyhow, bail};
 
 use super::{Backend, Capabilities, ClientOpener, Concurrency, DatasetProvision, ResultCounters, StatsSource, Storage};
+use crate::env::{seconds, seconds_env};
 use crate::interrupt::Interrupted;
 use crate::settings::Settings;
 use crate::sql::sql_string;
@@ -105,28 +106,6 @@ impl Timeouts {
     }
 }
 
-/// A duration in seconds from the variable `name`, `default` when it is unset (the
-/// Kubernetes client's bounds are read the same way).
-pub(crate) fn seconds_env(name: &str, default: Duration) -> Result<Duration> {
-    match optional_env(name)? {
-        Some(text) => parse_seconds(name, &text, default),
-        None => Ok(default),
-    }
-}
-
-/// [`seconds_env`]'s reading of `text`, the value of `name`.
-fn parse_seconds(name: &str, text: &str, default: Duration) -> Result<Duration> {
-    match text.trim().parse::<f64>() {
-        Ok(seconds) if seconds.is_finite() && seconds > 0.0 && seconds < 1e9 => Ok(Duration::from_secs_f64(seconds)),
-        _ => bail!("{name}={text} is not a number of seconds above 0; give one like {}", default.as_secs()),
-    }
-}
-
-/// `30 s`, `0.5 s`: a limit as messages show it.
-pub(crate) fn seconds(duration: Duration) -> String {
-    format!("{} s", duration.as_secs_f64())
-}
-
 /// Where a server is and who to log in as.
 #[derive(Clone)]
 pub struct ServerConfig {
@@ -154,8 +133,8 @@ impl ServerConfig {
     pub fn from_env() -> Result<ServerConfig> {
         let url = std::env::var(URL_ENV)
             .map_err(|_| anyhow!("the url target needs {URL_ENV} (e.g. http://127.0.0.1:8123)"))?;
-        let user = optional_env(USER_ENV)?.unwrap_or_else(|| "default".to_string());
-        let password = optional_env(PASSWORD_ENV)?.unwrap_or_default();
+        let user = crate::env::optional(USER_ENV)?.unwrap_or_else(|| "default".to_string());
+        let password = crate::env::optional(PASSWORD_ENV)?.unwrap_or_default();
         check_header_value(USER_ENV, &user)?;
         check_header_value(PASSWORD_ENV, &password)?;
         ServerConfig::new(&url, &user, &password)
@@ -557,16 +536,6 @@ fn timed_out(error: &(dyn std::error::Error + 'static)) -> bool {
     false
 }
 
-/// A variable that may be unset; set but not UTF-8 is an error (never a silent default,
-/// and the message does not show the value).
-fn optional_env(name: &str) -> Result<Option<String>> {
-    match std::env::var(name) {
-        Ok(value) => Ok(Some(value)),
-        Err(std::env::VarError::NotPresent) => Ok(None),
-        Err(std::env::VarError::NotUnicode(_)) => bail!("{name} is not valid UTF-8; set it to UTF-8 text"),
-    }
-}
-
 /// ClickHouse's ways of saying "wrong user or password" across versions:
 /// 516 AUTHENTICATION_FAILED (current), 194 REQUIRED_PASSWORD, 193 WRONG_PASSWORD (old).
 fn is_authentication_failure(text: &str) -> bool {
@@ -656,22 +625,6 @@ mod tests {
             // The same words whatever the value, its length or where the bad character is.
             assert_eq!(message(value).as_deref(), Some(first.as_str()), "{value:?}");
         }
-    }
-
-    #[test]
-    fn timeouts_are_positive_seconds() {
-        let parse = |text: &str| parse_seconds(RESPONSE_TIMEOUT_ENV, text, DEFAULT_RESPONSE_TIMEOUT);
-        assert_eq!(parse("0.25").unwrap(), Duration::from_millis(250));
-        assert_eq!(parse(" 600 ").unwrap(), Duration::from_secs(600));
-        for bad in ["0", "-1", "abc", "inf", "NaN", "", "30s"] {
-            let error = parse(bad).unwrap_err().to_string();
-            assert_eq!(
-                error,
-                format!("CHBENCH_RESPONSE_TIMEOUT={bad} is not a number of seconds above 0; give one like 30")
-            );
-        }
-        assert_eq!(seconds(Duration::from_millis(300)), "0.3 s");
-        assert_eq!(seconds(DEFAULT_RESPONSE_TIMEOUT), "30 s");
     }
 
     #[test]

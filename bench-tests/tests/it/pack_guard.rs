@@ -79,6 +79,11 @@ fn a_query_that_reaches_outside_is_refused_in_every_form() {
         ("SELECT count() FROM t WHERE k IN default.\"hosts\"", "queries/q.sql:1: database default is not"),
         ("SELECT dictGet('default.d', 'v', 1)", "queries/q.sql:1: dictGet(...) reaches outside"),
         ("SELECT joinGet('default.j', 'v', 1)", "queries/q.sql:1: joinGet(...) reaches outside"),
+        (
+            "SELECT aiGenerate('hi') SETTINGS allow_experimental_ai_functions = 1",
+            "queries/q.sql:1: aiGenerate(...) reaches outside",
+        ),
+        ("SELECT showCertificate()", "queries/q.sql:1: showCertificate(...) reaches outside"),
         // Settings whose text is SQL, a path or a server.
         (
             "SELECT count() FROM t SETTINGS additional_table_filters = {'t': 'k IN (SELECT 1 FROM url(\\'http://127.0.0.1:9/\\'))'}",
@@ -111,6 +116,7 @@ fn a_query_that_reaches_outside_is_refused_in_every_form() {
                  join_algorithm = 'hash', optimize_read_in_order = 0, count_distinct_implementation = 'uniqExact'";
     assert_eq!(outside(reads), "ran");
     assert_eq!(outside("SELECT icebergBucket(16, k), count() FROM t WHERE k = 42 GROUP BY 1"), "ran");
+    assert_eq!(outside("SELECT count() FROM primes(10) WHERE prime IN (SELECT k FROM t)"), "ran");
     assert_eq!(outside("WITH 10 AS n\nSELECT count() FROM t WHERE k < n"), "ran");
 }
 
@@ -194,6 +200,16 @@ fn a_design_or_generator_that_reaches_outside_is_refused_before_it_runs() {
             "designs/plain.sql:2: database default is not the engine's own storage",
         ),
         (
+            format!("{SCHEMA}CREATE TABLE system.zz (k UInt64) ENGINE = Memory"),
+            GENERATOR.to_string(),
+            "designs/plain.sql:2: the statement writes to database system",
+        ),
+        (
+            SCHEMA.to_string(),
+            format!("{GENERATOR}INSERT INTO information_schema.t SELECT 1"),
+            "generator.sql:2: the statement writes to database information_schema",
+        ),
+        (
             SCHEMA.to_string(),
             format!("{GENERATOR}SET dialect = 'kusto'"),
             "generator.sql:2: setting dialect changes how later statements are read",
@@ -233,4 +249,21 @@ fn a_pack_file_that_links_elsewhere_is_refused_on_load() {
     let error = format!("{:#}", Pack::load(&root.path().join("guarded")).unwrap_err());
     assert!(error.ends_with("queries/q.sql is a symbolic link or lies outside the pack; a pack's files are its own (copy the file into the pack)"), "{error}");
     assert!(!error.contains("the host file"), "{error}");
+
+    // The claims file too, before it is read: its target would be quoted in a TOML error.
+    fs::remove_file(&query).unwrap();
+    fs::write(&query, QUERY).unwrap();
+    let claims = root.path().join("guarded/claims.toml");
+    fs::write(&secret, "scales = \"the host file\"\n").unwrap();
+    fs::remove_file(&claims).unwrap();
+    std::os::unix::fs::symlink(&secret, &claims).unwrap();
+    let error = format!("{:#}", Pack::load(&root.path().join("guarded")).unwrap_err());
+    assert!(error.ends_with("claims.toml is a symbolic link or lies outside the pack; a pack's files are its own (copy the file into the pack)"), "{error}");
+    assert!(!error.contains("the host file"), "{error}");
+
+    // And the pack folder itself.
+    let linked = root.path().join("linked");
+    std::os::unix::fs::symlink(root.path().join("guarded"), &linked).unwrap();
+    let error = format!("{:#}", Pack::load(&linked).unwrap_err());
+    assert!(error.contains("is a symbolic link; a pack is a folder of its own files"), "{error}");
 }
