@@ -13,9 +13,11 @@ const SCHEMA: &str = "CREATE TABLE t (k UInt64, v UInt64) ENGINE = MergeTree ORD
 const GENERATOR: &str = "INSERT INTO t SELECT number, cityHash64(number) % 1000 FROM numbers({rows});\n";
 const QUERY: &str = "SELECT count(), sum(v) FROM t WHERE k = 42\n";
 
-/// A pack `guarded` under `root`, its design, generator and query as given.
-fn write_pack(root: &Path, design: &str, generator: &str, query: &str) {
-    let folder = root.join("guarded");
+/// Pack `name` under `root`, its design, generator and query as given. Each test has a
+/// name of its own: a dataset of one name built from other SQL replaces the others', so
+/// two tests running at once must not share one.
+fn write_pack(root: &Path, name: &str, design: &str, generator: &str, query: &str) {
+    let folder = root.join(name);
     for (path, text) in [
         ("designs/plain.sql", design),
         ("generator.sql", generator),
@@ -30,9 +32,9 @@ fn write_pack(root: &Path, design: &str, generator: &str, query: &str) {
 
 /// The pack's one case run on the embedded engine: its error's own line, the folder
 /// shortened, or `ran` when it ran.
-fn outcome(root: &Path, design: &str, generator: &str, query: &str) -> String {
-    write_pack(root, design, generator, query);
-    let folder = root.join("guarded");
+fn outcome(root: &Path, name: &str, design: &str, generator: &str, query: &str) -> String {
+    write_pack(root, name, design, generator, query);
+    let folder = root.join(name);
     let pack = Pack::load(&folder).unwrap();
     let case = pack.cases().remove(0);
     match pack.run_case(TargetKind::Embedded, &case) {
@@ -49,7 +51,7 @@ fn outcome(root: &Path, design: &str, generator: &str, query: &str) -> String {
 fn a_query_that_reaches_outside_is_refused_in_every_form() {
     let root = tempfile::tempdir().unwrap();
     let outfile = root.path().join("answer.tsv");
-    let outside = |query: &str| outcome(root.path(), SCHEMA, GENERATOR, query);
+    let outside = |query: &str| outcome(root.path(), "guarded_queries", SCHEMA, GENERATOR, query);
     for (query, expected) in [
         ("SELECT * FROM file /* c */ ('/etc/passwd', 'LineAsString')", "queries/q.sql:1: file(...) reaches outside"),
         ("SELECT * FROM `file`('/etc/passwd', 'LineAsString')", "queries/q.sql:1: file(...) reaches outside"),
@@ -124,7 +126,7 @@ fn a_query_that_reaches_outside_is_refused_in_every_form() {
 fn a_design_or_generator_that_reaches_outside_is_refused_before_it_runs() {
     let root = tempfile::tempdir().unwrap();
     let written = root.path().join("written");
-    let dataset = |design: &str, generator: &str| outcome(root.path(), design, generator, QUERY);
+    let dataset = |design: &str, generator: &str| outcome(root.path(), "guarded_datasets", design, generator, QUERY);
     let path = written.display();
     for (design, generator, expected) in [
         (
@@ -240,30 +242,30 @@ fn a_design_or_generator_that_reaches_outside_is_refused_before_it_runs() {
 #[test]
 fn a_pack_file_that_links_elsewhere_is_refused_on_load() {
     let root = tempfile::tempdir().unwrap();
-    write_pack(root.path(), SCHEMA, GENERATOR, QUERY);
+    write_pack(root.path(), "guarded_links", SCHEMA, GENERATOR, QUERY);
     let secret = root.path().join("secret.txt");
     fs::write(&secret, "SELECT 'the host file'\n").unwrap();
-    let query = root.path().join("guarded/queries/q.sql");
+    let query = root.path().join("guarded_links/queries/q.sql");
     fs::remove_file(&query).unwrap();
     std::os::unix::fs::symlink(&secret, &query).unwrap();
-    let error = format!("{:#}", Pack::load(&root.path().join("guarded")).unwrap_err());
+    let error = format!("{:#}", Pack::load(&root.path().join("guarded_links")).unwrap_err());
     assert!(error.ends_with("queries/q.sql is a symbolic link or lies outside the pack; a pack's files are its own (copy the file into the pack)"), "{error}");
     assert!(!error.contains("the host file"), "{error}");
 
     // The claims file too, before it is read: its target would be quoted in a TOML error.
     fs::remove_file(&query).unwrap();
     fs::write(&query, QUERY).unwrap();
-    let claims = root.path().join("guarded/claims.toml");
+    let claims = root.path().join("guarded_links/claims.toml");
     fs::write(&secret, "scales = \"the host file\"\n").unwrap();
     fs::remove_file(&claims).unwrap();
     std::os::unix::fs::symlink(&secret, &claims).unwrap();
-    let error = format!("{:#}", Pack::load(&root.path().join("guarded")).unwrap_err());
+    let error = format!("{:#}", Pack::load(&root.path().join("guarded_links")).unwrap_err());
     assert!(error.ends_with("claims.toml is a symbolic link or lies outside the pack; a pack's files are its own (copy the file into the pack)"), "{error}");
     assert!(!error.contains("the host file"), "{error}");
 
     // And the pack folder itself.
     let linked = root.path().join("linked");
-    std::os::unix::fs::symlink(root.path().join("guarded"), &linked).unwrap();
+    std::os::unix::fs::symlink(root.path().join("guarded_links"), &linked).unwrap();
     let error = format!("{:#}", Pack::load(&linked).unwrap_err());
     assert!(error.contains("is a symbolic link; a pack is a folder of its own files"), "{error}");
 }
