@@ -63,20 +63,36 @@ fn read_results(dir: &Path) -> Result<(PathBuf, String, Head)> {
     if text.trim().is_empty() {
         bail!("{} is empty: {WHAT_TO_DO}", path.display());
     }
-    let head: Head = match serde_json::from_str(&text) {
-        Ok(head) => head,
-        Err(error) if error.is_eof() => bail!(
-            "{} is truncated: it ends at line {}, column {}, before its JSON does; {WHAT_TO_DO}",
-            path.display(),
-            error.line(),
-            error.column()
-        ),
-        // Valid JSON of another shape (not an object, or fields of other types).
-        Err(error) if error.is_data() => bail!("{} is not a results bundle: it has no schema_version", path.display()),
-        Err(error) => return Err(error).with_context(|| format!("{} is not JSON", path.display())),
+    // serde reads a struct from an array too (`[1, 2, 3]` as its fields in order): a
+    // bundle is an object, so anything else is said to be JSON of another shape.
+    let shape = json_shape(&text);
+    let head: Option<Head> = match shape {
+        "an object" => match serde_json::from_str(&text) {
+            Ok(head) => Some(head),
+            Err(error) if error.is_eof() => bail!(
+                "{} is truncated: it ends at line {}, column {}, before its JSON does; {WHAT_TO_DO}",
+                path.display(),
+                error.line(),
+                error.column()
+            ),
+            // An object whose fields are of other types.
+            Err(error) if error.is_data() => None,
+            Err(error) => bail!("{} is not JSON: {error}; {WHAT_TO_DO}", path.display()),
+        },
+        _ => match serde_json::from_str::<serde::de::IgnoredAny>(&text) {
+            Ok(_) => bail!(
+                "{} is JSON but not a results bundle: it holds {shape}, and a bundle is an object with a \
+                 schema_version; give the folder of a bundle `cargo xtask bench` wrote",
+                path.display()
+            ),
+            Err(error) => bail!("{} is not JSON: {error}; {WHAT_TO_DO}", path.display()),
+        },
+    };
+    let Some(head) = head else {
+        bail!("{} is JSON but not a results bundle: it has no schema_version", path.display());
     };
     match head.schema_version.as_ref().and_then(serde_json::Value::as_u64) {
-        None => bail!("{} is not a results bundle: it has no schema_version", path.display()),
+        None => bail!("{} is JSON but not a results bundle: it has no schema_version", path.display()),
         Some(1) => bail!(
             "{} has results schema 1, written by an earlier chbench; this one reads schema {SCHEMA_VERSION}: run \
              the benchmark again (`cargo xtask bench`), or render it with the chbench that wrote it",
@@ -86,5 +102,18 @@ fn read_results(dir: &Path) -> Result<(PathBuf, String, Head)> {
             bail!("{} has results schema {found}; this version reads schema {SCHEMA_VERSION}", path.display())
         }
         Some(_) => Ok((path, text, head)),
+    }
+}
+
+/// What kind of JSON value `text` starts with, by its first character, as a message
+/// names it.
+fn json_shape(text: &str) -> &'static str {
+    match text.trim_start().chars().next() {
+        Some('{') => "an object",
+        Some('[') => "an array",
+        Some('"') => "a string",
+        Some('t' | 'f') => "a boolean",
+        Some('n') => "null",
+        _ => "a number",
     }
 }

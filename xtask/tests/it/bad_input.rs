@@ -620,6 +620,59 @@ fn an_empty_or_truncated_results_file_is_named_with_what_to_do() {
 }
 
 #[test]
+fn json_that_is_not_a_bundle_is_told_from_text_that_is_not_json() {
+    let bundle = tempfile::tempdir().unwrap();
+    let results = bundle.path().join("results.json");
+    let report = |text: &str| {
+        std::fs::write(&results, text).unwrap();
+        let output = xtask(&["report", bundle.path().to_str().unwrap()], &[]);
+        assert_eq!(output.status.code(), Some(1));
+        error_line(&output)
+    };
+    for (text, shape) in [("[1,2,3]", "an array"), ("\"a\"", "a string"), ("42", "a number"), ("null", "null")] {
+        assert_eq!(
+            report(text),
+            format!(
+                "error: {} is JSON but not a results bundle: it holds {shape}, and a bundle is an object with a \
+                 schema_version; give the folder of a bundle `cargo xtask bench` wrote",
+                results.display()
+            )
+        );
+    }
+    assert_eq!(
+        report("{\"run_id\": 1}"),
+        format!("error: {} is JSON but not a results bundle: it has no schema_version", results.display())
+    );
+    let line = report("results: none");
+    assert!(line.starts_with(&format!("error: {} is not JSON: ", results.display())), "{line}");
+}
+
+#[test]
+fn a_matrix_folder_given_as_a_bundle_points_at_its_variants_and_its_summary() {
+    let results = tempfile::tempdir().unwrap();
+    let matrix = results.path().join("m1");
+    std::fs::create_dir_all(matrix.join("m1-b")).unwrap();
+    std::fs::create_dir_all(matrix.join("m1-a")).unwrap();
+    std::fs::write(matrix.join("m1-a/results.json"), "{}").unwrap();
+    std::fs::write(matrix.join("matrix.json"), "{}").unwrap();
+    std::fs::write(matrix.join("matrix.md"), "").unwrap();
+    let expected = format!(
+        "error: {} is a matrix folder, not a results bundle: give one of its variants' bundles (e.g. {}), or read {}",
+        matrix.display(),
+        matrix.join("m1-a").display(),
+        matrix.join("matrix.md").display()
+    );
+    // By its path, or by its id under --results-dir; compare says the same.
+    let by_path = xtask(&["report", matrix.to_str().unwrap()], &[]);
+    assert_eq!(by_path.status.code(), Some(1));
+    assert_eq!(error_line(&by_path), expected);
+    let by_id = xtask(&["report", "m1", "--results-dir", results.path().to_str().unwrap()], &[]);
+    assert_eq!(error_line(&by_id), expected);
+    let compared = xtask(&["compare", matrix.to_str().unwrap(), matrix.to_str().unwrap()], &[]);
+    assert_eq!(error_line(&compared), expected);
+}
+
+#[test]
 fn a_run_id_already_taken_is_refused_before_the_engine_starts() {
     let results = tempfile::tempdir().unwrap();
     let taken = results.path().join("yesterday");
