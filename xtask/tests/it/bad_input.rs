@@ -118,7 +118,7 @@ fn assert_output_independent_of_the_password(url: &str) -> String {
 #[test]
 fn an_unreachable_server_says_nothing_about_the_password() {
     let output = assert_output_independent_of_the_password("http://127.0.0.1:1");
-    assert!(output.contains("cannot reach ClickHouse at http://127.0.0.1:1"), "{output}");
+    assert!(output.contains("nothing listens at http://127.0.0.1:1 (the connection was refused)"), "{output}");
     assert!(!output.contains("<hidden>"), "{output}");
 }
 
@@ -164,6 +164,42 @@ fn a_refused_login_says_nothing_about_the_password() {
     let url = refusing_peer();
     let output = assert_output_independent_of_the_password(&url);
     assert!(output.contains(&format!("ClickHouse at {url} refused user \"default\"")), "{output}");
+}
+
+/// An unknown user (or the empty one) is said as a refused login is, naming the variable
+/// and never the password: the same output whatever the password.
+#[test]
+fn an_unknown_or_empty_user_is_said_as_a_refused_login() {
+    let message = "Code: 192. DB::Exception: There is no user `nobody` in user directories. (UNKNOWN_USER) \
+                   (version 26.3.33.24)\n";
+    let url = loopback_peer("403 Forbidden\r\nX-ClickHouse-Exception-Code: 192", message);
+    let (_folder, sql) = select_one();
+    for (user, what_to_do) in [
+        ("nobody", "set CHBENCH_USER to a user the server has (unset, it is default)"),
+        ("", "CHBENCH_USER is empty: unset it to log in as default, or name a user the server has"),
+    ] {
+        let outputs: Vec<Output> = PASSWORDS
+            .iter()
+            .map(|password| {
+                xtask(
+                    &["measure", "--target", "url", &sql],
+                    &[("CHBENCH_URL", &url), ("CHBENCH_USER", user), ("CHBENCH_PASSWORD", password)],
+                )
+            })
+            .collect();
+        let line = error_line(&outputs[0]);
+        assert_eq!(
+            line,
+            format!(
+                "error: ClickHouse at {url} refused user {user:?}: the user CHBENCH_USER names is unknown to the \
+                 server (UNKNOWN_USER); {what_to_do}"
+            )
+        );
+        assert_eq!(outputs[0].status.code(), Some(1));
+        for output in &outputs {
+            assert_eq!(output.stderr, outputs[0].stderr, "the output changes with the password");
+        }
+    }
 }
 
 #[test]
