@@ -1,12 +1,11 @@
 //! Bad input gets one clear line naming what failed and a non-zero exit. These run the
 //! real `xtask` binary, each in its own process, as a user would.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
+use std::io::Read;
 use std::path::Path;
 use std::process::Output;
 
-use crate::common::{self, error_line, error_lines};
+use crate::common::{self, error_line, error_lines, loopback_peer};
 
 /// Runs xtask with `env` on top of the caller's, without the engine the caller chose.
 fn xtask(args: &[&str], env: &[(&str, &str)]) -> Output {
@@ -129,34 +128,6 @@ fn refusing_peer() -> String {
     let message = "Code: 516. DB::Exception: default: Authentication failed: password is incorrect, or there \
                    is no user with such name. (AUTHENTICATION_FAILED) (version 26.3.33.24)\n";
     loopback_peer("403 Forbidden\r\nX-ClickHouse-Exception-Code: 516", message)
-}
-
-/// A loopback HTTP peer that gives every request the same answer.
-fn loopback_peer(status_and_headers: &'static str, body: &'static str) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            let mut reader = BufReader::new(stream);
-            let mut content_length = 0;
-            let mut line = String::new();
-            while reader.read_line(&mut line).unwrap_or(0) > 0 && line != "\r\n" {
-                if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                    content_length = value.trim().parse().unwrap_or(0);
-                }
-                line.clear();
-            }
-            let mut request_body = vec![0; content_length];
-            let _ = reader.read_exact(&mut request_body);
-            let response = format!(
-                "HTTP/1.1 {status_and_headers}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\
-                 Connection: close\r\n\r\n{body}",
-                body.len()
-            );
-            let _ = reader.get_mut().write_all(response.as_bytes());
-        }
-    });
-    url
 }
 
 #[test]
@@ -634,7 +605,7 @@ fn rows_beyond_the_free_disk_or_a_sane_bound_are_refused_before_anything_runs() 
 }
 
 #[test]
-fn an_empty_or_truncated_results_file_is_named_with_what_to_do() {
+fn an_empty_truncated_or_other_results_file_is_named_with_what_to_do() {
     let bundle = tempfile::tempdir().unwrap();
     let results = bundle.path().join("results.json");
     let report = |text: &str| {
@@ -653,18 +624,7 @@ fn an_empty_or_truncated_results_file_is_named_with_what_to_do() {
             results.display()
         )
     );
-}
-
-#[test]
-fn json_that_is_not_a_bundle_is_told_from_text_that_is_not_json() {
-    let bundle = tempfile::tempdir().unwrap();
-    let results = bundle.path().join("results.json");
-    let report = |text: &str| {
-        std::fs::write(&results, text).unwrap();
-        let output = xtask(&["report", bundle.path().to_str().unwrap()], &[]);
-        assert_eq!(output.status.code(), Some(1));
-        error_line(&output)
-    };
+    // JSON, but not a bundle, is told from text that is not JSON.
     for (text, shape) in [("[1,2,3]", "an array"), ("\"a\"", "a string"), ("42", "a number"), ("null", "null")] {
         assert_eq!(
             report(text),

@@ -304,25 +304,8 @@ fn sigterm_ends_every_eks_command_waiting_on_an_api_server_that_never_answers() 
 /// An API server on loopback (plain http) that refuses every request with 403 Forbidden,
 /// as one does a user without the rights, and the kubeconfig that names it.
 fn forbidding_api_server() -> (String, tempfile::TempDir) {
-    use std::io::{BufRead, BufReader, Write};
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            let mut reader = BufReader::new(stream);
-            let mut line = String::new();
-            while reader.read_line(&mut line).unwrap_or(0) > 0 && line != "\r\n" {
-                line.clear();
-            }
-            let body = r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"namespaces \"chbench\" is forbidden: User \"system:anonymous\" cannot get resource \"namespaces\"","reason":"Forbidden","details":{"name":"chbench","kind":"namespaces"},"code":403}"#;
-            let response = format!(
-                "HTTP/1.1 403 Forbidden\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: \
-                 close\r\n\r\n{body}",
-                body.len()
-            );
-            let _ = reader.get_mut().write_all(response.as_bytes());
-        }
-    });
+    let forbidden = r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"namespaces \"chbench\" is forbidden: User \"system:anonymous\" cannot get resource \"namespaces\"","reason":"Forbidden","details":{"name":"chbench","kind":"namespaces"},"code":403}"#;
+    let url = common::loopback_peer("403 Forbidden", forbidden);
     let folder = tempfile::tempdir().unwrap();
     let yaml = format!(
         "apiVersion: v1\nkind: Config\ncurrent-context: x\nclusters:\n- name: x\n  cluster:\n    server: {url}\n\
