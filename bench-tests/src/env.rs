@@ -24,10 +24,21 @@ pub fn seconds_env(name: &str, default: Duration) -> Result<Duration> {
     }
 }
 
+/// The longest wait a variable may give, in seconds (about 31 years: as good as no
+/// limit); beyond it a deadline would overflow the clock.
+const MAX_SECONDS: f64 = 1e9;
+
 /// [`seconds_env`]'s reading of `text`, the value of `name`.
 fn parse_seconds(name: &str, text: &str, default: Duration) -> Result<Duration> {
     match text.trim().parse::<f64>() {
-        Ok(seconds) if seconds.is_finite() && seconds > 0.0 && seconds < 1e9 => Ok(Duration::from_secs_f64(seconds)),
+        Ok(seconds) if seconds.is_finite() && seconds > 0.0 && seconds <= MAX_SECONDS => {
+            Ok(Duration::from_secs_f64(seconds))
+        }
+        Ok(seconds) if seconds.is_finite() && seconds > MAX_SECONDS => bail!(
+            "{name}={text} is more seconds than the largest accepted, {MAX_SECONDS} (about 31 years); give \
+             {MAX_SECONDS} or fewer, like {}",
+            default.as_secs()
+        ),
         _ => bail!("{name}={text} is not a number of seconds above 0; give one like {}", default.as_secs()),
     }
 }
@@ -54,6 +65,16 @@ mod tests {
             assert_eq!(
                 error,
                 format!("CHBENCH_RESPONSE_TIMEOUT={bad} is not a number of seconds above 0; give one like 30")
+            );
+        }
+        assert_eq!(parse("1e9").unwrap(), Duration::from_secs(1_000_000_000));
+        for beyond in ["1e12", "1000000001", "1e308"] {
+            assert_eq!(
+                parse(beyond).unwrap_err().to_string(),
+                format!(
+                    "CHBENCH_RESPONSE_TIMEOUT={beyond} is more seconds than the largest accepted, 1000000000 (about 31 \
+                     years); give 1000000000 or fewer, like 30"
+                )
             );
         }
         assert_eq!(seconds(Duration::from_millis(300)), "0.3 s");

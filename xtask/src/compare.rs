@@ -147,6 +147,13 @@ fn print_summary(comparison: &Comparison, out: &Path) {
     if let Some(levels) = comparison.levels_line() {
         text.push_str(&format!("{levels}\n"));
     }
+    if !comparison.forced_differences.is_empty() {
+        // What --force let through, row by row, as the report opens with it.
+        text.push_str(&format!(
+            "compared with --force, though the runs were asked to do different things: {}\n",
+            comparison.forced_differences.join("; ")
+        ));
+    }
     for warning in &comparison.warnings {
         text.push_str(&format!("warning: {warning}\n"));
     }

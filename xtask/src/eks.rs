@@ -21,7 +21,7 @@ impl Eks {
         }
         #[cfg(not(feature = "eks"))]
         {
-            rerun_with_the_eks_feature().map(|never| match never {})
+            rerun_with_the_eks_feature("cargo xtask eks").map(|never| match never {})
         }
         #[cfg(feature = "eks")]
         match self.command {
@@ -82,8 +82,7 @@ pub fn open_target(kind: TargetKind) -> Result<Target> {
 pub fn ensure_the_eks_feature(kind: TargetKind) -> Result<()> {
     #[cfg(not(feature = "eks"))]
     if kind == TargetKind::Eks {
-        eprintln!("chbench: target eks needs the eks feature: building xtask with it (the first time takes a while)");
-        return rerun_with_the_eks_feature().map(|never| match never {});
+        return rerun_with_the_eks_feature("target eks").map(|never| match never {});
     }
     let _ = kind;
     Ok(())
@@ -99,10 +98,7 @@ pub fn or_rerun_with_the_eks_feature<T>(kind: TargetKind, outcome: Result<T>) ->
             cause.downcast_ref::<chbench::targets::MissingFeature>().is_some_and(|missing| missing.feature == "eks")
         })
     {
-        eprintln!(
-            "chbench: target {kind} needs the eks feature: building xtask with it (the first time takes a while)"
-        );
-        return rerun_with_the_eks_feature().map(|never| match never {});
+        return rerun_with_the_eks_feature(&format!("target {kind}")).map(|never| match never {});
     }
     #[cfg(feature = "eks")]
     let _ = kind;
@@ -235,13 +231,18 @@ fn variables_cargo_run_set() -> Vec<std::ffi::OsString> {
 /// and environment (less what `cargo run` set about xtask), so that relative paths (`--results-dir`, `--out`) and
 /// `CHBENCH_TARGET` mean what they meant. Returns only when cargo cannot be started. Unix
 /// only, as the whole workspace is (chbench's signal handling and hard-linked copies).
+///
+/// `needing` (`cargo xtask eks`, `target eks`) is said first, with the build: the first
+/// such command compiles the Kubernetes client for minutes with nothing else on the
+/// screen (`--quiet`), so the line says what is going on and that it happens once.
 #[cfg(not(feature = "eks"))]
-fn rerun_with_the_eks_feature() -> Result<std::convert::Infallible> {
+fn rerun_with_the_eks_feature(needing: &str) -> Result<std::convert::Infallible> {
     use std::io::Write;
     use std::os::unix::process::CommandExt;
 
     use anyhow::Context;
 
+    eprintln!("{}", building_line(needing));
     let arguments: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let manifest = chbench::files::workspace_root().join("Cargo.toml");
@@ -260,4 +261,13 @@ fn rerun_with_the_eks_feature() -> Result<std::convert::Infallible> {
     Err(error).with_context(|| {
         format!("cannot run {} to build xtask with the eks feature", std::path::Path::new(&cargo).display())
     })
+}
+
+/// The line said before xtask runs itself again with the `eks` feature.
+#[cfg(not(feature = "eks"))]
+fn building_line(needing: &str) -> String {
+    format!(
+        "chbench: {needing} needs the Kubernetes client (the eks feature): running xtask built with it; the first \
+         time, cargo builds it now, a few minutes once, and later commands reuse it"
+    )
 }

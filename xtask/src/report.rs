@@ -3,9 +3,10 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use chbench::benchmarks::kinds::render_report;
 use chbench::interrupt;
+use chbench::matrix::{SUMMARY_JSON, SUMMARY_MARKDOWN};
 use chbench::results::{RESULTS_FILE, check_run_id};
 
 use crate::flags::Report;
@@ -28,6 +29,7 @@ pub fn bundle_dir(run_id: &str, results_dir: &Path) -> Result<PathBuf> {
     let dir = if as_path.join(RESULTS_FILE).is_file() {
         as_path.to_path_buf()
     } else if run_id.contains(std::path::MAIN_SEPARATOR) {
+        refuse_a_matrix_folder(as_path)?;
         bail!("no results bundle at {} (a bundle's folder holds {RESULTS_FILE})", as_path.display());
     } else {
         check_run_id(run_id)?;
@@ -36,5 +38,35 @@ pub fn bundle_dir(run_id: &str, results_dir: &Path) -> Result<PathBuf> {
     if !dir.is_dir() {
         bail!("no results bundle {} (runs are folders under {})", dir.display(), results_dir.display());
     }
+    refuse_a_matrix_folder(&dir)?;
     Ok(dir)
+}
+
+/// A matrix's folder holds its variants' bundles and its summary, but no bundle of its own:
+/// said as such, with a variant's bundle to give instead, rather than as an unreadable
+/// `results.json`.
+fn refuse_a_matrix_folder(dir: &Path) -> Result<()> {
+    if dir.join(RESULTS_FILE).exists() || !dir.join(SUMMARY_JSON).is_file() {
+        return Ok(());
+    }
+    let mut variants: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("cannot list {}", dir.display()))?
+        .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+        .filter(|path| path.join(RESULTS_FILE).is_file())
+        .collect();
+    variants.sort();
+    let markdown = dir.join(SUMMARY_MARKDOWN);
+    match variants.first() {
+        Some(variant) => bail!(
+            "{} is a matrix folder, not a results bundle: give one of its variants' bundles (e.g. {}), or read {}",
+            dir.display(),
+            variant.display(),
+            markdown.display()
+        ),
+        None => bail!(
+            "{} is a matrix folder, not a results bundle, and none of its variants has a bundle yet: read {}",
+            dir.display(),
+            markdown.display()
+        ),
+    }
 }

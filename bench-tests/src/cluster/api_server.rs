@@ -171,7 +171,7 @@ impl Cluster {
                 self.url,
                 seconds(self.bounds.answer)
             ),
-            None => return explain_unanswered(&self.url, error),
+            None => return explain_unanswered(&self.url, said_once(&self.url, error)),
         };
         // What was being done: the contexts above kube's error.
         let mut said: Vec<String> = error
@@ -216,6 +216,28 @@ fn timed_out(error: &anyhow::Error) -> Option<TimedOut> {
             .is_some_and(hyper_util::client::legacy::Error::is_connect)
     });
     Some(if connecting { TimedOut::Connecting } else { TimedOut::Answering })
+}
+
+/// `error` in one line where the API server answered with a failure (kube's
+/// `Error::Api`): kube writes the server's message three times (its own words, the
+/// status's `Debug` and the status as the error's source); here it is once, after what
+/// was being done, with the server's address, code and reason. Other errors are left
+/// alone.
+pub fn said_once(url: &str, error: anyhow::Error) -> anyhow::Error {
+    let answered = error.chain().find_map(|cause| match cause.downcast_ref::<kube::Error>() {
+        Some(kube::Error::Api(status)) => Some(status.clone()),
+        _ => None,
+    });
+    let Some(status) = answered else { return error };
+    // What was being done: the contexts above kube's error.
+    let mut said: Vec<String> = error
+        .chain()
+        .take_while(|cause| cause.downcast_ref::<kube::Error>().is_none())
+        .map(ToString::to_string)
+        .collect();
+    let reason = if status.reason.is_empty() { String::new() } else { format!(" {}", status.reason) };
+    said.push(format!("the API server at {url} answered {}{reason}: {}", status.code, status.message));
+    anyhow!(said.join(": "))
 }
 
 /// `error` with the API server's address first when the server did not answer at all.
@@ -397,6 +419,25 @@ mod tests {
         let refusal = anyhow::anyhow!("run r1 in namespace chbench is not collected");
         assert_eq!(
             format!("{:#}", explain_unanswered("https://10.0.0.1:443", refusal)),
+            "run r1 in namespace chbench is not collected"
+        );
+    }
+
+    #[test]
+    fn a_failure_the_api_server_answers_is_said_once() {
+        let status =
+            kube::core::Status::failure("namespaces \"chbench\" is forbidden: User \"x\" cannot get", "Forbidden")
+                .with_code(403);
+        let forbidden = anyhow::Error::new(kube::Error::Api(status.boxed())).context("cannot read namespace chbench");
+        let said = format!("{:#}", said_once("https://10.0.0.1:443", forbidden));
+        assert_eq!(
+            said,
+            "cannot read namespace chbench: the API server at https://10.0.0.1:443 answered 403 Forbidden: namespaces \
+             \"chbench\" is forbidden: User \"x\" cannot get"
+        );
+        let refusal = anyhow::anyhow!("run r1 in namespace chbench is not collected");
+        assert_eq!(
+            format!("{:#}", said_once("https://10.0.0.1:443", refusal)),
             "run r1 in namespace chbench is not collected"
         );
     }

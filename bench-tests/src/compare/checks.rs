@@ -121,7 +121,16 @@ pub(super) fn warnings<Results: KindResults>(
 ) -> Vec<String> {
     let mut lines = Vec::new();
     let one_bundle = baseline.shares_bundle_with(candidate);
-    if !one_bundle && baseline.at.dir != candidate.at.dir {
+    // One run read twice (its folder named twice, or a copy of it): each of its warnings
+    // is said once, after this one.
+    let one_run = !one_bundle && same_run(baseline, candidate);
+    if one_run {
+        lines.push(format!(
+            "A and B are the same run ({}): every query is unchanged by definition; compare it with another run, \
+             or run the change as an A/B run (docs/ab-runs.md)",
+            baseline.bundle_name()
+        ));
+    } else if !one_bundle && baseline.at.dir != candidate.at.dir {
         lines.push(
             "the sides are separate runs: each ingested its own data in its own process at its own time, so a \
              difference may be the runs' rather than the change's; for a change on one machine, run both in one A/B \
@@ -129,7 +138,7 @@ pub(super) fn warnings<Results: KindResults>(
                 .to_string(),
         );
     }
-    let sides: &[&SideOf<'_, Results>] = if one_bundle { &[baseline] } else { &[baseline, candidate] };
+    let sides: &[&SideOf<'_, Results>] = if one_bundle || one_run { &[baseline] } else { &[baseline, candidate] };
     for side in sides {
         let bundle = side.bundle();
         let run = side.bundle_name();
@@ -149,6 +158,15 @@ pub(super) fn warnings<Results: KindResults>(
         }
     }
     lines
+}
+
+/// Whether two bundles read are one run: the same folder (however it was named), or a
+/// copy of it (the same run id, started at the same instant).
+fn same_run<Results: KindResults>(baseline: &SideOf<'_, Results>, candidate: &SideOf<'_, Results>) -> bool {
+    let folder =
+        |side: &SideOf<'_, Results>| std::fs::canonicalize(&side.at.dir).unwrap_or_else(|_| side.at.dir.clone());
+    let (a, b) = (baseline.bundle(), candidate.bundle());
+    folder(baseline) == folder(candidate) || (a.run_id == b.run_id && a.started_at == b.started_at)
 }
 
 /// Each setting whose value differs, as `what name: a against b` (`default` where a side

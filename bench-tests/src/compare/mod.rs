@@ -363,12 +363,15 @@ pub fn compare_bundles<Results: KindResults>(
         );
     }
     let differences = checks::differences(&baseline, &candidate, &options.declared_session_settings);
-    let warnings = checks::warnings(&baseline, &candidate);
+    let mut warnings = checks::warnings(&baseline, &candidate);
 
     // Two variants of one A/B bundle are paired by round.
     let same_bundle = baseline.shares_bundle_with(&candidate);
-    let baseline_runs = baseline.runs();
-    let candidate_runs = candidate.runs();
+    let baseline_runs = first_of_each(baseline.runs(), &baseline.label(), &mut warnings);
+    let candidate_runs = first_of_each(candidate.runs(), &candidate.label(), &mut warnings);
+    // Each warning once: one run read twice says its own once.
+    let mut said = std::collections::BTreeSet::new();
+    warnings.retain(|warning| said.insert(warning.clone()));
     let mut queries = Vec::new();
     let mut summary = Summary::default();
     let mut only_in_baseline = Vec::new();
@@ -508,6 +511,34 @@ fn side_cost<Results: KindResults>(
         price,
         why_unknown: None,
     }
+}
+
+/// `runs` with only the first entry of each label: a bundle edited or joined by hand may
+/// hold a query twice, and the later entries, which nothing would pair, are said in
+/// `warnings` (once per label, naming the side) rather than dropped silently.
+fn first_of_each<'a, Variant>(
+    runs: Vec<(String, &'a QueryRuns<Variant>)>,
+    side: &str,
+    warnings: &mut Vec<String>,
+) -> Vec<(String, &'a QueryRuns<Variant>)> {
+    let mut kept: Vec<(String, &'a QueryRuns<Variant>)> = Vec::new();
+    let mut repeated: Vec<(String, usize)> = Vec::new();
+    for (label, query_runs) in runs {
+        if !kept.iter().any(|(other, _)| *other == label) {
+            kept.push((label, query_runs));
+        } else if let Some((_, count)) = repeated.iter_mut().find(|(other, _)| *other == label) {
+            *count += 1;
+        } else {
+            repeated.push((label, 2));
+        }
+    }
+    for (label, count) in repeated {
+        warnings.push(format!(
+            "{side} holds query {label} {count} times: its first entry is compared, the other {} left out",
+            if count == 2 { "one is".to_string() } else { format!("{} are", count - 1) }
+        ));
+    }
+    kept
 }
 
 /// `a, b, c`, or `none`.

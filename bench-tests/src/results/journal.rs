@@ -46,7 +46,10 @@ impl JournalRecord {
 }
 
 /// Folds the samples journal, if any, into `bundle`. A last line without its newline
-/// was cut short by a kill and is dropped; any other unreadable line is an error.
+/// was cut short by a kill and is dropped. Any other line that is not a sample record (a
+/// disk error, an edit by hand) is skipped, and said once on stderr with the first such
+/// line and why: one bad line never costs the samples measured around it. A sample of a
+/// query the bundle lacks is an error: the journal is another run's.
 pub(super) fn fold_journal<Results: KindResults>(dir: &Path, bundle: &mut RunBundle<Results>) -> Result<()> {
     let path = dir.join(SAMPLES_FILE);
     let text = match fs::read_to_string(&path) {
@@ -55,9 +58,16 @@ pub(super) fn fold_journal<Results: KindResults>(dir: &Path, bundle: &mut RunBun
         Err(error) => return Err(error).with_context(|| format!("cannot read {}", path.display())),
     };
     let complete = text.rfind('\n').map_or("", |end| &text[..end]);
+    let mut skipped: Vec<(usize, String)> = Vec::new();
+    let mut folded = 0usize;
     for (index, line) in complete.lines().enumerate() {
-        let record: JournalRecord = serde_json::from_str(line)
-            .with_context(|| format!("{}:{} is not a sample record", path.display(), index + 1))?;
+        let record: JournalRecord = match serde_json::from_str(line) {
+            Ok(record) => record,
+            Err(error) => {
+                skipped.push((index + 1, without_position(&error)));
+                continue;
+            }
+        };
         let query_index = record.query_index;
         if !record.fold_into(bundle.benchmark.queries_mut()) {
             bail!(
@@ -67,6 +77,36 @@ pub(super) fn fold_journal<Results: KindResults>(dir: &Path, bundle: &mut RunBun
                 index + 1
             );
         }
+        folded += 1;
+    }
+    if let Some(line) = skipped_line(&path, &skipped, folded) {
+        eprintln!("chbench: {line}");
     }
     Ok(())
+}
+
+/// The one line that says which journal lines were skipped and why, if any were.
+fn skipped_line(path: &Path, skipped: &[(usize, String)], folded: usize) -> Option<String> {
+    let ((first, why), others) = skipped.split_first()?;
+    let more = match others.len() {
+        0 => String::new(),
+        1 => format!(" (and 1 more line, {})", others[0].0),
+        more => format!(" (and {more} more lines, the last {})", others[more - 1].0),
+    };
+    Some(format!(
+        "{}:{first} is not a sample record ({why}){more}: skipped; the bundle is read with the other {}",
+        path.display(),
+        crate::units::plural(folded as u64, "sample")
+    ))
+}
+
+/// A JSON error without the `at line 1 column 5` serde_json appends: the line is the
+/// journal's, which the message gives itself.
+fn without_position(error: &serde_json::Error) -> String {
+    let text = error.to_string();
+    let position = format!(" at line {} column {}", error.line(), error.column());
+    match text.strip_suffix(&position) {
+        Some(message) => format!("{message}, at column {}", error.column()),
+        None => text,
+    }
 }

@@ -158,7 +158,9 @@ fn of_kind<'de, Results: KindResults, D: Deserializer<'de>>(deserializer: D) -> 
     struct KindOnly {
         kind: Option<serde_json::Value>,
     }
-    let raw = Box::<serde_json::value::RawValue>::deserialize(deserializer)?;
+    // Borrowed from the text being read (a bundle is read from a string), not copied: a
+    // copy of a large bundle's results is as large as the file.
+    let raw = <&serde_json::value::RawValue>::deserialize(deserializer)?;
     let KindOnly { kind } = serde_json::from_str(raw.get()).map_err(D::Error::custom)?;
     match kind {
         Some(serde_json::Value::String(kind)) if kind == Results::KIND => {}

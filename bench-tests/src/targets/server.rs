@@ -442,8 +442,32 @@ impl ServerTarget {
                  the server or the port-forward up?",
                 seconds(self.config.timeouts.connect)
             ),
-            clickhouse::error::Error::Network(_) => {
-                anyhow!("cannot reach ClickHouse at {url}: {text}")
+            clickhouse::error::Error::Network(source) => match network_failure(source.as_ref()) {
+                Some(NetworkFailure::Refused) => anyhow!(
+                    "nothing listens at {url} (the connection was refused): is the server, or the port-forward to \
+                     it, up?"
+                ),
+                Some(NetworkFailure::Closed) => anyhow!(
+                    "ClickHouse at {url}: the server closed the connection before answering; did it crash or \
+                     restart (its log says why)?"
+                ),
+                Some(NetworkFailure::NotHttp) => anyhow!(
+                    "{url} answered, but the answer is not HTTP: is it a ClickHouse HTTP port (8123 by default; 9000 \
+                     is the native protocol's)?"
+                ),
+                None => anyhow!("cannot reach ClickHouse at {url}: {text}"),
+            },
+            _ if is_unknown_user(&text) => {
+                let user = &self.config.user;
+                let what_to_do = if user.is_empty() {
+                    format!("{USER_ENV} is empty: unset it to log in as default, or name a user the server has")
+                } else {
+                    format!("set {USER_ENV} to a user the server has (unset, it is default)")
+                };
+                anyhow!(
+                    "ClickHouse at {url} refused user {user:?}: the user {USER_ENV} names is unknown to the server \
+                     (UNKNOWN_USER); {what_to_do}"
+                )
             }
             _ if is_authentication_failure(&text) => {
                 anyhow!("ClickHouse at {url} refused user {:?}: {}", self.config.user, first_line(&text))
@@ -536,12 +560,57 @@ fn timed_out(error: &(dyn std::error::Error + 'static)) -> bool {
     false
 }
 
+/// What the HTTP client's "client error" was, where it is one of these.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum NetworkFailure {
+    /// Nothing listens at the address.
+    Refused,
+    /// The peer took the request and closed the connection before a whole answer.
+    Closed,
+    /// The peer answered with bytes that are not an HTTP response.
+    NotHttp,
+}
+
+/// Which [`NetworkFailure`] a network error is, from hyper's error and the I/O error
+/// under it, anywhere in its chain.
+fn network_failure(error: &(dyn std::error::Error + 'static)) -> Option<NetworkFailure> {
+    let mut source = Some(error);
+    while let Some(error) = source {
+        if let Some(hyper) = error.downcast_ref::<hyper::Error>() {
+            if hyper.is_parse() {
+                return Some(NetworkFailure::NotHttp);
+            }
+            if hyper.is_incomplete_message() || hyper.is_canceled() {
+                return Some(NetworkFailure::Closed);
+            }
+        }
+        if let Some(io) = error.downcast_ref::<std::io::Error>() {
+            use std::io::ErrorKind;
+            match io.kind() {
+                ErrorKind::ConnectionRefused => return Some(NetworkFailure::Refused),
+                ErrorKind::ConnectionReset | ErrorKind::ConnectionAborted | ErrorKind::BrokenPipe => {
+                    return Some(NetworkFailure::Closed);
+                }
+                _ => {}
+            }
+        }
+        source = error.source();
+    }
+    None
+}
+
 /// ClickHouse's ways of saying "wrong user or password" across versions:
 /// 516 AUTHENTICATION_FAILED (current), 194 REQUIRED_PASSWORD, 193 WRONG_PASSWORD (old).
 fn is_authentication_failure(text: &str) -> bool {
     ["Code: 516", "Code: 194", "Code: 193", "AUTHENTICATION_FAILED", "Wrong password"]
         .iter()
         .any(|marker| text.contains(marker))
+}
+
+/// ClickHouse's "no such user" (192 UNKNOWN_USER): what a login as a user the server does
+/// not have, or as the empty user, gets where the server does not fold it into 516.
+fn is_unknown_user(text: &str) -> bool {
+    ["Code: 192.", "Code: 192,", "UNKNOWN_USER"].iter().any(|marker| text.contains(marker))
 }
 
 fn first_line(text: &str) -> &str {

@@ -171,3 +171,62 @@ fn ping(port: u16) -> bool {
     let mut status = String::new();
     BufReader::new(stream).read_line(&mut status).is_ok() && status.contains("200")
 }
+
+/// A peer on 127.0.0.1 that reads each request's head, then does `then` with the
+/// connection: what a server that crashed mid-request, or a port of another protocol, does.
+fn misbehaving_peer(then: fn(&mut TcpStream)) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let mut reader = BufReader::new(stream);
+            let mut line = String::new();
+            while reader.read_line(&mut line).unwrap_or(0) > 0 && line != "\r\n" {
+                line.clear();
+            }
+            then(reader.get_mut());
+        }
+    });
+    url
+}
+
+/// The one line `connect` ends with on the server at `url`.
+fn connect_error(url: &str) -> String {
+    let timeouts = Timeouts { connect: Duration::from_secs(10), response: Duration::from_secs(30) };
+    let config = ServerConfig::new(url, "default", "s3cret-pw").unwrap().with_timeouts(timeouts);
+    let line = format!("{:#}", ServerTarget::connect(config).err().expect("the peer was taken for a server"));
+    assert!(!line.contains('\n') && !line.contains("s3cret-pw"), "{line}");
+    assert!(!line.contains("client error"), "the client's words, not what happened: {line}");
+    line
+}
+
+#[test]
+fn a_refused_port_a_closed_connection_and_an_answer_that_is_not_http_are_told_apart() {
+    let free = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    // Nothing listens there once the listener is dropped.
+    let refused = format!("http://{free}");
+    assert_eq!(
+        connect_error(&refused),
+        format!(
+            "nothing listens at {refused} (the connection was refused): is the server, or the port-forward to it, up?"
+        )
+    );
+    let closed = misbehaving_peer(|stream| {
+        let _ = stream.shutdown(std::net::Shutdown::Both);
+    });
+    assert!(
+        connect_error(&closed)
+            .starts_with(&format!("ClickHouse at {closed}: the server closed the connection before answering")),
+        "{closed}"
+    );
+    let garbage = misbehaving_peer(|stream| {
+        let _ = stream.write_all(b"\x00\x01garbage that is not HTTP\r\n\r\n");
+    });
+    assert_eq!(
+        connect_error(&garbage),
+        format!(
+            "{garbage} answered, but the answer is not HTTP: is it a ClickHouse HTTP port (8123 by default; 9000 is \
+             the native protocol's)?"
+        )
+    );
+}

@@ -1,12 +1,11 @@
 //! Bad input gets one clear line naming what failed and a non-zero exit. These run the
 //! real `xtask` binary, each in its own process, as a user would.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
+use std::io::Read;
 use std::path::Path;
 use std::process::Output;
 
-use crate::common::{self, error_line, error_lines};
+use crate::common::{self, error_line, error_lines, loopback_peer};
 
 /// Runs xtask with `env` on top of the caller's, without the engine the caller chose.
 fn xtask(args: &[&str], env: &[(&str, &str)]) -> Output {
@@ -118,7 +117,7 @@ fn assert_output_independent_of_the_password(url: &str) -> String {
 #[test]
 fn an_unreachable_server_says_nothing_about_the_password() {
     let output = assert_output_independent_of_the_password("http://127.0.0.1:1");
-    assert!(output.contains("cannot reach ClickHouse at http://127.0.0.1:1"), "{output}");
+    assert!(output.contains("nothing listens at http://127.0.0.1:1 (the connection was refused)"), "{output}");
     assert!(!output.contains("<hidden>"), "{output}");
 }
 
@@ -131,39 +130,47 @@ fn refusing_peer() -> String {
     loopback_peer("403 Forbidden\r\nX-ClickHouse-Exception-Code: 516", message)
 }
 
-/// A loopback HTTP peer that gives every request the same answer.
-fn loopback_peer(status_and_headers: &'static str, body: &'static str) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            let mut reader = BufReader::new(stream);
-            let mut content_length = 0;
-            let mut line = String::new();
-            while reader.read_line(&mut line).unwrap_or(0) > 0 && line != "\r\n" {
-                if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                    content_length = value.trim().parse().unwrap_or(0);
-                }
-                line.clear();
-            }
-            let mut request_body = vec![0; content_length];
-            let _ = reader.read_exact(&mut request_body);
-            let response = format!(
-                "HTTP/1.1 {status_and_headers}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\
-                 Connection: close\r\n\r\n{body}",
-                body.len()
-            );
-            let _ = reader.get_mut().write_all(response.as_bytes());
-        }
-    });
-    url
-}
-
 #[test]
 fn a_refused_login_says_nothing_about_the_password() {
     let url = refusing_peer();
     let output = assert_output_independent_of_the_password(&url);
     assert!(output.contains(&format!("ClickHouse at {url} refused user \"default\"")), "{output}");
+}
+
+/// An unknown user (or the empty one) is said as a refused login is, naming the variable
+/// and never the password: the same output whatever the password.
+#[test]
+fn an_unknown_or_empty_user_is_said_as_a_refused_login() {
+    let message = "Code: 192. DB::Exception: There is no user `nobody` in user directories. (UNKNOWN_USER) \
+                   (version 26.3.33.24)\n";
+    let url = loopback_peer("403 Forbidden\r\nX-ClickHouse-Exception-Code: 192", message);
+    let (_folder, sql) = select_one();
+    for (user, what_to_do) in [
+        ("nobody", "set CHBENCH_USER to a user the server has (unset, it is default)"),
+        ("", "CHBENCH_USER is empty: unset it to log in as default, or name a user the server has"),
+    ] {
+        let outputs: Vec<Output> = PASSWORDS
+            .iter()
+            .map(|password| {
+                xtask(
+                    &["measure", "--target", "url", &sql],
+                    &[("CHBENCH_URL", &url), ("CHBENCH_USER", user), ("CHBENCH_PASSWORD", password)],
+                )
+            })
+            .collect();
+        let line = error_line(&outputs[0]);
+        assert_eq!(
+            line,
+            format!(
+                "error: ClickHouse at {url} refused user {user:?}: the user CHBENCH_USER names is unknown to the \
+                 server (UNKNOWN_USER); {what_to_do}"
+            )
+        );
+        assert_eq!(outputs[0].status.code(), Some(1));
+        for output in &outputs {
+            assert_eq!(output.stderr, outputs[0].stderr, "the output changes with the password");
+        }
+    }
 }
 
 #[test]
@@ -598,7 +605,7 @@ fn rows_beyond_the_free_disk_or_a_sane_bound_are_refused_before_anything_runs() 
 }
 
 #[test]
-fn an_empty_or_truncated_results_file_is_named_with_what_to_do() {
+fn an_empty_truncated_or_other_results_file_is_named_with_what_to_do() {
     let bundle = tempfile::tempdir().unwrap();
     let results = bundle.path().join("results.json");
     let report = |text: &str| {
@@ -617,6 +624,48 @@ fn an_empty_or_truncated_results_file_is_named_with_what_to_do() {
             results.display()
         )
     );
+    // JSON, but not a bundle, is told from text that is not JSON.
+    for (text, shape) in [("[1,2,3]", "an array"), ("\"a\"", "a string"), ("42", "a number"), ("null", "null")] {
+        assert_eq!(
+            report(text),
+            format!(
+                "error: {} is JSON but not a results bundle: it holds {shape}, and a bundle is an object with a \
+                 schema_version; give the folder of a bundle `cargo xtask bench` wrote",
+                results.display()
+            )
+        );
+    }
+    assert_eq!(
+        report("{\"run_id\": 1}"),
+        format!("error: {} is JSON but not a results bundle: it has no schema_version", results.display())
+    );
+    let line = report("results: none");
+    assert!(line.starts_with(&format!("error: {} is not JSON: ", results.display())), "{line}");
+}
+
+#[test]
+fn a_matrix_folder_given_as_a_bundle_points_at_its_variants_and_its_summary() {
+    let results = tempfile::tempdir().unwrap();
+    let matrix = results.path().join("m1");
+    std::fs::create_dir_all(matrix.join("m1-b")).unwrap();
+    std::fs::create_dir_all(matrix.join("m1-a")).unwrap();
+    std::fs::write(matrix.join("m1-a/results.json"), "{}").unwrap();
+    std::fs::write(matrix.join("matrix.json"), "{}").unwrap();
+    std::fs::write(matrix.join("matrix.md"), "").unwrap();
+    let expected = format!(
+        "error: {} is a matrix folder, not a results bundle: give one of its variants' bundles (e.g. {}), or read {}",
+        matrix.display(),
+        matrix.join("m1-a").display(),
+        matrix.join("matrix.md").display()
+    );
+    // By its path, or by its id under --results-dir; compare says the same.
+    let by_path = xtask(&["report", matrix.to_str().unwrap()], &[]);
+    assert_eq!(by_path.status.code(), Some(1));
+    assert_eq!(error_line(&by_path), expected);
+    let by_id = xtask(&["report", "m1", "--results-dir", results.path().to_str().unwrap()], &[]);
+    assert_eq!(error_line(&by_id), expected);
+    let compared = xtask(&["compare", matrix.to_str().unwrap(), matrix.to_str().unwrap()], &[]);
+    assert_eq!(error_line(&compared), expected);
 }
 
 #[test]

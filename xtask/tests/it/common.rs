@@ -1,6 +1,7 @@
 //! What the modules share: the xtask binary and the cargo that built it, the workspace,
-//! and the error lines a failed command prints.
+//! the error lines a failed command prints, and peers on loopback that misbehave.
 
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -53,4 +54,33 @@ pub fn silent_peer() -> (String, std::sync::mpsc::Receiver<()>) {
         }
     });
     (url, connections)
+}
+
+/// A loopback HTTP peer that gives every request the same answer (a ClickHouse server
+/// refusing a login, a web server, a Kubernetes API server refusing a user).
+pub fn loopback_peer(status_and_headers: &'static str, body: &'static str) -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let mut reader = BufReader::new(stream);
+            let mut content_length = 0;
+            let mut line = String::new();
+            while reader.read_line(&mut line).unwrap_or(0) > 0 && line != "\r\n" {
+                if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    content_length = value.trim().parse().unwrap_or(0);
+                }
+                line.clear();
+            }
+            let mut request_body = vec![0; content_length];
+            let _ = reader.read_exact(&mut request_body);
+            let response = format!(
+                "HTTP/1.1 {status_and_headers}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\
+                 Connection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = reader.get_mut().write_all(response.as_bytes());
+        }
+    });
+    url
 }

@@ -66,6 +66,73 @@ fn compare_on_a_real_bundle_and_its_edited_copies() {
     a_slower_query_fails_the_gate_after_the_report_is_written();
     bundles_of_another_dataset_are_refused_until_forced();
     a_bundle_that_cannot_be_compared_is_one_line();
+    one_run_twice_warns_once_and_each_warning_once();
+    a_query_held_twice_is_said();
+    a_bad_journal_line_is_skipped_and_said_once();
+}
+
+fn one_run_twice_warns_once_and_each_warning_once() {
+    let work = tempfile::tempdir().unwrap();
+    let noisy = copy(work.path(), "noisy", |bundle| {
+        bundle["machine"]["noise"] = serde_json::json!(["load average 3.0 over 2 cores"]);
+    });
+    let out = work.path().join("out");
+    // The same folder by two names.
+    let again = work.path().join(".").join("noisy");
+    let output = compare(&[], &[&noisy, &again], &out);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let said = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(
+        said.matches("warning: A and B are the same run (noisy): every query is unchanged").count(),
+        1,
+        "{said}"
+    );
+    assert_eq!(said.matches("machine was not quiet").count(), 1, "{said}");
+    assert!(!said.contains("separate runs"), "{said}");
+}
+
+fn a_query_held_twice_is_said() {
+    let work = tempfile::tempdir().unwrap();
+    let doubled = copy(work.path(), "doubled", |bundle| {
+        let queries = bundle["benchmark"]["queries"].as_array_mut().unwrap();
+        assert_eq!(queries[0]["query"], "q1");
+        let first = queries[0].clone();
+        queries.push(first);
+    });
+    let output = compare(&["--json"], &[measured(), &doubled], &work.path().join("out"));
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let comparison: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let warnings: Vec<&str> = comparison["warnings"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    let held_twice = "doubled holds query q1 2 times: its first entry is compared, the other one is left out";
+    assert_eq!(warnings.iter().filter(|warning| **warning == held_twice).count(), 1, "{warnings:?}");
+    assert_eq!(comparison["queries"].as_array().unwrap().len(), 6, "q1 is compared once");
+}
+
+fn a_bad_journal_line_is_skipped_and_said_once() {
+    let work = tempfile::tempdir().unwrap();
+    let mut extra = Value::Null;
+    let journaled = copy(work.path(), "journaled", |bundle| {
+        let mut sample = bundle["benchmark"]["queries"][0]["samples"].as_array().unwrap().last().unwrap().clone();
+        sample["attempt"] = Value::from(999);
+        extra = sample;
+    });
+    let journal = journaled.join("samples.jsonl");
+    let record = serde_json::json!({"query_index": 0, "answer": null, "sample": extra});
+    std::fs::write(&journal, format!("{{\"query_index\": 0, \"sam\n{record}\n")).unwrap();
+    let output = compare(&["--json"], &[measured(), &journaled], &work.path().join("out"));
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let skipped: Vec<&str> = stderr.lines().filter(|line| line.contains("is not a sample record")).collect();
+    assert_eq!(skipped.len(), 1, "{stderr}");
+    let opening = format!("chbench: {}:1 is not a sample record (EOF while parsing", journal.display());
+    assert!(skipped[0].starts_with(&opening), "{stderr}");
+    assert!(skipped[0].ends_with("): skipped; the bundle is read with the other 1 sample"), "{stderr}");
+    // The good line's sample is in: one more sample of q1 on B.
+    let comparison: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let q1 = &comparison["queries"][0];
+    assert_eq!(q1["candidate"]["samples"].as_u64().unwrap(), q1["baseline"]["samples"].as_u64().unwrap() + 1);
+    let report = xtask().arg("report").arg(&journaled).output().unwrap();
+    assert!(report.status.success(), "{}", String::from_utf8_lossy(&report.stderr));
 }
 
 fn the_same_bundle_twice_is_unchanged_and_written_as_markdown_chart_and_json() {
@@ -118,6 +185,14 @@ fn bundles_of_another_dataset_are_refused_until_forced() {
     assert!(line.contains("rows: 200000 against 1000") && line.contains("--force"), "{line}");
     let forced = compare(&["--force"], &[measured(), &other], &out);
     assert!(forced.status.success(), "{}", String::from_utf8_lossy(&forced.stderr));
+    // The terminal names what --force let through, as the report does.
+    let said = String::from_utf8_lossy(&forced.stdout);
+    assert!(
+        said.contains(
+            "\ncompared with --force, though the runs were asked to do different things: rows: 200000 against 1000\n"
+        ),
+        "{said}"
+    );
     let report = std::fs::read_to_string(out.join("compare.md")).unwrap();
     assert!(report.contains("Compared with --force") && report.contains("rows: 200000 against 1000"));
 }

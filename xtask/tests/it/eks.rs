@@ -300,3 +300,35 @@ fn sigterm_ends_every_eks_command_waiting_on_an_api_server_that_never_answers() 
         assert!(errors[0].starts_with(&expected), "{args:?}: {stderr}");
     }
 }
+
+/// An API server on loopback (plain http) that refuses every request with 403 Forbidden,
+/// as one does a user without the rights, and the kubeconfig that names it.
+fn forbidding_api_server() -> (String, tempfile::TempDir) {
+    let forbidden = r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"namespaces \"chbench\" is forbidden: User \"system:anonymous\" cannot get resource \"namespaces\"","reason":"Forbidden","details":{"name":"chbench","kind":"namespaces"},"code":403}"#;
+    let url = common::loopback_peer("403 Forbidden", forbidden);
+    let folder = tempfile::tempdir().unwrap();
+    let yaml = format!(
+        "apiVersion: v1\nkind: Config\ncurrent-context: x\nclusters:\n- name: x\n  cluster:\n    server: {url}\n\
+         contexts:\n- name: x\n  context:\n    cluster: x\n    user: x\nusers:\n- name: x\n  user: {{}}\n"
+    );
+    std::fs::write(folder.path().join("kubeconfig"), yaml).unwrap();
+    (url, folder)
+}
+
+#[test]
+fn a_failure_the_api_server_answers_is_said_once() {
+    let (url, folder) = forbidding_api_server();
+    for args in [&["eks", "down", "--dry-run"][..], &["eks", "status"]] {
+        let output = common::xtask()
+            .args(args)
+            .env("KUBECONFIG", folder.path().join("kubeconfig"))
+            .env_remove("KUBERNETES_SERVICE_HOST")
+            .env_remove("CHBENCH_NAMESPACE")
+            .output()
+            .unwrap();
+        let line = error_line(&output);
+        assert!(line.contains(&format!("the API server at {url} answered 403 Forbidden: namespaces")), "{line}");
+        assert_eq!(line.matches("is forbidden").count(), 1, "{args:?}: {line}");
+        assert!(!line.contains("ApiError") && !line.contains("Status {"), "{line}");
+    }
+}

@@ -27,6 +27,7 @@ fn the_rerun_is_this_process_so_signals_and_exit_codes_are_direct() {
         .args(["eks", "status", "--namespace", "bench-2"])
         .env("CARGO", &cargo)
         .current_dir(&working_dir)
+        .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("cannot run xtask");
     let pid = child.id();
@@ -34,6 +35,14 @@ fn the_rerun_is_this_process_so_signals_and_exit_codes_are_direct() {
 
     // Ended by the signal, as a shell sees it (128 + 15), not with exit code 1.
     assert_eq!(output.status.signal(), Some(15), "{:?}", output.status);
+    // The first eks command builds for minutes behind `--quiet`: one line says so first.
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        stderr.lines().collect::<Vec<_>>(),
+        ["chbench: cargo xtask eks needs the Kubernetes client (the eks feature): running xtask built with it; the \
+             first time, cargo builds it now, a few minutes once, and later commands reuse it"],
+        "{stderr}"
+    );
     let recorded = std::fs::read_to_string(&record).unwrap();
     let [recorded_pid, recorded_dir, arguments] = recorded.lines().collect::<Vec<_>>()[..] else {
         panic!("unexpected record {recorded:?}")
