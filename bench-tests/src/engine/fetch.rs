@@ -95,7 +95,8 @@ impl<'a> Fetch<'a> {
     /// [`PROGRESS_EVERY`].
     pub fn tick(&self, line: impl FnOnce(&str) -> String) {
         if self.last_said.get().elapsed() >= PROGRESS_EVERY {
-            self.say(&line(&seconds(self.started.elapsed())));
+            // Whole seconds: a progress line, not a measurement.
+            self.say(&line(&format!("{} s", self.started.elapsed().as_secs())));
         }
     }
 
@@ -115,7 +116,7 @@ impl<'a> Fetch<'a> {
         let what = format!("asking the npm registry for {spec}");
         let Some(run) = self.run_npm(command.into(), &what, Some(REGISTRY_CHECK_BOUND), scratch)? else {
             let waited = REGISTRY_CHECK_BOUND.min(self.bound);
-            bail!("{}", self.unreachable(&format!("it did not answer within {}", seconds(waited))));
+            bail!("{}", self.unreachable(&format!("it did not answer within {} s", waited.as_secs())));
         };
         if !run.success {
             if run.stderr.contains("E404") {
