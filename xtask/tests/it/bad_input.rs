@@ -327,14 +327,20 @@ fn prices_and_sizes_that_are_not_finite_or_negative_are_refused_before_anything_
 }
 
 #[test]
-fn a_results_folder_that_is_a_file_is_named_before_the_engine_starts() {
+fn a_results_folder_that_is_a_file_is_named_with_its_flag_before_anything_runs() {
     let folder = tempfile::tempdir().unwrap();
     let file = folder.path().join("README.md");
     std::fs::write(&file, "not a folder").unwrap();
     let output = xtask(&["bench", "--target", "embedded", "--results-dir", file.to_str().unwrap()], &[]);
     let line = error_line(&output);
     assert!(line.contains(&format!("the results folder {} is not a folder", file.display())), "{line}");
+    assert!(line.ends_with("give --results-dir a folder"), "{line}");
     assert!(!String::from_utf8_lossy(&output.stderr).contains("chbench: target"), "the engine started");
+    // compare's --out names --out, not --results-dir, and is checked before the bundles are
+    // read (these need not exist); the file is left as it was.
+    let line = error_line(&xtask(&["compare", "a", "b", "--out", file.to_str().unwrap()], &[]));
+    assert_eq!(line, format!("error: the results folder {} is not a folder; give --out a folder", file.display()));
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "not a folder");
 }
 
 #[test]
