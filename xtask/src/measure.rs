@@ -58,7 +58,7 @@ impl Measure {
         for file in &self.args {
             // No parameters here: a `{name}` left in the file is an error at its line.
             let fixture = Fixture::read(file)?;
-            let statements = fixture.render(&Params::new())?;
+            let statements = fixture.render(&Params::none_for("cargo xtask measure"))?;
             files.push((file, fixture.name(), statements));
         }
         let mut target = crate::eks::open_target(self.target.target)?;

@@ -433,13 +433,25 @@ fn an_sql_error_names_the_file_and_the_statement() {
 #[test]
 fn a_placeholder_without_a_value_names_the_file_and_line_before_the_engine_starts() {
     let folder = tempfile::tempdir().unwrap();
-    let fixture = folder.path().join("scaled.sql");
-    std::fs::write(&fixture, "-- one day of rows\nSELECT count()\nFROM numbers({rows})\n").unwrap();
-    let output = xtask(&["measure", "--target", "embedded", fixture.to_str().unwrap()], &[]);
-    let line = error_line(&output);
-    assert!(line.contains(&format!("{}:3: parameter {{rows}} has no value", fixture.display())), "{line}");
-    assert!(line.contains("write the value in the file"), "{line}");
-    assert!(!String::from_utf8_lossy(&output.stderr).contains("chbench: target"), "the engine started");
+    // measure fills no placeholder, not even the packs' {rows}: each says so, and what to do.
+    for (name, text, line_of, placeholder) in [
+        ("scaled.sql", "-- one day of rows\nSELECT count()\nFROM numbers({rows})\n", 3, "rows"),
+        ("x.sql", "SELECT {x}\n", 1, "x"),
+    ] {
+        let fixture = folder.path().join(name);
+        std::fs::write(&fixture, text).unwrap();
+        let output = xtask(&["measure", "--target", "embedded", fixture.to_str().unwrap()], &[]);
+        let line = error_line(&output);
+        assert_eq!(
+            line,
+            format!(
+                "error: {}:{line_of}: parameter {{{placeholder}}} has no value: cargo xtask measure fills no \
+                 placeholders; write the value in the file",
+                fixture.display()
+            )
+        );
+        assert!(!String::from_utf8_lossy(&output.stderr).contains("chbench: target"), "the engine started");
+    }
 }
 
 #[test]
