@@ -537,7 +537,7 @@ pub struct Measure {
     /// query's smallest scale; for a broken design its largest, where its test runs].
     // Parsed by `run`, not by clap: a bad count is then one `error:` line and exit code 1,
     // like every other mistake in a pack command line.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
     pub rows: Option<String>,
     /// Print the full record as JSON instead of the summary.
     #[arg(long)]

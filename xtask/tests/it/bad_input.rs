@@ -406,6 +406,17 @@ fn an_unknown_benchmark_kind_lists_the_kinds() {
 }
 
 #[test]
+fn a_negative_row_count_says_what_a_row_count_is() {
+    for args in
+        [&["bench", "--rows", "-5"][..], &["bench", "logs", "--rows", "-5"], &["bench", "throughput", "--rows", "-5"]]
+    {
+        let line = usage_error(args, &[]);
+        assert!(line.contains("--rows") && !line.contains("unexpected argument"), "{args:?}: {line}");
+        assert!(line.contains("\"-5\": a row count must be a positive number like 1000000 or 10M"), "{line}");
+    }
+}
+
+#[test]
 fn a_kinds_flags_before_its_name_say_to_put_the_kind_first() {
     let line = usage_error(&["bench", "--rows", "10", "logs"], &[]);
     assert_eq!(line, "error: a kind's flags follow its name: cargo xtask bench logs --rows 10");
@@ -529,7 +540,10 @@ fn an_unknown_design_lists_the_designs_before_the_engine_starts() {
 #[test]
 fn a_row_count_that_is_zero_or_not_a_count_is_refused_before_the_engine_starts() {
     let line = measure_without_an_engine(&["primary_key", "one_device_one_hour", "--rows", "0"]);
-    assert_eq!(line, "error: --rows 0: the row count must be positive");
+    assert_eq!(line, "error: --rows 0: the row count must be a positive number like 10M");
+    // A count below zero is a count, not an unknown flag.
+    let line = measure_without_an_engine(&["primary_key", "one_device_one_hour", "--rows", "-5"]);
+    assert_eq!(line, "error: --rows -5: \"-5\": a row count must be a positive number like 1000000 or 10M");
     let line = measure_without_an_engine(&["primary_key", "one_device_one_hour", "--rows", "ten"]);
     assert!(line.starts_with("error: --rows ten: \"ten\" is not a row count"), "{line}");
 }
