@@ -417,6 +417,22 @@ fn a_negative_row_count_says_what_a_row_count_is() {
 }
 
 #[test]
+fn a_reference_answers_file_that_is_not_one_is_named_in_good_grammar() {
+    let folder = tempfile::tempdir().unwrap();
+    let answers = folder.path().join("answers.json");
+    std::fs::write(&answers, "not json").unwrap();
+    let args = ["bench", "clickbench", "--target", "embedded", "--reference-answers", answers.to_str().unwrap()];
+    let line = error_line(&xtask(&args, &[("CHBENCH_LIBCHDB", "/nonexistent/libchdb.so")]));
+    assert!(
+        line.starts_with(&format!(
+            "error: --reference-answers {}: not an answers.json as a clickbench run writes it",
+            answers.display()
+        )),
+        "{line}"
+    );
+}
+
+#[test]
 fn a_kinds_flags_before_its_name_say_to_put_the_kind_first() {
     let line = usage_error(&["bench", "--rows", "10", "logs"], &[]);
     assert_eq!(line, "error: a kind's flags follow its name: cargo xtask bench logs --rows 10");
