@@ -244,8 +244,8 @@ pub struct EksUp {
 /// The two forms of `measure`, spelt out under `measure --help`.
 const MEASURE_FORMS: &str = "\
 The first argument decides the form: an existing file, or a name ending in .sql, means SQL
-files; anything else is the name of a scenario pack (a folder under fixtures/ with a
-claims.toml).
+files; anything else is the name of a scenario pack (a folder with a claims.toml under
+fixtures/, or under CHBENCH_PACKS_DIR when it is set, as the tests find packs).
 
   cargo xtask measure FILE.sql...
       Runs each file's statements: every statement but the last is set-up, the last is

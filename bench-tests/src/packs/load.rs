@@ -46,8 +46,23 @@ fn pack_names_in(root: &Path) -> Result<Vec<String>> {
 
 /// The pack names for an error message: `logs, tenants`, or `none`.
 pub fn known_packs() -> Result<String> {
-    let names = pack_names()?;
+    known_packs_in(&fixtures_root())
+}
+
+/// The pack names under `root` for an error message, as [`known_packs`] gives them.
+pub fn known_packs_in(root: &Path) -> Result<String> {
+    let names = pack_names_in(root)?;
     Ok(if names.is_empty() { "none".to_string() } else { names.join(", ") })
+}
+
+/// Where a pack named on the command line is: under `CHBENCH_PACKS_DIR` when it is set
+/// (a pack tried out of the tree, as `new-pack --dir` writes one and the packs harness
+/// runs it), else under `fixtures/`.
+pub fn packs_root() -> PathBuf {
+    match std::env::var_os(super::PACKS_DIR_ENV) {
+        Some(folder) if !folder.is_empty() => PathBuf::from(folder),
+        _ => fixtures_root(),
+    }
 }
 
 impl Pack {
