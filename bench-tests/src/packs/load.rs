@@ -609,8 +609,21 @@ pub fn check_name(name: &str, what: &str) -> Result<()> {
     if !valid {
         bail!("{what}: name {name:?} must be lowercase letters, digits and _, starting with a letter");
     }
+    if name.len() > MAX_NAME_CHARS {
+        let start: String = name.chars().take(20).collect();
+        bail!(
+            "{what}: name {start}... has {} characters, and a name has at most {MAX_NAME_CHARS} (it becomes folder, \
+             dataset and snapshot names, which file systems cap at 255 bytes); give a shorter one",
+            name.len()
+        );
+    }
     Ok(())
 }
+
+/// The longest pack, design or query name: a snapshot's file name joins the three with the
+/// row count (`<pack>_<query>_<design>_<rows>.snap.new`), and three of these stay within
+/// the 255 bytes a file name may have.
+pub const MAX_NAME_CHARS: usize = 64;
 
 /// An error code as the engine names it (`TOO_MANY_ROWS`), else one line at `location`.
 fn check_error_code(code: &str, location: &str) -> Result<()> {

@@ -433,6 +433,23 @@ fn a_reference_answers_file_that_is_not_one_is_named_in_good_grammar() {
 }
 
 #[test]
+fn a_pack_name_too_long_for_a_file_name_is_one_line_naming_the_limit() {
+    let packs = tempfile::tempdir().unwrap();
+    let name = "p".repeat(300);
+    let output = xtask(&["new-pack", &name, "--dir", packs.path().to_str().unwrap()], &[]);
+    let line = error_line(&output);
+    assert!(
+        line.starts_with(
+            "error: cargo xtask new-pack: name pppppppppppppppppppp... has 300 characters, and a name has \
+             at most 64"
+        ),
+        "{line}"
+    );
+    assert!(!line.contains("os error"), "{line}");
+    assert_eq!(std::fs::read_dir(packs.path()).unwrap().count(), 0, "something was written");
+}
+
+#[test]
 fn a_kinds_flags_before_its_name_say_to_put_the_kind_first() {
     let line = usage_error(&["bench", "--rows", "10", "logs"], &[]);
     assert_eq!(line, "error: a kind's flags follow its name: cargo xtask bench logs --rows 10");
