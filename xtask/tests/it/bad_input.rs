@@ -417,6 +417,28 @@ fn a_negative_row_count_says_what_a_row_count_is() {
 }
 
 #[test]
+fn a_flag_of_another_kind_names_the_kind_that_takes_it() {
+    let line = usage_error(&["bench", "logs", "--parts", "10"], &[]);
+    assert_eq!(
+        line,
+        "error: --parts is not a flag of bench logs but of bench parts: cargo xtask bench parts --parts ..."
+    );
+    // The default kind's, without a kind named.
+    let line = usage_error(&["bench", "--clients=1,4"], &[]);
+    assert_eq!(
+        line,
+        "error: --clients is not a flag of bench logs but of bench parts: cargo xtask bench parts --clients ..."
+    );
+    // Several kinds take --rows: each is named.
+    let line = usage_error(&["bench", "parts", "--rows", "1M"], &[]);
+    assert!(line.starts_with("error: --rows is not a flag of bench parts but of bench logs, bench "), "{line}");
+    // No kind takes it: the kind's own flags are listed.
+    let line = usage_error(&["bench", "parts", "--no-such-flag"], &[]);
+    assert!(line.starts_with("error: --no-such-flag is not a flag of bench parts; its flags: "), "{line}");
+    assert!(line.contains("--parts") && line.contains("--clients") && line.contains("--target"), "{line}");
+}
+
+#[test]
 fn a_reference_answers_file_that_is_not_one_is_named_in_good_grammar() {
     let folder = tempfile::tempdir().unwrap();
     let answers = folder.path().join("answers.json");
