@@ -455,6 +455,30 @@ fn a_reference_answers_file_that_is_not_one_is_named_in_good_grammar() {
 }
 
 #[test]
+fn an_absurd_price_is_refused_in_one_line_rather_than_an_unknown_cost() {
+    let results = tempfile::tempdir().unwrap();
+    for (flag, said) in [
+        (
+            "--node-usd-per-hour",
+            "error: --node-usd-per-hour 1e308 is not a price: give USD per hour, a finite number from 0 to 10000",
+        ),
+        ("--volume-usd-per-gb-month", "error: --volume-usd-per-gb-month 1e308 is not a price: give USD per GB-month"),
+        (
+            "--volume-gib",
+            "error: --volume-gib 1e308 is not a volume: give the provisioned size in GiB, above 0 and at most",
+        ),
+    ] {
+        let args = ["bench", "--target", "embedded", flag, "1e308", "--results-dir", results.path().to_str().unwrap()];
+        let line = error_line(&xtask(&args, &[("CHBENCH_LIBCHDB", "/nonexistent/libchdb.so")]));
+        assert!(line.starts_with(said), "{line}");
+    }
+    assert_eq!(std::fs::read_dir(results.path()).unwrap().count(), 0, "a bundle was made");
+    // A comparison's price too.
+    let line = usage_error(&["compare", "a", "b", "--price-a", "1e308"], &[]);
+    assert!(line.contains("\"1e308\" is not a price: give USD per hour above 0 and at most 10000"), "{line}");
+}
+
+#[test]
 fn a_pack_name_too_long_for_a_file_name_is_one_line_naming_the_limit() {
     let packs = tempfile::tempdir().unwrap();
     let name = "p".repeat(300);
