@@ -439,6 +439,21 @@ fn a_flag_of_another_kind_names_the_kind_that_takes_it() {
 }
 
 #[test]
+fn readonly_as_a_run_setting_is_refused_saying_why() {
+    let results = tempfile::tempdir().unwrap();
+    let args =
+        ["bench", "--target", "embedded", "--setting", "readonly=1", "--results-dir", results.path().to_str().unwrap()];
+    let output = xtask(&args, &[("CHBENCH_LIBCHDB", "/nonexistent/libchdb.so")]);
+    let line = error_line(&output);
+    assert_eq!(
+        line,
+        "error: --setting \"readonly=1\": readonly cannot be set for a run: the tool's session needs to set its own \
+         settings (and create its tables), which a read-only session refuses; leave it out"
+    );
+    assert_eq!(std::fs::read_dir(results.path()).unwrap().count(), 0, "a bundle was made");
+}
+
+#[test]
 fn a_reference_answers_file_that_is_not_one_is_named_in_good_grammar() {
     let folder = tempfile::tempdir().unwrap();
     let answers = folder.path().join("answers.json");
