@@ -242,7 +242,8 @@ unsafe fn read_result(api: &Api, result: *mut c_void, storage: &Path) -> Result<
     unsafe {
         let error = (api.result_error)(result);
         if !error.is_null() {
-            let message = CStr::from_ptr(error).to_string_lossy();
+            let text = CStr::from_ptr(error).to_string_lossy();
+            let message = without_a_repeated_code(&text);
             // Cancelled because a stop was asked for: one fact, not a failure.
             if message.contains(CANCELLED) && interrupt::check().is_err() {
                 return Err(Interrupted.into());
@@ -270,6 +271,24 @@ unsafe fn read_result(api: &Api, result: *mut c_void, storage: &Path) -> Result<
             storage_bytes_read: (api.result_storage_bytes_read)(result),
         })
     }
+}
+
+/// The engine's error without the code it repeats: some errors (one raised while the
+/// result is written, as `INTO OUTFILE`'s) come as `Code: 504. DB::Exception: Code: 504.
+/// DB::Exception: File ... exists`, and every one of a level's statements would say it twice.
+pub fn without_a_repeated_code(message: &str) -> &str {
+    const EXCEPTION: &str = "DB::Exception: ";
+    let mut message = message;
+    while message.starts_with("Code: ")
+        && let Some(at) = message.find(EXCEPTION)
+    {
+        let (code, rest) = message.split_at(at + EXCEPTION.len());
+        if !rest.starts_with(code) {
+            break;
+        }
+        message = rest;
+    }
+    message
 }
 
 /// The engine's error `message` said as the disk of `storage` being full, with its
@@ -363,5 +382,23 @@ impl Drop for Connection {
                 _ => *open = None,
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_error_that_repeats_its_code_is_said_once() {
+        let once = "Code: 504. DB::Exception: File /tmp/out.csv exists, consider using APPEND or TRUNCATE. \
+                    (FILE_ALREADY_EXISTS)";
+        let twice = format!("Code: 504. DB::Exception: {once}");
+        assert_eq!(without_a_repeated_code(&twice), once);
+        assert_eq!(without_a_repeated_code(once), once);
+        // Another code inside the message is the engine's own wording, kept.
+        let nested = "Code: 60. DB::Exception: Code: 81. DB::Exception: Unknown database";
+        assert_eq!(without_a_repeated_code(nested), nested);
+        assert_eq!(without_a_repeated_code("Syntax error"), "Syntax error");
     }
 }

@@ -279,6 +279,29 @@ fn meaningless_levels_and_bounds_are_one_line_before_the_engine_starts() {
     assert!(!results.path().join("refused").exists());
 }
 
+/// A `--sql` file's query that would write on the host (`INTO OUTFILE`) is refused by the
+/// engine's parser in one line at its file and line, before any bundle is made or any of
+/// it runs: no file is written, and no level prints its error a thousand times.
+#[test]
+fn a_sql_file_that_writes_on_the_host_is_refused_before_anything_runs() {
+    let results = tempfile::tempdir().unwrap();
+    let written = results.path().join("out.csv");
+    let query = results.path().join("outfile.sql");
+    std::fs::write(&query, format!("-- the answer, to a file\nSELECT 1\nINTO OUTFILE '{}'\n", written.display()))
+        .unwrap();
+    let setup = results.path().join("setup_writes.sql");
+    std::fs::write(&setup, format!("INSERT INTO FUNCTION file('{}', 'CSV') SELECT 1;\nSELECT 1\n", written.display()))
+        .unwrap();
+    // The line of the clause at fault, for the query; of the statement, for the set-up.
+    for (file, line_of) in [(&query, 3), (&setup, 1)] {
+        let output = throughput(results.path(), "refused", &["--sql", file.to_str().unwrap()]).output().unwrap();
+        let line = error_line(&output);
+        assert!(line.starts_with(&format!("error: {}:{line_of}: ", file.display())), "{line}");
+        assert!(!written.exists(), "{} wrote on the host", file.display());
+        assert!(!results.path().join("refused").exists(), "a bundle was made");
+    }
+}
+
 /// `--iterations` at least the clients: every level runs exactly that many statements.
 #[test]
 fn an_iteration_budget_is_run_exactly_at_every_level() {
