@@ -249,7 +249,7 @@ unsafe fn read_result(api: &Api, result: *mut c_void, storage: &Path) -> Result<
                 return Err(Interrupted.into());
             }
             if let Some(full) = disk_full(message.trim(), storage) {
-                bail!("{full}");
+                return Err(full.into());
             }
             bail!("{}", message.trim());
         }
@@ -293,7 +293,7 @@ pub fn without_a_repeated_code(message: &str) -> &str {
 
 /// The engine's error `message` said as the disk of `storage` being full, with its
 /// free space and what to do, when it is that; `None` for any other error.
-pub fn disk_full(message: &str, storage: &Path) -> Option<String> {
+pub fn disk_full(message: &str, storage: &Path) -> Option<DiskFull> {
     let full = ["NOT_ENOUGH_SPACE", "No space left on device", "ENOSPC"].iter().any(|sign| message.contains(sign));
     if !full {
         return None;
@@ -302,11 +302,36 @@ pub fn disk_full(message: &str, storage: &Path) -> Option<String> {
         Ok(bytes) => format!("{} free", human_bytes(bytes)),
         Err(error) => format!("free space unknown: {error:#}"),
     };
-    Some(format!(
-        "the disk of the engine's folder {} is full ({free}): free space there, or give fewer rows ({message})",
-        shown(storage)
-    ))
+    Some(DiskFull { folder: shown(storage), free, smaller: "give fewer rows".to_string(), engine: message.to_string() })
 }
+
+/// The disk of the engine's folder full, as the error a statement ends with. What makes
+/// a run smaller is rows for most, but not for every kind: one whose size is something
+/// else (the parts benchmark's `--parts`) finds this error in its chain
+/// (`anyhow::Error::downcast_mut`) and says that instead.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DiskFull {
+    /// The engine's folder, as messages show paths.
+    pub folder: String,
+    /// Its free space, or why that is unknown.
+    pub free: String,
+    /// What to give for a smaller run: `give fewer rows`.
+    pub smaller: String,
+    /// The engine's own message.
+    pub engine: String,
+}
+
+impl std::fmt::Display for DiskFull {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the disk of the engine's folder {} is full ({}): free space there, or {} ({})",
+            self.folder, self.free, self.smaller, self.engine
+        )
+    }
+}
+
+impl std::error::Error for DiskFull {}
 
 /// A statement in [`RUNNING`] while it runs.
 struct RunningStatement {

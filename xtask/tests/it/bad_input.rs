@@ -439,6 +439,23 @@ fn a_flag_of_another_kind_names_the_kind_that_takes_it() {
 }
 
 #[test]
+fn a_client_count_given_twice_is_refused_as_a_part_count_given_twice_is() {
+    let results = tempfile::tempdir().unwrap();
+    for (flag, value, said) in [
+        ("--clients", "1,1", "error: --clients lists 1 twice: give each client count once, e.g. --clients 1,4,16"),
+        ("--parts", "10,10", "error: --parts lists 10 twice (10 before it)"),
+    ] {
+        let args =
+            ["bench", "parts", "--target", "embedded", flag, value, "--results-dir", results.path().to_str().unwrap()];
+        let output = xtask(&args, &[("CHBENCH_LIBCHDB", "/nonexistent/libchdb.so")]);
+        let line = error_line(&output);
+        assert!(line.starts_with(said), "{line}");
+        assert!(!String::from_utf8_lossy(&output.stderr).contains("chbench: target"), "the engine started");
+    }
+    assert_eq!(std::fs::read_dir(results.path()).unwrap().count(), 0, "a bundle was made");
+}
+
+#[test]
 fn readonly_as_a_run_setting_is_refused_saying_why() {
     let results = tempfile::tempdir().unwrap();
     let args =

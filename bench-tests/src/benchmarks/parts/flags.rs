@@ -34,13 +34,14 @@ pub struct PartsFlags {
 }
 
 impl PartsFlags {
+    /// The benchmark, with the client counts as given: a count given twice is for its
+    /// check to refuse, as `--parts` refuses a point given twice.
     pub fn benchmark(&self) -> PartsBenchmark {
-        let mut clients = self.clients.clone();
-        if !clients.contains(&1) {
-            clients.push(1);
+        PartsBenchmark {
+            points: self.parts.clone(),
+            runs: self.runs,
+            clients_given: self.clients.clone(),
+            max_slope: self.max_slope,
         }
-        clients.sort_unstable();
-        clients.dedup();
-        PartsBenchmark { points: self.parts.clone(), runs: self.runs, clients, max_slope: self.max_slope }
     }
 }
