@@ -18,7 +18,7 @@ use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::settings::{HARNESS_SETTINGS, Settings, is_setting_name};
+use crate::settings::{Settings, is_setting_name, refused_setting};
 
 /// The key of a variant that names an engine version instead of a setting.
 pub const ENGINE_VERSION_KEY: &str = "engine_version";
@@ -73,8 +73,8 @@ impl AbVariant {
             if seen.contains(&setting) {
                 bail!("--variant {text:?} sets {setting} twice; give it once");
             }
-            if HARNESS_SETTINGS.contains(&setting) {
-                bail!("--variant {text:?}: {setting} is set by the harness on every measured statement; leave it out");
+            if let Some(why) = refused_setting(setting) {
+                bail!("--variant {text:?}: {setting} {why}");
             }
             seen.push(setting);
             if setting == ENGINE_VERSION_KEY {

@@ -151,21 +151,32 @@ impl Sql for Statement {
 
 /// Values for `{name}` placeholders.
 #[derive(Debug, Clone, Default)]
-pub struct Params(BTreeMap<String, String>);
+pub struct Params {
+    values: BTreeMap<String, String>,
+    /// The command that renders files with no values at all (`cargo xtask measure`), for
+    /// the error: its user writes SQL, not the code that gives values.
+    filled_by_none: Option<String>,
+}
 
 impl Params {
     pub fn new() -> Params {
         Params::default()
     }
 
+    /// No values, for the files of `command`, which fills no placeholders: one left in a
+    /// file is an error that says so, and to write the value instead.
+    pub fn none_for(command: &str) -> Params {
+        Params { values: BTreeMap::new(), filled_by_none: Some(command.to_string()) }
+    }
+
     pub fn with(mut self, name: &str, value: impl fmt::Display) -> Params {
-        self.0.insert(name.to_string(), value.to_string());
+        self.values.insert(name.to_string(), value.to_string());
         self
     }
 
     /// The value of `{name}`, if it has one.
     pub fn get(&self, name: &str) -> Option<&str> {
-        self.0.get(name).map(String::as_str)
+        self.values.get(name).map(String::as_str)
     }
 
     /// Replaces `{name}` outside string literals and comments. A `{` that opens no
@@ -184,8 +195,17 @@ impl Params {
                 .filter(|(_, name)| is_identifier(name));
             if let Some((close, name)) = placeholder {
                 let offset = text.len() - rest.len();
-                let Some(value) = self.0.get(name) else {
-                    let known: Vec<&str> = self.0.keys().map(String::as_str).collect();
+                let Some(value) = self.values.get(name) else {
+                    if let Some(command) = &self.filled_by_none {
+                        return Err((
+                            offset,
+                            format!(
+                                "parameter {{{name}}} has no value: {command} fills no placeholders; write the value \
+                                 in the file"
+                            ),
+                        ));
+                    }
+                    let known: Vec<&str> = self.values.keys().map(String::as_str).collect();
                     // A typo of a known name is the likeliest cause: say which.
                     let close = known.iter().find(|known| strsim::damerau_levenshtein(known, name) <= 2);
                     let suggestion = close.map(|known| format!("; did you mean {{{known}}}?")).unwrap_or_default();
@@ -373,5 +393,12 @@ mod tests {
         };
         let error = fixture.render(&Params::new()).unwrap_err().to_string();
         assert!(error.starts_with("/tmp/q.sql:4: parameter {rowz} has no value"), "{error}");
+        // A command that fills none says so, and what to do, rather than how code gives one.
+        let error = fixture.render(&Params::none_for("cargo xtask measure")).unwrap_err().to_string();
+        assert_eq!(
+            error,
+            "/tmp/q.sql:4: parameter {rowz} has no value: cargo xtask measure fills no placeholders; write the value \
+             in the file"
+        );
     }
 }

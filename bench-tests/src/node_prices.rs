@@ -117,11 +117,16 @@ pub fn usd_per_1000_queries_at_qps(qps: f64, usd_per_hour: f64) -> Option<f64> {
     (qps.is_finite() && qps > 0.0).then(|| 1000.0 / qps * usd_per_hour / 3600.0)
 }
 
-/// A price as a flag gives it: finite, above 0.
+/// The dearest node price a flag takes, USD per hour. The largest on-demand instances cost
+/// a few hundred; a price past this is a typo, and one near `f64::MAX` would make every
+/// cost computed from it overflow to unknown with no reason anyone could see.
+pub const MAX_USD_PER_HOUR: f64 = 10_000.0;
+
+/// A price as a flag gives it: finite, above 0, at most [`MAX_USD_PER_HOUR`].
 pub fn parse_usd_per_hour(text: &str) -> Result<f64> {
     match text.trim().parse::<f64>() {
-        Ok(price) if price.is_finite() && price > 0.0 => Ok(price),
-        _ => bail!("{text:?} is not a price: give USD per hour above 0, e.g. 0.34"),
+        Ok(price) if price.is_finite() && price > 0.0 && price <= MAX_USD_PER_HOUR => Ok(price),
+        _ => bail!("{text:?} is not a price: give USD per hour above 0 and at most {MAX_USD_PER_HOUR}, e.g. 0.34"),
     }
 }
 

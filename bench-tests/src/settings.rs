@@ -14,6 +14,22 @@ use serde::{Deserialize, Serialize};
 /// finding its record (`query_id`).
 pub const HARNESS_SETTINGS: [&str; 2] = ["log_comment", "query_id"];
 
+/// Why `name` cannot be given as a run's or a variant's setting, when it cannot: the
+/// harness sets it on every measured statement, or (`readonly`) the tool's session must
+/// set its own settings (and make its tables), which a read-only session refuses.
+pub fn refused_setting(name: &str) -> Option<&'static str> {
+    if HARNESS_SETTINGS.contains(&name) {
+        return Some("is set by the harness on every measured statement; leave it out");
+    }
+    if name == "readonly" {
+        return Some(
+            "cannot be set for a run: the tool's session needs to set its own settings (and create its tables), which a \
+             read-only session refuses; leave it out",
+        );
+    }
+    None
+}
+
 /// The run's own session settings, chosen once before a target opens.
 static RUN_SETTINGS: OnceLock<Settings> = OnceLock::new();
 
@@ -126,8 +142,8 @@ pub fn parse_setting(text: &str) -> Result<(String, String)> {
     if value.is_empty() || value.chars().any(char::is_control) {
         bail!("--setting {text:?}: {name} has no value; write {name}=VALUE");
     }
-    if HARNESS_SETTINGS.contains(&name) {
-        bail!("--setting {text:?}: {name} is set by the harness on every measured statement; leave it out");
+    if let Some(why) = refused_setting(name) {
+        bail!("--setting {text:?}: {name} {why}");
     }
     Ok((name.to_string(), value.to_string()))
 }
@@ -166,6 +182,7 @@ mod tests {
             ("max threads=2", "is not a setting name"),
             ("max_threads=", "has no value"),
             ("log_comment=x", "is set by the harness"),
+            ("readonly=1", "readonly cannot be set for a run: the tool's session needs to set its own settings"),
         ] {
             let error = parse_setting(wrong).unwrap_err().to_string();
             assert!(error.starts_with(&format!("--setting {wrong:?}")) && error.contains(said), "{error}");

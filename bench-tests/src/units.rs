@@ -93,10 +93,13 @@ pub fn compact(value: f64) -> String {
     }
 }
 
+/// What a row count of 0, or below, is told.
+const ROWS_MUST_BE_POSITIVE: &str = "the row count must be a positive number like 10M";
+
 /// `10M` is 10,000,000; plain numbers and `_` separators work too.
 pub fn parse_count(text: &str) -> Result<u64, String> {
     match parse_amount(text, "row count", "1000000 or 10M")? {
-        0 => Err("the row count must be positive".to_string()),
+        0 => Err(ROWS_MUST_BE_POSITIVE.to_string()),
         rows => Ok(rows),
     }
 }
@@ -111,6 +114,10 @@ pub fn parse_part_count(text: &str) -> Result<u64, String> {
 /// suffixes and `_` separators work.
 fn parse_amount(text: &str, noun: &str, example: &str) -> Result<u64, String> {
     let cleaned = text.trim().replace('_', "");
+    // A minus sign is a count below zero, not a typo of the digits: say what a count is.
+    if cleaned.starts_with('-') {
+        return Err(format!("{text:?}: a {noun} must be a positive number like {example}"));
+    }
     let (digits, multiplier) = match cleaned.chars().last() {
         Some('k' | 'K') => (&cleaned[..cleaned.len() - 1], 1_000),
         Some('m' | 'M') => (&cleaned[..cleaned.len() - 1], 1_000_000),
@@ -155,6 +162,11 @@ mod tests {
         assert_eq!(parse_count("1_000"), Ok(1000));
         assert_eq!(parse_count("2k"), Ok(2000));
         assert!(parse_count("ten").unwrap_err().contains("not a row count"));
-        assert!(parse_count("0").is_err());
+        assert_eq!(parse_count("0"), Err("the row count must be a positive number like 10M".to_string()));
+        assert_eq!(
+            parse_count("-5"),
+            Err("\"-5\": a row count must be a positive number like 1000000 or 10M".to_string())
+        );
+        assert!(parse_part_count("-1K").unwrap_err().contains("a part count must be a positive number"));
     }
 }

@@ -92,6 +92,15 @@ fn run(flags: &RunFlags, kind_name: &str, benchmark: &dyn AnyBenchmark) -> Resul
     let report = end.report?;
     // As the progress lines: a reader that went away does not make a finished run fail.
     let _ = writeln!(std::io::stdout(), "report: {}", report.display());
+    // Every phase ran, so the bundle is complete; only what the run made on the target may
+    // be left (a stop there still exits with 130).
+    end.clean_up.with_context(|| {
+        format!(
+            "run {} is complete (its bundle and report are in {}), but its clean-up was cut short",
+            end.run_id,
+            end.dir.display()
+        )
+    })?;
     // What the run was held to fails it only now, with everything written.
     end.verdict.with_context(|| {
         format!("run {} failed its check (its bundle and report are in {})", end.run_id, end.dir.display())

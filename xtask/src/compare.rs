@@ -10,7 +10,7 @@ use chbench::compare::report::{COMPARE_FILE, write_files};
 use chbench::compare::{CompareOptions, Comparison, Side};
 use chbench::interrupt;
 use chbench::node_prices::PriceOverrides;
-use chbench::results::prepare_results_folder;
+use chbench::results::{prepare_folder_of_flag, refuse_a_file_for_a_folder};
 use chbench::significance::Verdict;
 use chbench::units::plural;
 
@@ -19,6 +19,11 @@ use crate::report::bundle_dir;
 
 impl Compare {
     pub fn run(self) -> Result<()> {
+        // A folder given by hand is checked before the comparison, which can take minutes
+        // (and made only when there is something to write in it).
+        if let Some(out) = &self.out {
+            refuse_a_file_for_a_folder(out, "--out")?;
+        }
         let dirs = self
             .bundles
             .iter()
@@ -36,11 +41,11 @@ impl Compare {
         // Reading two large bundles and testing every query takes seconds to minutes.
         let comparison = interrupt::until_stopped(move || kinds::compare(&dirs, &options))?;
         check_node_prices_apply(&self.node_price, (self.price_a.is_some(), self.price_b.is_some()), &comparison)?;
-        let out = match &self.out {
-            Some(out) => out.clone(),
-            None => self.results_dir.join(default_folder(&comparison)),
+        let (out, flag) = match &self.out {
+            Some(out) => (out.clone(), "--out"),
+            None => (self.results_dir.join(default_folder(&comparison)), "--results-dir"),
         };
-        write_comparison(&comparison, &out)?;
+        write_comparison(&comparison, &out, flag)?;
         if self.json {
             let json = serde_json::to_string_pretty(&comparison).context("cannot serialise the comparison")?;
             print_ignoring_a_closed_pipe(&(json + "\n"));
@@ -131,8 +136,9 @@ fn default_folder(comparison: &Comparison) -> String {
     }
 }
 
-fn write_comparison(comparison: &Comparison, out: &Path) -> Result<()> {
-    prepare_results_folder(out)?;
+/// Writes the files into `out`, which `flag` chose (a mistake names it).
+fn write_comparison(comparison: &Comparison, out: &Path, flag: &str) -> Result<()> {
+    prepare_folder_of_flag(out, flag)?;
     write_files(comparison, out)
 }
 

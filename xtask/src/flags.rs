@@ -114,6 +114,13 @@ fn in_the_users_terms(error: clap::Error, args: &[OsString]) -> clap::Error {
             }
             format!("a kind's flags follow its name: cargo xtask bench {kind} {}", flags.join(" "))
         }
+        // A flag the kind does not take: clap's tip is the nearest spelling of any flag
+        // (`--parts` on logs: "--target"), where the kind that has it is the answer.
+        ErrorKind::UnknownArgument if bench => {
+            let flag = context(ContextKind::InvalidArg).unwrap_or_default();
+            let kind = given.get(1).and_then(|name| kinds::kind_named(name)).unwrap_or_else(kinds::default_kind);
+            not_a_flag_of(kind, &flag)
+        }
         // A flag's value its parser refused, or two flags that exclude each other: clap's
         // first line says which and why; the usage after it would make it several.
         ErrorKind::ValueValidation | ErrorKind::ArgumentConflict => {
@@ -124,6 +131,34 @@ fn in_the_users_terms(error: clap::Error, args: &[OsString]) -> clap::Error {
         _ => return error,
     };
     clap::Error::raw(error.kind(), format!("{reworded}\n"))
+}
+
+/// The line for `flag`, which `kind` does not take: the kinds that take it, with the
+/// command line to use, or else the flags `kind` takes.
+fn not_a_flag_of(kind: &Kind, flag: &str) -> String {
+    let name = flag.split_once('=').map_or(flag, |(name, _)| name);
+    let long = name.strip_prefix("--");
+    let flags_of = |kind: &Kind| -> Vec<String> {
+        let command = (kind.flags)(RunFlags::augment_args(clap::Command::new(kind.name)));
+        command.get_arguments().filter_map(|arg| arg.get_long()).map(|long| format!("--{long}")).collect()
+    };
+    let others: Vec<&str> = kinds::KINDS
+        .iter()
+        .filter(|other| other.name != kind.name && flags_of(other).iter().any(|known| Some(&known[2..]) == long))
+        .map(|other| other.name)
+        .collect();
+    let this = kind.name;
+    match others.as_slice() {
+        [] => format!("{name} is not a flag of bench {this}; its flags: {}", flags_of(kind).join(", ")),
+        [other] => {
+            format!("{name} is not a flag of bench {this} but of bench {other}: cargo xtask bench {other} {name} ...")
+        }
+        _ => format!(
+            "{name} is not a flag of bench {this} but of bench {}: e.g. cargo xtask bench {} {name} ...",
+            others.join(", bench "),
+            others[0]
+        ),
+    }
 }
 
 /// `cargo xtask eks <command>`. Built with the `eks` feature, which the first `eks`
@@ -244,8 +279,8 @@ pub struct EksUp {
 /// The two forms of `measure`, spelt out under `measure --help`.
 const MEASURE_FORMS: &str = "\
 The first argument decides the form: an existing file, or a name ending in .sql, means SQL
-files; anything else is the name of a scenario pack (a folder under fixtures/ with a
-claims.toml).
+files; anything else is the name of a scenario pack (a folder with a claims.toml under
+fixtures/, or under CHBENCH_PACKS_DIR when it is set, as the tests find packs).
 
   cargo xtask measure FILE.sql...
       Runs each file's statements: every statement but the last is set-up, the last is
@@ -537,7 +572,7 @@ pub struct Measure {
     /// query's smallest scale; for a broken design its largest, where its test runs].
     // Parsed by `run`, not by clap: a bad count is then one `error:` line and exit code 1,
     // like every other mistake in a pack command line.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
     pub rows: Option<String>,
     /// Print the full record as JSON instead of the summary.
     #[arg(long)]

@@ -22,10 +22,10 @@ use std::path::{Component, Path, PathBuf};
 
 use anyhow::{Context, Result, anyhow, bail};
 use chbench::explain::{Explained, TableRead, applies_skip_indexes_on_data_read, explain_indexes, explained};
-use chbench::files::fixtures_root;
+use chbench::files::shown;
 use chbench::fixtures::{Fixture, Params, Statement};
 use chbench::measure::measure;
-use chbench::packs::{AlsoMeasure, CLAIMS_FILE, Observation, Pack, known_packs};
+use chbench::packs::{AlsoMeasure, CLAIMS_FILE, Observation, PACKS_DIR_ENV, Pack, known_packs_in, packs_root};
 use chbench::parts::{ColumnSizes, PartsSummary};
 use chbench::settings::Settings;
 use chbench::stats::{QueryStats, StatementTag};
@@ -58,7 +58,7 @@ impl Measure {
         for file in &self.args {
             // No parameters here: a `{name}` left in the file is an error at its line.
             let fixture = Fixture::read(file)?;
-            let statements = fixture.render(&Params::new())?;
+            let statements = fixture.render(&Params::none_for("cargo xtask measure"))?;
             files.push((file, fixture.name(), statements));
         }
         let mut target = crate::eks::open_target(self.target.target)?;
@@ -508,20 +508,26 @@ impl PackCase {
     }
 }
 
-/// The pack a command-line name means: only a folder name under `fixtures/` (a path
-/// would let the name reach any folder with a claims.toml, and the dataset would still be
-/// named after its last component).
+/// The pack a command-line name means: only a folder name under `fixtures/`, or under
+/// `CHBENCH_PACKS_DIR` when it is set, as the packs harness finds packs (a path would let
+/// the name reach any folder with a claims.toml, and the dataset would still be named
+/// after its last component).
 fn load_pack(name: &Path) -> Result<Pack> {
+    let root = packs_root();
     let plain = matches!(name.components().collect::<Vec<_>>()[..], [Component::Normal(_)]);
     match name.to_str() {
-        Some(text) if plain && fixtures_root().join(text).join(CLAIMS_FILE).is_file() => Pack::named(text),
+        Some(text) if plain && root.join(text).join(CLAIMS_FILE).is_file() => Pack::load(&root.join(text)),
         _ => {
             // The name was read as a pack because it is no file: say how a file is told
-            // apart too, for whoever meant one.
+            // apart too, for whoever meant one, and where packs were looked for.
+            let place = match std::env::var_os(PACKS_DIR_ENV) {
+                Some(folder) if !folder.is_empty() => format!("packs in {PACKS_DIR_ENV}={}", shown(&root)),
+                _ => "packs here".to_string(),
+            };
             bail!(
-                "{} is neither a pack nor an SQL file (packs here: {}; an SQL file must exist or end in .sql)",
+                "{} is neither a pack nor an SQL file ({place}: {}; an SQL file must exist or end in .sql)",
                 name.display(),
-                known_packs()?
+                known_packs_in(&root)?
             )
         }
     }
@@ -529,6 +535,8 @@ fn load_pack(name: &Path) -> Result<Pack> {
 
 #[cfg(test)]
 mod tests {
+    use chbench::files::fixtures_root;
+
     use super::*;
 
     #[test]

@@ -164,16 +164,30 @@ pub fn new_bundle<B: Benchmark>(benchmark: &B, run_id: &str, target: &mut Target
     }
 }
 
+/// How a run ended: its phases, and apart from them its clean-up.
+#[derive(Debug)]
+pub struct RunOutcome {
+    /// The phases' error (an interruption included): the bundle stays incomplete.
+    pub phases: Result<()>,
+    /// The clean-up's error, after every phase ran: what was measured is whole, so the
+    /// bundle is complete, and this says what the clean-up may have left. `Ok` when the
+    /// phases failed (the clean-up's error is then said as a warning beside theirs).
+    pub clean_up: Result<()>,
+}
+
 /// Runs every phase of `benchmark`, recording each in the bundle before it starts, and
-/// watches the machine throughout. On error (an interruption included) the bundle keeps
-/// what was measured and stays incomplete; the caller records the error and finishes it.
+/// watches the machine throughout, then its clean-up. On a phase's error (an
+/// interruption included) the bundle keeps what was measured and stays incomplete; the
+/// caller records the error and finishes it.
 pub fn run<B: Benchmark>(
     benchmark: &B,
     target: &mut Target,
     writer: &mut BundleWriter<B::Results>,
     progress: &dyn Progress,
-) -> Result<()> {
-    benchmark.check()?;
+) -> RunOutcome {
+    if let Err(error) = benchmark.check() {
+        return RunOutcome { phases: Err(error), clean_up: Ok(()) };
+    }
     let mut machine = MachineWatch::start(target.capabilities().engine_in_process);
     warn_about_processes(progress, &machine.info().other_chbench_processes);
     writer.bundle.machine = Some(machine.info().clone());
@@ -197,15 +211,12 @@ pub fn run<B: Benchmark>(
     {
         outcome = Err(error);
     }
+    let mut clean_up = Ok(());
     if let Err(error) = benchmark.clean_up(&mut Run { target, writer, progress }) {
         let error = error.context("cannot clean up after the run");
-        // An interruption is said as one fact in the end; what it left on the target is
-        // said here, or nobody would know.
-        if error.is::<Interrupted>() && outcome.is_ok() {
-            progress.warn(&format!("{error:#}"));
-        }
         match outcome {
-            Ok(()) => outcome = Err(error),
+            // Every phase ran: the measurements are whole, and only the clean-up was cut.
+            Ok(()) => clean_up = Err(error),
             // The run's own error is the one to report; this one is said too.
             Err(_) => progress.warn(&format!("{error:#}")),
         }
@@ -215,7 +226,7 @@ pub fn run<B: Benchmark>(
         progress.warn(&format!("the machine was not quiet: {}; timings may be inflated", machine.noise.join("; ")));
     }
     writer.bundle.machine = Some(machine);
-    outcome
+    RunOutcome { phases: outcome, clean_up }
 }
 
 fn warn_about_processes(progress: &dyn Progress, processes: &[SeenProcess]) {
@@ -248,6 +259,9 @@ pub struct RunEnd {
     /// The kind's [`Benchmark::verdict`] on the finished bundle; `Ok` when the run did not
     /// end (its outcome is the error then) or the bundle could not be read.
     pub verdict: Result<()>,
+    /// The clean-up's error after every phase ran ([`RunOutcome::clean_up`]): the bundle
+    /// is complete, and this says what may be left on the target.
+    pub clean_up: Result<()>,
 }
 
 /// A benchmark of a kind chosen at run time, from the command line.
@@ -282,8 +296,8 @@ impl<B: Benchmark> AnyBenchmark for B {
         let dir = writer.dir().to_path_buf();
         progress.note(&format!("run {}, results in {}", writer.bundle.run_id, dir.display()));
         // An interruption is one fact, not a failure of the statement it came before.
-        let outcome = run(self, target, &mut writer, progress)
-            .map_err(|error| if error.is::<Interrupted>() { Interrupted.into() } else { error });
+        let RunOutcome { phases, clean_up } = run(self, target, &mut writer, progress);
+        let outcome = phases.map_err(|error| if error.is::<Interrupted>() { Interrupted.into() } else { error });
         // Whatever happened, what was measured is saved and reported.
         let saved = writer
             .finish(outcome.as_ref().err().map(|error| format!("{error:#}")))
@@ -302,6 +316,7 @@ impl<B: Benchmark> AnyBenchmark for B {
             outcome,
             report,
             verdict,
+            clean_up,
         })
     }
 }

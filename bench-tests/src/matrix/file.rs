@@ -15,7 +15,7 @@ use super::{EksShared, Matrix, MatrixVariant, VariantDeployment};
 use crate::benchmarks::kinds::{self, Kind};
 use crate::cluster::checks::{check_values, vcpus_of};
 use crate::cluster::{Values, Variant};
-use crate::settings::{HARNESS_SETTINGS, Settings, is_setting_name};
+use crate::settings::{Settings, is_setting_name, refused_setting};
 use crate::target_info::TargetKind;
 
 /// The flags every bench takes that the matrix sets for each variant itself.
@@ -233,11 +233,8 @@ fn check_variant(
         if !is_setting_name(setting) {
             return Err(in_variant(span, format!("settings: {setting:?} is not a setting name")));
         }
-        if HARNESS_SETTINGS.contains(&setting.as_str()) {
-            return Err(in_variant(
-                span,
-                format!("settings: {setting} is set by the harness on every measured statement; leave it out"),
-            ));
+        if let Some(why) = refused_setting(setting) {
+            return Err(in_variant(span, format!("settings: {setting} {why}")));
         }
         let text = match value.get_ref() {
             toml::Value::String(text) => text.clone(),

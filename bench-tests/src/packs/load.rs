@@ -46,8 +46,23 @@ fn pack_names_in(root: &Path) -> Result<Vec<String>> {
 
 /// The pack names for an error message: `logs, tenants`, or `none`.
 pub fn known_packs() -> Result<String> {
-    let names = pack_names()?;
+    known_packs_in(&fixtures_root())
+}
+
+/// The pack names under `root` for an error message, as [`known_packs`] gives them.
+pub fn known_packs_in(root: &Path) -> Result<String> {
+    let names = pack_names_in(root)?;
     Ok(if names.is_empty() { "none".to_string() } else { names.join(", ") })
+}
+
+/// Where a pack named on the command line is: under `CHBENCH_PACKS_DIR` when it is set
+/// (a pack tried out of the tree, as `new-pack --dir` writes one and the packs harness
+/// runs it), else under `fixtures/`.
+pub fn packs_root() -> PathBuf {
+    match std::env::var_os(super::PACKS_DIR_ENV) {
+        Some(folder) if !folder.is_empty() => PathBuf::from(folder),
+        _ => fixtures_root(),
+    }
 }
 
 impl Pack {
@@ -606,8 +621,21 @@ pub fn check_name(name: &str, what: &str) -> Result<()> {
     if !valid {
         bail!("{what}: name {name:?} must be lowercase letters, digits and _, starting with a letter");
     }
+    if name.len() > MAX_NAME_CHARS {
+        let start: String = name.chars().take(20).collect();
+        bail!(
+            "{what}: name {start}... has {} characters, and a name has at most {MAX_NAME_CHARS} (it becomes folder, \
+             dataset and snapshot names, which file systems cap at 255 bytes); give a shorter one",
+            name.len()
+        );
+    }
     Ok(())
 }
+
+/// The longest pack, design or query name: a snapshot's file name joins the three with the
+/// row count (`<pack>_<query>_<design>_<rows>.snap.new`), and three of these stay within
+/// the 255 bytes a file name may have.
+pub const MAX_NAME_CHARS: usize = 64;
 
 /// An error code as the engine names it (`TOO_MANY_ROWS`), else one line at `location`.
 fn check_error_code(code: &str, location: &str) -> Result<()> {

@@ -40,7 +40,7 @@ mod judge;
 mod load;
 mod observe;
 
-pub use load::{check_name, discover, discover_in, known_packs, pack_names};
+pub use load::{check_name, discover, discover_in, known_packs, known_packs_in, pack_names, packs_root};
 
 use std::path::PathBuf;
 

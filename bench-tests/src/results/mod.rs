@@ -35,7 +35,10 @@ use serde::de::{DeserializeOwned, Error as _};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 pub use self::load::{bundle_is_complete, bundle_kind, load_bundle};
-pub use self::writer::{BundleWriter, ExistingFolder, prepare_results_folder, refuse_a_taken_run_id};
+pub use self::writer::{
+    BundleWriter, ExistingFolder, prepare_folder_of_flag, prepare_results_folder, refuse_a_file_for_a_folder,
+    refuse_a_taken_run_id,
+};
 use crate::ab_variants::AbRun;
 use crate::machine::MachineInfo;
 use crate::query_runs::QueryRuns;

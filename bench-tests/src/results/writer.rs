@@ -162,10 +162,23 @@ impl<Results: KindResults> BundleWriter<Results> {
 /// Creates the folder runs go into, or checks that it is one: done before a run starts
 /// its engine, so that a bad `--results-dir` costs nothing.
 pub fn prepare_results_folder(root: &Path) -> Result<()> {
+    prepare_folder_of_flag(root, "--results-dir")
+}
+
+/// Creates the folder `flag` names, or checks that it is one; a mistake names `flag`, so
+/// that a command with several folder flags (`compare --out`) blames the one given.
+pub fn prepare_folder_of_flag(root: &Path, flag: &str) -> Result<()> {
+    refuse_a_file_for_a_folder(root, flag)?;
+    fs::create_dir_all(root).with_context(|| format!("cannot create the results folder {} ({flag})", root.display()))
+}
+
+/// Refuses a `root` that exists and is not a folder, naming `flag`; creates nothing (a
+/// check before work whose folder is made only at its end).
+pub fn refuse_a_file_for_a_folder(root: &Path, flag: &str) -> Result<()> {
     if root.exists() && !root.is_dir() {
-        bail!("the results folder {} is not a folder; give --results-dir a folder", root.display());
+        bail!("the results folder {} is not a folder; give {flag} a folder", root.display());
     }
-    fs::create_dir_all(root).with_context(|| format!("cannot create the results folder {}", root.display()))
+    Ok(())
 }
 
 /// Refuses a run id the user chose whose folder exists under `root`: checked before a run

@@ -242,13 +242,14 @@ unsafe fn read_result(api: &Api, result: *mut c_void, storage: &Path) -> Result<
     unsafe {
         let error = (api.result_error)(result);
         if !error.is_null() {
-            let message = CStr::from_ptr(error).to_string_lossy();
+            let text = CStr::from_ptr(error).to_string_lossy();
+            let message = without_a_repeated_code(&text);
             // Cancelled because a stop was asked for: one fact, not a failure.
             if message.contains(CANCELLED) && interrupt::check().is_err() {
                 return Err(Interrupted.into());
             }
             if let Some(full) = disk_full(message.trim(), storage) {
-                bail!("{full}");
+                return Err(full.into());
             }
             bail!("{}", message.trim());
         }
@@ -272,9 +273,27 @@ unsafe fn read_result(api: &Api, result: *mut c_void, storage: &Path) -> Result<
     }
 }
 
+/// The engine's error without the code it repeats: some errors (one raised while the
+/// result is written, as `INTO OUTFILE`'s) come as `Code: 504. DB::Exception: Code: 504.
+/// DB::Exception: File ... exists`, and every one of a level's statements would say it twice.
+pub fn without_a_repeated_code(message: &str) -> &str {
+    const EXCEPTION: &str = "DB::Exception: ";
+    let mut message = message;
+    while message.starts_with("Code: ")
+        && let Some(at) = message.find(EXCEPTION)
+    {
+        let (code, rest) = message.split_at(at + EXCEPTION.len());
+        if !rest.starts_with(code) {
+            break;
+        }
+        message = rest;
+    }
+    message
+}
+
 /// The engine's error `message` said as the disk of `storage` being full, with its
 /// free space and what to do, when it is that; `None` for any other error.
-pub fn disk_full(message: &str, storage: &Path) -> Option<String> {
+pub fn disk_full(message: &str, storage: &Path) -> Option<DiskFull> {
     let full = ["NOT_ENOUGH_SPACE", "No space left on device", "ENOSPC"].iter().any(|sign| message.contains(sign));
     if !full {
         return None;
@@ -283,11 +302,36 @@ pub fn disk_full(message: &str, storage: &Path) -> Option<String> {
         Ok(bytes) => format!("{} free", human_bytes(bytes)),
         Err(error) => format!("free space unknown: {error:#}"),
     };
-    Some(format!(
-        "the disk of the engine's folder {} is full ({free}): free space there, or give fewer rows ({message})",
-        shown(storage)
-    ))
+    Some(DiskFull { folder: shown(storage), free, smaller: "give fewer rows".to_string(), engine: message.to_string() })
 }
+
+/// The disk of the engine's folder full, as the error a statement ends with. What makes
+/// a run smaller is rows for most, but not for every kind: one whose size is something
+/// else (the parts benchmark's `--parts`) finds this error in its chain
+/// (`anyhow::Error::downcast_mut`) and says that instead.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DiskFull {
+    /// The engine's folder, as messages show paths.
+    pub folder: String,
+    /// Its free space, or why that is unknown.
+    pub free: String,
+    /// What to give for a smaller run: `give fewer rows`.
+    pub smaller: String,
+    /// The engine's own message.
+    pub engine: String,
+}
+
+impl std::fmt::Display for DiskFull {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the disk of the engine's folder {} is full ({}): free space there, or {} ({})",
+            self.folder, self.free, self.smaller, self.engine
+        )
+    }
+}
+
+impl std::error::Error for DiskFull {}
 
 /// A statement in [`RUNNING`] while it runs.
 struct RunningStatement {
@@ -363,5 +407,23 @@ impl Drop for Connection {
                 _ => *open = None,
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_error_that_repeats_its_code_is_said_once() {
+        let once = "Code: 504. DB::Exception: File /tmp/out.csv exists, consider using APPEND or TRUNCATE. \
+                    (FILE_ALREADY_EXISTS)";
+        let twice = format!("Code: 504. DB::Exception: {once}");
+        assert_eq!(without_a_repeated_code(&twice), once);
+        assert_eq!(without_a_repeated_code(once), once);
+        // Another code inside the message is the engine's own wording, kept.
+        let nested = "Code: 60. DB::Exception: Code: 81. DB::Exception: Unknown database";
+        assert_eq!(without_a_repeated_code(nested), nested);
+        assert_eq!(without_a_repeated_code("Syntax error"), "Syntax error");
     }
 }

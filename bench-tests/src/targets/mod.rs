@@ -1187,8 +1187,27 @@ pub fn open_target_of_kind(kind: TargetKind) -> Result<Target> {
 /// in-process engine's data, and prints which one it is.
 pub fn open_target_on(kind: TargetKind, storage: &Storage) -> Result<Target> {
     let target = open_unannounced(kind, storage)?;
-    eprintln!("chbench: {}", target.info());
+    announce(target.info());
     Ok(target)
+}
+
+/// The targets this process has named on stderr.
+static ANNOUNCED: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+/// Names `info`'s target on stderr, once a process: a dataset built on one engine and
+/// opened as a copy on the same engine is one target to the user, not two.
+fn announce(info: &TargetInfo) {
+    let line = info.to_string();
+    let first = ANNOUNCED.lock().map_or(true, |mut named| {
+        let first = !named.contains(&line);
+        if first {
+            named.push(line.clone());
+        }
+        first
+    });
+    if first {
+        eprintln!("chbench: {line}");
+    }
 }
 
 /// [`open_target_on`] without the line it prints.
@@ -1232,7 +1251,7 @@ pub fn open_worker(
             target.info.endpoint
         );
     }
-    eprintln!("chbench: {}", target.info());
+    announce(target.info());
     Ok(target)
 }
 

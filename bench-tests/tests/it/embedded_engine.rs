@@ -160,7 +160,7 @@ fn a_full_disk_at_ingest_names_the_fixture_line_and_the_folder() {
     // The engine's text for a full disk (measured on such a tmpfs), said with the folder.
     let folder = tempfile::tempdir().unwrap();
     let engine = "Code: 243. DB::Exception: Cannot reserve 50.90 MiB, not enough space. (NOT_ENOUGH_SPACE)";
-    let line = chbench::targets::chdb::disk_full(engine, folder.path()).expect("a full disk");
+    let line = chbench::targets::chdb::disk_full(engine, folder.path()).expect("a full disk").to_string();
     assert!(line.starts_with(&format!("the disk of the engine's folder {} is full (", folder.path().display())));
     assert!(line.ends_with(&format!("free): free space there, or give fewer rows ({engine})")), "{line}");
     assert_eq!(chbench::targets::chdb::disk_full("Code: 62. SYNTAX_ERROR", folder.path()), None);

@@ -334,14 +334,20 @@ fn prices_and_sizes_that_are_not_finite_or_negative_are_refused_before_anything_
 }
 
 #[test]
-fn a_results_folder_that_is_a_file_is_named_before_the_engine_starts() {
+fn a_results_folder_that_is_a_file_is_named_with_its_flag_before_anything_runs() {
     let folder = tempfile::tempdir().unwrap();
     let file = folder.path().join("README.md");
     std::fs::write(&file, "not a folder").unwrap();
     let output = xtask(&["bench", "--target", "embedded", "--results-dir", file.to_str().unwrap()], &[]);
     let line = error_line(&output);
     assert!(line.contains(&format!("the results folder {} is not a folder", file.display())), "{line}");
+    assert!(line.ends_with("give --results-dir a folder"), "{line}");
     assert!(!String::from_utf8_lossy(&output.stderr).contains("chbench: target"), "the engine started");
+    // compare's --out names --out, not --results-dir, and is checked before the bundles are
+    // read (these need not exist); the file is left as it was.
+    let line = error_line(&xtask(&["compare", "a", "b", "--out", file.to_str().unwrap()], &[]));
+    assert_eq!(line, format!("error: the results folder {} is not a folder; give --out a folder", file.display()));
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "not a folder");
 }
 
 #[test]
@@ -407,6 +413,128 @@ fn an_unknown_benchmark_kind_lists_the_kinds() {
 }
 
 #[test]
+fn a_negative_row_count_says_what_a_row_count_is() {
+    for args in
+        [&["bench", "--rows", "-5"][..], &["bench", "logs", "--rows", "-5"], &["bench", "throughput", "--rows", "-5"]]
+    {
+        let line = usage_error(args, &[]);
+        assert!(line.contains("--rows") && !line.contains("unexpected argument"), "{args:?}: {line}");
+        assert!(line.contains("\"-5\": a row count must be a positive number like 1000000 or 10M"), "{line}");
+    }
+}
+
+#[test]
+fn a_flag_of_another_kind_names_the_kind_that_takes_it() {
+    let line = usage_error(&["bench", "logs", "--parts", "10"], &[]);
+    assert_eq!(
+        line,
+        "error: --parts is not a flag of bench logs but of bench parts: cargo xtask bench parts --parts ..."
+    );
+    // The default kind's, without a kind named.
+    let line = usage_error(&["bench", "--clients=1,4"], &[]);
+    assert_eq!(
+        line,
+        "error: --clients is not a flag of bench logs but of bench parts: cargo xtask bench parts --clients ..."
+    );
+    // Several kinds take --rows: each is named.
+    let line = usage_error(&["bench", "parts", "--rows", "1M"], &[]);
+    assert!(line.starts_with("error: --rows is not a flag of bench parts but of bench logs, bench "), "{line}");
+    // No kind takes it: the kind's own flags are listed.
+    let line = usage_error(&["bench", "parts", "--no-such-flag"], &[]);
+    assert!(line.starts_with("error: --no-such-flag is not a flag of bench parts; its flags: "), "{line}");
+    assert!(line.contains("--parts") && line.contains("--clients") && line.contains("--target"), "{line}");
+}
+
+#[test]
+fn a_client_count_given_twice_is_refused_as_a_part_count_given_twice_is() {
+    let results = tempfile::tempdir().unwrap();
+    for (flag, value, said) in [
+        ("--clients", "1,1", "error: --clients lists 1 twice: give each client count once, e.g. --clients 1,4,16"),
+        ("--parts", "10,10", "error: --parts lists 10 twice (10 before it)"),
+    ] {
+        let args =
+            ["bench", "parts", "--target", "embedded", flag, value, "--results-dir", results.path().to_str().unwrap()];
+        let output = xtask(&args, &[("CHBENCH_LIBCHDB", "/nonexistent/libchdb.so")]);
+        let line = error_line(&output);
+        assert!(line.starts_with(said), "{line}");
+        assert!(!String::from_utf8_lossy(&output.stderr).contains("chbench: target"), "the engine started");
+    }
+    assert_eq!(std::fs::read_dir(results.path()).unwrap().count(), 0, "a bundle was made");
+}
+
+#[test]
+fn readonly_as_a_run_setting_is_refused_saying_why() {
+    let results = tempfile::tempdir().unwrap();
+    let args =
+        ["bench", "--target", "embedded", "--setting", "readonly=1", "--results-dir", results.path().to_str().unwrap()];
+    let output = xtask(&args, &[("CHBENCH_LIBCHDB", "/nonexistent/libchdb.so")]);
+    let line = error_line(&output);
+    assert_eq!(
+        line,
+        "error: --setting \"readonly=1\": readonly cannot be set for a run: the tool's session needs to set its own \
+         settings (and create its tables), which a read-only session refuses; leave it out"
+    );
+    assert_eq!(std::fs::read_dir(results.path()).unwrap().count(), 0, "a bundle was made");
+}
+
+#[test]
+fn a_reference_answers_file_that_is_not_one_is_named_in_good_grammar() {
+    let folder = tempfile::tempdir().unwrap();
+    let answers = folder.path().join("answers.json");
+    std::fs::write(&answers, "not json").unwrap();
+    let args = ["bench", "clickbench", "--target", "embedded", "--reference-answers", answers.to_str().unwrap()];
+    let line = error_line(&xtask(&args, &[("CHBENCH_LIBCHDB", "/nonexistent/libchdb.so")]));
+    assert!(
+        line.starts_with(&format!(
+            "error: --reference-answers {}: not an answers.json as a clickbench run writes it",
+            answers.display()
+        )),
+        "{line}"
+    );
+}
+
+#[test]
+fn an_absurd_price_is_refused_in_one_line_rather_than_an_unknown_cost() {
+    let results = tempfile::tempdir().unwrap();
+    for (flag, said) in [
+        (
+            "--node-usd-per-hour",
+            "error: --node-usd-per-hour 1e308 is not a price: give USD per hour, a finite number from 0 to 10000",
+        ),
+        ("--volume-usd-per-gb-month", "error: --volume-usd-per-gb-month 1e308 is not a price: give USD per GB-month"),
+        (
+            "--volume-gib",
+            "error: --volume-gib 1e308 is not a volume: give the provisioned size in GiB, above 0 and at most",
+        ),
+    ] {
+        let args = ["bench", "--target", "embedded", flag, "1e308", "--results-dir", results.path().to_str().unwrap()];
+        let line = error_line(&xtask(&args, &[("CHBENCH_LIBCHDB", "/nonexistent/libchdb.so")]));
+        assert!(line.starts_with(said), "{line}");
+    }
+    assert_eq!(std::fs::read_dir(results.path()).unwrap().count(), 0, "a bundle was made");
+    // A comparison's price too.
+    let line = usage_error(&["compare", "a", "b", "--price-a", "1e308"], &[]);
+    assert!(line.contains("\"1e308\" is not a price: give USD per hour above 0 and at most 10000"), "{line}");
+}
+
+#[test]
+fn a_pack_name_too_long_for_a_file_name_is_one_line_naming_the_limit() {
+    let packs = tempfile::tempdir().unwrap();
+    let name = "p".repeat(300);
+    let output = xtask(&["new-pack", &name, "--dir", packs.path().to_str().unwrap()], &[]);
+    let line = error_line(&output);
+    assert!(
+        line.starts_with(
+            "error: cargo xtask new-pack: name pppppppppppppppppppp... has 300 characters, and a name has \
+             at most 64"
+        ),
+        "{line}"
+    );
+    assert!(!line.contains("os error"), "{line}");
+    assert_eq!(std::fs::read_dir(packs.path()).unwrap().count(), 0, "something was written");
+}
+
+#[test]
 fn a_kinds_flags_before_its_name_say_to_put_the_kind_first() {
     let line = usage_error(&["bench", "--rows", "10", "logs"], &[]);
     assert_eq!(line, "error: a kind's flags follow its name: cargo xtask bench logs --rows 10");
@@ -434,13 +562,25 @@ fn an_sql_error_names_the_file_and_the_statement() {
 #[test]
 fn a_placeholder_without_a_value_names_the_file_and_line_before_the_engine_starts() {
     let folder = tempfile::tempdir().unwrap();
-    let fixture = folder.path().join("scaled.sql");
-    std::fs::write(&fixture, "-- one day of rows\nSELECT count()\nFROM numbers({rows})\n").unwrap();
-    let output = xtask(&["measure", "--target", "embedded", fixture.to_str().unwrap()], &[]);
-    let line = error_line(&output);
-    assert!(line.contains(&format!("{}:3: parameter {{rows}} has no value", fixture.display())), "{line}");
-    assert!(line.contains("write the value in the file"), "{line}");
-    assert!(!String::from_utf8_lossy(&output.stderr).contains("chbench: target"), "the engine started");
+    // measure fills no placeholder, not even the packs' {rows}: each says so, and what to do.
+    for (name, text, line_of, placeholder) in [
+        ("scaled.sql", "-- one day of rows\nSELECT count()\nFROM numbers({rows})\n", 3, "rows"),
+        ("x.sql", "SELECT {x}\n", 1, "x"),
+    ] {
+        let fixture = folder.path().join(name);
+        std::fs::write(&fixture, text).unwrap();
+        let output = xtask(&["measure", "--target", "embedded", fixture.to_str().unwrap()], &[]);
+        let line = error_line(&output);
+        assert_eq!(
+            line,
+            format!(
+                "error: {}:{line_of}: parameter {{{placeholder}}} has no value: cargo xtask measure fills no \
+                 placeholders; write the value in the file",
+                fixture.display()
+            )
+        );
+        assert!(!String::from_utf8_lossy(&output.stderr).contains("chbench: target"), "the engine started");
+    }
 }
 
 #[test]
@@ -518,7 +658,10 @@ fn an_unknown_design_lists_the_designs_before_the_engine_starts() {
 #[test]
 fn a_row_count_that_is_zero_or_not_a_count_is_refused_before_the_engine_starts() {
     let line = measure_without_an_engine(&["primary_key", "one_device_one_hour", "--rows", "0"]);
-    assert_eq!(line, "error: --rows 0: the row count must be positive");
+    assert_eq!(line, "error: --rows 0: the row count must be a positive number like 10M");
+    // A count below zero is a count, not an unknown flag.
+    let line = measure_without_an_engine(&["primary_key", "one_device_one_hour", "--rows", "-5"]);
+    assert_eq!(line, "error: --rows -5: \"-5\": a row count must be a positive number like 1000000 or 10M");
     let line = measure_without_an_engine(&["primary_key", "one_device_one_hour", "--rows", "ten"]);
     assert!(line.starts_with("error: --rows ten: \"ten\" is not a row count"), "{line}");
 }

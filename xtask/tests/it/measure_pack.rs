@@ -141,3 +141,34 @@ fn an_explain_statement_gets_its_index_stages_and_says_its_read_rows_are_plan_li
     assert!(summary.contains(&format!("  note: {note}")), "{summary}");
     assert!(!summary.contains("granules read"), "an EXPLAIN reads none:\n{summary}");
 }
+
+/// A pack written out of the tree (`new-pack --dir`) is measured through
+/// `CHBENCH_PACKS_DIR`, as the tests run it; the dataset it builds and the copy it opens
+/// are one target, named once.
+#[test]
+fn a_pack_in_chbench_packs_dir_is_measured_and_its_target_named_once() {
+    let packs = tempfile::tempdir().unwrap();
+    let made = xtask().args(["new-pack", "elsewhere", "--dir"]).arg(packs.path()).output().unwrap();
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    // A target folder of its own, so that the dataset is built here, not reused; the
+    // engine is the one this suite uses.
+    let scratch = tempfile::tempdir().unwrap();
+    let engine = std::env::var_os("CHBENCH_LIBCHDB").unwrap_or_else(|| {
+        chbench::engine::provision(&|_| {}).expect("cannot provision the engine");
+        chbench::engine::cache_dir().join("libchdb.so").into_os_string()
+    });
+    let output = xtask()
+        .args(["measure", "elsewhere", "one_key_range"])
+        .env("CHBENCH_TARGET", "embedded")
+        .env("CHBENCH_PACKS_DIR", packs.path())
+        .env("CARGO_TARGET_DIR", scratch.path())
+        .env("CHBENCH_LIBCHDB", engine)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let summary = String::from_utf8(output.stdout).unwrap();
+    assert!(summary.starts_with("pack elsewhere, query one_key_range, design by_key, 100,000 rows"), "{summary}");
+    assert_eq!(stderr.matches("chbench: building dataset elsewhere_by_key_100000").count(), 1, "{stderr}");
+    assert_eq!(stderr.lines().filter(|line| line.starts_with("chbench: target ")).count(), 1, "{stderr}");
+}

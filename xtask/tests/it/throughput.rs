@@ -244,7 +244,6 @@ fn meaningless_levels_and_bounds_are_one_line_before_the_engine_starts() {
         (&["--concurrency", "1,300"], "--concurrency 300 is more clients than this runner starts (256"),
         (&["--concurrency", ""], "--concurrency lists no level"),
         (&["--concurrency", "1,4", "--iterations", "3"], "--iterations 3 is fewer than the 4 clients of level 4"),
-        (&["--duration", "0s"], "--duration 0s: a level needs time to run"),
         (&["--pack", "no_such_pack"], "no_such_pack"),
         (&["--query", "q9"], "q9"),
         (&["--sql", "/no/such/file.sql"], "/no/such/file.sql"),
@@ -257,6 +256,8 @@ fn meaningless_levels_and_bounds_are_one_line_before_the_engine_starts() {
     // A value the flag's parser refuses: one line too, with a command line's exit code 2.
     for (flags, said) in [
         (&["--duration", "1ns"][..], "\"1ns\" is not a duration: write a number and its unit, ms, s or m"),
+        // The message says above 0, and 0 is refused: message and rule agree.
+        (&["--duration", "0s"], "\"0s\": a level needs time to run; give a duration above 0, e.g. 2s"),
         (&["--iterations", "0"], "'--iterations <ITERATIONS>': a level needs at least one statement"),
     ] {
         let output = throughput(results.path(), "refused", flags).output().unwrap();
@@ -276,6 +277,29 @@ fn meaningless_levels_and_bounds_are_one_line_before_the_engine_starts() {
     let line = error_line(&output);
     assert!(line.contains("are both named \"q\"") && line.contains("rename one"), "{line}");
     assert!(!results.path().join("refused").exists());
+}
+
+/// A `--sql` file's query that would write on the host (`INTO OUTFILE`) is refused by the
+/// engine's parser in one line at its file and line, before any bundle is made or any of
+/// it runs: no file is written, and no level prints its error a thousand times.
+#[test]
+fn a_sql_file_that_writes_on_the_host_is_refused_before_anything_runs() {
+    let results = tempfile::tempdir().unwrap();
+    let written = results.path().join("out.csv");
+    let query = results.path().join("outfile.sql");
+    std::fs::write(&query, format!("-- the answer, to a file\nSELECT 1\nINTO OUTFILE '{}'\n", written.display()))
+        .unwrap();
+    let setup = results.path().join("setup_writes.sql");
+    std::fs::write(&setup, format!("INSERT INTO FUNCTION file('{}', 'CSV') SELECT 1;\nSELECT 1\n", written.display()))
+        .unwrap();
+    // The line of the clause at fault, for the query; of the statement, for the set-up.
+    for (file, line_of) in [(&query, 3), (&setup, 1)] {
+        let output = throughput(results.path(), "refused", &["--sql", file.to_str().unwrap()]).output().unwrap();
+        let line = error_line(&output);
+        assert!(line.starts_with(&format!("error: {}:{line_of}: ", file.display())), "{line}");
+        assert!(!written.exists(), "{} wrote on the host", file.display());
+        assert!(!results.path().join("refused").exists(), "a bundle was made");
+    }
 }
 
 /// `--iterations` at least the clients: every level runs exactly that many statements.

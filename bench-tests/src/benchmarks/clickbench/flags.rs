@@ -11,7 +11,9 @@ use crate::units::parse_count;
 pub struct ClickBenchFlags {
     /// Rows of the shipped hits-like table (K and M suffixes work: 5M); not with
     /// --clickbench-dir, whose data is the hits file's
-    #[arg(long, value_parser = parse_count)]
+    // allow_negative_numbers: `-5` reaches the parser, which says a count is positive;
+    // clap alone would call it an unexpected argument.
+    #[arg(long, value_parser = parse_count, allow_negative_numbers = true)]
     pub rows: Option<u64>,
     /// Counted runs of each query, after the warm-ups (the source: 10)
     #[arg(long, default_value_t = 10)]

@@ -150,7 +150,7 @@ impl ClickBenchBenchmark {
             format!("--reference-answers {}: cannot read it; give a run's {ANSWERS_FILE}", shown(path))
         })?;
         let reference: ReferenceAnswers = serde_json::from_str(&text).with_context(|| {
-            format!("--reference-answers {}: not a {ANSWERS_FILE} as a clickbench run writes it", shown(path))
+            format!("--reference-answers {}: not an {ANSWERS_FILE} as a clickbench run writes it", shown(path))
         })?;
         Ok(Some(reference))
     }

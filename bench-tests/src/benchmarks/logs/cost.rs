@@ -6,7 +6,15 @@
 use anyhow::{Result, bail};
 use serde::{Deserialize, Serialize};
 
+use crate::node_prices::MAX_USD_PER_HOUR;
 use crate::numbers::nan_if_null;
+
+/// The dearest volume price taken, USD per GB-month: block storage costs cents (gp3
+/// $0.08, io2 $0.125); past this is a typo.
+pub const MAX_USD_PER_GB_MONTH: f64 = 1_000.0;
+
+/// The largest volume taken, GiB (1 PiB; an EBS volume holds at most 64 TiB).
+pub const MAX_VOLUME_GIB: f64 = 1_048_576.0;
 
 /// Hours in the month the source's arithmetic uses (AWS bills 730).
 pub const HOURS_PER_MONTH: f64 = 730.0;
@@ -30,21 +38,32 @@ pub struct CostInputs {
 }
 
 impl CostInputs {
-    /// Prices and sizes must be finite and not negative, and the volume must have a
-    /// size: anything else would put a meaningless bill in the results.
+    /// Prices and sizes must be finite, not negative and within reason, and the volume
+    /// must have a size: anything else would put a meaningless bill in the results (a
+    /// price near `f64::MAX` overflows every monthly figure to unknown).
     pub fn check(&self) -> Result<()> {
-        for (flag, price) in
-            [("node-usd-per-hour", self.node_usd_per_hour), ("volume-usd-per-gb-month", self.volume_usd_per_gb_month)]
-        {
-            if !price.is_finite() || price < 0.0 {
-                bail!("--{flag} {price} is not a price: give a finite number, 0 or more");
+        for (flag, price, most, unit) in [
+            ("node-usd-per-hour", self.node_usd_per_hour, MAX_USD_PER_HOUR, "USD per hour"),
+            ("volume-usd-per-gb-month", self.volume_usd_per_gb_month, MAX_USD_PER_GB_MONTH, "USD per GB-month"),
+        ] {
+            if !price.is_finite() || price < 0.0 || price > most {
+                bail!("--{flag} {} is not a price: give {unit}, a finite number from 0 to {most}", as_given(price));
             }
         }
-        if !self.volume_gib.is_finite() || self.volume_gib <= 0.0 {
-            bail!("--volume-gib {} is not a volume: give the provisioned size in GiB, above 0", self.volume_gib);
+        if !self.volume_gib.is_finite() || self.volume_gib <= 0.0 || self.volume_gib > MAX_VOLUME_GIB {
+            bail!(
+                "--volume-gib {} is not a volume: give the provisioned size in GiB, above 0 and at most {MAX_VOLUME_GIB}",
+                as_given(self.volume_gib)
+            );
         }
         Ok(())
     }
+}
+
+/// A flag's number as the user wrote it, near enough: `1e308`, not its 309 digits; `inf`
+/// and `NaN` as such.
+fn as_given(value: f64) -> String {
+    if value.is_finite() { crate::units::exact(value) } else { value.to_string() }
 }
 
 impl Default for CostInputs {

@@ -16,7 +16,9 @@ const AB_ROUNDS: u32 = crate::significance::AB_RUNS;
 #[derive(Debug, Clone, Args)]
 pub struct LogsFlags {
     /// Rows to generate (K, M and G suffixes work: 10M; the source's scale is 100M).
-    #[arg(long, default_value = "10M", value_parser = parse_count)]
+    // allow_negative_numbers: `-5` reaches the parser, which says a count is positive;
+    // clap alone would call it an unexpected argument.
+    #[arg(long, default_value = "10M", value_parser = parse_count, allow_negative_numbers = true)]
     pub rows: u64,
     /// Warm runs per query after the direct-I/O run (default 3); with --variant, measured
     /// rounds per query, each variant once a round (default 60).
@@ -41,7 +43,9 @@ pub struct LogsFlags {
     #[arg(long, default_value_t = 100.0)]
     pub volume_gib: f64,
     /// Retention projection: rows arriving per day.
-    #[arg(long, default_value = "100M", value_parser = parse_count)]
+    // allow_negative_numbers: `-5` reaches the parser, which says a count is positive;
+    // clap alone would call it an unexpected argument.
+    #[arg(long, default_value = "100M", value_parser = parse_count, allow_negative_numbers = true)]
     pub rows_per_day: u64,
     /// Retention projection: days kept.
     #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..))]

@@ -9,7 +9,15 @@ use crate::units::parse_part_count;
 pub struct PartsFlags {
     /// Active parts of the (namespace, day) design at each point of the sweep, rising,
     /// comma-separated (K suffix works: 1K,5K,20K); each point adds parts to the last
-    #[arg(long, value_delimiter = ',', default_value = "100,1000,5000,20000", value_parser = parse_part_count)]
+    // allow_negative_numbers: `-5` reaches the parser, which says a count is positive;
+    // clap alone would call it an unexpected argument.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "100,1000,5000,20000",
+        value_parser = parse_part_count,
+        allow_negative_numbers = true
+    )]
     pub parts: Vec<u64>,
     /// Measured runs of each query at each point, design and client count, after one warm-up
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
@@ -26,13 +34,14 @@ pub struct PartsFlags {
 }
 
 impl PartsFlags {
+    /// The benchmark, with the client counts as given: a count given twice is for its
+    /// check to refuse, as `--parts` refuses a point given twice.
     pub fn benchmark(&self) -> PartsBenchmark {
-        let mut clients = self.clients.clone();
-        if !clients.contains(&1) {
-            clients.push(1);
+        PartsBenchmark {
+            points: self.parts.clone(),
+            runs: self.runs,
+            clients_given: self.clients.clone(),
+            max_slope: self.max_slope,
         }
-        clients.sort_unstable();
-        clients.dedup();
-        PartsBenchmark { points: self.parts.clone(), runs: self.runs, clients, max_slope: self.max_slope }
     }
 }

@@ -43,6 +43,7 @@ use crate::settings::Settings;
 use crate::sql::sql_string;
 use crate::stats::StatementTag;
 use crate::targets::Concurrency;
+use crate::targets::chdb::DiskFull;
 use crate::units::{human_bytes, milliseconds, number};
 
 /// The designs, by file in `fixtures/parts/designs/`: the first is the one whose parts the
@@ -95,8 +96,8 @@ pub struct PartsBenchmark {
     /// Active parts of the first design at each point.
     pub points: Vec<u64>,
     pub runs: u32,
-    /// Client counts, rising, 1 first.
-    pub clients: Vec<u32>,
+    /// Client counts as `--clients` gave them; [`PartsBenchmark::clients`] is what runs.
+    pub clients_given: Vec<u32>,
     pub max_slope: Option<f64>,
 }
 
@@ -115,6 +116,7 @@ impl Benchmark for PartsBenchmark {
 
     fn check(&self) -> Result<()> {
         check_points(&self.points)?;
+        check_clients(&self.clients_given)?;
         if let Some(bound) = self.max_slope
             && !(bound.is_finite() && bound >= 0.0)
         {
@@ -144,7 +146,7 @@ impl Benchmark for PartsBenchmark {
                 designs: DESIGNS.iter().map(|design| design.to_string()).collect(),
                 queries: QUERIES.iter().map(|query| query.to_string()).collect(),
                 runs: self.runs,
-                clients: self.clients.clone(),
+                clients: self.clients(),
                 max_slope_us_per_1k_parts: self.max_slope,
             },
             engine_events: EngineEvents::Unknown { reason: "not read yet".to_string() },
@@ -168,7 +170,8 @@ impl Benchmark for PartsBenchmark {
             PartsPhase::Prepare => self.prepare(run),
             PartsPhase::Sweep => self.sweep(run),
             PartsPhase::Gate => self.gate(run),
-        };
+        }
+        .map_err(with_the_sweeps_size);
         // Timed whether it ended or not: the time is the performance figure's evidence.
         let seconds = started.elapsed().as_secs_f64();
         run.results().phase_times.push(PhaseTime { phase: super::Phase::name(phase).to_string(), seconds });
@@ -249,6 +252,29 @@ fn check_points(points: &[u64]) -> Result<()> {
     Ok(())
 }
 
+/// What makes a sweep smaller when the disk fills: it has no `--rows`, its size is its
+/// points.
+const SMALLER_SWEEP: &str = "give fewer or smaller --parts points";
+
+/// `error` with a full disk's advice in the sweep's terms, when the disk filled.
+fn with_the_sweeps_size(mut error: anyhow::Error) -> anyhow::Error {
+    if let Some(full) = error.downcast_mut::<DiskFull>() {
+        full.smaller = SMALLER_SWEEP.to_string();
+    }
+    error
+}
+
+/// Client counts given once each: a repeated one would measure the same level twice
+/// under one label.
+fn check_clients(clients: &[u32]) -> Result<()> {
+    for (index, count) in clients.iter().enumerate() {
+        if clients[..index].contains(count) {
+            bail!("--clients lists {count} twice: give each client count once, e.g. --clients 1,4,16");
+        }
+    }
+    Ok(())
+}
+
 /// What a folder's file system has room for.
 struct FreeSpace {
     bytes: u64,
@@ -302,6 +328,18 @@ fn database(run: &PartsRun<'_>, design: &str) -> String {
 }
 
 impl PartsBenchmark {
+    /// The client counts to run, rising, 1 first (the slopes are fitted to it, so it is
+    /// run whether given or not).
+    pub fn clients(&self) -> Vec<u32> {
+        let mut clients = self.clients_given.clone();
+        if !clients.contains(&1) {
+            clients.push(1);
+        }
+        clients.sort_unstable();
+        clients.dedup();
+        clients
+    }
+
     fn prepare(&self, run: &mut PartsRun<'_>) -> Result<()> {
         run.progress.start("prepare: a table per design, merges stopped, the engine's counters and limits", None);
         for design in DESIGNS {
@@ -395,14 +433,15 @@ impl PartsBenchmark {
     /// The client counts this target runs: every one asked for where it runs statements at
     /// once, else one (said once).
     fn clients_on(&self, run: &mut PartsRun<'_>) -> Vec<u32> {
-        if self.clients.len() > 1 && run.target.capabilities().concurrent_queries == Concurrency::Serial {
+        let clients = self.clients();
+        if clients.len() > 1 && run.target.capabilities().concurrent_queries == Concurrency::Serial {
             run.progress.warn(&format!(
                 "target {} runs one statement at a time: measuring with 1 client only",
                 run.target.info().kind
             ));
             return vec![1];
         }
-        self.clients.clone()
+        clients
     }
 
     /// Grows `design`'s table from the point of `before` parts to `parts` (of the first
@@ -656,6 +695,48 @@ mod tests {
         assert!(error(&[100, 100]).contains("lists 100 twice"), "{}", error(&[100, 100]));
         assert!(error(&[1_000, 100]).contains("after a larger one"));
         assert!(error(&[MAX_PARTS + 1]).contains("more than this benchmark builds"));
+    }
+
+    #[test]
+    fn a_client_count_given_twice_is_refused_as_a_point_given_twice_is() {
+        assert!(check_clients(&[1, 4, 16]).is_ok());
+        assert!(check_clients(&[4]).is_ok());
+        let error = check_clients(&[1, 1]).unwrap_err().to_string();
+        assert_eq!(error, "--clients lists 1 twice: give each client count once, e.g. --clients 1,4,16");
+        // What runs: rising, 1 first, whether given or not.
+        let benchmark = |clients: &[u32]| PartsBenchmark {
+            points: vec![10],
+            runs: 1,
+            clients_given: clients.to_vec(),
+            max_slope: None,
+        };
+        assert_eq!(benchmark(&[16, 4]).clients(), [1, 4, 16]);
+        assert!(Benchmark::check(&benchmark(&[4, 4])).unwrap_err().to_string().contains("lists 4 twice"));
+    }
+
+    #[test]
+    fn a_full_disk_in_a_sweep_says_to_give_fewer_or_smaller_points_not_rows() {
+        let full = DiskFull {
+            folder: "target/chbench/embedded/1".to_string(),
+            free: "0 B free".to_string(),
+            smaller: "give fewer rows".to_string(),
+            engine: "Code: 243. DB::Exception: Cannot reserve 1.00 MiB, not enough space. (NOT_ENOUGH_SPACE)"
+                .to_string(),
+        };
+        let error = anyhow::Error::new(full).context("fixtures/parts/generator.sql:3: statement failed: INSERT ...");
+        let line = format!("{:#}", with_the_sweeps_size(error));
+        assert!(
+            line.starts_with("fixtures/parts/generator.sql:3: statement failed: INSERT ...: the disk of"),
+            "{line}"
+        );
+        assert!(
+            line.contains("is full (0 B free): free space there, or give fewer or smaller --parts points ("),
+            "{line}"
+        );
+        assert!(!line.contains("rows"), "{line}");
+        // Any other error is left as it was.
+        let other = format!("{:#}", with_the_sweeps_size(anyhow::anyhow!("give fewer rows")));
+        assert_eq!(other, "give fewer rows");
     }
 
     #[test]

@@ -18,7 +18,9 @@ pub struct ThroughputFlags {
     #[arg(long)]
     pub design: Option<String>,
     /// Rows of the pack's dataset (K, M and G suffixes work)
-    #[arg(long, default_value = "1M", value_parser = parse_count)]
+    // allow_negative_numbers: `-5` reaches the parser, which says a count is positive;
+    // clap alone would call it an unexpected argument.
+    #[arg(long, default_value = "1M", value_parser = parse_count, allow_negative_numbers = true)]
     pub rows: u64,
     /// The pack's queries to run, comma-separated (default: every query of the design)
     #[arg(long, value_delimiter = ',', conflicts_with = "sql")]
@@ -68,7 +70,7 @@ impl ThroughputFlags {
     }
 }
 
-/// `500ms`, `2s`, `1.5s`, `1m`: a level's duration. Zero is for the benchmark to refuse.
+/// `500ms`, `2s`, `1.5s`, `1m`: a level's duration, above 0 and up to 24 hours.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     let (number, unit_seconds) = if let Some(number) = text.strip_suffix("ms") {
@@ -83,9 +85,14 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let value: f64 = number.trim().parse().map_err(|_| not_a_duration(text))?;
     let seconds = value * unit_seconds;
     if !(seconds.is_finite() && (0.0..=86_400.0).contains(&seconds)) {
-        return Err(format!("{text:?} is not a duration of 0 to 24 hours"));
+        return Err(format!("{text:?} is not a duration above 0 and up to 24 hours"));
     }
-    Ok(Duration::from_secs_f64(seconds))
+    // Below a nanosecond is no time either: a level must have some to run in.
+    let duration = Duration::from_secs_f64(seconds);
+    if duration.is_zero() {
+        return Err(format!("{text:?}: a level needs time to run; give a duration above 0, e.g. 2s"));
+    }
+    Ok(duration)
 }
 
 fn not_a_duration(text: &str) -> String {
@@ -111,7 +118,15 @@ mod tests {
         assert_eq!(parse_duration("2s"), Ok(Duration::from_secs(2)));
         assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
         assert_eq!(parse_duration("1m"), Ok(Duration::from_secs(60)));
-        assert_eq!(parse_duration("0s"), Ok(Duration::ZERO));
+        // The message and the rule agree: 0 is refused, and the message says above 0.
+        for zero in ["0s", "0ms", "0.0000000001s"] {
+            assert_eq!(
+                parse_duration(zero),
+                Err(format!("{zero:?}: a level needs time to run; give a duration above 0, e.g. 2s"))
+            );
+        }
+        assert_eq!(parse_duration("25h"), Err(not_a_duration("25h")));
+        assert_eq!(parse_duration("1441m"), Err("\"1441m\" is not a duration above 0 and up to 24 hours".to_string()));
         for bad in ["5", "five s", "-1s", "1h", "NaNs"] {
             assert!(parse_duration(bad).is_err(), "{bad}");
         }

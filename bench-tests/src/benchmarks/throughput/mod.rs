@@ -38,7 +38,8 @@ use super::{Benchmark, Run};
 use crate::compare::{self, BundleAt, CompareOptions, Comparison, LevelComparison, LevelSide};
 use crate::dataset::{BytesPerRow, Dataset, UNMEASURED_BYTES_PER_ROW, check_fits, check_row_bound};
 use crate::files::{fixtures_root, shown};
-use crate::fixtures::{Fixture, Params};
+use crate::fixtures::{Fixture, Params, Statement};
+use crate::guard::{self, Role};
 use crate::interrupt::Interrupted;
 use crate::measure::closed_loop_stats;
 use crate::numbers::ratio;
@@ -49,7 +50,7 @@ use crate::results::RunBundle;
 use crate::settings::Settings;
 use crate::significance::{Thresholds, Verdict, compare_timings};
 use crate::stats::{StatementTag, StatsSource};
-use crate::targets::{ClosedLoop, Concurrency, LoopBound};
+use crate::targets::{ClosedLoop, Concurrency, LoopBound, Target};
 use crate::units::{number, plural, times};
 
 /// Rounds by default: five, the fewest a side at which the comparison's test can say
@@ -177,8 +178,17 @@ struct RunQuery {
     name: String,
     file: String,
     sql: String,
+    /// The line of its file it starts on, for errors about it.
+    line: usize,
     /// Statements before it in its file, with their locations.
     setup: Vec<crate::fixtures::Statement>,
+}
+
+impl RunQuery {
+    /// The query as the statement of its file it is.
+    fn statement(&self) -> Statement {
+        Statement { sql: self.sql.clone(), file: self.file.clone(), line: self.line }
+    }
 }
 
 type ThroughputRun<'a> = Run<'a, ThroughputResults>;
@@ -217,6 +227,22 @@ impl Benchmark for ThroughputBenchmark {
         self.design_of(&pack)?;
         self.run_queries(&pack)?;
         Ok(())
+    }
+
+    /// `--sql` files are the user's SQL, as a pack's is: each one's statements are checked
+    /// by the engine's parser ([`crate::guard`]) before the bundle is made and anything
+    /// runs, its query as a pack's query and its set-up as a pack's dataset, so that an
+    /// `INTO OUTFILE` writes nothing on the host, once or at every statement of a level. A
+    /// pack's own queries are checked with its dataset.
+    fn check_target(&self, target: &mut Target) -> Result<()> {
+        if self.sql_files.is_empty() {
+            return Ok(());
+        }
+        let queries = self.run_queries(&Pack::named(&self.pack)?)?;
+        let setup: Vec<Statement> = queries.iter().flat_map(|query| query.setup.clone()).collect();
+        guard::check_statements(target, &setup, Role::Dataset)?;
+        let measured: Vec<Statement> = queries.iter().map(RunQuery::statement).collect();
+        guard::check_statements(target, &measured, Role::Query)
     }
 
     fn check_storage(&self, folder: &Path) -> Result<()> {
@@ -429,7 +455,13 @@ impl ThroughputBenchmark {
                     let fixture = Fixture::read(path)?;
                     let mut statements = fixture.render(&params)?;
                     let query = statements.pop().with_context(|| format!("{} holds no statement", shown(path)))?;
-                    Ok(RunQuery { name: fixture.name(), file: shown(path), sql: query.sql, setup: statements })
+                    Ok(RunQuery {
+                        name: fixture.name(),
+                        file: query.file,
+                        sql: query.sql,
+                        line: query.line,
+                        setup: statements,
+                    })
                 })
                 .collect::<Result<_>>()?;
             // A query is known by its file's name in the bundle and in a comparison: two of
@@ -473,7 +505,13 @@ impl ThroughputBenchmark {
             .map(|query| {
                 let statement = pack.statement(&query.name, self.rows)?;
                 let file = fixture_relative(&query.file).unwrap_or_else(|| shown(&query.file));
-                Ok(RunQuery { name: query.name.clone(), file, sql: statement.sql, setup: Vec::new() })
+                Ok(RunQuery {
+                    name: query.name.clone(),
+                    file,
+                    sql: statement.sql,
+                    line: statement.line,
+                    setup: Vec::new(),
+                })
             })
             .collect()
     }
