@@ -13,7 +13,6 @@
 //! [`until_stopped`], which ends it at once on the first signal.
 
 use std::fmt;
-use std::io::Write as _;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -61,7 +60,7 @@ pub fn stop_at_the_next_statement_on_ctrl_c() -> Result<()> {
                 }
                 // After SIGHUP the terminal may be gone, and after a matrix's end the pipe to
                 // it: `eprintln!` would panic there, before the hooks that cancel the work.
-                let _ = writeln!(std::io::stderr(), "\n{STOPPING_LINE}");
+                crate::say!("\n{STOPPING_LINE}");
                 run_stop_hooks();
             }
         })

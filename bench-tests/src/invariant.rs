@@ -57,7 +57,7 @@ pub fn claim(invariant: &str, holds: bool, measured: impl fmt::Display, expected
 #[track_caller]
 pub fn assert_holds(check: Check) {
     match check {
-        Ok(held) => eprintln!("{held}"),
+        Ok(held) => crate::say!("{held}"),
         Err(violation) => panic!("{violation}"),
     }
 }

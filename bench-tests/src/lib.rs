@@ -36,6 +36,7 @@ pub mod numbers;
 pub mod runtime;
 pub mod significance;
 pub mod sql;
+pub mod terminal;
 pub mod units;
 // What a results bundle records:
 pub mod ab_variants;

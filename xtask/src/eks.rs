@@ -117,7 +117,7 @@ mod with_client {
     use crate::flags::{EksBaseline, EksCollect, EksDown, EksStatus, EksUp};
 
     fn progress(line: &str) {
-        eprintln!("chbench: {line}");
+        chbench::say!("chbench: {line}");
     }
 
     fn timeout(seconds: u64) -> Result<Duration> {
@@ -130,9 +130,9 @@ mod with_client {
     pub fn collect(flags: &EksCollect) -> Result<()> {
         let collected =
             chbench::collect::collect(&flags.namespace, &flags.results_dir, flags.out.as_deref(), |line| {
-                eprintln!("chbench: {line}")
+                chbench::say!("chbench: {line}")
             })?;
-        eprintln!(
+        chbench::say!(
             "chbench: run {} collected ({} query_log rows, {} bundles); namespace {} marked collected",
             collected.run_id,
             collected.query_log_rows,
@@ -242,7 +242,7 @@ fn rerun_with_the_eks_feature(needing: &str) -> Result<std::convert::Infallible>
 
     use anyhow::Context;
 
-    eprintln!("{}", building_line(needing));
+    chbench::say!("{}", building_line(needing));
     let arguments: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let manifest = chbench::files::workspace_root().join("Cargo.toml");

@@ -13,7 +13,6 @@ mod progress;
 mod report;
 mod setup;
 
-use std::io::Write as _;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -37,7 +36,7 @@ fn main() -> ExitCode {
             // One line naming what failed: the whole context chain, newlines folded.
             let line = format!("{error:#}").split_whitespace().collect::<Vec<_>>().join(" ");
             // After SIGHUP the terminal may be gone: `eprintln!` would panic and exit 101.
-            let _ = writeln!(std::io::stderr(), "error: {line}");
+            chbench::say!("error: {line}");
             // 128 + SIGINT, as a shell reports a command stopped by Ctrl-C; the same for
             // SIGTERM and SIGHUP, so that a caller tells a stop from a failure one way.
             if error.is::<chbench::interrupt::Interrupted>() { ExitCode::from(130) } else { ExitCode::FAILURE }

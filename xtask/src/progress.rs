@@ -1,7 +1,7 @@
 //! Progress for long runs: a bar on a terminal, and quiet lines (one when a step starts,
 //! one when it ends) when the output goes to a file or a CI log.
 
-use std::io::{IsTerminal, Write as _};
+use std::io::IsTerminal;
 use std::time::Duration;
 
 use chbench::benchmarks::Progress;
@@ -65,8 +65,8 @@ impl Progress for TerminalProgress {
     }
 }
 
-/// One line on stderr. A reader that went away (`2>&1 | head`) must not stop the run:
-/// `eprintln!` would panic there and leave the bundle unfinished, so the error is dropped.
+/// One line on stderr, never a panic: a reader that went away (`2>&1 | head`) must not
+/// stop the run.
 fn say(line: &str) {
-    let _ = writeln!(std::io::stderr(), "{line}");
+    chbench::terminal::say_line(line);
 }

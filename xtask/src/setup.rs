@@ -11,7 +11,7 @@ use crate::flags::Setup;
 impl Setup {
     pub fn run(self) -> Result<()> {
         self.engine.choose_for(TargetKind::Embedded)?;
-        let progress = |line: &str| eprintln!("setup: {line}");
+        let progress = |line: &str| chbench::say!("setup: {line}");
         let library = engine::library(&progress)?;
         // Printed once the library has loaded and answered, so a bad one prints only its error.
         let target = open_target_of_kind(TargetKind::Embedded)?;

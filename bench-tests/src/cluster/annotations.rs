@@ -66,7 +66,7 @@ impl BenchUse {
             })
         };
         if let Err(error) = stamped {
-            eprintln!(
+            crate::say!(
                 "chbench: {error:#}: down may not know that a bench used the deployment in {namespace} after the \
                  last collect"
             );

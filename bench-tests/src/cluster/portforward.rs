@@ -210,7 +210,7 @@ impl Forwarding {
         let line = format!("port-forward to pod {} port {} failed: {error:#}", self.shown, self.remote_port);
         let Ok(mut failures) = self.failures.lock() else { return };
         if failures.said.insert(line.clone()) {
-            eprintln!("chbench: {line}");
+            crate::say!("chbench: {line}");
         }
         failures.latest = Some(line);
     }

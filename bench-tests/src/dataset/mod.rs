@@ -218,7 +218,7 @@ impl Dataset {
     /// holds the dataset's build lock.
     fn build_folder(&self, kind: TargetKind, folder: &Path, key: &str) -> Result<DatasetManifest> {
         let building = BuildingFolder::create(folder.with_extension("building"))?;
-        eprintln!("chbench: building dataset {} into {}", self.name, folder.display());
+        crate::say!("chbench: building dataset {} into {}", self.name, folder.display());
         // The engine closes the folder at the end of this block, before it is renamed or,
         // on an error, removed.
         let (manifest, replaced_parts) = {
@@ -453,7 +453,7 @@ impl Drop for BuildingFolder {
             && let Err(error) = fs::remove_dir_all(&self.path)
             && error.kind() != std::io::ErrorKind::NotFound
         {
-            eprintln!("chbench: cannot remove {} ({error}); the next dataset open removes it", self.path.display());
+            crate::say!("chbench: cannot remove {} ({error}); the next dataset open removes it", self.path.display());
         }
     }
 }

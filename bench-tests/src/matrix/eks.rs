@@ -38,7 +38,7 @@ impl ClusterDeployments<Kubeconfig> {
 }
 
 fn progress(line: &str) {
-    eprintln!("chbench: {line}");
+    crate::say!("chbench: {line}");
 }
 
 impl<Connection: ClusterConnection> DeploymentSteps for ClusterDeployments<Connection> {

@@ -128,7 +128,7 @@ struct ScratchDatabase {
 impl Drop for ScratchDatabase {
     fn drop(&mut self) {
         if let Err(error) = self.target.execute(&format!("DROP DATABASE IF EXISTS {}", self.database)) {
-            eprintln!("chbench: cannot drop the determinism check's database {}: {error:#}", self.database);
+            crate::say!("chbench: cannot drop the determinism check's database {}: {error:#}", self.database);
         }
     }
 }

@@ -80,7 +80,7 @@ pub(super) fn fold_journal<Results: KindResults>(dir: &Path, bundle: &mut RunBun
         folded += 1;
     }
     if let Some(line) = skipped_line(&path, &skipped, folded) {
-        eprintln!("chbench: {line}");
+        crate::say!("chbench: {line}");
     }
     Ok(())
 }

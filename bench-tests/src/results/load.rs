@@ -15,7 +15,7 @@ use super::{KindResults, RESULTS_FILE, RunBundle, SCHEMA_VERSION};
 pub fn load_bundle<Results: KindResults>(dir: &Path) -> Result<RunBundle<Results>> {
     let size = fs::metadata(dir.join(RESULTS_FILE)).map_or(0, |metadata| metadata.len());
     if let Some(line) = large_bundle_line(&dir.join(RESULTS_FILE), size) {
-        eprintln!("chbench: {line}");
+        crate::say!("chbench: {line}");
     }
     let (path, text, _) = read_results(dir)?;
     let mut bundle: RunBundle<Results> = serde_json::from_str(&text)

@@ -85,7 +85,7 @@ const CANCELLED: &str = "QUERY_WAS_CANCELLED";
 
 fn api() -> Result<&'static Api> {
     API.get_or_init(|| {
-        let progress = |line: &str| eprintln!("chbench: {line}");
+        let progress = |line: &str| crate::say!("chbench: {line}");
         let library = engine::library(&progress).map_err(|error| format!("{error:#}"))?;
         let api = load(&library).map_err(|error| format!("{error:#}"))?;
         interrupt::on_stop(cancel_running_statements);
@@ -386,14 +386,14 @@ fn cancel_running_statements() {
                 connection.query("KILL QUERY WHERE query NOT LIKE 'KILL QUERY%' ASYNC", "TabSeparated")
             });
             if let Err(error) = killed {
-                eprintln!("chbench: cannot cancel the statement in progress ({error:#}); it finishes first");
+                crate::say!("chbench: cannot cancel the statement in progress ({error:#}); it finishes first");
                 return;
             }
             std::thread::sleep(CANCEL_RETRY);
         }
     });
     if let Err(error) = spawned {
-        eprintln!("chbench: cannot cancel the statement in progress ({error}); it finishes first");
+        crate::say!("chbench: cannot cancel the statement in progress ({error}); it finishes first");
     }
 }
 

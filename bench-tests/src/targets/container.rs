@@ -455,7 +455,7 @@ impl ContainerTarget {
         let docker = runtime.block_on(docker_client())?;
         let mut open_own = OPEN_OWN_TARGETS.lock().map_err(|_| anyhow!("the container count is poisoned"))?;
         for removed in runtime.block_on(remove_abandoned(&docker, &host, Some(&scope.key))).unwrap_or_default() {
-            eprintln!("chbench: removed container {removed}: the process that owned it has ended");
+            crate::say!("chbench: removed container {removed}: the process that owned it has ended");
         }
         let password = runtime.block_on(create_or_join(&docker, &name, &spec, &password, &scope, &host))?;
         let server = wait_until_answers(&runtime, &docker, &name, &password)
@@ -598,7 +598,7 @@ async fn running_port(docker: &Docker, name: &str, password: &Password, started:
         }
         ContainerAction::Start => {
             if state.status == Some(ContainerStateStatusEnum::EXITED) {
-                eprintln!("chbench: container {name} had exited ({}); starting it again", exit_description(&state));
+                crate::say!("chbench: container {name} had exited ({}); starting it again", exit_description(&state));
             }
             // A container already started answers 304, which is not an error.
             docker.start_container(name, None).await.with_context(|| format!("cannot start container {name}"))?;
@@ -740,7 +740,7 @@ impl Drop for ContainerTarget {
         // Best effort: a container left behind is removed by the next open, its owner
         // (this process) having ended by then.
         if *open_own == 0 && self.runtime.block_on(remove(&self.docker, &self.name)).is_err() {
-            eprintln!("chbench: cannot remove container {}; the next open of the target removes it", self.name);
+            crate::say!("chbench: cannot remove container {}; the next open of the target removes it", self.name);
         }
     }
 }

@@ -987,7 +987,7 @@ impl Drop for Target {
     fn drop(&mut self) {
         for database in std::mem::take(&mut self.scenario_databases) {
             if let Err(error) = self.execute(&format!("DROP DATABASE IF EXISTS {database} SYNC")) {
-                eprintln!("chbench: cannot drop the scenario database {database}: {error:#}");
+                crate::say!("chbench: cannot drop the scenario database {database}: {error:#}");
             }
         }
     }
@@ -1077,12 +1077,12 @@ fn drop_left_behind_databases(target: &mut Target) {
             target.query_text(&format!("SELECT name FROM system.databases WHERE position(name, '{RUN_MARK}') > 0"))?;
         for name in names.lines().filter(|name| is_left_behind(name, &current, container::pid_runs)) {
             target.execute(&format!("DROP DATABASE IF EXISTS {name} SYNC"))?;
-            eprintln!("chbench: dropped database {name}: the test process of this run that made it has ended");
+            crate::say!("chbench: dropped database {name}: the test process of this run that made it has ended");
         }
         Ok(())
     });
     if let Err(error) = swept {
-        eprintln!("chbench: cannot drop scenario databases left by ended processes: {error:#}");
+        crate::say!("chbench: cannot drop scenario databases left by ended processes: {error:#}");
     }
 }
 
@@ -1206,7 +1206,7 @@ fn announce(info: &TargetInfo) {
         first
     });
     if first {
-        eprintln!("chbench: {line}");
+        crate::say!("chbench: {line}");
     }
 }
 
@@ -1239,7 +1239,7 @@ pub fn open_worker(
     engine: &'static crate::engine::EngineVersion,
     storage: &Storage,
 ) -> Result<Target> {
-    let progress = |line: &str| eprintln!("chbench: {line}");
+    let progress = |line: &str| crate::say!("chbench: {line}");
     let backend = worker::WorkerBackend::spawn(command, engine, storage, &progress)?;
     let target = Target::from_backend(TargetKind::Embedded, worker::CAPABILITIES, Box::new(backend))?;
     if target.info.engine_version != engine.clickhouse_version {

@@ -399,12 +399,12 @@ impl ServerTarget {
         let url = self.config.display_url();
         match bounded(pin!(kill), KILL_WAIT.min(self.config.timeouts.response), false).await {
             Ok(Ok(())) => {}
-            Ok(Err(error)) => eprintln!(
+            Ok(Err(error)) => crate::say!(
                 "chbench: cannot ask ClickHouse at {url} to kill the interrupted statement {query_id} ({}); it may \
                  still run there",
                 first_line(&error.to_string())
             ),
-            Err(_) => eprintln!(
+            Err(_) => crate::say!(
                 "chbench: ClickHouse at {url} did not answer the request to kill the interrupted statement \
                  {query_id}; it may still run there"
             ),

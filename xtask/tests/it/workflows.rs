@@ -317,7 +317,7 @@ version=$(cargo xtask clean-containers)
     );
     for (script, expected) in [
         ("cargo xtask bnch", "unrecognized subcommand 'bnch'"),
-        ("cargo xtask bench --rowz 1M", "unexpected argument '--rowz'"),
+        ("cargo xtask bench --rowz 1M", "--rowz is not a flag of bench logs"),
         ("cargo xtask bench --rows many", "is not a row count"),
         ("cargo xtask bench --target containr", "is not a target; choose one of"),
         ("CHBENCH_TARGET=containr cargo nextest run", "is not a target; choose one of"),
