@@ -595,6 +595,29 @@ fn identifier_refusal(parsed: &Parsed, outside_databases: &[String]) -> Option<R
             ),
         ));
     }
+    // A materialized view's `TO` table, which the tree leaves out, is the pack's own too;
+    // a TTL's `TO DISK` or `TO VOLUME` moves parts to a disk of the server's configuration.
+    let after_to = names.windows(2).filter(|pair| pair[0].0 == "TO" && pair[0].1 == Some(' ')).map(|pair| &pair[1]);
+    for (name, next) in after_to {
+        if writes && (name == "DISK" || name == "VOLUME") {
+            return Some(Refusal::new(
+                Some(name),
+                format!(
+                    "TTL ... TO {name} moves parts to a disk of the server's configuration, which may be a folder of \
+                     the host or the network; a pack's tables keep their parts in the default storage"
+                ),
+            ));
+        }
+        if writes && *next == Some('.') {
+            return Some(Refusal::new(
+                Some(name),
+                format!(
+                    "the statement writes to database {name}; a pack's design and generator create and fill tables \
+                     of the pack's own database: leave the name unqualified"
+                ),
+            ));
+        }
+    }
     for (name, next) in names {
         if name.contains('/') {
             return Some(Refusal::new(

@@ -141,7 +141,22 @@ impl Cluster {
     where
         Work: Future<Output = Result<T>>,
     {
-        let outcome = work(self.client.clone()).await;
+        // The layer holds each request to the grace, but not its answer's body, which kube
+        // reads after the headers: a server that keeps sending (a byte a second) would hold
+        // the work past any stop. So the work as a whole ends soon after the grace, which
+        // leaves what it does on its way out the grace to try.
+        let outcome = tokio::select! {
+            outcome = work(self.client.clone()) => outcome,
+            () = async {
+                stop_grace_over().await;
+                tokio::time::sleep(STOP_GRACE / 2).await;
+            } => {
+                if let Ok(mut cut) = self.cut.lock() {
+                    cut.get_or_insert_with(|| "an answer still arriving".to_string());
+                }
+                Err(Interrupted.into())
+            }
+        };
         let cut = self.cut.lock().ok().and_then(|cut| cut.clone());
         match cut {
             Some(doing) => Err(anyhow::Error::new(Interrupted)

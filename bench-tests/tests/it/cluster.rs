@@ -1738,4 +1738,49 @@ mod unanswered {
         let (url, connections) = silent_peer();
         a_stop_ends_the_wait(&url, connections);
     }
+
+    /// A peer that answers at once with headers, then sends its body a byte at a time,
+    /// forever: never silent, so no bound of silence ends it; each answer begun is told on
+    /// the receiver.
+    fn dripping_peer() -> (String, Receiver<()>) {
+        use std::io::{Read, Write};
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let (begun, answers) = channel();
+        std::thread::spawn(move || {
+            for mut stream in listener.incoming().flatten() {
+                let begun = begun.clone();
+                std::thread::spawn(move || {
+                    let mut request = [0u8; 4096];
+                    let _ = stream.read(&mut request);
+                    let headers =
+                        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
+                    if stream.write_all(headers.as_bytes()).is_err() {
+                        return;
+                    }
+                    let _ = begun.send(());
+                    while stream.write_all(b"1\r\n \r\n").is_ok() {
+                        std::thread::sleep(Duration::from_millis(100));
+                    }
+                });
+            }
+        });
+        (url, answers)
+    }
+
+    /// A stop while an answer's body is still arriving ends the work too: the grace of
+    /// each request covers its headers, the work's covers the rest.
+    #[test]
+    fn a_stop_ends_an_answer_that_keeps_arriving() {
+        let (url, answers) = dripping_peer();
+        let stopper = std::thread::spawn(move || {
+            answers.recv().expect("the server never began an answer");
+            chbench::interrupt::request_stop();
+        });
+        let error = status_of(&url, Bounds { connect: LONG, answer: SHORT });
+        stopper.join().unwrap();
+        assert!(error.is::<Interrupted>(), "{error:#}");
+        let said = format!("{error:#}");
+        assert!(said.starts_with(&format!("stopped waiting for the API server at {url} (")), "{said}");
+    }
 }

@@ -199,12 +199,22 @@ fn a_design_or_generator_that_reaches_outside_is_refused_before_it_runs() {
         (
             format!("{SCHEMA}CREATE MATERIALIZED VIEW mv TO default.`written` AS SELECT k FROM t"),
             GENERATOR.to_string(),
-            "designs/plain.sql:2: database default is not the engine's own storage",
+            "designs/plain.sql:2: the statement writes to database default",
         ),
         (
             format!("{SCHEMA}CREATE TABLE system.zz (k UInt64) ENGINE = Memory"),
             GENERATOR.to_string(),
             "designs/plain.sql:2: the statement writes to database system",
+        ),
+        (
+            format!("{SCHEMA}CREATE MATERIALIZED VIEW mv TO system.zz AS SELECT k FROM t"),
+            GENERATOR.to_string(),
+            "designs/plain.sql:2: the statement writes to database system",
+        ),
+        (
+            "CREATE TABLE t (k UInt64, v UInt64, d Date DEFAULT toDate(k)) ENGINE = MergeTree ORDER BY k TTL d + INTERVAL 1 DAY TO DISK 'default'".to_string(),
+            GENERATOR.to_string(),
+            "designs/plain.sql:1: TTL ... TO DISK moves parts",
         ),
         (
             SCHEMA.to_string(),
