@@ -223,7 +223,72 @@ fn check(target: &mut Target, statement: &Statement, role: Role, outside_databas
         let line = statement.line + refusal.at.as_deref().map_or(0, |name| lines_into_code(&statement.sql, name));
         bail!("{}:{line}: {}", statement.file, refusal.problem);
     }
+    // A structure given as text (`values('x String, y String ALIAS file(...)', ...)`,
+    // generateRandom's, null's) is a column list the engine parses later, with
+    // expressions the tree shows as one literal: each is checked as the column list of
+    // a table of its own. Text that is no column list is no structure, and carries none.
+    for structure in structures(&parsed) {
+        let columns =
+            Statement { sql: format!("CREATE TABLE structure ({structure}) ENGINE = Memory"), ..statement.clone() };
+        let Ok(parsed) = Parsed::of(target, &columns) else { continue };
+        if let Some(refusal) =
+            refusal(&parsed, Role::Dataset).or_else(|| identifier_refusal(&parsed, outside_databases))
+        {
+            let line = statement.line + refusal.at.as_deref().map_or(0, |name| lines_into_code(&statement.sql, name));
+            bail!("{}:{line}: in the structure of a table function: {}", statement.file, refusal.problem);
+        }
+    }
     Ok(())
+}
+
+/// The table functions whose first argument may be a structure given as text. Lower case.
+const STRUCTURE_FUNCTIONS: &[&str] = &["values", "generaterandom", "null"];
+
+/// The text of every literal that is the first argument of a [`STRUCTURE_FUNCTIONS`]
+/// call, unquoted.
+fn structures(parsed: &Parsed) -> Vec<String> {
+    let mut found = Vec::new();
+    for (index, node) in parsed.tree.iter().enumerate() {
+        if node.kind != "Function" || !STRUCTURE_FUNCTIONS.contains(&node.name.to_ascii_lowercase().as_str()) {
+            continue;
+        }
+        // Function -> ExpressionList -> its first argument, each the first child.
+        let arguments = index + 1;
+        let first = index + 2;
+        let is_first_argument = parsed.tree.get(arguments).is_some_and(|list| list.parent == Some(index))
+            && parsed.tree.get(first).is_some_and(|argument| argument.parent == Some(arguments));
+        if is_first_argument && parsed.tree[first].kind == "Literal" {
+            found.extend(unquoted_literal(&parsed.tree[first].text));
+        }
+    }
+    found
+}
+
+/// A string literal as the tree dump writes it (`'it\'s'`), unquoted; `None` for any
+/// other literal (a number, a tuple).
+fn unquoted_literal(text: &str) -> Option<String> {
+    let mut characters = text.strip_prefix('\'')?.chars();
+    let mut value = String::new();
+    while let Some(character) = characters.next() {
+        match character {
+            '\'' => return Some(value),
+            '\\' => match characters.next()? {
+                'n' => value.push('\n'),
+                't' => value.push('\t'),
+                'r' => value.push('\r'),
+                '0' => value.push('\0'),
+                'b' => value.push('\u{8}'),
+                'f' => value.push('\u{c}'),
+                'x' => {
+                    let hex: String = characters.by_ref().take(2).collect();
+                    value.push(char::from(u8::from_str_radix(&hex, 16).ok()?));
+                }
+                other => value.push(other),
+            },
+            other => value.push(other),
+        }
+    }
+    None
 }
 
 /// A statement as the engine parsed it.
@@ -248,6 +313,8 @@ struct Node {
     kind: String,
     /// The label's second word, where it has one: a function's or command's name.
     name: String,
+    /// The label past its first word: a literal's text (`'x String'`).
+    text: String,
     parent: Option<usize>,
 }
 
@@ -327,10 +394,11 @@ fn parse_tree(text: &str) -> Vec<Node> {
         let mut words = label.split_whitespace();
         let kind = words.next().unwrap_or_default().to_string();
         let name = words.next().unwrap_or_default().to_string();
+        let text = label.split_once(' ').map_or("", |(_, text)| text).to_string();
         open.truncate(depth);
         let parent = depth.checked_sub(1).and_then(|level| open.get(level).copied());
         open.push(nodes.len());
-        nodes.push(Node { declared_children, kind, name, parent });
+        nodes.push(Node { declared_children, kind, name, text, parent });
     }
     nodes
 }
@@ -792,6 +860,16 @@ mod tests {
         assert_eq!(tree[tree[function].parent.unwrap()].kind, "TableExpression");
         let set = tree.iter().position(|node| node.kind == "Set").unwrap();
         assert_eq!(tree[tree[set].parent.unwrap()].kind, "SelectQuery");
+    }
+
+    #[test]
+    fn a_string_literal_of_the_dump_is_unquoted() {
+        assert_eq!(
+            unquoted_literal(r"'x String, y String ALIAS file(\'/tmp/a\\b\')'").as_deref(),
+            Some(r"x String, y String ALIAS file('/tmp/a\b')")
+        );
+        assert_eq!(unquoted_literal("'a\\nb' (alias c)").as_deref(), Some("a\nb"));
+        assert_eq!(unquoted_literal("UInt64_1"), None);
     }
 
     #[test]

@@ -86,6 +86,15 @@ fn a_query_that_reaches_outside_is_refused_in_every_form() {
             "queries/q.sql:1: aiGenerate(...) reaches outside",
         ),
         ("SELECT showCertificate()", "queries/q.sql:1: showCertificate(...) reaches outside"),
+        // A structure given as text is a column list with expressions of its own.
+        (
+            "SELECT y FROM values('x String, y String ALIAS file(''/etc/hostname'')', ('a'))",
+            "queries/q.sql:1: in the structure of a table function: file(...) reaches outside",
+        ),
+        (
+            "SELECT y FROM generateRandom('x UInt8, y String DEFAULT getServerSetting(''path'')', 1) LIMIT 1",
+            "queries/q.sql:1: in the structure of a table function: getServerSetting(...) reaches outside",
+        ),
         // Settings whose text is SQL, a path or a server.
         (
             "SELECT count() FROM t SETTINGS additional_table_filters = {'t': 'k IN (SELECT 1 FROM url(\\'http://127.0.0.1:9/\\'))'}",
@@ -119,6 +128,8 @@ fn a_query_that_reaches_outside_is_refused_in_every_form() {
     assert_eq!(outside(reads), "ran");
     assert_eq!(outside("SELECT icebergBucket(16, k), count() FROM t WHERE k = 42 GROUP BY 1"), "ran");
     assert_eq!(outside("SELECT count() FROM primes(10) WHERE prime IN (SELECT k FROM t)"), "ran");
+    assert_eq!(outside("SELECT a FROM generateRandom('a UInt8, b Array(Nullable(String))', 1) LIMIT 3"), "ran");
+    assert_eq!(outside("SELECT * FROM values('a', 'b')"), "ran");
     assert_eq!(outside("WITH 10 AS n\nSELECT count() FROM t WHERE k < n"), "ran");
 }
 
@@ -205,6 +216,16 @@ fn a_design_or_generator_that_reaches_outside_is_refused_before_it_runs() {
             format!("{SCHEMA}CREATE TABLE system.zz (k UInt64) ENGINE = Memory"),
             GENERATOR.to_string(),
             "designs/plain.sql:2: the statement writes to database system",
+        ),
+        (
+            format!("{SCHEMA}CREATE TABLE side AS generateRandom('x UInt8, y String ALIAS file(''/etc/hostname'')', 1)"),
+            GENERATOR.to_string(),
+            "designs/plain.sql:2: in the structure of a table function: file(...) reaches outside",
+        ),
+        (
+            SCHEMA.to_string(),
+            "INSERT INTO t SELECT x, 1 FROM generateRandom('x UInt64, y String ALIAS file(''/etc/hostname'')', 1) LIMIT {rows}".to_string(),
+            "generator.sql:1: in the structure of a table function: file(...) reaches outside",
         ),
         (
             format!("{SCHEMA}CREATE MATERIALIZED VIEW mv TO system.zz AS SELECT k FROM t"),
