@@ -42,7 +42,7 @@ use crate::results::{RESULTS_FILE, check_run_id};
 use crate::settings::Settings;
 use crate::sql::sql_string;
 use crate::stats::StatementTag;
-use crate::target_info::{TargetInfo, TargetKind};
+use crate::target_info::TargetInfo;
 use crate::targets::{Target, eks};
 
 pub const DEPLOYMENT_FILE: &str = "deployment.json";
@@ -179,7 +179,7 @@ pub fn bundles_of(results_dir: &Path, namespace: &str, since: jiff::Timestamp) -
         let folder = entry.with_context(|| format!("cannot list {}", results_dir.display()))?.path();
         let Ok(text) = fs::read_to_string(folder.join(RESULTS_FILE)) else { continue };
         let Ok(head) = serde_json::from_str::<BundleHead>(&text) else { continue };
-        if head.target.kind != TargetKind::Eks || head.started_at < since {
+        if !crate::targets::spec(head.target.kind).capabilities.deployed_by_chbench || head.started_at < since {
             continue;
         }
         match (&head.target.deployment, head.finished_at) {
@@ -369,6 +369,7 @@ pub fn collect_through(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::target_info::TargetKind;
     use crate::target_info::{KubernetesDeployment, TargetInfo};
 
     #[test]

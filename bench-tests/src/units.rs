@@ -93,6 +93,15 @@ pub fn compact(value: f64) -> String {
     }
 }
 
+/// `10M`, `250K`, `1234`: a count as [`parse_count`] reads it, for run ids.
+pub fn short_count(count: u64) -> String {
+    match count {
+        count if count >= 1_000_000 && count % 1_000_000 == 0 => format!("{}M", count / 1_000_000),
+        count if count >= 1_000 && count % 1_000 == 0 => format!("{}K", count / 1_000),
+        count => count.to_string(),
+    }
+}
+
 /// What a row count of 0, or below, is told.
 const ROWS_MUST_BE_POSITIVE: &str = "the row count must be a positive number like 10M";
 
@@ -153,6 +162,13 @@ mod tests {
         assert_eq!(number(1e300, 2), "1.00e300");
         assert_eq!(exact(1e-300), "1e-300");
         assert_eq!(exact(0.0912), "0.0912");
+    }
+
+    #[test]
+    fn row_counts_read_short_in_run_ids() {
+        assert_eq!(short_count(10_000_000), "10M");
+        assert_eq!(short_count(250_000), "250K");
+        assert_eq!(short_count(1234), "1234");
     }
 
     #[test]

@@ -81,7 +81,7 @@ pub fn open_target(kind: TargetKind) -> Result<Target> {
 /// without the feature) this command runs again from an xtask built with it.
 pub fn ensure_the_eks_feature(kind: TargetKind) -> Result<()> {
     #[cfg(not(feature = "eks"))]
-    if kind == TargetKind::Eks {
+    if chbench::targets::spec(kind).missing_feature.is_some_and(|missing| missing.feature == "eks") {
         return rerun_with_the_eks_feature("target eks").map(|never| match never {});
     }
     let _ = kind;

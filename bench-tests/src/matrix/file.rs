@@ -119,7 +119,7 @@ pub fn parse_matrix(file: &Path, text: &str, command_line_target: TargetKind) ->
     };
     let flags = parsed.flags.unwrap_or_else(|| Spanned::new(0..0, Vec::new()));
     check_flags(&places, kind, &flags)?;
-    let on_eks = target == TargetKind::Eks;
+    let on_eks = crate::targets::spec(target).capabilities.deployed_by_chbench;
     let eks = match (&parsed.eks, on_eks) {
         (Some(table), false) => {
             return Err(places.error(

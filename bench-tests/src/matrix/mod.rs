@@ -323,7 +323,7 @@ pub fn run_matrix(
     mut deployments: Option<&mut dyn DeploymentSteps>,
     progress: &dyn Fn(&str),
 ) -> Result<MatrixSummary> {
-    if matrix.target == TargetKind::Eks && deployments.is_none() {
+    if crate::targets::spec(matrix.target).capabilities.deployed_by_chbench && deployments.is_none() {
         bail!("a matrix on the eks target needs the deployments' steps (up, collect, down)");
     }
     std::fs::create_dir_all(&run.folder)

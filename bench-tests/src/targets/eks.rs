@@ -17,7 +17,7 @@ use crate::cluster::{DEFAULT_NAMESPACE, check_namespace};
 /// statistics from its query_log, datasets as shared databases, concurrent clients each
 /// with an HTTP client of its own through the port-forward (which forwards every
 /// connection), each statement with its own query_log row.
-pub const CAPABILITIES: Capabilities = super::server::CAPABILITIES;
+pub const CAPABILITIES: Capabilities = Capabilities { deployed_by_chbench: true, ..super::server::CAPABILITIES };
 
 /// The environment variable naming the deployment's namespace.
 pub const NAMESPACE_ENV: &str = "CHBENCH_NAMESPACE";
@@ -63,15 +63,23 @@ pub enum Use {
     Collect,
 }
 
+/// What this build lacks for the eks target: the Kubernetes client, its `eks` feature.
+#[cfg(not(feature = "eks"))]
+pub const MISSING_FEATURE: Option<super::MissingFeature> = Some(NO_CLIENT);
+#[cfg(feature = "eks")]
+pub const MISSING_FEATURE: Option<super::MissingFeature> = None;
+
+#[cfg(not(feature = "eks"))]
+const NO_CLIENT: super::MissingFeature = super::MissingFeature {
+    feature: "eks",
+    message: "target eks needs chbench's eks feature: run the tests with `cargo nextest run --features chbench/eks` \
+              (`cargo xtask bench --target eks` turns it on itself)",
+};
+
 /// Built without the Kubernetes client: says how to build with it.
 #[cfg(not(feature = "eks"))]
 pub fn open(_storage: &Storage) -> Result<Box<dyn Backend>> {
-    Err(super::MissingFeature {
-        feature: "eks",
-        message: "target eks needs chbench's eks feature: run the tests with `cargo nextest run --features \
-                  chbench/eks` (`cargo xtask bench --target eks` turns it on itself)",
-    }
-    .into())
+    Err(NO_CLIENT.into())
 }
 
 #[cfg(feature = "eks")]

@@ -41,6 +41,7 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     // queue), but system.events is process-wide: while others run, a statement's events
     // delta holds theirs too (docs/embedded-engine.md).
     concurrent_queries: Concurrency::Parallel { events_per_statement: false },
+    deployed_by_chbench: false,
 };
 
 /// Opens the embedded engine on `storage` (the kind's opener for `targets::spec`).

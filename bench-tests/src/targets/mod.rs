@@ -44,16 +44,25 @@ pub struct TargetSpec {
     /// Connects to the engine with the session defaults in force. `storage` is where an
     /// in-process engine keeps its data; a server keeps its own and ignores it.
     pub open: fn(&Storage) -> Result<Box<dyn Backend>>,
+    /// The cargo feature this build lacks for the kind (its opener's error), if any: a
+    /// command line that can build itself again with it does so before any work.
+    pub missing_feature: Option<MissingFeature>,
 }
 
 /// The one place kinds are named: each kind's capabilities and opener, declared in
 /// its own file. A new target is a new file, a variant above and a line here.
 pub fn spec(kind: TargetKind) -> TargetSpec {
     match kind {
-        TargetKind::Embedded => TargetSpec { capabilities: embedded::CAPABILITIES, open: embedded::open },
-        TargetKind::Container => TargetSpec { capabilities: container::CAPABILITIES, open: container::open },
-        TargetKind::Url => TargetSpec { capabilities: server::CAPABILITIES, open: server::open },
-        TargetKind::Eks => TargetSpec { capabilities: eks::CAPABILITIES, open: eks::open },
+        TargetKind::Embedded => {
+            TargetSpec { capabilities: embedded::CAPABILITIES, open: embedded::open, missing_feature: None }
+        }
+        TargetKind::Container => {
+            TargetSpec { capabilities: container::CAPABILITIES, open: container::open, missing_feature: None }
+        }
+        TargetKind::Url => TargetSpec { capabilities: server::CAPABILITIES, open: server::open, missing_feature: None },
+        TargetKind::Eks => {
+            TargetSpec { capabilities: eks::CAPABILITIES, open: eks::open, missing_feature: eks::MISSING_FEATURE }
+        }
         // Not an engine: the spec of the kind it resolves to (asking Docker).
         TargetKind::Auto => spec(resolve_kind(kind)),
     }
@@ -99,6 +108,10 @@ pub struct Capabilities {
     /// Whether statements from several clients run at once, and what a statement's record
     /// holds then. [`Target::run_concurrently`] and `measure_concurrently` branch on it.
     pub concurrent_queries: Concurrency,
+    /// Whether chbench deploys the engine itself (`cargo xtask eks up` and `down`), so that a
+    /// matrix brings a deployment up for each variant and `collect` gathers the runs made
+    /// on one; a target that is there already (a library, a container, a URL) is not.
+    pub deployed_by_chbench: bool,
 }
 
 impl Capabilities {
@@ -1295,6 +1308,7 @@ mod tests {
                 // Connections on the process's one folder run at once, but system.events
                 // is process-wide: a statement's events delta would hold the others'.
                 concurrent_queries: Concurrency::Parallel { events_per_statement: false },
+                deployed_by_chbench: false,
             }
         );
         assert_eq!(embedded.concurrent_stats_source(), StatsSource::ResultCounters);
@@ -1308,12 +1322,14 @@ mod tests {
                 caches_droppable: true,
                 engine_in_process: false,
                 concurrent_queries: Concurrency::Parallel { events_per_statement: true },
+                deployed_by_chbench: false,
             }
         );
         assert_eq!(url.concurrent_stats_source(), StatsSource::QueryLog);
-        // The container and the eks pod are measured as any server is.
+        // The container and the eks pod are measured as any server is; the pod is one
+        // chbench deploys.
         assert_eq!(spec(TargetKind::Container).capabilities, url);
-        assert_eq!(spec(TargetKind::Eks).capabilities, url);
+        assert_eq!(spec(TargetKind::Eks).capabilities, Capabilities { deployed_by_chbench: true, ..url });
         // An events delta cannot tell apart statements that run at once.
         for kind in [TargetKind::Embedded, TargetKind::Url, TargetKind::Container, TargetKind::Eks] {
             assert_ne!(spec(kind).capabilities.concurrent_stats_source(), StatsSource::ResultAndEventsDelta, "{kind}");

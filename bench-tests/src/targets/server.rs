@@ -56,6 +56,7 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     // Each client is an HTTP client of its own, and each statement's query_log row holds
     // its own ProfileEvents.
     concurrent_queries: Concurrency::Parallel { events_per_statement: true },
+    deployed_by_chbench: false,
 };
 
 /// Connects to the server given by `CHBENCH_URL` (the `url` kind's opener for

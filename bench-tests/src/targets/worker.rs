@@ -53,6 +53,7 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     engine_in_process: false,
     // One pipe: a statement at a time.
     concurrent_queries: Concurrency::Serial,
+    deployed_by_chbench: false,
 };
 
 /// How each protocol line starts, on both pipes.

@@ -575,3 +575,159 @@ fn the_reader_finds_imports_in_groups_and_ignores_strings_and_comments() {
     assert!(problems[0].starts_with("f.rs:3: `low` (layer 1, l1) imports `high` (layer 2, l2)"), "{}", problems[0]);
     assert!(problems[1].starts_with("modules high, other import each other in a cycle"), "{}", problems[1]);
 }
+
+/// The benchmark kinds: each folder in `benchmarks/`, as a module path.
+fn kinds() -> Vec<String> {
+    folders_in("benchmarks")
+}
+
+/// The registry, the one module that may name a kind.
+const REGISTRY: &str = "benchmarks/kinds";
+
+/// Imports that reach a kind other than from its own folder or the registry: a core
+/// module, the matrix or another kind naming it.
+fn kind_wall_violations(kinds: &[String], imports: &[Import]) -> Vec<String> {
+    let mut problems = Vec::new();
+    let mut said = BTreeSet::new();
+    for import in imports.iter().filter(|import| kinds.contains(&import.to) && import.from != REGISTRY) {
+        if !said.insert((&import.file, import.line, &import.from, &import.to)) {
+            continue;
+        }
+        let who = match kinds.contains(&import.from) {
+            true => format!("kind `{}` imports kind `{}`", import.from, import.to),
+            false => format!("`{}` imports kind `{}`", import.from, import.to),
+        };
+        problems.push(format!(
+            "{}:{}: {who}: a kind is reached only through the registry (`{REGISTRY}`, the `Benchmark` trait); move \
+             what both need below the kinds (ARCHITECTURE.md, Layers)",
+            import.file, import.line
+        ));
+    }
+    problems
+}
+
+/// Paths in the command line's `code` that name a kind (`chbench::benchmarks::<kind>`).
+fn command_line_kind_paths(file: &str, code: &str, kinds: &[String]) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (number, line) in code.lines().enumerate() {
+        for kind in kinds {
+            let path = format!("chbench::{}", kind.replace('/', "::"));
+            let named = line
+                .match_indices(&path)
+                .any(|(at, _)| !line[at + path.len()..].starts_with(|c: char| c.is_alphanumeric() || c == '_'));
+            if named {
+                problems.push(format!(
+                    "{file}:{}: the command line names kind `{kind}`: it reaches kinds only through the registry \
+                     (`chbench::{}`)",
+                    number + 1,
+                    REGISTRY.replace('/', "::")
+                ));
+            }
+        }
+    }
+    problems
+}
+
+/// The kinds of target by name: every `TargetKind` variant but `Auto` (not a target: the
+/// choice left to the machine).
+const TARGET_VARIANTS: [&str; 4] = ["Embedded", "Container", "Url", "Eks"];
+
+/// Lines of `code` that branch on a target's kind by name: a `TargetKind::<Variant>` in a
+/// comparison (`==`, `!=`), a match arm, `matches!` or `if let`. Code from the first
+/// `#[cfg(test)]` on is a test module, which may compare the kinds it parsed.
+fn target_kind_branches(file: &str, code: &str) -> Vec<String> {
+    let code = code.split("#[cfg(test)]").next().unwrap_or(code);
+    let mut problems = Vec::new();
+    for (number, line) in code.lines().enumerate() {
+        let names_a_kind = TARGET_VARIANTS.iter().any(|variant| {
+            let path = format!("TargetKind::{variant}");
+            line.match_indices(&path)
+                .any(|(at, _)| !line[at + path.len()..].starts_with(|c: char| c.is_alphanumeric() || c == '_'))
+        });
+        let branches = ["==", "!=", "=>", "matches!", "if let"].iter().any(|sign| line.contains(sign));
+        if names_a_kind && branches {
+            problems.push(format!(
+                "{file}:{}: branches on a target's kind by name (`{}`): branch on its declared capabilities \
+                 (`targets::spec(kind).capabilities`), or add one there (ARCHITECTURE.md, Invariants)",
+                number + 1,
+                line.trim()
+            ));
+        }
+    }
+    problems
+}
+
+/// Every source file of the library outside the targets' own module, and of the command
+/// line, as (path from the workspace, code only).
+fn code_outside_the_targets() -> Vec<(String, String)> {
+    let mut found = Vec::new();
+    for (crate_dir, own) in [("bench-tests/src", &["targets/", "target_info.rs"][..]), ("xtask/src", &[][..])] {
+        let root = workspace().join(crate_dir);
+        let mut files = Vec::new();
+        source_files(&root, &root, &mut files);
+        files.sort();
+        for file in files.into_iter().filter(|file| !own.iter().any(|own| file.starts_with(own))) {
+            let code = code_only(&fs::read_to_string(root.join(&file)).unwrap());
+            found.push((format!("{crate_dir}/{file}"), code));
+        }
+    }
+    found
+}
+
+#[test]
+fn a_kind_is_reached_only_through_the_registry() {
+    let modules = layer_table(&fs::read_to_string(workspace().join("ARCHITECTURE.md")).unwrap());
+    let kinds = kinds();
+    assert!(kinds.len() >= 4, "benchmarks/ holds {} kinds: the reader is broken", kinds.len());
+    let (imports, _) = imports(&modules);
+    let mut problems = kind_wall_violations(&kinds, &imports);
+    for (file, code) in code_outside_the_targets().iter().filter(|(file, _)| file.starts_with("xtask/")) {
+        problems.extend(command_line_kind_paths(file, code, &kinds));
+    }
+    assert!(problems.is_empty(), "{} imports across the kinds' wall:\n{}", problems.len(), problems.join("\n"));
+}
+
+#[test]
+fn no_code_outside_the_targets_branches_on_a_target_kind_by_name() {
+    let problems: Vec<String> =
+        code_outside_the_targets().iter().flat_map(|(file, code)| target_kind_branches(file, code)).collect();
+    assert!(problems.is_empty(), "{} branches on a target's kind by name:\n{}", problems.len(), problems.join("\n"));
+}
+
+/// The walls' readers on planted code: a core module, the matrix and a kind each reaching
+/// a kind, the registry doing so (allowed), the command line naming one, and branches on a
+/// target's kind by name next to a use that is not a branch.
+#[test]
+fn the_walls_fail_on_planted_imports_and_branches() {
+    let kinds = vec!["benchmarks/logs".to_string(), "benchmarks/parts".to_string()];
+    let import = |from: &str, to: &str| Import { file: "f.rs".into(), line: 7, from: from.into(), to: to.into() };
+    let problems = kind_wall_violations(
+        &kinds,
+        &[
+            import("compare", "benchmarks/logs"),
+            import("matrix", "benchmarks/parts"),
+            import("benchmarks/parts", "benchmarks/logs"),
+            import(REGISTRY, "benchmarks/logs"),
+            import("benchmarks/logs", "units"),
+        ],
+    );
+    assert_eq!(problems.len(), 3, "{problems:#?}");
+    assert!(problems[0].starts_with("f.rs:7: `compare` imports kind `benchmarks/logs`"), "{}", problems[0]);
+    assert!(
+        problems[2].starts_with("f.rs:7: kind `benchmarks/parts` imports kind `benchmarks/logs`"),
+        "{}",
+        problems[2]
+    );
+    let command_line = code_only("use chbench::benchmarks::kinds;\nuse chbench::benchmarks::logs::LogsResults;\n");
+    let problems = command_line_kind_paths("xtask/src/x.rs", &command_line, &kinds);
+    assert_eq!(problems.len(), 1, "{problems:#?}");
+    assert!(problems[0].starts_with("xtask/src/x.rs:2: the command line names kind `benchmarks/logs`"));
+
+    let code = code_only(
+        "let on = kind == TargetKind::Eks;\nmatch kind {\n    TargetKind::Embedded => 1,\n}\nlet k = TargetKind::Embedded;\nif kind != TargetKind::Auto {}\n// kind == TargetKind::Url\n#[cfg(test)]\nmod tests { fn t() { assert!(k == TargetKind::Url); } }\n",
+    );
+    let problems = target_kind_branches("f.rs", &code);
+    assert_eq!(problems.len(), 2, "{problems:#?}");
+    assert!(problems[0].starts_with("f.rs:1: branches on a target's kind by name"), "{}", problems[0]);
+    assert!(problems[1].starts_with("f.rs:3: "), "{}", problems[1]);
+}

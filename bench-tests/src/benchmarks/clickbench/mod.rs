@@ -295,7 +295,7 @@ impl Benchmark for ClickBenchBenchmark {
 
     fn run_label(&self) -> String {
         match &self.source {
-            Source::Shipped { rows } => format!("clickbench-{}", super::logs::short_count(*rows)),
+            Source::Shipped { rows } => format!("clickbench-{}", crate::units::short_count(*rows)),
             Source::Checkout { .. } => "clickbench-hits".to_string(),
         }
     }

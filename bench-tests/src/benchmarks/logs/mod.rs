@@ -217,7 +217,7 @@ impl Benchmark for LogsBenchmark {
 
     fn run_label(&self) -> String {
         let ab = if self.ab.is_some() { "-ab" } else { "" };
-        format!("logs-{}{ab}", short_count(self.rows))
+        format!("logs-{}{ab}", crate::units::short_count(self.rows))
     }
 
     /// The run's database goes: on a shared server it would hold a copy of the dataset
@@ -831,15 +831,6 @@ fn bloom_summary(logs: &LogsResults) -> String {
     )
 }
 
-/// `10M`, `250K`, `1234` for run ids.
-pub fn short_count(rows: u64) -> String {
-    match rows {
-        rows if rows >= 1_000_000 && rows % 1_000_000 == 0 => format!("{}M", rows / 1_000_000),
-        rows if rows >= 1_000 && rows % 1_000 == 0 => format!("{}K", rows / 1_000),
-        rows => rows.to_string(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -882,12 +873,5 @@ mod tests {
         assert_eq!((short.warm_runs, short.ab_run().unwrap().rounds), (4, 4));
         // Without a seed, one is drawn and recorded.
         assert_ne!(benchmark(&["--variant", "a:", "--variant", "b:"]).ab_run().unwrap().seed, 0);
-    }
-
-    #[test]
-    fn row_counts_read_short_in_run_ids() {
-        assert_eq!(short_count(10_000_000), "10M");
-        assert_eq!(short_count(250_000), "250K");
-        assert_eq!(short_count(1234), "1234");
     }
 }

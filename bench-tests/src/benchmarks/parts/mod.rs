@@ -160,7 +160,7 @@ impl Benchmark for PartsBenchmark {
     }
 
     fn run_label(&self) -> String {
-        let points: Vec<String> = self.points.iter().map(|parts| super::logs::short_count(*parts)).collect();
+        let points: Vec<String> = self.points.iter().map(|parts| crate::units::short_count(*parts)).collect();
         format!("parts-{}", points.join("_"))
     }
 

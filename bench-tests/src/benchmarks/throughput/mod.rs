@@ -306,7 +306,7 @@ impl Benchmark for ThroughputBenchmark {
     }
 
     fn run_label(&self) -> String {
-        format!("throughput-{}-{}", self.pack, super::logs::short_count(self.rows))
+        format!("throughput-{}-{}", self.pack, crate::units::short_count(self.rows))
     }
 
     fn run_phase(&self, phase: ThroughputPhase, run: &mut ThroughputRun<'_>) -> Result<()> {

@@ -11,6 +11,7 @@ use crate::markdown::Table;
 use crate::report::charts::{self, Line};
 use crate::stats::StatsSource;
 use crate::target_info::TargetInfo;
+use crate::targets::Concurrency;
 use crate::units::{exact, number, per_second, plural, times};
 
 fn ms(value: Option<f64>) -> String {
@@ -71,7 +72,10 @@ pub fn markdown(results: &ThroughputResults, target: &TargetInfo) -> String {
             out,
             "Each statement's record holds its result's counters alone (rows and bytes read, result rows, \
              duration): no ProfileEvents, so no time breakdown.{}\n",
-            if target.kind == crate::target_info::TargetKind::Embedded {
+            // Events that are not each statement's own: the engine's, process-wide.
+            if crate::targets::spec(target.kind).capabilities.concurrent_queries
+                == (Concurrency::Parallel { events_per_statement: false })
+            {
                 " On the embedded engine `system.events` is process-wide: under concurrency a statement's events \
                  cannot be told from the others'."
             } else {
