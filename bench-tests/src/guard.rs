@@ -74,7 +74,6 @@ const OUTSIDE_FUNCTIONS: &[&str] = &[
     "nats",
     "rabbitmq",
     "catboostevaluate",
-    "naivebayesclassifier",
     "dictionary",
     "hascolumnintable",
     "showcertificate",
@@ -83,8 +82,10 @@ const OUTSIDE_FUNCTIONS: &[&str] = &[
 
 /// Prefixes of the functions that read a dictionary or a table named in a string
 /// (`dictGet('db.d', ...)`, `joinGet('db.t', ...)`), which the tree shows as a literal, and
-/// of the AI functions (`aiGenerate`, `aiEmbed`), which call a model's endpoint. Lower case.
-const NAMED_TABLE_PREFIXES: &[&str] = &["dict", "joinget", "ai"];
+/// of the AI functions (`aiGenerate`, `aiEmbed`), which call a model's endpoint, and the
+/// classifiers that load a model the server names (`naiveBayesClassifier`, and its
+/// `...WithProb`). Lower case.
+const NAMED_TABLE_PREFIXES: &[&str] = &["dict", "joinget", "ai", "naivebayesclassifier"];
 
 /// The table functions a pack may read from: they make rows from their arguments alone.
 /// Lower case.
@@ -190,6 +191,35 @@ const TEXT_SETTINGS: &[&str] = &[
 /// (libchdb's `default` is an `Overlay` over the host's files: `default.\`/etc/hostname\``
 /// reads that file) may not be named.
 const LOCAL_DATABASE_ENGINES: &[&str] = &["Atomic", "Ordinary", "Memory", "Lazy", "Replicated"];
+
+/// Databases the engine has of its own before anything runs: libchdb's `default` (an
+/// `Overlay` over the host's files, where an unqualified name such as `Cargo.toml` is a
+/// file of the working folder) and the catalogues. A pack's tables never go in one: its
+/// name is refused (`packs`), and so is a guarded dataset's database ([`check_database`]).
+pub const ENGINE_DATABASES: &[&str] = &["default", "system", "information_schema", "INFORMATION_SCHEMA"];
+
+/// Refuses `database` as the one a guarded dataset's statements and queries run in when
+/// it is one of the engine's own, or exists with an engine that is not a local one, in one
+/// line naming it and `dataset`.
+pub fn check_database(target: &mut Target, database: &str, dataset: &str) -> Result<()> {
+    #[derive(serde::Deserialize)]
+    struct Engine {
+        engine: String,
+    }
+    let existing = target
+        .query_rows::<Engine>(&format!("SELECT engine FROM system.databases WHERE name = {}", sql_string(database)))
+        .context("cannot list the engine's databases for the pack guard")?;
+    let outside = existing.iter().find(|found| !LOCAL_DATABASE_ENGINES.contains(&found.engine.as_str()));
+    if ENGINE_DATABASES.contains(&database) || outside.is_some() {
+        let engine = outside.map(|found| format!(", engine {}", found.engine)).unwrap_or_default();
+        bail!(
+            "dataset {dataset}: its statements would run in database `{database}`, the engine's own{engine}, where an \
+             unqualified name may reach the host's files or the engine's catalogue; a pack's tables go in a \
+             database of their own: rename the pack"
+        );
+    }
+    Ok(())
+}
 
 /// Checks every statement in order, each by the engine's parser; the first refused is the
 /// error, one line at its file and line. Nothing but the two parsing statements runs.

@@ -134,3 +134,36 @@ fn compare_of<B: Benchmark>(dirs: &[PathBuf], options: &CompareOptions) -> Resul
     })?;
     B::compare(&bundles, options)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::files::{fixtures_root, shown};
+
+    /// Every kind, with its flags' defaults, says how each SQL file it runs is guarded: its
+    /// statements checked by the engine's parser, or the file among those that reach
+    /// outside on purpose, with why. A kind that runs a file it does not guard fails here.
+    #[test]
+    fn every_kind_guards_every_sql_file_it_runs() {
+        for kind in KINDS {
+            let matches = (kind.flags)(clap::Command::new("bench")).try_get_matches_from(["bench"]).unwrap();
+            let benchmark = (kind.benchmark)(&matches).unwrap();
+            let sql = benchmark.guarded_sql().unwrap();
+            let files = benchmark.sql_files();
+            assert!(!files.is_empty(), "kind {} runs no SQL file", kind.name);
+            assert!(!sql.queries.is_empty(), "kind {} guards no query", kind.name);
+            let guarded: Vec<&str> =
+                sql.dataset.iter().chain(&sql.queries).map(|statement| statement.file.as_str()).collect();
+            for file in files {
+                let shown_file = shown(&fixtures_root().join(&file));
+                let outside = sql.outside.iter().any(|(outside, why)| *outside == file && !why.is_empty());
+                assert!(
+                    guarded.contains(&shown_file.as_str()) || outside,
+                    "kind {}: {shown_file} runs unguarded: put its statements in guarded_sql, or among its outside \
+                     files with why",
+                    kind.name
+                );
+            }
+        }
+    }
+}

@@ -28,6 +28,8 @@ use anyhow::{Context, Result};
 use crate::ab_variants::AbRun;
 use crate::compare::{self, BundleAt, CompareOptions, Comparison};
 use crate::files::write_atomically;
+use crate::fixtures::Statement;
+use crate::guard::{self, Role};
 use crate::interrupt::Interrupted;
 use crate::machine::{MachineWatch, SeenProcess};
 use crate::report::{self, Section};
@@ -78,6 +80,11 @@ pub trait Benchmark: Sized + 'static {
     }
     /// The fixture files it runs, relative to `fixtures/`; the bundle keeps a copy.
     fn sql_files(&self) -> Vec<String>;
+    /// Every statement it will read from those files, rendered, for the engine's parser to
+    /// check as a pack's SQL is checked ([`crate::guard`]) before the bundle is made and
+    /// anything runs: a pull request may change them as it may change a pack. Each file of
+    /// [`Benchmark::sql_files`] is in it, or among its `outside` files, with why.
+    fn guarded_sql(&self) -> Result<GuardedSql>;
     /// Its results before anything is measured.
     fn new_results(&self) -> Self::Results;
     /// The variants it measures in turns, when it is an A/B run (recorded in the bundle).
@@ -105,6 +112,27 @@ pub trait Benchmark: Sized + 'static {
     /// the one every kind shares ([`compare::compare_bundles`]), query by query.
     fn compare(bundles: &[BundleAt<Self::Results>], options: &CompareOptions) -> Result<Comparison> {
         compare::compare_bundles(bundles, options)
+    }
+}
+
+/// A run's SQL as the guard checks it ([`Benchmark::guarded_sql`]).
+#[derive(Debug, Default)]
+pub struct GuardedSql {
+    /// What builds, fills and changes its tables: checked as a pack's design and generator.
+    pub dataset: Vec<Statement>,
+    /// What it measures: checked as a pack's queries, one SELECT each.
+    pub queries: Vec<Statement>,
+    /// Files (as in [`Benchmark::sql_files`]) whose statements reach outside on purpose,
+    /// each with why: a file the user named by a flag, read into the table.
+    pub outside: Vec<(String, &'static str)>,
+}
+
+impl GuardedSql {
+    /// Both parts checked by `target`'s parser, in one line at the first refused
+    /// statement's file and line.
+    pub fn check(&self, target: &mut Target) -> Result<()> {
+        guard::check_statements(target, &self.dataset, Role::Dataset)?;
+        guard::check_statements(target, &self.queries, Role::Query)
     }
 }
 
@@ -267,6 +295,8 @@ pub struct RunEnd {
 /// A benchmark of a kind chosen at run time, from the command line.
 pub trait AnyBenchmark {
     fn check(&self) -> Result<()>;
+    fn sql_files(&self) -> Vec<String>;
+    fn guarded_sql(&self) -> Result<GuardedSql>;
     fn check_storage(&self, folder: &Path) -> Result<()>;
     fn run_label(&self) -> String;
     /// Creates the bundle at `place`, runs every phase into it, and finishes it and its
@@ -284,12 +314,21 @@ impl<B: Benchmark> AnyBenchmark for B {
         Benchmark::check_storage(self, folder)
     }
 
+    fn sql_files(&self) -> Vec<String> {
+        Benchmark::sql_files(self)
+    }
+
+    fn guarded_sql(&self) -> Result<GuardedSql> {
+        Benchmark::guarded_sql(self)
+    }
+
     fn run_label(&self) -> String {
         Benchmark::run_label(self)
     }
 
     fn run_to_bundle(&self, target: &mut Target, place: &BundlePlace, progress: &dyn Progress) -> Result<RunEnd> {
         Benchmark::check_target(self, target)?;
+        Benchmark::guarded_sql(self)?.check(target)?;
         let bundle = new_bundle(self, &place.run_id, target);
         progress.note(&format!("storage baseline: {}", bundle.storage_baseline));
         let mut writer = BundleWriter::create(&place.root, bundle, place.existing)?;

@@ -116,6 +116,7 @@ impl Dataset {
     /// nothing for the tool's own.
     fn check_guarded(&self, target: &mut Target) -> Result<()> {
         let Some(queries) = &self.guarded_queries else { return Ok(()) };
+        guard::check_database(target, &self.database, &self.name)?;
         let statements: Vec<Statement> = self.statements()?.into_iter().map(|(_, statement)| statement).collect();
         guard::check_statements(target, &statements, guard::Role::Dataset)?;
         guard::check_statements(target, queries, guard::Role::Query)

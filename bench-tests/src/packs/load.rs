@@ -80,6 +80,14 @@ impl Pack {
     pub fn load(folder: &Path) -> Result<Pack> {
         let name = folder.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
         check_name(&name, &format!("the pack folder {}", shown(folder)))?;
+        if crate::guard::ENGINE_DATABASES.contains(&name.as_str()) {
+            bail!(
+                "the pack folder {}: {name:?} is a database the engine has of its own ({}), and a pack's tables go \
+                 in a database named after the pack: name the pack otherwise",
+                shown(folder),
+                crate::guard::ENGINE_DATABASES.join(", ")
+            );
+        }
         // Before anything of it is read: a link's target would be quoted in the errors.
         check_own_folder(folder)?;
         check_own_file(folder, &folder.join(CLAIMS_FILE))?;

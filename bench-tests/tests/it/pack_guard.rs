@@ -300,3 +300,41 @@ fn a_pack_file_that_links_elsewhere_is_refused_on_load() {
     let error = format!("{:#}", Pack::load(&linked).unwrap_err());
     assert!(error.contains("is a symbolic link; a pack is a folder of its own files"), "{error}");
 }
+
+/// A pack's tables go in a database named after it: a pack named after a database the
+/// engine has of its own is refused at load, before anything runs (libchdb's `default` is
+/// an `Overlay` over the host's files, where `` SELECT * FROM `Cargo.toml` `` reads the
+/// working folder's file); and a guarded dataset whose database is such a one is refused
+/// by the guard on the engine, whatever made it.
+#[test]
+fn a_pack_never_runs_in_a_database_of_the_engines_own() {
+    let root = tempfile::tempdir().unwrap();
+    for name in ["default", "system", "information_schema"] {
+        write_pack(root.path(), name, SCHEMA, GENERATOR, "SELECT * FROM `Cargo.toml` LIMIT 3\n");
+        let error = format!("{:#}", Pack::load(&root.path().join(name)).unwrap_err());
+        assert!(!error.contains('\n'), "one line: {error}");
+        assert!(error.ends_with(&format!("{name:?} is a database the engine has of its own (default, system, information_schema, INFORMATION_SCHEMA), and a pack's tables go in a database named after the pack: name the pack otherwise")), "{error}");
+    }
+    write_pack(root.path(), "guarded_database", SCHEMA, GENERATOR, QUERY);
+    let design = root.path().join("guarded_database/designs/plain.sql");
+    let query = chbench::fixtures::Fixture::read(&root.path().join("guarded_database/queries/q.sql"))
+        .unwrap()
+        .render_one(&chbench::fixtures::Params::new())
+        .unwrap();
+    let dataset = chbench::dataset::Dataset::new(
+        "guarded_database_default",
+        "default",
+        &[design.to_str().unwrap()],
+        chbench::fixtures::Params::new(),
+    )
+    .guarded(vec![query]);
+    let error = format!("{:#}", dataset.open_on(TargetKind::Embedded).err().unwrap());
+    assert!(!error.contains('\n'), "one line: {error}");
+    assert!(
+        error.contains(
+            "dataset guarded_database_default: its statements would run in database `default`, the engine's own, \
+             engine Overlay,"
+        ),
+        "{error}"
+    );
+}

@@ -33,7 +33,7 @@ pub use self::results::{
     AnswerCheck, AnswerOutcome, ClickBenchBundle, ClickBenchDataset, ClickBenchQueryRuns, ClickBenchResults,
     ClickBenchVariant, Load, MaxThreads, MaxThreadsSource, ReferenceAnswers, Totals,
 };
-use super::{Benchmark, Run};
+use super::{Benchmark, GuardedSql, Run};
 use crate::answers::{AnswerDigest, tally};
 use crate::breakdown::TimeBreakdown;
 use crate::files::{shown, write_atomically};
@@ -266,6 +266,27 @@ impl Benchmark for ClickBenchBenchmark {
                 .chain(SHIPPED_QUERIES.iter().map(|query| format!("clickbench/queries/{query}.sql")))
                 .collect(),
         }
+    }
+
+    fn guarded_sql(&self) -> Result<GuardedSql> {
+        let queries = self.queries()?.into_iter().map(|query| query.statement).collect();
+        Ok(match (&self.source, self.official()?) {
+            (_, Some(official)) => GuardedSql {
+                dataset: Fixture::read(&official.checkout.create_sql)?.render(&Params::new())?,
+                queries,
+                outside: ["clickbench/load_file.sql", "clickbench/describe_file.sql"]
+                    .map(|file| (file.to_string(), "reads the file --hits-file names into the table"))
+                    .to_vec(),
+            },
+            (Source::Shipped { rows }, None) => {
+                let mut dataset = Vec::new();
+                for file in dataset::DATASET_FILES {
+                    dataset.extend(Fixture::load(file)?.render_dataset(&Params::new().with("rows", *rows))?);
+                }
+                GuardedSql { dataset, queries, outside: Vec::new() }
+            }
+            (_, None) => GuardedSql { queries, ..GuardedSql::default() },
+        })
     }
 
     fn new_results(&self) -> ClickBenchResults {

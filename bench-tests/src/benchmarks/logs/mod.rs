@@ -39,7 +39,7 @@ pub use self::results::{
     BloomFilter, CalibrationRun, HarnessIngest, Ingest, IngestCalibration, IngestPath, IngestTiming, LogsBundle,
     LogsDataset, LogsQueryRuns, LogsResults, QueryVariant, RunTime,
 };
-use super::{Benchmark, Run};
+use super::{Benchmark, GuardedSql, Run};
 use crate::ab_variants::{AbRun, check_variants};
 use crate::breakdown::TimeBreakdown;
 use crate::explain::explain_indexes;
@@ -195,6 +195,18 @@ impl Benchmark for LogsBenchmark {
 
     fn sql_files(&self) -> Vec<String> {
         SQL_FILES.iter().map(|file| file.to_string()).collect()
+    }
+
+    fn guarded_sql(&self) -> Result<GuardedSql> {
+        let mut sql = GuardedSql::default();
+        for file in SQL_FILES {
+            let statements = Fixture::load(file)?.render(&self.params())?;
+            match file.starts_with("logs/queries/") {
+                true => sql.queries.extend(statements),
+                false => sql.dataset.extend(statements),
+            }
+        }
+        Ok(sql)
     }
 
     fn new_results(&self) -> LogsResults {

@@ -30,7 +30,7 @@ pub use self::results::{
     PartsQueryRuns, PartsResults, PartsVariant, PhaseTime, PlanningSample, Point, PointBuild, SlopeFit, Sweep,
     counters_of,
 };
-use super::{Benchmark, Run};
+use super::{Benchmark, GuardedSql, Run};
 use crate::breakdown::TimeBreakdown;
 use crate::fixtures::{Fixture, Params};
 use crate::measure::{Measured, measure, measure_concurrently};
@@ -135,6 +135,20 @@ impl Benchmark for PartsBenchmark {
         let designs = DESIGNS.iter().map(|design| format!("parts/designs/{design}.sql"));
         let queries = QUERIES.iter().map(|query| format!("parts/queries/{query}.sql"));
         designs.chain(["parts/generator.sql".to_string()]).chain(queries).collect()
+    }
+
+    fn guarded_sql(&self) -> Result<GuardedSql> {
+        let mut sql = GuardedSql::default();
+        // The generator's {rows} is each insert's count: any count reads as every other.
+        let params = Params::new().with("rows", 1);
+        for file in Benchmark::sql_files(self) {
+            let statements = Fixture::load(&file)?.render(&params)?;
+            match file.starts_with("parts/queries/") {
+                true => sql.queries.extend(statements),
+                false => sql.dataset.extend(statements),
+            }
+        }
+        Ok(sql)
     }
 
     fn new_results(&self) -> PartsResults {

@@ -34,12 +34,11 @@ pub use self::results::{
     Spread, StatementRecord, ThroughputBundle, ThroughputQueryRuns, ThroughputResults, ThroughputVariant, Workload,
     WorkloadQuery,
 };
-use super::{Benchmark, Run};
+use super::{Benchmark, GuardedSql, Run};
 use crate::compare::{self, BundleAt, CompareOptions, Comparison, LevelComparison, LevelSide};
 use crate::dataset::{BytesPerRow, Dataset, UNMEASURED_BYTES_PER_ROW, check_fits, check_row_bound};
 use crate::files::{fixtures_root, shown};
 use crate::fixtures::{Fixture, Params, Statement};
-use crate::guard::{self, Role};
 use crate::interrupt::Interrupted;
 use crate::measure::closed_loop_stats;
 use crate::numbers::ratio;
@@ -50,7 +49,7 @@ use crate::results::RunBundle;
 use crate::settings::Settings;
 use crate::significance::{Thresholds, Verdict, compare_timings};
 use crate::stats::{StatementTag, StatsSource};
-use crate::targets::{ClosedLoop, Concurrency, LoopBound, Target};
+use crate::targets::{ClosedLoop, Concurrency, LoopBound};
 use crate::units::{number, plural, times};
 
 /// Rounds by default: five, the fewest a side at which the comparison's test can say
@@ -229,20 +228,23 @@ impl Benchmark for ThroughputBenchmark {
         Ok(())
     }
 
-    /// `--sql` files are the user's SQL, as a pack's is: each one's statements are checked
-    /// by the engine's parser ([`crate::guard`]) before the bundle is made and anything
-    /// runs, its query as a pack's query and its set-up as a pack's dataset, so that an
-    /// `INTO OUTFILE` writes nothing on the host, once or at every statement of a level. A
-    /// pack's own queries are checked with its dataset.
-    fn check_target(&self, target: &mut Target) -> Result<()> {
-        if self.sql_files.is_empty() {
-            return Ok(());
-        }
-        let queries = self.run_queries(&Pack::named(&self.pack)?)?;
-        let setup: Vec<Statement> = queries.iter().flat_map(|query| query.setup.clone()).collect();
-        guard::check_statements(target, &setup, Role::Dataset)?;
-        let measured: Vec<Statement> = queries.iter().map(RunQuery::statement).collect();
-        guard::check_statements(target, &measured, Role::Query)
+    /// The pack's design and generator, and the queries the levels run: the pack's, or the
+    /// `--sql` files, the user's SQL as a pack's is, their set-up checked as a pack's
+    /// dataset, so that an `INTO OUTFILE` writes nothing on the host, once or at every
+    /// statement of a level.
+    fn guarded_sql(&self) -> Result<GuardedSql> {
+        let pack = Pack::named(&self.pack)?;
+        let queries = self.run_queries(&pack)?;
+        let built = pack.dataset(&self.design_of(&pack)?, self.rows)?.statements()?;
+        let dataset = built.into_iter().map(|(_, statement)| statement);
+        let setup = queries.iter().flat_map(|query| query.setup.clone());
+        // A pack query's own statement names its file as errors do (a run's records
+        // name it relative to `fixtures/`).
+        let measured = match self.sql_files.is_empty() {
+            true => queries.iter().map(|query| pack.statement(&query.name, self.rows)).collect::<Result<_>>()?,
+            false => queries.iter().map(RunQuery::statement).collect(),
+        };
+        Ok(GuardedSql { dataset: dataset.chain(setup).collect(), queries: measured, outside: Vec::new() })
     }
 
     fn check_storage(&self, folder: &Path) -> Result<()> {
