@@ -11,6 +11,12 @@
 //! a run's bundle on disk stays valid, and what the process leaves is removed at the
 //! next start. Work that only reads and computes (a report, a comparison) runs through
 //! [`until_stopped`], which ends it at once on the first signal.
+//!
+//! [`PARENT_GONE`] is the one request that never stops at once, however often it comes:
+//! the signal a matrix's variant gets when its matrix dies. The kernel sends it each time
+//! the variant is handed to another thread of the dying matrix (one per thread that ends),
+//! so a SIGTERM there came several times and the second ended the variant before its
+//! bundle was finished.
 
 use std::fmt;
 use std::sync::Mutex;
@@ -18,7 +24,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM, SIGUSR1};
 use signal_hook::iterator::Signals;
 
 /// The signals that ask to stop, as messages name them.
@@ -46,15 +52,24 @@ impl fmt::Display for Interrupted {
 
 impl std::error::Error for Interrupted {}
 
-/// Handles Ctrl-C, SIGTERM and SIGHUP as described above, from a thread of its own (a
-/// signal handler itself may not print).
+/// The parent-death signal a matrix gives its variants (see the module): a request to
+/// stop, once, whatever comes after it.
+pub const PARENT_GONE: i32 = SIGUSR1;
+
+/// Handles Ctrl-C, SIGTERM, SIGHUP and [`PARENT_GONE`] as described above, from a thread
+/// of its own (a signal handler itself may not print).
 pub fn stop_at_the_next_statement_on_ctrl_c() -> Result<()> {
-    let mut signals = Signals::new([SIGINT, SIGTERM, SIGHUP]).context("cannot install the Ctrl-C handler")?;
+    let mut signals =
+        Signals::new([SIGINT, SIGTERM, SIGHUP, PARENT_GONE]).context("cannot install the Ctrl-C handler")?;
     std::thread::Builder::new()
         .name("ctrl-c".to_string())
         .spawn(move || {
             for signal in signals.forever() {
-                if REQUESTED.swap(true, Ordering::SeqCst) {
+                let asked_before = REQUESTED.swap(true, Ordering::SeqCst);
+                if asked_before && signal == PARENT_GONE {
+                    continue;
+                }
+                if asked_before {
                     // Ends the process as an unhandled signal would.
                     let _ = signal_hook::low_level::emulate_default_handler(signal);
                 }

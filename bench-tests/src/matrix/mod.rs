@@ -607,8 +607,8 @@ fn relative(path: &Path, base: &Path) -> String {
 /// or SIGHUP reaches this process alone, which passes one SIGINT on and waits, so the
 /// variant's run ends the normal way (its bundle finished as incomplete, exit 130). When
 /// this process dies without a word (SIGKILL, a crash), the kernel sends the variant
-/// SIGTERM (Linux: the parent-death signal), so it stops the same way rather than run on
-/// as an orphan. Its output goes to this process's; its last `error:` line is the
+/// [`crate::interrupt::PARENT_GONE`] (Linux: the parent-death signal), so it stops the
+/// same way rather than run on as an orphan. Its output goes to this process's; its last `error:` line is the
 /// variant's error.
 #[derive(Debug, Clone)]
 pub struct ProcessBench {
@@ -626,9 +626,11 @@ fn interrupt_running_bench() {
     }
 }
 
-/// Has the kernel send SIGTERM to the process `command` starts when this one dies, which
-/// the variant takes as any SIGTERM. The signal comes when the *thread* that started the
-/// child ends, so `bench` starts it from the thread that then waits for it.
+/// Has the kernel send [`crate::interrupt::PARENT_GONE`] to the process `command` starts
+/// when this one dies, which the variant takes as a request to stop, once. The signal
+/// comes when the *thread* that started the child ends, so `bench` starts it from the
+/// thread that then waits for it; and again each time the child passes to another thread
+/// of a dying process, which is why it is not SIGTERM (a second SIGTERM stops at once).
 #[cfg(target_os = "linux")]
 fn stop_with_this_process(command: &mut Command) {
     use std::os::unix::process::CommandExt as _;
@@ -637,7 +639,7 @@ fn stop_with_this_process(command: &mut Command) {
     // error from a static string: no allocation, no lock.
     unsafe {
         command.pre_exec(move || {
-            rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::TERM))?;
+            rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::USR1))?;
             // This process may have died before the call above, which would then never fire.
             if rustix::process::getppid() != Some(parent) {
                 return Err(std::io::Error::other("the matrix ended before its variant started"));

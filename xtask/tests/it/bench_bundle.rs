@@ -217,13 +217,24 @@ fn sighup_in_the_middle_of_a_query_stops_as_ctrl_c_does() {
     stop_in_the_middle_of_a_query("sighup", "-HUP");
 }
 
-/// `signal` (as `kill` takes it) once 20 samples of Q1 are on disk: the run stops the
-/// normal way, says so once, keeps the samples and reports.
-fn stop_in_the_middle_of_a_query(run_id: &str, signal: &str) {
+/// The signal a matrix's variant gets when its matrix dies comes once per thread of the
+/// dying matrix (the kernel hands the variant from thread to thread): however often it
+/// comes, it is one request to stop, and the run stops the normal way.
+#[test]
+fn the_parent_death_signal_many_times_is_one_stop() {
+    stop_in_the_middle_of_a_query("parent-gone", "-USR1,-USR1,-USR1");
+}
+
+/// `signals` (as `kill` takes one, `,` between several sent in a row) once 20 samples of
+/// Q1 are on disk: the run stops the normal way, says so once, keeps the samples and
+/// reports.
+fn stop_in_the_middle_of_a_query(run_id: &str, signals: &str) {
     let results = tempfile::tempdir().unwrap();
     let (child, dir) = endless_run(results.path(), run_id, 20);
-    let sent = Command::new("kill").args([signal, &child.id().to_string()]).status().unwrap();
-    assert!(sent.success(), "kill {signal} failed");
+    for signal in signals.split(',') {
+        let sent = Command::new("kill").args([signal, &child.id().to_string()]).status().unwrap();
+        assert!(sent.success(), "kill {signal} failed");
+    }
     let pid = child.id();
     let output = child.wait_with_output().unwrap();
     assert!(!storage_dir_of_process(pid).exists(), "the interrupted run left its engine folder");
