@@ -29,9 +29,24 @@ pub struct Fixture {
 }
 
 impl Fixture {
-    /// Reads `fixtures/<relative>`.
+    /// Reads `fixtures/<relative>`: a plain file of `fixtures/`, not a link (a pull request
+    /// may change these files as it may a pack's, and a link could point at any file of the
+    /// host, which the run would copy into its bundle and quote in its errors).
     pub fn load(relative: impl AsRef<Path>) -> Result<Fixture> {
-        Fixture::read(&fixtures_root().join(relative))
+        let path = fixtures_root().join(relative);
+        let metadata = std::fs::symlink_metadata(&path).with_context(|| format!("cannot read {}", shown(&path)))?;
+        let inside = match (path.canonicalize(), fixtures_root().canonicalize()) {
+            (Ok(file), Ok(root)) => file.starts_with(root),
+            _ => false,
+        };
+        if metadata.file_type().is_symlink() || !inside || !metadata.is_file() {
+            bail!(
+                "{} is a symbolic link, lies outside fixtures/ or is not a plain file; the SQL files a benchmark runs \
+                 are plain files of fixtures/",
+                shown(&path)
+            );
+        }
+        Fixture::read(&path)
     }
 
     /// Reads an SQL file anywhere.
@@ -325,6 +340,31 @@ fn top_level_arguments(text: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A benchmark's SQL is a plain file of fixtures/: a link there (to a host file, which
+    /// the run would copy into its bundle and quote in its errors) and a path that leaves
+    /// fixtures/ are refused before anything is read.
+    #[test]
+    fn a_fixture_is_a_plain_file_of_fixtures() {
+        let refused = |relative: &str| format!("{:#}", Fixture::load(relative).unwrap_err());
+        let outside = refused("../Cargo.toml");
+        assert!(outside.ends_with("is a symbolic link, lies outside fixtures/ or is not a plain file; the SQL files a benchmark runs are plain files of fixtures/"), "{outside}");
+        assert!(refused("logs/queries").contains("is not a plain file"));
+        // A link made for this test alone, removed when it ends however it ends.
+        struct Removed(PathBuf);
+        impl Drop for Removed {
+            fn drop(&mut self) {
+                let _ = std::fs::remove_file(&self.0);
+            }
+        }
+        let name = format!(".link-test-{}.sql", std::process::id());
+        let link = Removed(fixtures_root().join(&name));
+        std::os::unix::fs::symlink(fixtures_root().join("logs/queries/q1.sql"), &link.0).unwrap();
+        let linked = refused(&name);
+        assert!(linked.contains("is a symbolic link"), "{linked}");
+        assert!(!linked.contains("SELECT"), "the link's target is never quoted: {linked}");
+        assert!(Fixture::load("logs/queries/q1.sql").is_ok());
+    }
 
     #[test]
     fn a_dataset_statement_that_draws_random_values_is_refused_at_its_line() {

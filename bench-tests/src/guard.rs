@@ -148,7 +148,8 @@ const ALTER_COMMANDS: &[&str] = &[
 ];
 
 /// Settings that keep state past a query (the query cache, the query condition cache) or
-/// change what the measurement records (the query log, the statement's tag). Lower case.
+/// change what the measurement records (the query log, the statement's tag) or what the run
+/// prints (the engine's log lines sent with each answer). Lower case.
 const STATE_SETTINGS: &[&str] = &[
     "use_query_cache",
     "enable_writes_to_query_cache",
@@ -158,6 +159,7 @@ const STATE_SETTINGS: &[&str] = &[
     "log_comment",
     "log_profile_events",
     "log_query_settings",
+    "send_logs_level",
 ];
 
 /// Settings that change how later statements are parsed or where a table without an
@@ -453,6 +455,17 @@ fn refusal(parsed: &Parsed, role: Role) -> Option<Refusal> {
     if let Some(refusal) = clause_refusal(parsed, root) {
         return Some(refusal);
     }
+    // The tree shows a refresh schedule as no node of its own; the canonical text does.
+    let refreshes = root.kind == "CreateQuery" && names_of(&parsed.canonical).iter().any(|(word, _)| word == "REFRESH");
+    if refreshes {
+        return Some(Refusal::new(
+            Some("REFRESH"),
+            "a refreshable materialized view changes the pack's tables in the background after the build, so what \
+             is measured would depend on when; a pack's dataset is built once (a materialized view without REFRESH \
+             fills on insert)"
+                .to_string(),
+        ));
+    }
     for (index, node) in parsed.tree.iter().enumerate() {
         let refusal = match node.kind.as_str() {
             "Function" => function_refusal(parsed, index, node),
@@ -654,7 +667,7 @@ fn settings_refusal(parsed: &Parsed) -> Option<Refusal> {
                     format!("setting {name} is not one the engine knows (system.settings, system.merge_tree_settings)")
                 }
                 Some(text)
-                    if (text.starts_with("String") || text.starts_with("Map"))
+                    if (text.contains("String") || text.starts_with("Map") || text.starts_with("URI"))
                         && !TEXT_SETTINGS.contains(&lower.as_str()) =>
                 {
                     format!(
@@ -675,6 +688,56 @@ fn settings_refusal(parsed: &Parsed) -> Option<Refusal> {
 /// a `/` (a path), or one qualified by a database whose engine is not the engine's own.
 /// From the text, since the tree leaves some names out (a materialized view's `TO`, a
 /// `CREATE TABLE ... AS` table).
+/// The databases a pack may name: the engine's catalogues, read-only. Its own tables it
+/// names unqualified (the run chooses its database).
+const READABLE_DATABASES: &[&str] = &["system", "information_schema", "INFORMATION_SCHEMA"];
+
+/// The functions whose second argument may be a table (`x IN db.t`), which the tree shows
+/// as an identifier, not as a table.
+const IN_FUNCTIONS: &[&str] =
+    &["in", "notIn", "globalIn", "globalNotIn", "nullIn", "notNullIn", "globalNullIn", "globalNotNullIn"];
+
+/// A table named in a database other than the catalogues: on a shared server, another
+/// run's or another user's data. The tree shows such a table as `TableIdentifier db.t`, or
+/// after `IN` as `Identifier db.t`; `CREATE TABLE t AS db.t` (the structure of another
+/// table) only in the canonical text.
+fn other_database_refusal(parsed: &Parsed, names: &[(String, Option<char>)]) -> Option<Refusal> {
+    let mut databases: Vec<&str> = Vec::new();
+    for (index, node) in parsed.tree.iter().enumerate() {
+        // The whole label past its kind: a quoted name may hold a space (`other db.t`).
+        let label = node.text.split(" (alias ").next().unwrap_or_default();
+        let qualified = label.split_once('.').map(|(database, _)| database);
+        let Some(database) = qualified else { continue };
+        let after_in = node.kind == "Identifier"
+            && node.parent.is_some_and(|list| {
+                list + 1 != index
+                    && parsed.tree[list].parent.is_some_and(|function| {
+                        let function = &parsed.tree[function];
+                        function.kind == "Function" && IN_FUNCTIONS.contains(&function.name.as_str())
+                    })
+            });
+        if node.kind == "TableIdentifier" || after_in {
+            databases.push(database);
+        }
+    }
+    let creates = parsed.root().is_some_and(|root| root.kind == "CreateQuery");
+    let structure_of = names
+        .windows(2)
+        .filter(|pair| creates && pair[0].0 == "AS" && pair[1].1 == Some('.'))
+        .map(|pair| pair[1].0.as_str());
+    databases.extend(structure_of);
+    let other = databases.into_iter().find(|database| !READABLE_DATABASES.contains(database))?;
+    Some(Refusal::new(
+        Some(other),
+        format!(
+            "database {other} is not the pack's own: a pack names its own tables unqualified (the run chooses their \
+             database) and reads no other database but the catalogues ({}); on a shared server another database is \
+             another run's or another user's",
+            READABLE_DATABASES.join(", ")
+        ),
+    ))
+}
+
 fn identifier_refusal(parsed: &Parsed, outside_databases: &[String]) -> Option<Refusal> {
     let names = names_of(&parsed.canonical);
     // The table a design's or generator's statement writes is the pack's own, in the
@@ -715,6 +778,9 @@ fn identifier_refusal(parsed: &Parsed, outside_databases: &[String]) -> Option<R
                 ),
             ));
         }
+    }
+    if let Some(refusal) = other_database_refusal(parsed, &names) {
+        return Some(refusal);
     }
     for (name, next) in names {
         if name.contains('/') {

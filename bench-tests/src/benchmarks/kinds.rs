@@ -140,9 +140,9 @@ mod tests {
     use super::*;
     use crate::files::{fixtures_root, shown};
 
-    /// Every kind, with its flags' defaults, says how each SQL file it runs is guarded: its
-    /// statements checked by the engine's parser, or the file among those that reach
-    /// outside on purpose, with why. A kind that runs a file it does not guard fails here.
+    /// Every kind, with its flags' defaults, hands every SQL file it runs to the guard (the
+    /// engine's parser checks its statements). A kind that runs a file it does not hand
+    /// over fails here.
     #[test]
     fn every_kind_guards_every_sql_file_it_runs() {
         for kind in KINDS {
@@ -156,11 +156,9 @@ mod tests {
                 sql.dataset.iter().chain(&sql.queries).map(|statement| statement.file.as_str()).collect();
             for file in files {
                 let shown_file = shown(&fixtures_root().join(&file));
-                let outside = sql.outside.iter().any(|(outside, why)| *outside == file && !why.is_empty());
                 assert!(
-                    guarded.contains(&shown_file.as_str()) || outside,
-                    "kind {}: {shown_file} runs unguarded: put its statements in guarded_sql, or among its outside \
-                     files with why",
+                    guarded.contains(&shown_file.as_str()),
+                    "kind {}: {shown_file} runs unguarded: put its statements in guarded_sql",
                     kind.name
                 );
             }

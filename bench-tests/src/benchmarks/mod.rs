@@ -83,7 +83,8 @@ pub trait Benchmark: Sized + 'static {
     /// Every statement it will read from those files, rendered, for the engine's parser to
     /// check as a pack's SQL is checked ([`crate::guard`]) before the bundle is made and
     /// anything runs: a pull request may change them as it may change a pack. Each file of
-    /// [`Benchmark::sql_files`] is in it, or among its `outside` files, with why.
+    /// [`Benchmark::sql_files`] is in it; what must reach outside (the file a flag names)
+    /// is code, not such a file.
     fn guarded_sql(&self) -> Result<GuardedSql>;
     /// Its results before anything is measured.
     fn new_results(&self) -> Self::Results;
@@ -122,9 +123,6 @@ pub struct GuardedSql {
     pub dataset: Vec<Statement>,
     /// What it measures: checked as a pack's queries, one SELECT each.
     pub queries: Vec<Statement>,
-    /// Files (as in [`Benchmark::sql_files`]) whose statements reach outside on purpose,
-    /// each with why: a file the user named by a flag, read into the table.
-    pub outside: Vec<(String, &'static str)>,
 }
 
 impl GuardedSql {

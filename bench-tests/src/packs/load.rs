@@ -602,8 +602,8 @@ fn check_own_folder(folder: &Path) -> Result<()> {
 }
 
 /// A file of the pack is the folder's own: not a symbolic link (a pack from a pull request
-/// could link to any file of the host, whose text an error would then quote), and inside
-/// the folder once every link on the way is resolved.
+/// could link to any file of the host, whose text an error would then quote), inside the
+/// folder once every link on the way is resolved, and a plain file.
 fn check_own_file(folder: &Path, path: &Path) -> Result<()> {
     let metadata = fs::symlink_metadata(path).with_context(|| format!("cannot read {}", shown(path)))?;
     let inside = match (path.canonicalize(), folder.canonicalize()) {
@@ -613,6 +613,14 @@ fn check_own_file(folder: &Path, path: &Path) -> Result<()> {
     if metadata.file_type().is_symlink() || !inside {
         bail!(
             "{} is a symbolic link or lies outside the pack; a pack's files are its own (copy the file into the pack)",
+            shown(path)
+        );
+    }
+    // A FIFO would block the read for good (a stop request included), a device never end.
+    if !metadata.is_file() {
+        bail!(
+            "{} is not a plain file (a FIFO, a device or a folder); a pack's SQL files and {CLAIMS_FILE} are plain \
+             files",
             shown(path)
         );
     }

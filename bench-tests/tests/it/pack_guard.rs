@@ -70,6 +70,14 @@ fn a_query_that_reaches_outside_is_refused_in_every_form() {
         ("SELECT * FROM merge('.*')", "queries/q.sql:1: merge(...) reads outside the pack's tables"),
         ("SELECT count() FROM t SETTINGS use_query_cache = 1", "queries/q.sql:1: setting use_query_cache keeps state"),
         (
+            "SELECT count() FROM t SETTINGS send_logs_level = 'trace'",
+            "queries/q.sql:1: setting send_logs_level keeps state",
+        ),
+        (
+            "SELECT count() FROM t SETTINGS format_avro_schema_registry_url = 'http://127.0.0.1:9/x'",
+            "queries/q.sql:1: setting format_avro_schema_registry_url takes text (URI)",
+        ),
+        (
             "-- tidy up first\nALTER TABLE t DELETE WHERE k = 1",
             "queries/q.sql:2: a pack's query is one SELECT (or WITH ... SELECT), not ALTER TABLE t ...",
         ),
@@ -77,7 +85,18 @@ fn a_query_that_reaches_outside_is_refused_in_every_form() {
         // libchdb's `default` database is an Overlay over the host's files.
         ("SELECT * FROM default.`/etc/hostname`", "queries/q.sql:1: database default is not"),
         ("SELECT * FROM `/etc/hostname`", "queries/q.sql:1: name \"/etc/hostname\" is a path"),
-        ("SELECT * FROM default.`hostname`", "queries/q.sql:1: database default is not the engine's own storage"),
+        ("SELECT * FROM default.`hostname`", "queries/q.sql:1: database default is not the pack's own"),
+        // Another database, whatever its engine: on a shared server, another run's or user's.
+        (
+            "SELECT count() FROM prod_customers.accounts",
+            "queries/q.sql:1: database prod_customers is not the pack's own",
+        ),
+        (
+            "SELECT count() FROM t WHERE v IN (SELECT a FROM otherdb.secrets AS s)",
+            "queries/q.sql:1: database otherdb is not the pack's own",
+        ),
+        ("SELECT count() FROM t WHERE k GLOBAL NOT IN otherdb.t2", "queries/q.sql:1: database otherdb is not"),
+        ("SELECT count() FROM t AS a JOIN `other db`.t AS b ON a.k = b.k", "queries/q.sql:1: database other db is not"),
         ("SELECT count() FROM t WHERE k IN default.\"hosts\"", "queries/q.sql:1: database default is not"),
         ("SELECT dictGet('default.d', 'v', 1)", "queries/q.sql:1: dictGet(...) reaches outside"),
         ("SELECT joinGet('default.j', 'v', 1)", "queries/q.sql:1: joinGet(...) reaches outside"),
@@ -131,6 +150,9 @@ fn a_query_that_reaches_outside_is_refused_in_every_form() {
     assert_eq!(outside("SELECT a FROM generateRandom('a UInt8, b Array(Nullable(String))', 1) LIMIT 3"), "ran");
     assert_eq!(outside("SELECT * FROM values('a', 'b')"), "ran");
     assert_eq!(outside("WITH 10 AS n\nSELECT count() FROM t WHERE k < n"), "ran");
+    // Columns qualified by a table's alias, and the catalogues, are no other database.
+    assert_eq!(outside("SELECT a.k FROM t AS a WHERE a.k IN (1, 2) AND a.v IN (SELECT t.v FROM t)"), "ran");
+    assert_eq!(outside("SELECT count() FROM system.one WHERE dummy IN system.one"), "ran");
 }
 
 #[test]
@@ -206,6 +228,16 @@ fn a_design_or_generator_that_reaches_outside_is_refused_before_it_runs() {
             "CREATE TABLE t (k UInt64, v UInt64 SETTINGS (max_compress_block_size = 1, min_compress_block_size = 1)) ENGINE = MergeTree ORDER BY k SETTINGS storage_policy = 'default'".to_string(),
             GENERATOR.to_string(),
             "designs/plain.sql:1: setting storage_policy takes text",
+        ),
+        (
+            format!("{SCHEMA}CREATE MATERIALIZED VIEW mv REFRESH EVERY 1 SECOND APPEND TO t AS SELECT 1 AS k, 2 AS v"),
+            GENERATOR.to_string(),
+            "designs/plain.sql:2: a refreshable materialized view changes the pack's tables in the background",
+        ),
+        (
+            format!("{SCHEMA}CREATE TABLE t2 AS otherdb.accounts ENGINE = Memory"),
+            GENERATOR.to_string(),
+            "designs/plain.sql:2: database otherdb is not the pack's own",
         ),
         (
             format!("{SCHEMA}CREATE MATERIALIZED VIEW mv TO default.`written` AS SELECT k FROM t"),
@@ -293,6 +325,17 @@ fn a_pack_file_that_links_elsewhere_is_refused_on_load() {
     let error = format!("{:#}", Pack::load(&root.path().join("guarded_links")).unwrap_err());
     assert!(error.ends_with("claims.toml is a symbolic link or lies outside the pack; a pack's files are its own (copy the file into the pack)"), "{error}");
     assert!(!error.contains("the host file"), "{error}");
+
+    // A FIFO in place of a file would block the read for good: refused before it.
+    fs::remove_file(&claims).unwrap();
+    fs::write(&claims, "scales = [2000]\n").unwrap();
+    fs::remove_file(&query).unwrap();
+    let made = std::process::Command::new("mkfifo").arg(&query).status().unwrap();
+    assert!(made.success());
+    let error = format!("{:#}", Pack::load(&root.path().join("guarded_links")).unwrap_err());
+    assert!(error.ends_with("queries/q.sql is not a plain file (a FIFO, a device or a folder); a pack's SQL files and claims.toml are plain files"), "{error}");
+    fs::remove_file(&query).unwrap();
+    fs::write(&query, QUERY).unwrap();
 
     // And the pack folder itself.
     let linked = root.path().join("linked");

@@ -37,7 +37,7 @@ use super::{Benchmark, GuardedSql, Run};
 use crate::answers::{AnswerDigest, tally};
 use crate::breakdown::TimeBreakdown;
 use crate::files::{shown, write_atomically};
-use crate::fixtures::{Fixture, Params};
+use crate::fixtures::{Fixture, Params, Statement};
 use crate::interrupt::Interrupted;
 use crate::measure::measure;
 use crate::query_runs::{QueryRuns, Sample, SampleKind};
@@ -236,7 +236,7 @@ impl Benchmark for ClickBenchBenchmark {
     fn check_target(&self, target: &mut Target) -> Result<()> {
         let Some(official) = self.official()? else { return Ok(()) };
         let hits_file = official.hits_file.to_string_lossy().into_owned();
-        let describe = Fixture::load("clickbench/describe_file.sql")?.render_one(&describe_params(&official))?;
+        let describe = hits_file_statement(HitsFileRead::Describe, &official);
         let described = target
             .query_text(&describe)
             .with_context(|| format!("--hits-file {hits_file}: the engine cannot read it as {}", official.format))?;
@@ -252,12 +252,10 @@ impl Benchmark for ClickBenchBenchmark {
     /// bundle keeps them under `sql/outside/`).
     fn sql_files(&self) -> Vec<String> {
         match self.official() {
+            // The hits file's own statements are code (`hits_file_statement`).
             Ok(Some(official)) => [official.checkout.create_sql, official.checkout.queries_sql]
                 .iter()
                 .map(|path| path.to_string_lossy().into_owned())
-                // The probe (clickbench/probe_file.sql) checks the file before the run and
-                // measures nothing: not the run's SQL.
-                .chain(["clickbench/load_file.sql", "clickbench/describe_file.sql"].map(str::to_string))
                 .collect(),
             // Checked before: a checkout that cannot be read never reaches the bundle.
             Ok(None) | Err(_) => dataset::DATASET_FILES
@@ -271,19 +269,15 @@ impl Benchmark for ClickBenchBenchmark {
     fn guarded_sql(&self) -> Result<GuardedSql> {
         let queries = self.queries()?.into_iter().map(|query| query.statement).collect();
         Ok(match (&self.source, self.official()?) {
-            (_, Some(official)) => GuardedSql {
-                dataset: Fixture::read(&official.checkout.create_sql)?.render(&Params::new())?,
-                queries,
-                outside: ["clickbench/load_file.sql", "clickbench/describe_file.sql"]
-                    .map(|file| (file.to_string(), "reads the file --hits-file names into the table"))
-                    .to_vec(),
-            },
+            (_, Some(official)) => {
+                GuardedSql { dataset: Fixture::read(&official.checkout.create_sql)?.render(&Params::new())?, queries }
+            }
             (Source::Shipped { rows }, None) => {
                 let mut dataset = Vec::new();
                 for file in dataset::DATASET_FILES {
                     dataset.extend(Fixture::load(file)?.render_dataset(&Params::new().with("rows", *rows))?);
                 }
-                GuardedSql { dataset, queries, outside: Vec::new() }
+                GuardedSql { dataset, queries }
             }
             (_, None) => GuardedSql { queries, ..GuardedSql::default() },
         })
@@ -375,7 +369,7 @@ fn probe_load(target: &mut Target, official: &Official) -> Result<()> {
     let probed = Fixture::read(&official.checkout.create_sql)
         .and_then(|create| create.apply(target, &Params::new()))
         .and_then(|()| {
-            let insert = Fixture::load("clickbench/probe_file.sql")?.render_one(&describe_params(official))?;
+            let insert = hits_file_statement(HitsFileRead::Probe, official);
             // Only the INSERT's failure is the file's: create.sql's, the engine's or a stop
             // are said as they are.
             target.execute(&insert).map_err(|error| {
@@ -432,10 +426,29 @@ fn column_failure(message: &str) -> Option<String> {
 /// The scenario name of the hits-file probe's scratch database.
 const PROBE_DATABASE: &str = "chbench_clickbench_probe";
 
-fn describe_params(official: &Official) -> Params {
-    Params::new()
-        .with("path", sql_string(&official.hits_file.to_string_lossy()))
-        .with("format", sql_string(official.format))
+/// What is done with the file `--hits-file` names.
+#[derive(Debug, Clone, Copy)]
+enum HitsFileRead {
+    /// Its columns, to check against the checkout's table.
+    Describe,
+    /// Its first rows into a scratch copy of the table, to find a value the table cannot take.
+    Probe,
+    /// All of it into the table, as ClickBench's `clickhouse/load` does.
+    Load,
+}
+
+/// The statement that reads the file `--hits-file` names. These are the only statements
+/// of any kind that reach outside the engine's tables, so they are code here rather than
+/// SQL files under `fixtures/`, which the pack guard checks (and would have to let through
+/// whole: a changed file could then read, write or fetch anything).
+fn hits_file_statement(read: HitsFileRead, official: &Official) -> Statement {
+    let file = format!("file({}, {})", sql_string(&official.hits_file.to_string_lossy()), sql_string(official.format));
+    let sql = match read {
+        HitsFileRead::Describe => format!("DESCRIBE TABLE {file}"),
+        HitsFileRead::Probe => format!("INSERT INTO hits SELECT * FROM {file} LIMIT 1000"),
+        HitsFileRead::Load => format!("INSERT INTO hits SELECT * FROM {file}"),
+    };
+    Statement { sql, file: format!("--hits-file {}", shown(&official.hits_file)), line: 1 }
 }
 
 /// The run's own database, so that two runs on one server never share one.
@@ -451,7 +464,7 @@ impl ClickBenchBenchmark {
             Some(official) => {
                 run.progress.start(&format!("load: {} into hits", shown(&official.hits_file)), None);
                 Fixture::read(&official.checkout.create_sql)?.apply(run.target, &Params::new())?;
-                let insert = Fixture::load("clickbench/load_file.sql")?.render_one(&describe_params(&official))?;
+                let insert = hits_file_statement(HitsFileRead::Load, &official);
                 (insert, format!("the load of {} into hits failed", shown(&official.hits_file)))
             }
             None => {

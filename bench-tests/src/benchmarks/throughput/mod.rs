@@ -244,7 +244,7 @@ impl Benchmark for ThroughputBenchmark {
             true => queries.iter().map(|query| pack.statement(&query.name, self.rows)).collect::<Result<_>>()?,
             false => queries.iter().map(RunQuery::statement).collect(),
         };
-        Ok(GuardedSql { dataset: dataset.chain(setup).collect(), queries: measured, outside: Vec::new() })
+        Ok(GuardedSql { dataset: dataset.chain(setup).collect(), queries: measured })
     }
 
     fn check_storage(&self, folder: &Path) -> Result<()> {
