@@ -24,6 +24,48 @@ pub fn chbench_dir() -> PathBuf {
     target_dir.join("chbench")
 }
 
+/// Why `path` is not a plain file of `folder`'s own, if it is not: a symbolic link (SQL a
+/// pull request may change could link to any file of the host, which a run would copy
+/// into its bundle and quote in its errors), a path outside the folder once every link on
+/// the way is resolved, or no plain file (a FIFO would block its read for good).
+pub fn not_own_plain_file(folder: &Path, path: &Path) -> Option<NotOwn> {
+    let Ok(metadata) = std::fs::symlink_metadata(path) else { return Some(NotOwn::Unreadable) };
+    let inside = match (path.canonicalize(), folder.canonicalize()) {
+        (Ok(file), Ok(folder)) => file.starts_with(folder),
+        _ => false,
+    };
+    if metadata.file_type().is_symlink() {
+        Some(NotOwn::Link)
+    } else if !inside {
+        Some(NotOwn::Outside)
+    } else if !metadata.is_file() {
+        Some(NotOwn::NotPlain)
+    } else {
+        None
+    }
+}
+
+/// Why a file is not a plain file of its folder's own ([`not_own_plain_file`]), as the
+/// end of a sentence that starts with its path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NotOwn {
+    Unreadable,
+    Link,
+    Outside,
+    NotPlain,
+}
+
+impl std::fmt::Display for NotOwn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            NotOwn::Unreadable => "cannot be read",
+            NotOwn::Link => "is a symbolic link",
+            NotOwn::Outside => "lies outside its folder",
+            NotOwn::NotPlain => "is not a plain file (a FIFO, a device or a folder)",
+        })
+    }
+}
+
 /// A path as errors show it: relative to the workspace when it is inside it.
 pub fn shown(path: &Path) -> String {
     let root = workspace_root();

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, anyhow, bail};
 
-use crate::files::{fixtures_root, shown};
+use crate::files::{fixtures_root, not_own_plain_file, shown};
 use crate::sql::{Scanner, Sql, is_identifier, split_statements_at_lines};
 use crate::targets::Target;
 
@@ -34,17 +34,8 @@ impl Fixture {
     /// host, which the run would copy into its bundle and quote in its errors).
     pub fn load(relative: impl AsRef<Path>) -> Result<Fixture> {
         let path = fixtures_root().join(relative);
-        let metadata = std::fs::symlink_metadata(&path).with_context(|| format!("cannot read {}", shown(&path)))?;
-        let inside = match (path.canonicalize(), fixtures_root().canonicalize()) {
-            (Ok(file), Ok(root)) => file.starts_with(root),
-            _ => false,
-        };
-        if metadata.file_type().is_symlink() || !inside || !metadata.is_file() {
-            bail!(
-                "{} is a symbolic link, lies outside fixtures/ or is not a plain file; the SQL files a benchmark runs \
-                 are plain files of fixtures/",
-                shown(&path)
-            );
+        if let Some(problem) = not_own_plain_file(&fixtures_root(), &path) {
+            bail!("{} {problem}; the SQL files a benchmark runs are plain files of fixtures/", shown(&path));
         }
         Fixture::read(&path)
     }
@@ -348,7 +339,12 @@ mod tests {
     fn a_fixture_is_a_plain_file_of_fixtures() {
         let refused = |relative: &str| format!("{:#}", Fixture::load(relative).unwrap_err());
         let outside = refused("../Cargo.toml");
-        assert!(outside.ends_with("is a symbolic link, lies outside fixtures/ or is not a plain file; the SQL files a benchmark runs are plain files of fixtures/"), "{outside}");
+        assert!(
+            outside.ends_with(
+                "Cargo.toml lies outside its folder; the SQL files a benchmark runs are plain files of fixtures/"
+            ),
+            "{outside}"
+        );
         assert!(refused("logs/queries").contains("is not a plain file"));
         // A link made for this test alone, removed when it ends however it ends.
         struct Removed(PathBuf);

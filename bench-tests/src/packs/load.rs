@@ -605,26 +605,16 @@ fn check_own_folder(folder: &Path) -> Result<()> {
 /// could link to any file of the host, whose text an error would then quote), inside the
 /// folder once every link on the way is resolved, and a plain file.
 fn check_own_file(folder: &Path, path: &Path) -> Result<()> {
-    let metadata = fs::symlink_metadata(path).with_context(|| format!("cannot read {}", shown(path)))?;
-    let inside = match (path.canonicalize(), folder.canonicalize()) {
-        (Ok(file), Ok(folder)) => file.starts_with(folder),
-        _ => false,
-    };
-    if metadata.file_type().is_symlink() || !inside {
-        bail!(
+    fs::symlink_metadata(path).with_context(|| format!("cannot read {}", shown(path)))?;
+    use crate::files::{NotOwn, not_own_plain_file};
+    match not_own_plain_file(folder, path) {
+        Some(NotOwn::Link | NotOwn::Outside) => bail!(
             "{} is a symbolic link or lies outside the pack; a pack's files are its own (copy the file into the pack)",
             shown(path)
-        );
+        ),
+        Some(problem) => bail!("{} {problem}; a pack's SQL files and {CLAIMS_FILE} are plain files", shown(path)),
+        None => Ok(()),
     }
-    // A FIFO would block the read for good (a stop request included), a device never end.
-    if !metadata.is_file() {
-        bail!(
-            "{} is not a plain file (a FIFO, a device or a folder); a pack's SQL files and {CLAIMS_FILE} are plain \
-             files",
-            shown(path)
-        );
-    }
-    Ok(())
 }
 
 /// A name used in test names, dataset names and snapshot files; `what` says whose it is.

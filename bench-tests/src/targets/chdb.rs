@@ -80,6 +80,13 @@ static NEXT_STATEMENT: AtomicU64 = AtomicU64::new(0);
 /// How often a cancel is sent again while the statement it is for still runs: one that
 /// had not reached the engine's process list yet was not found the first time.
 const CANCEL_RETRY: Duration = Duration::from_millis(200);
+/// How long a cancelled statement may go on before the process stops at once, as a second
+/// Ctrl-C would stop it. The engine looks for a cancel between blocks of rows; a statement
+/// that computes long within one (a large `arrayFold` on one row) never looks, and a stop
+/// request must not wait for it (a supervisor's one SIGTERM, a matrix's).
+pub const CANCEL_BOUND: Duration = Duration::from_secs(2);
+/// The exit code of a process stopped by a signal, as a shell reports Ctrl-C.
+const STOPPED_EXIT_CODE: i32 = 130;
 /// How the engine says a statement was killed.
 const CANCELLED: &str = "QUERY_WAS_CANCELLED";
 
@@ -370,6 +377,28 @@ fn cancel_running_statements() {
     let Ok(running) = RUNNING.lock().map(|running| running.clone()) else { return };
     if running.is_empty() {
         return;
+    }
+    // A thread of its own: a KILL QUERY sent while the engine is busy may itself take long.
+    let watched = running.clone();
+    let bounded = std::thread::Builder::new().name("cancel-bound".to_string()).spawn(move || {
+        std::thread::sleep(CANCEL_BOUND);
+        let still_running = RUNNING.lock().is_ok_and(|now| watched.keys().any(|number| now.contains_key(number)));
+        if still_running {
+            crate::say!(
+                "chbench: the statement in progress still runs {} s after it was cancelled (the engine looks for a \
+                 cancel between blocks of rows, and this one computes within one); stopping at once, as a second \
+                 Ctrl-C does: what was measured is kept in the run's journal",
+                CANCEL_BOUND.as_secs()
+            );
+            // SAFETY: _exit ends the process at once, without running the engine's
+            // destructors, which would wait for the statement or crash under it.
+            unsafe { libc::_exit(STOPPED_EXIT_CODE) }
+        }
+    });
+    if let Err(error) = bounded {
+        crate::say!(
+            "chbench: cannot bound the cancel of the statement in progress ({error}); a second Ctrl-C stops at once"
+        );
     }
     let spawned = std::thread::Builder::new().name("cancel-statement".to_string()).spawn(move || {
         loop {

@@ -58,6 +58,13 @@ pub fn read_checkout(dir: &Path) -> Result<Checkout> {
                 shown(&dir.join("queries.sql"))
             )
         })?;
+    // A checkout comes from a repository: a link in it could point at any file of the host,
+    // which the run would quote in its errors and copy into its bundle.
+    for file in [&create_sql, &queries_sql] {
+        if let Some(problem) = crate::files::not_own_plain_file(&dir, file) {
+            bail!("{} {problem}; a ClickBench checkout's SQL files are plain files of the checkout", shown(file));
+        }
+    }
     let create = Fixture::read(&create_sql)?;
     let statements = create.render(&Params::new())?;
     let Some(table) = declared_table(statements.iter().map(|statement| statement.sql.as_str())) else {
@@ -201,6 +208,29 @@ pub fn schema_mismatch(hits_file: &str, format: &str, file_columns: &[String], d
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A checkout's SQL files are its own plain files: a link (to a host file, which the
+    /// run would quote in its errors and copy into its bundle) is refused before reading.
+    #[test]
+    fn a_checkout_file_that_links_elsewhere_is_refused_unread() {
+        let root = tempfile::tempdir().unwrap();
+        let checkout = root.path().join("cb");
+        std::fs::create_dir_all(checkout.join("clickhouse")).unwrap();
+        std::fs::write(
+            checkout.join("clickhouse/create.sql"),
+            "CREATE TABLE hits (URL String) ENGINE = MergeTree ORDER BY URL;\n",
+        )
+        .unwrap();
+        let secret = root.path().join("secret.sql");
+        std::fs::write(&secret, "SELECT 'the host file';\n").unwrap();
+        std::os::unix::fs::symlink("../../secret.sql", checkout.join("clickhouse/queries.sql")).unwrap();
+        let error = format!("{:#}", read_checkout(&checkout).unwrap_err());
+        assert!(error.ends_with("clickhouse/queries.sql is a symbolic link; a ClickBench checkout's SQL files are plain files of the checkout"), "{error}");
+        assert!(!error.contains("the host file"), "{error}");
+        std::fs::remove_file(checkout.join("clickhouse/queries.sql")).unwrap();
+        std::fs::write(checkout.join("clickhouse/queries.sql"), "SELECT count() FROM hits;\n").unwrap();
+        assert!(read_checkout(&checkout).is_ok());
+    }
 
     fn columns(names: &[&str]) -> Vec<String> {
         names.iter().map(|name| name.to_string()).collect()
