@@ -29,6 +29,14 @@ pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(escaped)
 }
 
+/// `eprintln!` that never panics: formats its arguments and hands them to [`say_line`].
+#[macro_export]
+macro_rules! say {
+    ($($argument:tt)*) => {
+        $crate::terminal::say_line(&format!($($argument)*))
+    };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -38,12 +46,4 @@ mod tests {
         assert_eq!(printable("plain\tline\nnext"), "plain\tline\nnext");
         assert_eq!(printable("a\u{1b}]0;pwned\u{7}b\0c\rd"), "a\\u{1b}]0;pwned\\u{7}b\\u{0}c\\rd");
     }
-}
-
-/// `eprintln!` that never panics: formats its arguments and hands them to [`say_line`].
-#[macro_export]
-macro_rules! say {
-    ($($argument:tt)*) => {
-        $crate::terminal::say_line(&format!($($argument)*))
-    };
 }
