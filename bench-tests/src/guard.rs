@@ -588,7 +588,7 @@ fn function_refusal(parsed: &Parsed, index: usize, node: &Node) -> Option<Refusa
             Some(name),
             format!(
                 "{what} reaches outside the pack's tables (the host's files, the network, another server or \
-                 program); a pack reads its own tables, system tables and the table functions that generate rows \
+                 program); a pack reads its own tables and the tables and table functions that generate rows \
                  (numbers, zeros, generateSeries, generateRandom, values, null, view)"
             ),
         ));
@@ -613,7 +613,7 @@ fn function_refusal(parsed: &Parsed, index: usize, node: &Node) -> Option<Refusa
             Some(name),
             format!(
                 "{name}(...) reads outside the pack's tables (another table, database, server or file); a pack reads \
-                 its own tables, system tables and the table functions that generate rows (numbers, zeros, \
+                 its own tables and the tables and table functions that generate rows (numbers, zeros, \
                  generateSeries, generateRandom, values, null, view)"
             ),
         ));
@@ -688,9 +688,13 @@ fn settings_refusal(parsed: &Parsed) -> Option<Refusal> {
 /// a `/` (a path), or one qualified by a database whose engine is not the engine's own.
 /// From the text, since the tree leaves some names out (a materialized view's `TO`, a
 /// `CREATE TABLE ... AS` table).
-/// The databases a pack may name: the engine's catalogues, read-only. Its own tables it
-/// names unqualified (the run chooses its database).
+/// The engine's catalogues: their tables show the host's paths and, on a shared server,
+/// other databases and users. A pack names its own tables unqualified (the run chooses
+/// their database), and of these reads only [`SYSTEM_GENERATORS`].
 const READABLE_DATABASES: &[&str] = &["system", "information_schema", "INFORMATION_SCHEMA"];
+
+/// The system tables that generate rows and show nothing of the engine or the host.
+const SYSTEM_GENERATORS: &[&str] = &["one", "numbers", "numbers_mt", "zeros", "zeros_mt"];
 
 /// The functions whose second argument may be a table (`x IN db.t`), which the tree shows
 /// as an identifier, not as a table.
@@ -702,12 +706,11 @@ const IN_FUNCTIONS: &[&str] =
 /// after `IN` as `Identifier db.t`; `CREATE TABLE t AS db.t` (the structure of another
 /// table) only in the canonical text.
 fn other_database_refusal(parsed: &Parsed, names: &[(String, Option<char>)]) -> Option<Refusal> {
-    let mut databases: Vec<&str> = Vec::new();
+    let mut tables: Vec<(&str, &str)> = Vec::new();
     for (index, node) in parsed.tree.iter().enumerate() {
         // The whole label past its kind: a quoted name may hold a space (`other db.t`).
         let label = node.text.split(" (alias ").next().unwrap_or_default();
-        let qualified = label.split_once('.').map(|(database, _)| database);
-        let Some(database) = qualified else { continue };
+        let Some(qualified) = label.split_once('.') else { continue };
         let after_in = node.kind == "Identifier"
             && node.parent.is_some_and(|list| {
                 list + 1 != index
@@ -717,23 +720,34 @@ fn other_database_refusal(parsed: &Parsed, names: &[(String, Option<char>)]) -> 
                     })
             });
         if node.kind == "TableIdentifier" || after_in {
-            databases.push(database);
+            tables.push(qualified);
         }
     }
     let creates = parsed.root().is_some_and(|root| root.kind == "CreateQuery");
     let structure_of = names
-        .windows(2)
-        .filter(|pair| creates && pair[0].0 == "AS" && pair[1].1 == Some('.'))
-        .map(|pair| pair[1].0.as_str());
-    databases.extend(structure_of);
-    let other = databases.into_iter().find(|database| !READABLE_DATABASES.contains(database))?;
-    Some(Refusal::new(
-        Some(other),
+        .windows(3)
+        .filter(|run| creates && run[0].0 == "AS" && run[1].1 == Some('.'))
+        .map(|run| (run[1].0.as_str(), run[2].0.as_str()));
+    tables.extend(structure_of);
+    let (database, table) =
+        tables.into_iter().find(|(database, table)| !(*database == "system" && SYSTEM_GENERATORS.contains(table)))?;
+    let why = if READABLE_DATABASES.contains(&database) {
         format!(
-            "database {other} is not the pack's own: a pack names its own tables unqualified (the run chooses their \
-             database) and reads no other database but the catalogues ({}); on a shared server another database is \
-             another run's or another user's",
-            READABLE_DATABASES.join(", ")
+            "table {database}.{table} is the engine's catalogue, which shows the host's paths and, on a shared \
+             server, other databases' tables, queries and users"
+        )
+    } else {
+        format!(
+            "database {database} is not the pack's own (on a shared server another database is another run's or \
+             another user's)"
+        )
+    };
+    Some(Refusal::new(
+        Some(database),
+        format!(
+            "{why}; a pack names its own tables unqualified (the run chooses their database), and of the system \
+             tables reads only those that generate rows ({})",
+            SYSTEM_GENERATORS.iter().map(|table| format!("system.{table}")).collect::<Vec<_>>().join(", ")
         ),
     ))
 }
@@ -794,7 +808,7 @@ fn identifier_refusal(parsed: &Parsed, outside_databases: &[String]) -> Option<R
                 Some(&name),
                 format!(
                     "database {name} is not the engine's own storage (its engine reaches the host's files or \
-                     another server); a pack reads its own tables and system tables"
+                     another server); a pack reads its own tables and the system tables that generate rows"
                 ),
             ));
         }

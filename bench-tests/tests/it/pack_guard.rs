@@ -91,6 +91,12 @@ fn a_query_that_reaches_outside_is_refused_in_every_form() {
             "SELECT count() FROM prod_customers.accounts",
             "queries/q.sql:1: database prod_customers is not the pack's own",
         ),
+        // The catalogues show the host's paths, and on a server other databases and users.
+        ("SELECT path FROM system.disks", "queries/q.sql:1: table system.disks is the engine's catalogue"),
+        (
+            "SELECT count() FROM t WHERE toString(k) IN (SELECT name FROM INFORMATION_SCHEMA.TABLES)",
+            "queries/q.sql:1: table INFORMATION_SCHEMA.TABLES is the engine's catalogue",
+        ),
         (
             "SELECT count() FROM t WHERE v IN (SELECT a FROM otherdb.secrets AS s)",
             "queries/q.sql:1: database otherdb is not the pack's own",
