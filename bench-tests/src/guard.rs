@@ -259,6 +259,10 @@ fn check(target: &mut Target, statement: &Statement, role: Role, outside_databas
     // generateRandom's, null's) is a column list the engine parses later, with
     // expressions the tree shows as one literal: each is checked as the column list of
     // a table of its own. Text that is no column list is no structure, and carries none.
+    if let Some(refusal) = computed_structure_refusal(&parsed) {
+        let line = statement.line + refusal.at.as_deref().map_or(0, |name| lines_into_code(&statement.sql, name));
+        bail!("{}:{line}: {}", statement.file, refusal.problem);
+    }
     for structure in structures(&parsed) {
         let columns =
             Statement { sql: format!("CREATE TABLE structure ({structure}) ENGINE = Memory"), ..statement.clone() };
@@ -294,6 +298,42 @@ fn structures(parsed: &Parsed) -> Vec<String> {
         }
     }
     found
+}
+
+/// The first argument of a [`STRUCTURE_FUNCTIONS`] call that is computed (`concat(...)`,
+/// `unhex(...)`, a scalar subquery) rather than written: the engine would take the text it
+/// makes as a structure, with `ALIAS` and `DEFAULT` expressions no tree shows. `values`'s
+/// first argument may also be a row (a tuple, an array, a negative number), which is no
+/// structure.
+fn computed_structure_refusal(parsed: &Parsed) -> Option<Refusal> {
+    for (index, node) in parsed.tree.iter().enumerate() {
+        let name = node.name.to_ascii_lowercase();
+        if node.kind != "Function" || !STRUCTURE_FUNCTIONS.contains(&name.as_str()) {
+            continue;
+        }
+        let (arguments, first) = (index + 1, index + 2);
+        let is_first_argument = parsed.tree.get(arguments).is_some_and(|list| list.parent == Some(index))
+            && parsed.tree.get(first).is_some_and(|argument| argument.parent == Some(arguments));
+        if !is_first_argument {
+            continue;
+        }
+        let argument = &parsed.tree[first];
+        let a_row = name == "values"
+            && argument.kind == "Function"
+            && ["tuple", "array", "negate"].contains(&argument.name.as_str());
+        if argument.kind != "Literal" && !a_row {
+            return Some(Refusal::new(
+                Some(&node.name),
+                format!(
+                    "{}(...)'s first argument is computed, not written: the engine would read the text it makes as \
+                     a structure, whose ALIAS and DEFAULT expressions run unseen; write the structure as a string \
+                     ('k UInt64, s String')",
+                    node.name
+                ),
+            ));
+        }
+    }
+    None
 }
 
 /// A string literal as the tree dump writes it (`'it\'s'`), unquoted; `None` for any

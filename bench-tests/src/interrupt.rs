@@ -2,7 +2,8 @@
 //! stop. Once the command line turns it on, the first signal sets a process-wide flag that work checks between statements ([`check`]: before
 //! each measurement, each fixture statement and each wait on mutations, and between
 //! phases), so the process ends through its normal path with [`Interrupted`] as its
-//! error. A measurement that started is finished and recorded first. Then the results
+//! error. A measurement that started is finished, and its answer is not used (as a
+//! cancelled statement's is not: digesting or printing a large one takes long). Then the results
 //! bundle is finished and its report rendered,
 //! every connection closed, the engine's folder removed. A statement already running when
 //! the signal comes is cancelled by the code that runs it, through a hook it registers

@@ -57,10 +57,15 @@ pub fn measure<S: Sql + ?Sized>(
             stats_from_result_counters(log_comment, &output, sql).map(|stats| Measured { body: output.body, stats })
         }
     };
-    match statement.location() {
-        Some(location) => measured.context(location),
-        None => measured,
-    }
+    let measured = match statement.location() {
+        Some(location) => measured.context(location)?,
+        None => measured?,
+    };
+    // A stop that came while the statement ran: its answer is not used, as a cancelled
+    // statement's is not (the caller would go on to digest or print it, for as long as
+    // its size takes: half a minute for 20 million rows).
+    crate::interrupt::check()?;
+    Ok(measured)
 }
 
 fn measure_with_events_delta(

@@ -91,11 +91,13 @@ impl Measure {
                 explain,
             };
             // One JSON document per file on stdout, so that it pipes into jq and the like.
-            if self.json {
-                println!("{}", serde_json::to_string_pretty(&summary.record())?);
-            } else {
-                print!("{summary}");
-            }
+            print!(
+                "{}",
+                rendered(self.json, move |json| match json {
+                    true => Ok(format!("{}\n", serde_json::to_string_pretty(&summary.record())?)),
+                    false => Ok(summary.to_string()),
+                })?
+            );
         }
         Ok(())
     }
@@ -110,14 +112,23 @@ impl Measure {
             pack.observe(self.target.target, &query, &design, rows, AlsoMeasure::Nothing),
         )?;
         let summary = PackSummary { pack: pack.name, query, design, rows, observation };
-        if self.json {
-            // One JSON document on stdout, as the file form prints, so that it pipes into jq.
-            println!("{}", serde_json::to_string_pretty(&summary.record())?);
-        } else {
-            print!("{summary}");
-        }
+        // One JSON document on stdout, as the file form prints, so that it pipes into jq.
+        print!(
+            "{}",
+            rendered(self.json, move |json| match json {
+                true => Ok(format!("{}\n", serde_json::to_string_pretty(&summary.record())?)),
+                false => Ok(summary.to_string()),
+            })?
+        );
         Ok(())
     }
+}
+
+/// What `measure` prints: the JSON record (`--json`) or the summary, made on a thread a stop
+/// abandons at once (sorting and writing out a large answer takes long: 20 s for 20 million
+/// rows).
+fn rendered(json: bool, render: impl FnOnce(bool) -> Result<String> + Send + 'static) -> Result<String> {
+    chbench::interrupt::until_stopped(move || render(json))
 }
 
 /// The index stages of an `EXPLAIN` statement's query, read as a pack's query's are.

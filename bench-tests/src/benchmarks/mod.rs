@@ -231,6 +231,13 @@ pub fn run<B: Benchmark>(
             break;
         }
     }
+    // A stop that came during the last phase's last step, which checked for none after it:
+    // the run was stopped, not finished.
+    if outcome.is_ok()
+        && let Err(error) = crate::interrupt::check()
+    {
+        outcome = Err(error);
+    }
     // Where a run that stops now stopped: in the clean-up, once every phase ran.
     if outcome.is_ok()
         && let Err(error) = writer.phase(results::CLEAN_UP)

@@ -93,6 +93,16 @@ fn a_query_that_reaches_outside_is_refused_in_every_form() {
         ),
         // The catalogues show the host's paths, and on a server other databases and users.
         ("SELECT path FROM system.disks", "queries/q.sql:1: table system.disks is the engine's catalogue"),
+        // A structure computed rather than written: the engine would run its ALIAS unseen.
+        (
+            "SELECT a FROM null(concat('s String, a UInt64 ALIAS toUInt64(file(', '\\'/etc/hostname\\'))'))",
+            "queries/q.sql:1: null(...)'s first argument is computed, not written",
+        ),
+        (
+            "SELECT a FROM generateRandom(unhex('6120537472696e67'), 1) LIMIT 1",
+            "queries/q.sql:1: generateRandom(...)'s first argument is computed",
+        ),
+        ("SELECT * FROM values((SELECT 'a UInt64'), 1)", "queries/q.sql:1: values(...)'s first argument is computed"),
         (
             "SELECT count() FROM t WHERE toString(k) IN (SELECT name FROM INFORMATION_SCHEMA.TABLES)",
             "queries/q.sql:1: table INFORMATION_SCHEMA.TABLES is the engine's catalogue",
@@ -155,6 +165,8 @@ fn a_query_that_reaches_outside_is_refused_in_every_form() {
     assert_eq!(outside("SELECT count() FROM primes(10) WHERE prime IN (SELECT k FROM t)"), "ran");
     assert_eq!(outside("SELECT a FROM generateRandom('a UInt8, b Array(Nullable(String))', 1) LIMIT 3"), "ran");
     assert_eq!(outside("SELECT * FROM values('a', 'b')"), "ran");
+    assert_eq!(outside("SELECT * FROM values((1, 'a'), (2, 'b'))"), "ran");
+    assert_eq!(outside("SELECT * FROM values(-1, 2)"), "ran");
     assert_eq!(outside("WITH 10 AS n\nSELECT count() FROM t WHERE k < n"), "ran");
     // Columns qualified by a table's alias, and the catalogues, are no other database.
     assert_eq!(outside("SELECT a.k FROM t AS a WHERE a.k IN (1, 2) AND a.v IN (SELECT t.v FROM t)"), "ran");

@@ -219,3 +219,41 @@ fn a_statement_that_ignores_its_cancel_does_not_hold_the_stop() {
         "{stderr}"
     );
 }
+
+/// A stop while a large answer is sorted for its summary (20 s for 20 million rows) ends
+/// the command at once: nothing is printed, and the exit is a stop's.
+#[test]
+#[cfg(target_os = "linux")]
+fn a_stop_while_a_large_answer_is_sorted_ends_at_once() {
+    use std::time::{Duration, Instant};
+    let folder = tempfile::tempdir().unwrap();
+    let file = folder.path().join("large.sql");
+    std::fs::write(&file, "SELECT number, toString(number) FROM numbers_mt(20000000)\n").unwrap();
+    let mut child = xtask()
+        .arg("measure")
+        .arg(&file)
+        .env("CHBENCH_TARGET", "embedded")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The answer is in this process once it holds more than a GiB.
+    let resident_kib = |pid: u32| {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+        let line = status.lines().find(|line| line.starts_with("VmRSS:")).unwrap_or("VmRSS: 0 kB").to_string();
+        line.split_whitespace().nth(1).and_then(|kib| kib.parse::<u64>().ok()).unwrap_or(0)
+    };
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while resident_kib(child.id()) < 1024 * 1024 {
+        assert!(child.try_wait().unwrap().is_none(), "the command ended before it could be stopped");
+        assert!(Instant::now() < deadline, "the answer never arrived");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let sent = std::process::Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    assert!(sent.success());
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(130), "{stderr}");
+    assert!(output.stdout.is_empty(), "a stopped command prints no summary");
+    assert!(stderr.trim_end().ends_with("interrupted by a signal (Ctrl-C, SIGTERM or SIGHUP)"), "{stderr}");
+}

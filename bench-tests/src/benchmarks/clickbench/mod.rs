@@ -602,7 +602,11 @@ impl ClickBenchBenchmark {
                 Err(error) if error.is::<Interrupted>() => return Err(error),
                 Err(error) => return Ok(AnswerOutcome::Error { message: format!("{error:#}") }),
             };
-            let digest = AnswerDigest::of_tab_separated(&measured.body);
+            let answer = (attempt == 1).then(|| measured.body.chars().take(2000).collect::<String>());
+            // On a thread a stop abandons at once: digesting a large answer (its lines
+            // sorted) takes long, and a stop must not wait for it.
+            let body = measured.body;
+            let digest = crate::interrupt::until_stopped(move || Ok(AnswerDigest::of_tab_separated(&body)))?;
             let kind = if attempt <= self.warm_ups { SampleKind::WarmUp } else { SampleKind::Warm };
             run.progress.advance(&format!(
                 "{} {}: {}, {}",
@@ -615,7 +619,6 @@ impl ClickBenchBenchmark {
                 milliseconds(Some(measured.stats.server_ms())),
                 digest
             ));
-            let answer = (attempt == 1).then(|| measured.body.chars().take(2000).collect());
             let breakdown = TimeBreakdown::of_record(&measured.stats);
             digests.push(digest.clone());
             let sample = Sample {
