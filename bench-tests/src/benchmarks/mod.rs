@@ -332,8 +332,10 @@ impl<B: Benchmark> AnyBenchmark for B {
     }
 
     fn run_to_bundle(&self, target: &mut Target, place: &BundlePlace, progress: &dyn Progress) -> Result<RunEnd> {
-        Benchmark::check_target(self, target)?;
+        // The guard first: a kind's own checks on the target may run its SQL (ClickBench
+        // creates the checkout's table to try the hits file's first rows).
         Benchmark::guarded_sql(self)?.check(target)?;
+        Benchmark::check_target(self, target)?;
         let bundle = new_bundle(self, &place.run_id, target);
         progress.note(&format!("storage baseline: {}", bundle.storage_baseline));
         let mut writer = BundleWriter::create(&place.root, bundle, place.existing)?;

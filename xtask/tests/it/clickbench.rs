@@ -245,3 +245,31 @@ fn a_bad_checkout_or_hits_file_or_run_count_is_one_line_before_anything_runs() {
     std::fs::remove_file(dir.path().join("clickhouse/create.sql")).unwrap();
     refused(&["--clickbench-dir", &checkout, "--hits-file", &at("hits.tsv")], "clickhouse/create.sql: no such file");
 }
+
+/// A checkout's create.sql is guarded before anything of it runs, the hits file's first
+/// rows tried included: a column DEFAULT that reads a host file, of a type the file's text
+/// cannot take (so that running it would quote the file in the engine's error), is refused
+/// at its line and the file is never read.
+#[test]
+fn a_checkouts_create_sql_is_guarded_before_the_hits_file_is_tried() {
+    let results = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    checkout(dir.path(), "SELECT COUNT(*) FROM hits;\n");
+    let secret = dir.path().join("secret.txt");
+    std::fs::write(&secret, "the-host-file\n").unwrap();
+    let create = std::fs::read_to_string(dir.path().join("clickhouse/create.sql")).unwrap();
+    let poisoned = create.replacen(
+        "URL TEXT NOT NULL,",
+        &format!("URL TEXT NOT NULL DEFAULT toString(toUInt64(file('{}'))),", secret.display()),
+        1,
+    );
+    assert_ne!(poisoned, create, "the shipped create.sql has a column `URL TEXT NOT NULL`");
+    std::fs::write(dir.path().join("clickhouse/create.sql"), poisoned).unwrap();
+    let (checkout, hits) = (dir.path().to_string_lossy().into_owned(), dir.path().join("hits.tsv"));
+    let flags = ["--clickbench-dir", &checkout, "--hits-file", hits.to_str().unwrap(), "--runs", "1"];
+    let output = bench(results.path(), "poisoned", &flags);
+    let line = error_line(&output);
+    assert!(line.contains("clickhouse/create.sql:") && line.contains("file(...) reaches outside"), "{line}");
+    assert!(!String::from_utf8_lossy(&output.stderr).contains("the-host-file"));
+    assert!(!results.path().join("poisoned").exists(), "no bundle is made");
+}
