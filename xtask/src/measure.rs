@@ -90,14 +90,8 @@ impl Measure {
                 stats: measured.stats.without_raw(),
                 explain,
             };
-            // One JSON document per file on stdout, so that it pipes into jq and the like.
-            print!(
-                "{}",
-                rendered(self.json, move |json| match json {
-                    true => Ok(format!("{}\n", serde_json::to_string_pretty(&summary.record())?)),
-                    false => Ok(summary.to_string()),
-                })?
-            );
+            // One summary or JSON document per file.
+            print_summary(self.json, summary)?;
         }
         Ok(())
     }
@@ -112,23 +106,39 @@ impl Measure {
             pack.observe(self.target.target, &query, &design, rows, AlsoMeasure::Nothing),
         )?;
         let summary = PackSummary { pack: pack.name, query, design, rows, observation };
-        // One JSON document on stdout, as the file form prints, so that it pipes into jq.
-        print!(
-            "{}",
-            rendered(self.json, move |json| match json {
-                true => Ok(format!("{}\n", serde_json::to_string_pretty(&summary.record())?)),
-                false => Ok(summary.to_string()),
-            })?
-        );
+        print_summary(self.json, summary)?;
         Ok(())
     }
 }
 
-/// What `measure` prints: the JSON record (`--json`) or the summary, made on a thread a stop
-/// abandons at once (sorting and writing out a large answer takes long: 20 s for 20 million
-/// rows).
-fn rendered(json: bool, render: impl FnOnce(bool) -> Result<String> + Send + 'static) -> Result<String> {
-    chbench::interrupt::until_stopped(move || render(json))
+/// What `measure` prints of a file's statement or a pack's query: the summary, or its
+/// record as JSON.
+trait Summary: fmt::Display + Send + 'static {
+    fn record(&self) -> serde_json::Value;
+}
+
+impl Summary for FileSummary {
+    fn record(&self) -> serde_json::Value {
+        FileSummary::record(self)
+    }
+}
+
+impl Summary for PackSummary {
+    fn record(&self) -> serde_json::Value {
+        PackSummary::record(self)
+    }
+}
+
+/// Prints `summary` (`--json`: its record, one JSON document, so that it pipes into jq),
+/// made on a thread a stop abandons at once: sorting and writing out a large answer takes
+/// long (20 s for 20 million rows).
+fn print_summary(json: bool, summary: impl Summary) -> Result<()> {
+    let text = chbench::interrupt::until_stopped(move || match json {
+        true => Ok(format!("{}\n", serde_json::to_string_pretty(&summary.record())?)),
+        false => Ok(summary.to_string()),
+    })?;
+    print!("{text}");
+    Ok(())
 }
 
 /// The index stages of an `EXPLAIN` statement's query, read as a pack's query's are.

@@ -173,6 +173,38 @@ fn a_pack_in_chbench_packs_dir_is_measured_and_its_target_named_once() {
     assert_eq!(stderr.lines().filter(|line| line.starts_with("chbench: target ")).count(), 1, "{stderr}");
 }
 
+/// `measure` of a file holding `sql`, sent one SIGTERM once the process holds
+/// `resident_kib` of memory (the statement's work under way), run to its end.
+#[cfg(target_os = "linux")]
+fn measure_stopped_once_resident(sql: &str, resident_kib: u64) -> Output {
+    use std::time::{Duration, Instant};
+    let folder = tempfile::tempdir().unwrap();
+    let file = folder.path().join("statement.sql");
+    std::fs::write(&file, sql).unwrap();
+    let mut child = xtask()
+        .arg("measure")
+        .arg(&file)
+        .env("CHBENCH_TARGET", "embedded")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let resident = |pid: u32| {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+        let line = status.lines().find(|line| line.starts_with("VmRSS:")).unwrap_or("VmRSS: 0 kB").to_string();
+        line.split_whitespace().nth(1).and_then(|kib| kib.parse::<u64>().ok()).unwrap_or(0)
+    };
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while resident(child.id()) < resident_kib {
+        assert!(child.try_wait().unwrap().is_none(), "the command ended before it could be stopped");
+        assert!(Instant::now() < deadline, "the statement's work never got under way");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let sent = std::process::Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    assert!(sent.success());
+    child.wait_with_output().unwrap()
+}
+
 /// A statement the engine cannot cancel (it computes for seconds within one block of
 /// rows, where the engine never looks for a cancel) does not hold the first SIGTERM: the
 /// process stops at once after the cancel's bound, in one line saying so, as a second
@@ -180,36 +212,13 @@ fn a_pack_in_chbench_packs_dir_is_measured_and_its_target_named_once() {
 #[test]
 #[cfg(target_os = "linux")]
 fn a_statement_that_ignores_its_cancel_does_not_hold_the_stop() {
-    use std::time::{Duration, Instant};
-    let folder = tempfile::tempdir().unwrap();
-    let file = folder.path().join("fold.sql");
-    std::fs::write(&file, "SELECT arrayFold((acc, x) -> acc + x, range(2000000), toUInt64(0))\n").unwrap();
-    let stderr_file = folder.path().join("stderr.txt");
-    let mut child = xtask()
-        .arg("measure")
-        .arg(&file)
-        .env("CHBENCH_TARGET", "embedded")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::fs::File::create(&stderr_file).unwrap())
-        .spawn()
-        .unwrap();
     // The fold holds its arrays in memory: half a GiB means the statement runs.
-    let resident_kib = |pid: u32| {
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-        let line = status.lines().find(|line| line.starts_with("VmRSS:")).unwrap_or("VmRSS: 0 kB").to_string();
-        line.split_whitespace().nth(1).and_then(|kib| kib.parse::<u64>().ok()).unwrap_or(0)
-    };
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while resident_kib(child.id()) < 512 * 1024 {
-        assert!(child.try_wait().unwrap().is_none(), "the statement ended before it could be stopped");
-        assert!(Instant::now() < deadline, "the statement never started");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let sent = std::process::Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
-    assert!(sent.success());
-    let code = child.wait().unwrap().code();
-    let stderr = std::fs::read_to_string(&stderr_file).unwrap();
-    assert_eq!(code, Some(130), "{stderr}");
+    let output = measure_stopped_once_resident(
+        "SELECT arrayFold((acc, x) -> acc + x, range(2000000), toUInt64(0))\n",
+        512 * 1024,
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(130), "{stderr}");
     assert!(stderr.contains(chbench::interrupt::STOPPING_LINE), "{stderr}");
     assert!(
         stderr.contains(&format!(
@@ -225,33 +234,9 @@ fn a_statement_that_ignores_its_cancel_does_not_hold_the_stop() {
 #[test]
 #[cfg(target_os = "linux")]
 fn a_stop_while_a_large_answer_is_sorted_ends_at_once() {
-    use std::time::{Duration, Instant};
-    let folder = tempfile::tempdir().unwrap();
-    let file = folder.path().join("large.sql");
-    std::fs::write(&file, "SELECT number, toString(number) FROM numbers_mt(20000000)\n").unwrap();
-    let mut child = xtask()
-        .arg("measure")
-        .arg(&file)
-        .env("CHBENCH_TARGET", "embedded")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
     // The answer is in this process once it holds more than a GiB.
-    let resident_kib = |pid: u32| {
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-        let line = status.lines().find(|line| line.starts_with("VmRSS:")).unwrap_or("VmRSS: 0 kB").to_string();
-        line.split_whitespace().nth(1).and_then(|kib| kib.parse::<u64>().ok()).unwrap_or(0)
-    };
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while resident_kib(child.id()) < 1024 * 1024 {
-        assert!(child.try_wait().unwrap().is_none(), "the command ended before it could be stopped");
-        assert!(Instant::now() < deadline, "the answer never arrived");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let sent = std::process::Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
-    assert!(sent.success());
-    let output = child.wait_with_output().unwrap();
+    let output =
+        measure_stopped_once_resident("SELECT number, toString(number) FROM numbers_mt(20000000)\n", 1024 * 1024);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(130), "{stderr}");
     assert!(output.stdout.is_empty(), "a stopped command prints no summary");
