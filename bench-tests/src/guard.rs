@@ -33,7 +33,7 @@ use crate::targets::Target;
 
 /// What a pack's statement is for, which decides what it may do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
+enum Role {
     /// A query a case measures: one SELECT that reads.
     Query,
     /// A design's or a generator's statement: builds and fills the pack's tables.
@@ -223,10 +223,12 @@ pub fn check_database(target: &mut Target, database: &str, dataset: &str) -> Res
     Ok(())
 }
 
-/// Checks every statement in order, each by the engine's parser; the first refused is the
-/// error, one line at its file and line. Nothing but the two parsing statements runs.
-pub fn check_statements(target: &mut Target, statements: &[Statement], role: Role) -> Result<()> {
-    if statements.is_empty() {
+/// Checks every statement in order, each by the engine's parser: those that build and fill
+/// the tables (`dataset`: a design's, a generator's), then those measured (`queries`, one
+/// SELECT each); the first refused is the error, one line at its file and line. Nothing
+/// but the two parsing statements runs.
+pub fn check_statements(target: &mut Target, dataset: &[Statement], queries: &[Statement]) -> Result<()> {
+    if dataset.is_empty() && queries.is_empty() {
         return Ok(());
     }
     #[derive(serde::Deserialize)]
@@ -240,7 +242,8 @@ pub fn check_statements(target: &mut Target, statements: &[Statement], role: Rol
         .into_iter()
         .map(|database| database.name)
         .collect();
-    for statement in statements {
+    let roles = dataset.iter().map(|statement| (statement, Role::Dataset));
+    for (statement, role) in roles.chain(queries.iter().map(|statement| (statement, Role::Query))) {
         check(target, statement, role, &outside_databases)?;
     }
     Ok(())

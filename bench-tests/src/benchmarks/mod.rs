@@ -29,7 +29,7 @@ use crate::ab_variants::AbRun;
 use crate::compare::{self, BundleAt, CompareOptions, Comparison};
 use crate::files::write_atomically;
 use crate::fixtures::Statement;
-use crate::guard::{self, Role};
+use crate::guard;
 use crate::interrupt::Interrupted;
 use crate::machine::{MachineWatch, SeenProcess};
 use crate::report::{self, Section};
@@ -129,8 +129,7 @@ impl GuardedSql {
     /// Both parts checked by `target`'s parser, in one line at the first refused
     /// statement's file and line.
     pub fn check(&self, target: &mut Target) -> Result<()> {
-        guard::check_statements(target, &self.dataset, Role::Dataset)?;
-        guard::check_statements(target, &self.queries, Role::Query)
+        guard::check_statements(target, &self.dataset, &self.queries)
     }
 }
 

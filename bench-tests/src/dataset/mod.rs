@@ -118,8 +118,7 @@ impl Dataset {
         let Some(queries) = &self.guarded_queries else { return Ok(()) };
         guard::check_database(target, &self.database, &self.name)?;
         let statements: Vec<Statement> = self.statements()?.into_iter().map(|(_, statement)| statement).collect();
-        guard::check_statements(target, &statements, guard::Role::Dataset)?;
-        guard::check_statements(target, queries, guard::Role::Query)
+        guard::check_statements(target, &statements, queries)
     }
 
     /// Every statement the build runs, with the fixture file it came from (relative to
