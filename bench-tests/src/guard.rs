@@ -286,21 +286,24 @@ const STRUCTURE_FUNCTIONS: &[&str] = &["values", "generaterandom", "null"];
 /// The text of every literal that is the first argument of a [`STRUCTURE_FUNCTIONS`]
 /// call, unquoted.
 fn structures(parsed: &Parsed) -> Vec<String> {
-    let mut found = Vec::new();
-    for (index, node) in parsed.tree.iter().enumerate() {
+    first_arguments_of_structure_functions(parsed)
+        .filter(|(_, argument)| argument.kind == "Literal")
+        .filter_map(|(_, argument)| unquoted_literal(&argument.text))
+        .collect()
+}
+
+/// Each [`STRUCTURE_FUNCTIONS`] call with its first argument, if it has one.
+fn first_arguments_of_structure_functions(parsed: &Parsed) -> impl Iterator<Item = (&Node, &Node)> {
+    parsed.tree.iter().enumerate().filter_map(|(index, node)| {
         if node.kind != "Function" || !STRUCTURE_FUNCTIONS.contains(&node.name.to_ascii_lowercase().as_str()) {
-            continue;
+            return None;
         }
         // Function -> ExpressionList -> its first argument, each the first child.
-        let arguments = index + 1;
-        let first = index + 2;
+        let (arguments, first) = (index + 1, index + 2);
         let is_first_argument = parsed.tree.get(arguments).is_some_and(|list| list.parent == Some(index))
             && parsed.tree.get(first).is_some_and(|argument| argument.parent == Some(arguments));
-        if is_first_argument && parsed.tree[first].kind == "Literal" {
-            found.extend(unquoted_literal(&parsed.tree[first].text));
-        }
-    }
-    found
+        is_first_argument.then(|| (node, &parsed.tree[first]))
+    })
 }
 
 /// The first argument of a [`STRUCTURE_FUNCTIONS`] call that is computed (`concat(...)`,
@@ -309,19 +312,8 @@ fn structures(parsed: &Parsed) -> Vec<String> {
 /// first argument may also be a row (a tuple, an array, a negative number), which is no
 /// structure.
 fn computed_structure_refusal(parsed: &Parsed) -> Option<Refusal> {
-    for (index, node) in parsed.tree.iter().enumerate() {
-        let name = node.name.to_ascii_lowercase();
-        if node.kind != "Function" || !STRUCTURE_FUNCTIONS.contains(&name.as_str()) {
-            continue;
-        }
-        let (arguments, first) = (index + 1, index + 2);
-        let is_first_argument = parsed.tree.get(arguments).is_some_and(|list| list.parent == Some(index))
-            && parsed.tree.get(first).is_some_and(|argument| argument.parent == Some(arguments));
-        if !is_first_argument {
-            continue;
-        }
-        let argument = &parsed.tree[first];
-        let a_row = name == "values"
+    for (node, argument) in first_arguments_of_structure_functions(parsed) {
+        let a_row = node.name.eq_ignore_ascii_case("values")
             && argument.kind == "Function"
             && ["tuple", "array", "negate"].contains(&argument.name.as_str());
         if argument.kind != "Literal" && !a_row {
