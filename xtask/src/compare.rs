@@ -4,15 +4,14 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use chbench::benchmarks::kinds;
 use chbench::compare::report::{COMPARE_FILE, write_files};
-use chbench::compare::{CompareOptions, Comparison, Side};
+use chbench::compare::{CompareOptions, Compared, Side};
 use chbench::interrupt;
 use chbench::node_prices::PriceOverrides;
 use chbench::results::{prepare_folder_of_flag, refuse_a_file_for_a_folder};
 use chbench::significance::Verdict;
-use chbench::units::plural;
 
 use crate::flags::Compare;
 use crate::report::bundle_dir;
@@ -39,23 +38,24 @@ impl Compare {
             ..CompareOptions::default()
         };
         // Reading two large bundles and testing every query takes seconds to minutes.
-        let comparison = interrupt::until_stopped(move || kinds::compare(&dirs, &options))?;
-        check_node_prices_apply(&self.node_price, (self.price_a.is_some(), self.price_b.is_some()), &comparison)?;
+        let compared = interrupt::until_stopped(move || kinds::compare(&dirs, &options))?;
+        self.check_prices_apply(&compared)?;
         let (out, flag) = match &self.out {
             Some(out) => (out.clone(), "--out"),
-            None => (self.results_dir.join(default_folder(&comparison)), "--results-dir"),
+            None => (self.results_dir.join(default_folder(&compared)), "--results-dir"),
         };
-        write_comparison(&comparison, &out, flag)?;
+        write_comparison(&compared, &out, flag)?;
         if self.json {
-            let json = serde_json::to_string_pretty(&comparison).context("cannot serialise the comparison")?;
-            print_ignoring_a_closed_pipe(&(json + "\n"));
+            print_ignoring_a_closed_pipe(&(compared.json()? + "\n"));
         } else {
-            print_summary(&comparison, &out);
+            print_summary(&compared, &out);
         }
         if let Some(allowed) = self.fail_on_slower {
-            // A level whose QPS is lower is a slowdown as much as a slower query, and a query
-            // that failed or answered differently is worse than slow.
-            let slower: Vec<String> = comparison
+            // What the kind finds worse (a level whose QPS is lower) is a slowdown as much as
+            // a slower query, and a query that failed or answered differently is worse than
+            // slow.
+            let slower: Vec<String> = compared
+                .comparison
                 .queries
                 .iter()
                 .filter_map(|query| match query.significance.verdict {
@@ -64,7 +64,7 @@ impl Compare {
                     Verdict::AnswersDiffer => Some(format!("{} (answers differ)", query.query)),
                     _ => None,
                 })
-                .chain(comparison.lower_levels().iter().map(|clients| format!("QPS at {}", plural(*clients, "client"))))
+                .chain(compared.sections().regressions())
                 .collect();
             if slower.len() > allowed {
                 bail!(
@@ -79,15 +79,38 @@ impl Compare {
     }
 }
 
-/// A `--node-price` for a node type neither side ran on priced nothing: a mistyped type,
-/// or bundles that do not name their node; refused rather than silently unused, as is one
-/// whose sides are priced by `--price-a`/`--price-b` (`side_prices`) instead.
+impl Compare {
+    /// A price given for a comparison whose kind prices nothing, or a `--node-price` for a
+    /// node type neither side ran on (a mistyped type, or bundles that do not name their
+    /// node), priced nothing; refused rather than silently unused, as is a `--node-price`
+    /// whose sides are priced by `--price-a`/`--price-b` instead.
+    fn check_prices_apply(&self, compared: &Compared) -> Result<()> {
+        let Some(types) = compared.sections().priced_node_types() else {
+            let given = [
+                self.price_a.map(|_| "--price-a".to_string()),
+                self.price_b.map(|_| "--price-b".to_string()),
+                self.node_price.first().map(|(node_type, _)| format!("--node-price {node_type}=...")),
+            ];
+            if let Some(flag) = given.into_iter().flatten().next() {
+                bail!(
+                    "{flag}: a {} comparison prices nothing (its kind's comparison has no price-performance); drop \
+                     the price",
+                    compared.comparison.kind
+                );
+            }
+            return Ok(());
+        };
+        check_node_prices_apply(&self.node_price, (self.price_a.is_some(), self.price_b.is_some()), &types)
+    }
+}
+
+/// A `--node-price` for a node type neither side ran on, or for one whose sides are priced
+/// by `--price-a`/`--price-b` (`side_prices`): refused. `types`: each side's node type.
 fn check_node_prices_apply(
     node_prices: &[(String, f64)],
     side_prices: (bool, bool),
-    comparison: &Comparison,
+    types: &[Option<String>; 2],
 ) -> Result<()> {
-    let types = [&comparison.cost.baseline.node_type, &comparison.cost.candidate.node_type];
     let priced_by_type = [!side_prices.0, !side_prices.1];
     for (node_type, _) in node_prices {
         let on = |at: usize| types[at].as_deref() == Some(node_type.as_str());
@@ -102,8 +125,8 @@ fn check_node_prices_apply(
             bail!(
                 "--node-price {node_type}=...: neither side ran on {node_type} (A's node: {}, B's: {}); give the type \
                  a bundle names, or price a side with --price-a/--price-b",
-                named(types[0]),
-                named(types[1])
+                named(&types[0]),
+                named(&types[1])
             );
         }
     }
@@ -125,11 +148,11 @@ fn variants_pair(text: &str) -> Result<(String, String)> {
 /// `compare-<A>-vs-<B>`, the sides by their folders' names (run ids, unless copied), or
 /// `compare-<run>-<a>-vs-<b>` for two variants of one A/B bundle: safe names all, so the
 /// folder is one.
-fn default_folder(comparison: &Comparison) -> String {
+fn default_folder(compared: &Compared) -> String {
     let bundle = |side: &Side| {
         side.dir.file_name().map_or_else(|| side.run_id.clone(), |name| name.to_string_lossy().into_owned())
     };
-    let (a, b) = (&comparison.baseline, &comparison.candidate);
+    let (a, b) = (&compared.comparison.baseline, &compared.comparison.candidate);
     match (&a.ab_variant, &b.ab_variant) {
         (Some(x), Some(y)) if a.dir == b.dir => format!("compare-{}-{x}-vs-{y}", bundle(a)),
         _ => format!("compare-{}-vs-{}", bundle(a), bundle(b)),
@@ -137,21 +160,22 @@ fn default_folder(comparison: &Comparison) -> String {
 }
 
 /// Writes the files into `out`, which `flag` chose (a mistake names it).
-fn write_comparison(comparison: &Comparison, out: &Path, flag: &str) -> Result<()> {
+fn write_comparison(compared: &Compared, out: &Path, flag: &str) -> Result<()> {
     prepare_folder_of_flag(out, flag)?;
-    write_files(comparison, out)
+    write_files(compared, out)
 }
 
 /// The summary on stdout; a reader that stopped reading (`| head`) is not an error.
-fn print_summary(comparison: &Comparison, out: &Path) {
+fn print_summary(compared: &Compared, out: &Path) {
+    let (comparison, sections) = (&compared.comparison, compared.sections());
     let mut text = format!(
         "{} against {}: {}\n",
         comparison.candidate.label,
         comparison.baseline.label,
         comparison.summary.line()
     );
-    if let Some(levels) = comparison.levels_line() {
-        text.push_str(&format!("{levels}\n"));
+    for headline in sections.headlines() {
+        text.push_str(&format!("{headline}\n"));
     }
     if !comparison.forced_differences.is_empty() {
         // What --force let through, row by row, as the report opens with it.
@@ -186,47 +210,16 @@ fn print_summary(comparison: &Comparison, out: &Path) {
     let totals = &comparison.totals;
     if let Some(gain) = totals.gain {
         // A then B, as the report gives them; `+ 0.0` so that no change reads 0.0, not -0.0.
-        let what = if totals.basis.is_some() { "sum of mean latencies under load" } else { "sum of means" };
         text.push_str(&format!(
-            "{what}: A {:.1} ms, B {:.1} ms (B {:+.1} %)\n",
+            "{}: A {:.1} ms, B {:.1} ms (B {:+.1} %)\n",
+            sections.sum_of_means_name(),
             totals.baseline_sum_of_means_ms,
             totals.candidate_sum_of_means_ms,
             -100.0 * gain + 0.0
         ));
     }
-    if let Some(score) = totals.relative_score {
-        text.push_str(&format!("ClickBench relative score (B against A, below 1 faster): {score:.3}\n"));
-    }
-    for level in &comparison.levels {
-        text.push_str(&format!("{}\n", level.line()));
-    }
-    for (letter, cost, levels) in [
-        ("A", &comparison.cost.baseline, comparison.levels.iter().map(|level| &level.baseline).collect::<Vec<_>>()),
-        ("B", &comparison.cost.candidate, comparison.levels.iter().map(|level| &level.candidate).collect()),
-    ] {
-        let at_levels: Vec<String> = comparison
-            .levels
-            .iter()
-            .zip(levels)
-            .filter_map(|(level, side)| {
-                let usd = side.as_ref()?.usd_per_1000_queries?;
-                Some(format!("${usd:.6} at {}", plural(level.clients, "client")))
-            })
-            .collect();
-        match (cost.price.usd_per_hour(), cost.usd_per_1000_queries) {
-            (None, _) => text.push_str(&format!("{letter}: cost unknown, price {}\n", cost.price)),
-            (Some(_), Some(usd)) => {
-                text.push_str(&format!("{letter}: ${usd:.6} per 1,000 queries at {}\n", cost.price));
-            }
-            (Some(_), None) if !at_levels.is_empty() => {
-                text.push_str(&format!("{letter}: per 1,000 queries {}; price {}\n", at_levels.join(", "), cost.price))
-            }
-            (Some(_), None) => text.push_str(&format!(
-                "{letter}: cost unknown at {}: {}\n",
-                cost.price,
-                cost.why_unknown.as_deref().unwrap_or("no compared query has a known mean time")
-            )),
-        }
+    for line in sections.terminal_lines() {
+        text.push_str(&format!("{line}\n"));
     }
     text.push_str(&format!("report: {}\n", out.join(COMPARE_FILE).display()));
     print_ignoring_a_closed_pipe(&text);

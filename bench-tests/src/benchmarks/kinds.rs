@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 
 use super::{AnyBenchmark, Benchmark, RenderedReport, clickbench, logs, parts, throughput};
-use crate::compare::{BundleAt, CompareOptions, Comparison};
+use crate::compare::{self, BundleAt, CompareOptions, Compared};
 use crate::results::{self, KindResults, bundle_kind, load_bundle};
 
 /// The registry of benchmark kinds: `cargo xtask bench <kind>`, a bundle's report and a
@@ -34,7 +34,7 @@ pub struct Kind {
     /// Renders a bundle folder's report, to be written.
     pub render_report: fn(&Path) -> Result<RenderedReport>,
     /// Compares one A/B bundle folder's variants, or two bundle folders, of the kind.
-    pub compare: fn(&[PathBuf], &CompareOptions) -> Result<Comparison>,
+    pub compare: fn(&[PathBuf], &CompareOptions) -> Result<Compared>,
 }
 
 impl Kind {
@@ -93,7 +93,7 @@ pub fn render_report(bundle_dir: &Path) -> Result<RenderedReport> {
 
 /// The comparison of two bundle folders of one kind (baseline first), or of one A/B
 /// bundle folder's variants.
-pub fn compare(dirs: &[PathBuf], options: &CompareOptions) -> Result<Comparison> {
+pub fn compare(dirs: &[PathBuf], options: &CompareOptions) -> Result<Compared> {
     let mut kinds = dirs.iter().map(|dir| Ok((dir, kind_of_bundle(dir)?))).collect::<Result<Vec<_>>>()?.into_iter();
     let Some((first, kind)) = kinds.next() else { bail!("no bundle to compare") };
     if let Some((other_dir, other)) = kinds.find(|(_, other)| other.name != kind.name) {
@@ -114,7 +114,7 @@ fn benchmark_of<B: Benchmark>(matches: &clap::ArgMatches) -> Result<Box<dyn AnyB
     Ok(Box::new(B::from_flags(flags)))
 }
 
-fn compare_of<B: Benchmark>(dirs: &[PathBuf], options: &CompareOptions) -> Result<Comparison> {
+fn compare_of<B: Benchmark>(dirs: &[PathBuf], options: &CompareOptions) -> Result<Compared> {
     // Read side by side: two large bundles take half the time on two cores.
     let bundles = std::thread::scope(|scope| {
         let readers: Vec<_> = dirs
@@ -132,7 +132,9 @@ fn compare_of<B: Benchmark>(dirs: &[PathBuf], options: &CompareOptions) -> Resul
             .map(|reader| reader.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
             .collect::<Result<Vec<_>>>()
     })?;
-    B::compare(&bundles, options)
+    let comparison = compare::compare_bundles(&bundles, options)?;
+    let sections = B::comparison_sections(&bundles, &comparison, options)?;
+    Ok(Compared::new(comparison, sections))
 }
 
 #[cfg(test)]

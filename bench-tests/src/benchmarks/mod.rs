@@ -3,7 +3,7 @@
 //! A benchmark kind is a plug-in: a folder of its own (`logs/`) with a type implementing
 //! [`Benchmark`], which carries everything the kind does: its flags, its phases (its own
 //! [`Phase`] type, recorded in the bundle by name), its results body, its report section
-//! and charts, and the comparison of two of its bundles. The kind is then one line in
+//! and charts, and what its comparisons add to every kind's ([`compare::ComparisonSections`]). The kind is then one line in
 //! [`kinds::KINDS`], the registry the command line, the report and the comparison read;
 //! nothing else names a kind.
 //!
@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 
 use crate::ab_variants::AbRun;
-use crate::compare::{self, BundleAt, CompareOptions, Comparison};
+use crate::compare::{BundleAt, CompareOptions, Comparison, ComparisonSections};
 use crate::files::write_atomically;
 use crate::fixtures::Statement;
 use crate::guard;
@@ -59,6 +59,9 @@ pub trait Benchmark: Sized + 'static {
     /// Its flags, as `cargo xtask bench <kind>` takes them (the command line adds where
     /// to run and where the bundle goes).
     type Flags: clap::Args + clap::FromArgMatches;
+    /// What its comparisons add to every kind's, written under its name in `compare.json`
+    /// ([`crate::compare::NoSections`] for nothing).
+    type ComparisonSections: ComparisonSections + serde::Serialize + 'static;
     /// One line for `cargo xtask bench --help`.
     const ABOUT: &'static str;
 
@@ -109,11 +112,14 @@ pub trait Benchmark: Sized + 'static {
     fn verdict(_bundle: &RunBundle<Self::Results>) -> Result<()> {
         Ok(())
     }
-    /// The comparison of two of its bundles, or of one A/B bundle's variants: by default
-    /// the one every kind shares ([`compare::compare_bundles`]), query by query.
-    fn compare(bundles: &[BundleAt<Self::Results>], options: &CompareOptions) -> Result<Comparison> {
-        compare::compare_bundles(bundles, options)
-    }
+    /// Its sections of the comparison of `bundles` (two of its bundles, or one A/B bundle's
+    /// variants), from what the comparison every kind shares found in them
+    /// ([`crate::compare::compare_bundles`], query by query).
+    fn comparison_sections(
+        bundles: &[BundleAt<Self::Results>],
+        comparison: &Comparison,
+        options: &CompareOptions,
+    ) -> Result<Self::ComparisonSections>;
 }
 
 /// A run's SQL as the guard checks it ([`Benchmark::guarded_sql`]).

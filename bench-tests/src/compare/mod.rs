@@ -12,12 +12,14 @@
 //! different things (dataset, SQL text, session settings) are refused unless forced, and
 //! what is meant to differ (engine version, target, machine) is said. This module knows
 //! no kind: a kind's inputs come from [`KindResults::compared_inputs`] and a query's form
-//! from its variant's JSON. [`report`] renders a [`Comparison`] as Markdown and a chart.
+//! from its variant's JSON; what a kind adds (ClickBench's relative score, throughput's
+//! levels) is its own [`ComparisonSections`], made from this comparison and each side's
+//! node price ([`side_prices`]). [`report`] renders a [`Compared`] as Markdown and a chart.
 
 mod checks;
 mod explain;
-mod levels;
 pub mod report;
+mod sections;
 
 use std::path::PathBuf;
 
@@ -25,7 +27,7 @@ use anyhow::{Result, bail};
 use serde::{Deserialize, Serialize};
 
 pub use self::explain::{BreakdownMedians, MovedEvent, OneSided, Why};
-pub use self::levels::{LevelComparison, LevelSide};
+pub use self::sections::{Compared, ComparisonSections, NoSections};
 use crate::answers::{AnswerDigest, describe_tally, tally};
 use crate::node_prices::{NodePrice, PriceOverrides, price_of};
 use crate::numbers::{median_unsorted, ratio};
@@ -80,47 +82,6 @@ pub struct Comparison {
     pub only_in_candidate: Vec<String>,
     pub summary: Summary,
     pub totals: Totals,
-    /// What each side's runs cost at its node's price.
-    pub cost: Cost,
-    /// A kind that measures a rate under load (throughput): that rate level by level,
-    /// with its errors and its cost; empty for every other kind.
-    #[serde(default)]
-    pub levels: Vec<LevelComparison>,
-}
-
-impl Comparison {
-    /// The levels whose rate is lower on B, by client count.
-    pub fn lower_levels(&self) -> Vec<u32> {
-        self.levels
-            .iter()
-            .filter(|level| level.significance.verdict == Verdict::Slower)
-            .map(|level| level.clients)
-            .collect()
-    }
-
-    /// `QPS: 1 level higher, 2 unchanged`, or `None` for a kind without levels.
-    pub fn levels_line(&self) -> Option<String> {
-        if self.levels.is_empty() {
-            return None;
-        }
-        let mut counts: Vec<(&str, usize)> = Vec::new();
-        for level in &self.levels {
-            match counts.iter_mut().find(|(word, _)| *word == level.verdict_word()) {
-                Some((_, count)) => *count += 1,
-                None => counts.push((level.verdict_word(), 1)),
-            }
-        }
-        // `1 level higher, 2 unchanged`: the noun once, on the first count.
-        let parts: Vec<String> = counts
-            .iter()
-            .enumerate()
-            .map(|(at, (word, count))| match at {
-                0 => format!("{} {word}", crate::units::plural(*count as u64, "level")),
-                _ => format!("{count} {word}"),
-            })
-            .collect();
-        Some(format!("QPS: {}", parts.join(", ")))
-    }
 }
 
 /// One side of a comparison.
@@ -223,7 +184,7 @@ pub struct QuerySide {
     pub samples: usize,
     pub median_ms: Option<f64>,
     pub mean_ms: Option<f64>,
-    /// The fastest warm sample: ClickBench's hot time, which its relative score uses.
+    /// The fastest warm sample (ClickBench's hot time).
     #[serde(default)]
     pub min_ms: Option<f64>,
     /// The median of the warm samples' rows read.
@@ -290,51 +251,34 @@ pub struct Totals {
     /// The geometric mean of the per-query ratios of medians (candidate / baseline; below 1,
     /// faster), over queries whose ratio is known.
     pub geometric_mean_ratio: Option<f64>,
-    /// ClickBench's relative score of B against A: the geometric mean over queries of
-    /// `(10 ms + hot B) / (10 ms + hot A)`, hot being a query's fastest warm run (below 1,
-    /// B is faster); over the queries with both hot times known.
-    #[serde(default)]
-    pub relative_score: Option<f64>,
-    /// Queries in the relative score.
-    #[serde(default)]
-    pub relative_score_queries: usize,
     /// Queries left out of every total: failed, or their answers differ.
     #[serde(default)]
     pub left_out: Vec<String>,
-    /// What the totals are of, where not ClickBench's serial query-set run (a throughput
-    /// run's statements overlap: its times are latencies under load, and it has no
-    /// relative score).
-    #[serde(default)]
-    pub basis: Option<String>,
 }
 
-/// ClickBench's shift in its relative score: a query's time plus 10 ms, so that the
-/// fastest queries do not dominate the ratio ("Results Usage And Scoreboards", ClickBench).
-pub const RELATIVE_SCORE_SHIFT_MS: f64 = 10.0;
-
-/// What each side's runs cost at its node's price.
+/// A side's node and its price: what a kind that prices its runs prices them at.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Cost {
-    pub baseline: SideCost,
-    pub candidate: SideCost,
-}
-
-/// One side's price-performance, from the serial runs of the compared queries: a full
-/// query-set run is the sum of its queries' means. (A throughput bundle's QPS gives the
-/// cost at concurrency instead: [`crate::node_prices::usd_per_1000_queries_at_qps`].)
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SideCost {
-    /// The node type its bundle names (the eks target's node), if any.
+pub struct SidePrice {
+    /// The node type its bundle names (the eks target's node), or the one declared for it.
     pub node_type: Option<String>,
     pub price: NodePrice,
-    /// USD for one run of every compared query, one after the other: sum of means x price
-    /// / 3600 s; unknown when the price is.
-    pub usd_per_query_set_run: Option<f64>,
-    /// USD per 1,000 queries at the compared queries' mean time.
-    pub usd_per_1000_queries: Option<f64>,
-    /// Why both figures are unknown though the price is known, where they are.
-    #[serde(default)]
-    pub why_unknown: Option<String>,
+}
+
+/// Each side's node price (A, B) in the comparison of `bundles` (two bundles, or one A/B
+/// bundle's variants, which ran on one node), from `options`' prices and each bundle's node.
+pub fn side_prices<Results: KindResults>(
+    bundles: &[BundleAt<Results>],
+    options: &CompareOptions,
+) -> Result<[SidePrice; 2]> {
+    let (baseline, candidate) = match bundles {
+        [one] => (one, one),
+        [baseline, candidate] => (baseline, candidate),
+        _ => bail!("compare takes one A/B bundle or two bundles, not {}", bundles.len()),
+    };
+    Ok([
+        side_price(&baseline.bundle, &options.prices.0, "--price-a"),
+        side_price(&candidate.bundle, &options.prices.1, "--price-b"),
+    ])
 }
 
 /// The comparison of `bundles`: two bundles (baseline first), or one A/B bundle's variants.
@@ -421,17 +365,7 @@ pub fn compare_bundles<Results: KindResults>(
             list_or_none(candidate_runs.iter().map(|(label, _)| label.as_str()))
         );
     }
-    let totals = totals(&queries, Results::NOT_SERIAL);
-    let cost = Cost {
-        baseline: side_cost(&baseline, &options.prices.0, "--price-a", totals.baseline_sum_of_means_ms, totals.queries),
-        candidate: side_cost(
-            &candidate,
-            &options.prices.1,
-            "--price-b",
-            totals.candidate_sum_of_means_ms,
-            totals.queries,
-        ),
-    };
+    let totals = totals(&queries);
     let thresholds = &options.thresholds;
     Ok(Comparison {
         kind: Results::KIND.to_string(),
@@ -456,34 +390,18 @@ pub fn compare_bundles<Results: KindResults>(
         only_in_candidate,
         summary,
         totals,
-        cost,
-        levels: Vec::new(),
     })
 }
 
-/// A side's price and what its runs cost at it.
-fn side_cost<Results: KindResults>(
-    side: &SideOf<'_, Results>,
-    overrides: &PriceOverrides,
-    flag: &str,
-    sum_of_means_ms: f64,
-    queries: usize,
-) -> SideCost {
-    let node_type = side
-        .bundle()
-        .target
-        .deployment
-        .as_ref()
+/// A side's node type and its price, `flag` naming its own price override.
+fn side_price<Results>(bundle: &RunBundle<Results>, overrides: &PriceOverrides, flag: &str) -> SidePrice {
+    let deployment = bundle.target.deployment.as_ref();
+    let node_type = deployment
         .and_then(|deployment| deployment.instance_type.clone())
         // The eks target's node, as the storage baseline measured on it named it.
-        .or_else(|| match &side.bundle().storage_baseline {
+        .or_else(|| match &bundle.storage_baseline {
             crate::storage_baseline::StorageBaselineRecord::Measured(baseline)
-                if side
-                    .bundle()
-                    .target
-                    .deployment
-                    .as_ref()
-                    .is_some_and(|deployment| deployment.node == baseline.device.node) =>
+                if deployment.is_some_and(|deployment| deployment.node == baseline.device.node) =>
             {
                 baseline.device.instance_type.clone()
             }
@@ -491,26 +409,7 @@ fn side_cost<Results: KindResults>(
         })
         .or_else(|| overrides.declared_node_type.clone());
     let price = price_of(node_type.as_deref(), overrides, flag);
-    if let Some(not_serial) = Results::NOT_SERIAL {
-        // Its cost is a rate's: each level's at its QPS (`Comparison::levels`).
-        let why = format!("{not_serial}; the cost per 1,000 queries is each level's, at its QPS");
-        return SideCost {
-            node_type,
-            price,
-            usd_per_query_set_run: None,
-            usd_per_1000_queries: None,
-            why_unknown: Some(why),
-        };
-    }
-    let usd_per_second = price.usd_per_hour().map(|usd| usd / 3600.0);
-    let known = |value: f64| (value.is_finite() && queries > 0).then_some(value);
-    SideCost {
-        usd_per_query_set_run: usd_per_second.and_then(|usd| known(sum_of_means_ms / 1e3 * usd)),
-        usd_per_1000_queries: usd_per_second.and_then(|usd| known(sum_of_means_ms / 1e3 / queries as f64 * 1e3 * usd)),
-        node_type,
-        price,
-        why_unknown: None,
-    }
+    SidePrice { node_type, price }
 }
 
 /// `runs` with only the first entry of each label: a bundle edited or joined by hand may
@@ -800,46 +699,36 @@ fn cpu_use<'a, Variant: 'a>(runs: impl Iterator<Item = &'a QueryRuns<Variant>>, 
     }
 }
 
-/// The totals of `queries`; without ClickBench's relative score, and saying why, where the
-/// kind's times are not serial (`not_serial`, [`KindResults::NOT_SERIAL`]).
-fn totals(queries: &[QueryComparison], not_serial: Option<&str>) -> Totals {
+/// The totals of `queries`.
+fn totals(queries: &[QueryComparison]) -> Totals {
     // A query whose answers differ, or that a side's check failed, is in no total: its
     // times are not of one query.
-    let (left_out, queries): (Vec<&QueryComparison>, Vec<&QueryComparison>) = queries
-        .iter()
-        .partition(|query| matches!(query.significance.verdict, Verdict::AnswersDiffer | Verdict::Failed));
+    let (left_out, queries) = left_out(queries);
     let with_means: Vec<(f64, f64)> =
         queries.iter().filter_map(|query| query.baseline.mean_ms.zip(query.candidate.mean_ms)).collect();
     // `+ 0.0`: a sum over no query is 0, not the -0 an empty f64 sum starts from.
     let baseline_sum_of_means_ms = with_means.iter().map(|(baseline, _)| baseline).sum::<f64>() + 0.0;
     let candidate_sum_of_means_ms = with_means.iter().map(|(_, candidate)| candidate).sum::<f64>() + 0.0;
     let gain = ratio(candidate_sum_of_means_ms, baseline_sum_of_means_ms).map(|share| 1.0 - share);
-    let logs: Vec<f64> = queries
-        .iter()
-        .filter_map(|query| query.significance.ratio)
-        .filter(|ratio| ratio.is_finite() && *ratio > 0.0)
-        .map(f64::ln)
-        .collect();
-    let geometric_mean_ratio = (!logs.is_empty()).then(|| (logs.iter().sum::<f64>() / logs.len() as f64).exp());
-    // Times under load have no serial hot time to score.
-    let scored = if not_serial.is_some() { &[][..] } else { &queries[..] };
-    let score_logs: Vec<f64> = scored
-        .iter()
-        .filter_map(|query| query.baseline.min_ms.zip(query.candidate.min_ms))
-        .map(|(a, b)| ((RELATIVE_SCORE_SHIFT_MS + b) / (RELATIVE_SCORE_SHIFT_MS + a)).ln())
-        .filter(|log| log.is_finite())
-        .collect();
-    let relative_score =
-        (!score_logs.is_empty()).then(|| (score_logs.iter().sum::<f64>() / score_logs.len() as f64).exp());
+    let ratios = queries.iter().filter_map(|query| query.significance.ratio);
     Totals {
         queries: with_means.len(),
         baseline_sum_of_means_ms,
         candidate_sum_of_means_ms,
         gain,
-        geometric_mean_ratio,
-        relative_score,
-        relative_score_queries: score_logs.len(),
+        geometric_mean_ratio: geometric_mean(ratios),
         left_out: left_out.iter().map(|query| query.query.clone()).collect(),
-        basis: not_serial.map(str::to_string),
     }
+}
+
+/// `queries` split into those left out of every total (their answers differ, or a side's
+/// check failed them: their times are not of one query) and those in the totals.
+pub fn left_out(queries: &[QueryComparison]) -> (Vec<&QueryComparison>, Vec<&QueryComparison>) {
+    queries.iter().partition(|query| matches!(query.significance.verdict, Verdict::AnswersDiffer | Verdict::Failed))
+}
+
+/// The geometric mean of the finite ratios above 0 in `ratios`; `None` without one.
+pub fn geometric_mean(ratios: impl Iterator<Item = f64>) -> Option<f64> {
+    let logs: Vec<f64> = ratios.filter(|ratio| ratio.is_finite() && *ratio > 0.0).map(f64::ln).collect();
+    (!logs.is_empty()).then(|| (logs.iter().sum::<f64>() / logs.len() as f64).exp())
 }

@@ -1,17 +1,18 @@
-//! A [`Comparison`] as Markdown (`compare.md`) and a chart of the medians side by side
-//! (`medians.svg`), made from the comparison alone.
+//! A [`Compared`] as Markdown (`compare.md`) and a chart of the medians side by side
+//! (`medians.svg`), made from the comparison alone: the sections every kind's comparison
+//! has, with its kind's own where they go ([`super::ComparisonSections`]).
 
 use std::fmt::Write as _;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use super::explain::short_ratio;
-use super::{Comparison, LevelSide, PlanChange, QueryComparison, Side};
+use super::{Compared, Comparison, PlanChange, QueryComparison, Side};
 use crate::files::write_atomically;
 use crate::markdown::Table;
 use crate::report::charts::{Bars, log_bars};
 use crate::significance::Verdict;
-use crate::units::{milliseconds, number, p_value, per_second, percent, times};
+use crate::units::{milliseconds, number, p_value, percent, times};
 
 /// The report's file in a comparison's folder.
 pub const COMPARE_FILE: &str = "compare.md";
@@ -22,11 +23,10 @@ pub const JSON_FILE: &str = "compare.json";
 
 /// Writes the comparison's three files into the folder `out`, which exists: compare.json,
 /// the chart and compare.md, each whole, then renamed into place.
-pub fn write_files(comparison: &Comparison, out: &std::path::Path) -> Result<()> {
-    let json = serde_json::to_string_pretty(comparison).context("cannot serialise the comparison")?;
-    write_atomically(&out.join(JSON_FILE), &json)?;
-    write_atomically(&out.join(CHART_FILE), &chart(comparison)?)?;
-    write_atomically(&out.join(COMPARE_FILE), &markdown(comparison))
+pub fn write_files(compared: &Compared, out: &std::path::Path) -> Result<()> {
+    write_atomically(&out.join(JSON_FILE), &compared.json()?)?;
+    write_atomically(&out.join(CHART_FILE), &chart(&compared.comparison)?)?;
+    write_atomically(&out.join(COMPARE_FILE), &markdown(compared))
 }
 
 /// The medians of every query compared, on both sides.
@@ -47,63 +47,8 @@ pub fn chart(comparison: &Comparison) -> Result<String> {
     )
 }
 
-/// The rate at each load level, its errors and its cost: the section a throughput
-/// comparison opens with.
-fn levels_section(comparison: &Comparison) -> String {
-    let mut table = Table::new([
-        "clients",
-        "A QPS (min–max)",
-        "B QPS (min–max)",
-        "B / A",
-        "p",
-        "verdict",
-        "A failed",
-        "B failed",
-        "A per 1,000",
-        "B per 1,000",
-    ]);
-    let qps = |side: &Option<LevelSide>| match side {
-        None => "not run".to_string(),
-        Some(side) => {
-            format!("{} ({}–{})", per_second(side.qps_median), per_second(side.qps_min), per_second(side.qps_max))
-        }
-    };
-    let failed = |side: &Option<LevelSide>| match side {
-        None => "not run".to_string(),
-        Some(side) => format!("{} of {}", side.errors, side.errors + side.completed),
-    };
-    let cost = |side: &Option<LevelSide>| match side {
-        None => "not run".to_string(),
-        Some(side) => side.usd_per_1000_queries.map_or_else(|| "unknown".to_string(), |usd| format!("${usd:.6}")),
-    };
-    for level in &comparison.levels {
-        let significance = &level.significance;
-        let verdict = match &significance.reason {
-            Some(reason) => format!("{}: {reason}", level.verdict_word()),
-            None => level.verdict_word().to_string(),
-        };
-        table.row([
-            level.clients.to_string(),
-            qps(&level.baseline),
-            qps(&level.candidate),
-            times(level.ratio()),
-            p_value(significance.p_value),
-            verdict,
-            failed(&level.baseline),
-            failed(&level.candidate),
-            cost(&level.baseline),
-            cost(&level.candidate),
-        ]);
-    }
-    format!(
-        "## Throughput\n\nStatements completed per second at each level, across its complete rounds (median, and \
-         smallest to largest), tested on each round's wall time per completed statement; failed statements count in \
-         no rate. The cost per 1,000 statements is at the median QPS and each side's node price (USD per hour / \
-         3,600 / QPS x 1,000); unknown without a price (`--price-a`, `--price-b`, `--node-price`).\n\n{table}"
-    )
-}
-
-pub fn markdown(comparison: &Comparison) -> String {
+pub fn markdown(compared: &Compared) -> String {
+    let (comparison, sections) = (&compared.comparison, compared.sections());
     let (a, b) = (&comparison.baseline, &comparison.candidate);
     let mut out = String::new();
     let _ = writeln!(out, "# {} benchmark: {} against {}\n", comparison.kind, b.label, a.label);
@@ -122,8 +67,8 @@ pub fn markdown(comparison: &Comparison) -> String {
         out.push('\n');
     }
     let _ = writeln!(out, "**{}** (B against A).\n", comparison.summary.line());
-    if let Some(levels) = comparison.levels_line() {
-        let _ = writeln!(out, "**{levels}** (B against A).\n");
+    for headline in sections.headlines() {
+        let _ = writeln!(out, "**{headline}** (B against A).\n");
     }
     let _ = writeln!(out, "- A (baseline): {}", side_line(a));
     let _ = writeln!(out, "- B (candidate): {}", side_line(b));
@@ -137,9 +82,7 @@ pub fn markdown(comparison: &Comparison) -> String {
     }
     out.push('\n');
 
-    if !comparison.levels.is_empty() {
-        let _ = writeln!(out, "{}", levels_section(comparison));
-    }
+    out.push_str(&sections.markdown_before_queries(comparison));
     let mut table = Table::new(["query", "A median", "B median", "B / A", "noise (p99)", "p", "verdict"]);
     for query in &comparison.queries {
         let significance = &query.significance;
@@ -173,55 +116,7 @@ pub fn markdown(comparison: &Comparison) -> String {
             totals.left_out.join(", ")
         );
     }
-    match &totals.basis {
-        Some(basis) => {
-            let _ =
-                writeln!(out, "These totals are not ClickBench's, and there is no relative score, since {basis}.\n");
-        }
-        None => {
-            let _ = writeln!(
-                out,
-                "ClickBench's relative score of B against A (the geometric mean of (10 ms + hot B) / (10 ms + hot \
-                 A), hot the fastest warm run; below 1, B is faster) over {} queries: {}.\n",
-                totals.relative_score_queries,
-                totals.relative_score.map_or("unknown".to_string(), |score| format!("{score:.3}"))
-            );
-        }
-    }
-    let mut cost = Table::new(["side", "node", "price", "per query-set run", "per 1,000 queries"]);
-    for (letter, side, side_cost) in [("A", a, &comparison.cost.baseline), ("B", b, &comparison.cost.candidate)] {
-        let usd = |value: Option<f64>| value.map_or_else(|| "unknown".to_string(), |usd| format!("${usd:.6}"));
-        // A throughput side's figures are each level's, in the table above.
-        let (per_run, per_1000) = match side_cost.why_unknown {
-            Some(_) => ("not one (see above)".to_string(), "each level's, in the Throughput table".to_string()),
-            None => (usd(side_cost.usd_per_query_set_run), usd(side_cost.usd_per_1000_queries)),
-        };
-        cost.row([
-            format!("{letter}: {}", side.label),
-            side_cost.node_type.clone().unwrap_or_else(|| "unknown".to_string()),
-            side_cost.price.to_string(),
-            per_run,
-            per_1000,
-        ]);
-    }
-    let why_unknown = [&comparison.cost.baseline, &comparison.cost.candidate]
-        .iter()
-        .find_map(|side_cost| side_cost.why_unknown.clone());
-    match why_unknown {
-        Some(why) => {
-            let _ = writeln!(
-                out,
-                "## Price-performance\n\nEach side's node price; a query-set run's cost is unknown ({why}):\n\n{cost}"
-            );
-        }
-        None => {
-            let _ = writeln!(
-                out,
-                "## Price-performance\n\nWhat the compared queries cost at each side's node price, run one after \
-                 another (a query-set run: the sum of the means; per 1,000 queries: at their mean time):\n\n{cost}"
-            );
-        }
-    }
+    out.push_str(&sections.markdown_after_totals(comparison));
     for (side, only) in [(a, &comparison.only_in_baseline), (b, &comparison.only_in_candidate)] {
         if !only.is_empty() {
             let _ = writeln!(out, "Measured in {} only, not compared: {}.\n", side.label, only.join(", "));

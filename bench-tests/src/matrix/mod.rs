@@ -567,11 +567,11 @@ fn compare_variants(
                         error
                     }
                 })
-                .and_then(|comparison| {
+                .and_then(|compared| {
                     let out = folder.join(&name);
                     std::fs::create_dir_all(&out).with_context(|| format!("cannot create {}", out.display()))?;
-                    write_files(&comparison, &out)?;
-                    Ok(comparison.summary.line())
+                    write_files(&compared, &out)?;
+                    Ok(compared.comparison.summary.line())
                 });
             match written {
                 Ok(line) => {

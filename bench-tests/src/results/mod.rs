@@ -94,10 +94,6 @@ pub trait KindResults: Debug + Clone + PartialEq + Serialize + DeserializeOwned 
     fn failed_queries(&self) -> Vec<(String, String)> {
         Vec::new()
     }
-    /// Why this kind's times are not a query-set run one query after another, if they are
-    /// not (a throughput run's statements overlap): a comparison then gives no relative
-    /// score and no serial cost, and says this instead. `None` by default.
-    const NOT_SERIAL: Option<&'static str> = None;
     /// What a run was asked to do that a comparison is there to show rather than refuse
     /// (the threads a query may use, which a comparison of node types is meant to differ
     /// in), by name: said under what differs. Empty by default.

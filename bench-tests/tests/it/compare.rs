@@ -8,15 +8,16 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use chbench::ab_variants::{AbRun, AbVariant};
+use chbench::benchmarks::clickbench::{ClickBenchComparison, ClickBenchDataset, ClickBenchResults, ClickBenchVariant};
 use chbench::benchmarks::kinds;
 use chbench::benchmarks::logs::{LogsBundle, LogsDataset, LogsQueryRuns, LogsResults, QueryVariant};
 use chbench::breakdown::TimeBreakdown;
 use chbench::compare::report::markdown;
-use chbench::compare::{CompareOptions, Comparison, PlanChange};
+use chbench::compare::{CompareOptions, Compared, Comparison, PlanChange};
 use chbench::machine::{LoadAverage, MachineInfo};
 use chbench::plan::{IndexStage, TableRead};
-use chbench::query_runs::{Sample, SampleKind};
-use chbench::results::{DONE, RESULTS_FILE, RunStatus, SCHEMA_VERSION};
+use chbench::query_runs::{QueryRuns, Sample, SampleKind};
+use chbench::results::{DONE, KindResults, RESULTS_FILE, RunBundle, RunStatus, SCHEMA_VERSION};
 use chbench::settings::Settings;
 use chbench::significance::Verdict;
 use chbench::stats::{QueryStats, StatsSource};
@@ -125,8 +126,59 @@ fn three_queries(q3_ms: f64, q3_slots: u64) -> Vec<LogsQueryRuns> {
     vec![runs_of("q1", None, 10.0, 50, 4), runs_of("q2", None, 80.0, 50, 4), runs_of("q3", None, q3_ms, 50, q3_slots)]
 }
 
+/// `bundle` as a ClickBench bundle of the same queries and samples, whose comparison adds
+/// ClickBench's sections (the relative score, the cost of a query-set run).
+fn as_clickbench(bundle: LogsBundle) -> RunBundle<ClickBenchResults> {
+    let queries = bundle
+        .benchmark
+        .queries
+        .into_iter()
+        .map(|runs| QueryRuns {
+            query: runs.query,
+            variant: ClickBenchVariant::Default,
+            ab_variant: runs.ab_variant,
+            plan: runs.plan,
+            sql_file: runs.sql_file,
+            answer: runs.answer,
+            samples: runs.samples,
+        })
+        .collect();
+    RunBundle {
+        schema_version: bundle.schema_version,
+        run_id: bundle.run_id,
+        status: bundle.status,
+        phase: bundle.phase,
+        started_at: bundle.started_at,
+        finished_at: bundle.finished_at,
+        target: bundle.target,
+        storage_baseline: bundle.storage_baseline,
+        session_settings: bundle.session_settings,
+        sql_files: bundle.sql_files,
+        machine: bundle.machine,
+        error: bundle.error,
+        ab_run: bundle.ab_run,
+        benchmark: ClickBenchResults {
+            dataset: ClickBenchDataset::Shipped { rows: 2_000 },
+            warm_ups: 1,
+            runs: 10,
+            max_threads: None,
+            reference_answers: None,
+            load: None,
+            queries,
+            checks: Vec::new(),
+            totals: None,
+        },
+    }
+}
+
+/// A ClickBench comparison's own sections, from its JSON.
+fn clickbench_sections(compared: &Compared) -> ClickBenchComparison {
+    let json: serde_json::Value = serde_json::from_str(&compared.json().unwrap()).unwrap();
+    serde_json::from_value(json["clickbench"].clone()).unwrap()
+}
+
 /// Writes `bundle` into `<root>/<run id>/` with its SQL files.
-fn write(root: &Path, bundle: &LogsBundle) -> PathBuf {
+fn write<Results: KindResults>(root: &Path, bundle: &RunBundle<Results>) -> PathBuf {
     let dir = root.join(&bundle.run_id);
     for file in &bundle.sql_files {
         let path = dir.join("sql").join(file);
@@ -137,7 +189,7 @@ fn write(root: &Path, bundle: &LogsBundle) -> PathBuf {
     dir
 }
 
-fn compare(dirs: &[PathBuf], options: &CompareOptions) -> Comparison {
+fn compare(dirs: &[PathBuf], options: &CompareOptions) -> Compared {
     kinds::compare(dirs, options).unwrap_or_else(|error| panic!("the comparison failed: {error:#}"))
 }
 
@@ -149,16 +201,37 @@ fn verdicts(comparison: &Comparison) -> Vec<(String, Verdict)> {
 fn the_same_bundle_twice_is_unchanged_everywhere() {
     let root = tempfile::tempdir().unwrap();
     let dir = write(root.path(), &bundle("a", three_queries(200.0, 4)));
-    let comparison = compare(&[dir.clone(), dir], &CompareOptions::default());
+    let compared = compare(&[dir.clone(), dir], &CompareOptions::default());
+    let comparison = &compared.comparison;
     assert_eq!(
-        verdicts(&comparison),
+        verdicts(comparison),
         QUERIES.iter().map(|query| (query.to_string(), Verdict::Unchanged)).collect::<Vec<_>>()
     );
     assert!(comparison.differences.is_empty() && comparison.forced_differences.is_empty());
     assert_eq!(comparison.totals.geometric_mean_ratio, Some(1.0));
     assert_eq!(comparison.totals.gain, Some(0.0));
     assert!(comparison.queries.iter().all(|query| query.why.is_none()));
-    assert!(markdown(&comparison).contains("an A/A comparison"));
+    assert!(markdown(&compared).contains("an A/A comparison"));
+}
+
+/// A kind that adds no sections to a comparison (`logs`) says nothing of what another
+/// kind adds: no ClickBench relative score, no price, no rate per level.
+#[test]
+fn a_logs_comparison_says_nothing_about_clickbench_prices_or_levels() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = write(root.path(), &bundle("a", three_queries(200.0, 4)));
+    let compared = compare(&[dir.clone(), dir], &CompareOptions::default());
+    let report = markdown(&compared);
+    for words in ["ClickBench", "relative score", "Price-performance", "price", "cost", "QPS", "level"] {
+        assert!(!report.contains(words), "{words:?} in: {report}");
+    }
+    let json = compared.json().unwrap();
+    for field in ["clickbench", "throughput", "relative_score", "cost", "price", "levels", "basis"] {
+        assert!(!json.contains(&format!("\"{field}\"")), "{field:?} in: {json}");
+    }
+    let sections = compared.sections();
+    assert!(sections.headlines().is_empty() && sections.terminal_lines().is_empty());
+    assert!(sections.regressions().is_empty() && sections.priced_node_types().is_none());
 }
 
 #[test]
@@ -166,8 +239,9 @@ fn a_slower_query_is_flagged_and_explained_by_what_moved() {
     let root = tempfile::tempdir().unwrap();
     let before = write(root.path(), &bundle("before", three_queries(200.0, 4)));
     let after = write(root.path(), &bundle("after", three_queries(400.0, 1)));
-    let comparison = compare(&[before, after], &CompareOptions::default());
-    let verdicts = verdicts(&comparison);
+    let compared = compare(&[before, after], &CompareOptions::default());
+    let comparison = &compared.comparison;
+    let verdicts = verdicts(comparison);
     assert_eq!(verdicts[0].1, Verdict::Unchanged);
     assert_eq!(verdicts[1].1, Verdict::Unchanged);
     assert_eq!(verdicts[2], ("q3".to_string(), Verdict::Slower));
@@ -183,7 +257,7 @@ fn a_slower_query_is_flagged_and_explained_by_what_moved() {
     // Sum of means: 290 ms against 490 ms (the pattern's spread averages out to about 0).
     let gain = comparison.totals.gain.unwrap();
     assert!((gain + 200.0 / 290.0).abs() < 0.01, "{gain}");
-    let report = markdown(&comparison);
+    let report = markdown(&compared);
     assert!(report.contains("**1 slower, 2 unchanged**"), "{report}");
     assert!(report.contains("## Why it changed"), "{report}");
 }
@@ -206,9 +280,10 @@ fn bundles_asked_to_do_different_things_are_refused_unless_forced() {
     ] {
         assert!(error.contains(expected), "{expected:?} not in: {error}");
     }
-    let forced = compare(&[a, b], &CompareOptions { force: true, ..CompareOptions::default() });
+    let forced_compared = compare(&[a, b], &CompareOptions { force: true, ..CompareOptions::default() });
+    let forced = &forced_compared.comparison;
     assert_eq!(forced.forced_differences.len(), 3, "{:?}", forced.forced_differences);
-    let report = markdown(&forced);
+    let report = markdown(&forced_compared);
     assert!(report.find("Compared with --force").unwrap() < report.find("## Queries").unwrap(), "{report}");
 }
 
@@ -225,7 +300,8 @@ fn what_a_comparison_is_for_is_said_and_caution_comes_first() {
     // Stopped before q3 ran.
     other.benchmark.queries.pop();
     let b = write(root.path(), &other);
-    let comparison = compare(&[a, b], &CompareOptions::default());
+    let compared = compare(&[a, b], &CompareOptions::default());
+    let comparison = &compared.comparison;
     assert_eq!(comparison.differences, vec!["engine version: 26.7.3.1 against 26.5.1.1".to_string()]);
     assert_eq!(comparison.warnings.len(), 3, "{:?}", comparison.warnings);
     assert!(comparison.warnings[0].contains("separate runs"), "{:?}", comparison.warnings);
@@ -233,7 +309,7 @@ fn what_a_comparison_is_for_is_said_and_caution_comes_first() {
     assert!(comparison.warnings[2].contains("not quiet"));
     assert_eq!(comparison.only_in_baseline, vec!["q3".to_string()]);
     assert_eq!(comparison.queries.len(), 2);
-    let report = markdown(&comparison);
+    let report = markdown(&compared);
     assert!(report.find("**Warning**").unwrap() < report.find("## Queries").unwrap());
     assert!(report.contains("Measured in a only, not compared: q3."), "{report}");
 }
@@ -245,7 +321,8 @@ fn one_sample_a_side_is_said_untestable_not_guessed() {
         let queries = QUERIES.iter().map(|query| runs_of(query, None, ms, 1, 4)).collect();
         write(root.path(), &bundle(run_id, queries))
     };
-    let comparison = compare(&[one("a", 10.0), one("b", 20.0)], &CompareOptions::default());
+    let compared = compare(&[one("a", 10.0), one("b", 20.0)], &CompareOptions::default());
+    let comparison = &compared.comparison;
     for query in &comparison.queries {
         assert_eq!(query.significance.verdict, Verdict::Untestable, "{}", query.query);
         assert!(query.significance.reason.is_some(), "an untestable verdict says why");
@@ -281,12 +358,13 @@ fn ab_bundle(root: &Path) -> PathBuf {
 fn one_ab_bundle_compares_its_variants() {
     let root = tempfile::tempdir().unwrap();
     let dir = ab_bundle(root.path());
-    let comparison = compare(std::slice::from_ref(&dir), &CompareOptions::default());
+    let compared = compare(std::slice::from_ref(&dir), &CompareOptions::default());
+    let comparison = &compared.comparison;
     assert_eq!(comparison.baseline.ab_variant.as_deref(), Some("default"));
     assert_eq!(comparison.candidate.ab_variant.as_deref(), Some("one_thread"));
     assert_eq!(comparison.differences, vec!["setting max_threads: default against 1".to_string()]);
     assert_eq!(
-        verdicts(&comparison),
+        verdicts(comparison),
         vec![
             ("q1".to_string(), Verdict::Unchanged),
             ("q2".to_string(), Verdict::Unchanged),
@@ -298,7 +376,7 @@ fn one_ab_bundle_compares_its_variants() {
 
     let chosen = CompareOptions { variants: Some(("default".into(), "same".into())), ..CompareOptions::default() };
     let aa = compare(std::slice::from_ref(&dir), &chosen);
-    assert!(aa.queries.iter().all(|query| query.significance.verdict == Verdict::Unchanged));
+    assert!(aa.comparison.queries.iter().all(|query| query.significance.verdict == Verdict::Unchanged));
 
     let unknown = CompareOptions { variants: Some(("default".into(), "nope".into())), ..CompareOptions::default() };
     let error = format!("{:#}", kinds::compare(std::slice::from_ref(&dir), &unknown).unwrap_err());
@@ -336,7 +414,8 @@ fn a_plan_that_prunes_differently_is_said_stage_by_stage() {
         }
         write(root.path(), &bundle(run_id, queries))
     };
-    let comparison = compare(&[with_plan("a", 12), with_plan("b", 3)], &CompareOptions::default());
+    let compared = compare(&[with_plan("a", 12), with_plan("b", 3)], &CompareOptions::default());
+    let comparison = &compared.comparison;
     assert_eq!(comparison.queries[0].plan, PlanChange::Same);
     assert_eq!(
         comparison.queries[1].plan,
@@ -346,10 +425,10 @@ fn a_plan_that_prunes_differently_is_said_stage_by_stage() {
             ]
         }
     );
-    assert!(markdown(&comparison).contains("- **q2**: PrimaryKey: 4/4 parts, 12/1221 granules ->"));
+    assert!(markdown(&compared).contains("- **q2**: PrimaryKey: 4/4 parts, 12/1221 granules ->"));
     let without = write(root.path(), &bundle("c", three_queries(200.0, 4)));
     let unknown = compare(&[with_plan("a", 12), without], &CompareOptions::default());
-    assert!(matches!(unknown.queries[0].plan, PlanChange::Unknown { .. }));
+    assert!(matches!(unknown.comparison.queries[0].plan, PlanChange::Unknown { .. }));
 }
 
 #[test]
@@ -363,7 +442,8 @@ fn a_stopped_ab_run_compares_the_rounds_every_variant_completed() {
     stopped.benchmark.queries[0].samples.push(extra);
     stopped.status = RunStatus::Incomplete;
     std::fs::write(&path, serde_json::to_string(&stopped).unwrap()).unwrap();
-    let comparison = compare(std::slice::from_ref(&dir), &CompareOptions::default());
+    let compared = compare(std::slice::from_ref(&dir), &CompareOptions::default());
+    let comparison = &compared.comparison;
     let q1 = &comparison.queries[0];
     assert_eq!((q1.significance.baseline_samples, q1.significance.candidate_samples), (50, 50));
     assert_eq!(q1.significance.verdict, Verdict::Unchanged);
@@ -389,7 +469,8 @@ fn a_copied_bundle_is_named_by_its_folder() {
     for entry in ["results.json", "sql/logs/queries/q1.sql", "sql/logs/queries/q2.sql", "sql/logs/queries/q3.sql"] {
         std::fs::copy(original.join(entry), copy.join(entry)).unwrap();
     }
-    let comparison = compare(&[original, copy], &CompareOptions::default());
+    let compared = compare(&[original, copy], &CompareOptions::default());
+    let comparison = &compared.comparison;
     assert_eq!((comparison.baseline.label.as_str(), comparison.candidate.label.as_str()), ("run", "copy"));
 }
 
@@ -422,7 +503,8 @@ fn a_query_whose_answers_differ_is_never_faster_or_slower_and_is_left_out_of_the
             ],
         ),
     );
-    let comparison = compare(&[a, b], &CompareOptions::default());
+    let compared = compare(&[a, b], &CompareOptions::default());
+    let comparison = &compared.comparison;
     let q1 = &comparison.queries[0];
     assert_eq!(q1.significance.verdict, Verdict::AnswersDiffer);
     assert!(q1.significance.reason.as_deref().unwrap().contains("not one query's times"), "{:?}", q1.significance);
@@ -431,13 +513,14 @@ fn a_query_whose_answers_differ_is_never_faster_or_slower_and_is_left_out_of_the
     assert_eq!((comparison.summary.answers_differ, comparison.summary.faster), (1, 0));
     assert_eq!(comparison.totals.left_out, ["q1"]);
     assert_eq!(comparison.totals.queries, 1);
-    assert!(markdown(&comparison).contains("**answers differ**"));
+    assert!(markdown(&compared).contains("**answers differ**"));
     // Runs that disagree within one side are answers that differ too.
     let mut flaky = answered(runs_of("q1", None, 10.0, 20, 4), "1\n");
     flaky.samples[3].answer = Some(chbench::answers::AnswerDigest::of_tab_separated("3\n"));
     let c = write(root.path(), &bundle("c", vec![flaky]));
     let d = write(root.path(), &bundle("d", vec![answered(runs_of("q1", None, 10.0, 20, 4), "1\n")]));
-    let comparison = compare(&[c, d], &CompareOptions { force: true, ..CompareOptions::default() });
+    let compared = compare(&[c, d], &CompareOptions { force: true, ..CompareOptions::default() });
+    let comparison = &compared.comparison;
     assert_eq!(comparison.queries[0].significance.verdict, Verdict::AnswersDiffer);
 }
 
@@ -452,17 +535,18 @@ fn the_relative_score_is_clickbenchs_shifted_ratio_of_hot_times_and_cost_follows
         }
         runs
     };
-    let a = write(root.path(), &bundle("a", vec![fixed("q1", 10.0), fixed("q2", 90.0)]));
-    let b = write(root.path(), &bundle("b", vec![fixed("q1", 30.0), fixed("q2", 40.0)]));
+    let a = write(root.path(), &as_clickbench(bundle("a", vec![fixed("q1", 10.0), fixed("q2", 90.0)])));
+    let b = write(root.path(), &as_clickbench(bundle("b", vec![fixed("q1", 30.0), fixed("q2", 40.0)])));
     let prices = (
         chbench::node_prices::PriceOverrides { side: Some(0.36), ..Default::default() },
         chbench::node_prices::PriceOverrides::default(),
     );
-    let comparison = compare(&[a, b], &CompareOptions { prices, ..CompareOptions::default() });
+    let compared = compare(&[a, b], &CompareOptions { prices, ..CompareOptions::default() });
+    let comparison = clickbench_sections(&compared);
     // (10 + 30) / (10 + 10) = 2 and (10 + 40) / (10 + 90) = 0.5: the geometric mean is 1.
-    let score = comparison.totals.relative_score.unwrap();
+    let score = comparison.relative_score.unwrap();
     assert!((score - 1.0).abs() < 1e-9, "{score}");
-    assert_eq!(comparison.totals.relative_score_queries, 2);
+    assert_eq!(comparison.relative_score_queries, 2);
     // A: 0.36 $/h over its sum of means (two queries' means, 14.5 and 94.5 ms).
     let cost = &comparison.cost.baseline;
     let per_run = cost.usd_per_query_set_run.unwrap();
@@ -472,20 +556,20 @@ fn the_relative_score_is_clickbenchs_shifted_ratio_of_hot_times_and_cost_follows
     let candidate = &comparison.cost.candidate;
     assert_eq!(candidate.usd_per_query_set_run, None);
     assert!(candidate.price.to_string().contains("--price-b"), "{}", candidate.price);
-    assert!(markdown(&comparison).contains("## Price-performance"));
+    assert!(markdown(&compared).contains("## Price-performance"));
 }
 
 #[test]
 fn a_declared_node_type_prices_a_side_whose_bundle_names_none_from_the_table() {
     let root = tempfile::tempdir().unwrap();
-    let a = write(root.path(), &bundle("a", vec![runs_of("q1", None, 10.0, 10, 1)]));
-    let b = write(root.path(), &bundle("b", vec![runs_of("q1", None, 10.0, 10, 2)]));
+    let a = write(root.path(), &as_clickbench(bundle("a", vec![runs_of("q1", None, 10.0, 10, 1)])));
+    let b = write(root.path(), &as_clickbench(bundle("b", vec![runs_of("q1", None, 10.0, 10, 2)])));
     let declared = |node_type: &str| chbench::node_prices::PriceOverrides {
         declared_node_type: Some(node_type.to_string()),
         ..Default::default()
     };
     let options = CompareOptions { prices: (declared("c7g.2xlarge"), declared("c6i.2xlarge")), ..Default::default() };
-    let comparison = compare(&[a, b], &options);
+    let comparison = clickbench_sections(&compare(&[a, b], &options));
     let table = |node_type: &str| {
         chbench::node_prices::NODE_PRICES.iter().find(|(name, _)| *name == node_type).map(|(_, price)| *price)
     };
@@ -520,10 +604,10 @@ fn an_eks_bundle_is_priced_by_the_instance_type_its_nodes_baseline_recorded() {
         };
         let baseline = chbench::storage_baseline::parse_fio_output(&fio, device).unwrap();
         eks.storage_baseline = StorageBaselineRecord::Measured(Box::new(baseline));
-        write(root.path(), &eks)
+        write(root.path(), &as_clickbench(eks))
     };
     let (a, b) = (on_node("a", "ip-10-0-1-5", "c7g.2xlarge"), on_node("b", "ip-10-0-9-9", "c6i.2xlarge"));
-    let comparison = compare(&[a, b], &CompareOptions::default());
+    let comparison = clickbench_sections(&compare(&[a, b], &CompareOptions::default()));
     let table = |node_type: &str| {
         chbench::node_prices::NODE_PRICES.iter().find(|(name, _)| *name == node_type).map(|(_, price)| *price)
     };

@@ -95,7 +95,7 @@ fn the_shipped_run_checks_every_answer_then_totals_and_a_reference_run_agrees() 
     // threads the runs asked for differ, and it says so rather than refusing.
     let compare = |a: &str, b: &str| {
         let dirs = [results.path().join(a), results.path().join(b)];
-        chbench::benchmarks::kinds::compare(&dirs, &chbench::compare::CompareOptions::default()).unwrap()
+        chbench::benchmarks::kinds::compare(&dirs, &chbench::compare::CompareOptions::default()).unwrap().comparison
     };
     let against_failed = compare("first", "edited");
     let q19 = against_failed.queries.iter().find(|query| query.query.starts_with("q19")).unwrap();

@@ -197,7 +197,7 @@ fn two_throughput_bundles_compare_level_by_level() {
         assert!(labels.contains(&label), "{labels:?}");
     }
     // Each level's QPS is a record of its own in the JSON, not a line of text.
-    let levels = comparison["levels"].as_array().unwrap();
+    let levels = comparison["throughput"]["levels"].as_array().unwrap();
     assert_eq!(levels.iter().map(|level| level["clients"].as_u64().unwrap()).collect::<Vec<_>>(), [1, 2]);
     for level in levels {
         for side in ["baseline", "candidate"] {
@@ -212,11 +212,13 @@ fn two_throughput_bundles_compare_level_by_level() {
         assert!((usd - 0.29 / 3600.0 / qps * 1000.0).abs() < 1e-12, "{level}");
         assert!(level["candidate"]["usd_per_1000_queries"].is_null(), "{level}");
     }
-    // The serial totals do not apply to overlapping statements: unknown, with why.
-    assert!(comparison["totals"]["relative_score"].is_null());
-    assert!(comparison["totals"]["basis"].as_str().unwrap().contains("statements overlap"));
-    assert!(comparison["cost"]["baseline"]["usd_per_1000_queries"].is_null());
-    assert!(comparison["cost"]["baseline"]["why_unknown"].as_str().unwrap().contains("each level's"));
+    // The serial figures do not apply to overlapping statements: none is given, and the
+    // kind's section says why; its prices are each side's, at which each level's cost is.
+    assert!(comparison["totals"].get("relative_score").is_none() && comparison.get("cost").is_none());
+    assert!(comparison.get("clickbench").is_none() && comparison.get("levels").is_none());
+    assert!(comparison["throughput"]["basis"].as_str().unwrap().contains("statements overlap"));
+    assert_eq!(comparison["throughput"]["prices"]["baseline"]["price"]["usd_per_hour"], 0.29);
+    assert_eq!(comparison["throughput"]["prices"]["candidate"]["price"]["state"], "unknown");
     let report = std::fs::read_to_string(out.join("compare.md")).unwrap();
     assert!(report.contains("## Throughput") && report.contains("| 2 "), "{report}");
     assert!(!report.contains("ClickBench's relative score of B against A"), "{report}");
@@ -234,6 +236,20 @@ fn two_throughput_bundles_compare_level_by_level() {
     assert!(said.contains("\nQPS at 1 client: ") && said.contains("\nQPS at 2 clients: "), "{said}");
     assert!(said.contains("A: per 1,000 queries $") && said.contains("B: cost unknown, price unknown"), "{said}");
     assert!(out.join("compare.md").is_file());
+    // A node price for a type neither side ran on would price nothing: refused, not ignored.
+    let unused = xtask()
+        .arg("compare")
+        .args([results.path().join("a"), results.path().join("b")])
+        .args(["--node-price", "c7g.2xlarge=0.29", "--out"])
+        .arg(results.path().join("np"))
+        .output()
+        .unwrap();
+    let line = error_line(&unused);
+    assert!(
+        line.contains("--node-price c7g.2xlarge=...: neither side ran on c7g.2xlarge (A's node: not recorded"),
+        "{line}"
+    );
+    assert!(!results.path().join("np").exists(), "nothing written for a refused comparison");
 }
 
 #[test]

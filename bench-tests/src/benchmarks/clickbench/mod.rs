@@ -17,6 +17,7 @@
 //! written.
 
 mod checkout;
+mod compare;
 pub mod dataset;
 mod flags;
 pub mod report;
@@ -28,6 +29,7 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 
 pub use self::checkout::{SetQuery, hits_format, read_queries, schema_mismatch};
+pub use self::compare::{ClickBenchComparison, Cost, RELATIVE_SCORE_SHIFT_MS, SideCost};
 pub use self::flags::ClickBenchFlags;
 pub use self::results::{
     AnswerCheck, AnswerOutcome, ClickBenchBundle, ClickBenchDataset, ClickBenchQueryRuns, ClickBenchResults,
@@ -36,6 +38,7 @@ pub use self::results::{
 use super::{Benchmark, GuardedSql, Run};
 use crate::answers::{AnswerDigest, tally};
 use crate::breakdown::TimeBreakdown;
+use crate::compare::{BundleAt, CompareOptions, Comparison, side_prices};
 use crate::files::{shown, write_atomically};
 use crate::fixtures::{Fixture, Params, Statement};
 use crate::interrupt::Interrupted;
@@ -168,6 +171,7 @@ impl Benchmark for ClickBenchBenchmark {
     type Results = ClickBenchResults;
     type Phase = ClickBenchPhase;
     type Flags = ClickBenchFlags;
+    type ComparisonSections = ClickBenchComparison;
     const ABOUT: &'static str = "ClickBench's query set (the C7g against C6i study): the shipped hits-like table and \
                                  Q19, Q33, Q34, or a checkout and the official data; answers checked, sum of means";
 
@@ -329,6 +333,15 @@ impl Benchmark for ClickBenchBenchmark {
         run.target.execute(&format!("DROP DATABASE IF EXISTS {database} SYNC")).with_context(|| {
             format!("database {database} may be left on the target: drop it with DROP DATABASE {database} SYNC")
         })
+    }
+
+    /// ClickBench's relative score, and the cost of a query-set run at each side's price.
+    fn comparison_sections(
+        bundles: &[BundleAt<ClickBenchResults>],
+        comparison: &Comparison,
+        options: &CompareOptions,
+    ) -> Result<ClickBenchComparison> {
+        Ok(ClickBenchComparison::of(comparison, side_prices(bundles, options)?))
     }
 
     fn report(bundle: &RunBundle<ClickBenchResults>) -> Result<Section> {

@@ -42,6 +42,7 @@ pub use self::results::{
 use super::{Benchmark, GuardedSql, Run};
 use crate::ab_variants::{AbRun, check_variants};
 use crate::breakdown::TimeBreakdown;
+use crate::compare::{BundleAt, CompareOptions, Comparison, NoSections};
 use crate::explain::explain_indexes;
 use crate::fixtures::{Fixture, Params, Statement};
 use crate::measure::{drop_caches, measure};
@@ -148,6 +149,7 @@ impl Benchmark for LogsBenchmark {
     type Results = LogsResults;
     type Phase = LogsPhase;
     type Flags = LogsFlags;
+    type ComparisonSections = NoSections;
     const ABOUT: &'static str = "The ClickHouse on EKS field benchmark's measurement (the default kind): ingest, \
                                  storage by column, Q1-Q5 cold and warm, a bloom filter, cost";
 
@@ -251,6 +253,14 @@ impl Benchmark for LogsBenchmark {
         }?;
         record_run_time(run);
         run.writer.save()
+    }
+
+    fn comparison_sections(
+        _bundles: &[BundleAt<LogsResults>],
+        _comparison: &Comparison,
+        _options: &CompareOptions,
+    ) -> Result<NoSections> {
+        Ok(NoSections)
     }
 
     fn report(bundle: &RunBundle<LogsResults>) -> Result<Section> {

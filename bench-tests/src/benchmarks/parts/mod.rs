@@ -32,6 +32,7 @@ pub use self::results::{
 };
 use super::{Benchmark, GuardedSql, Run};
 use crate::breakdown::TimeBreakdown;
+use crate::compare::{BundleAt, CompareOptions, Comparison, NoSections};
 use crate::fixtures::{Fixture, Params};
 use crate::measure::{Measured, measure, measure_concurrently};
 use crate::numbers::{median_of_all, median_unsorted};
@@ -107,6 +108,7 @@ impl Benchmark for PartsBenchmark {
     type Results = PartsResults;
     type Phase = PartsPhase;
     type Flags = PartsFlags;
+    type ComparisonSections = NoSections;
     const ABOUT: &'static str = "Planning cost as a table's active parts grow (Cloudflare's Ready-Analytics account): \
                                  a sweep over part counts on two partition designs, slopes per query, a gate";
 
@@ -220,6 +222,14 @@ impl Benchmark for PartsBenchmark {
         let seconds = started.elapsed().as_secs_f64();
         run.results().phase_times.push(PhaseTime { phase: "clean_up".to_string(), seconds });
         run.writer.save()
+    }
+
+    fn comparison_sections(
+        _bundles: &[BundleAt<PartsResults>],
+        _comparison: &Comparison,
+        _options: &CompareOptions,
+    ) -> Result<NoSections> {
+        Ok(NoSections)
     }
 
     fn report(bundle: &RunBundle<PartsResults>) -> Result<Section> {

@@ -15,6 +15,7 @@
 //!    the bundle saved, so a stop keeps the levels done (a kill, the levels before the one
 //!    running).
 
+mod compare;
 mod flags;
 pub mod report;
 mod results;
@@ -28,6 +29,7 @@ use rand::SeedableRng;
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
 
+pub use self::compare::{LevelComparison, LevelSide, NOT_SERIAL, Prices, ThroughputComparison};
 pub use self::flags::{ThroughputFlags, parse_duration};
 pub use self::results::{
     CheckBlock, CheckPath, DatasetBuild, Latency, LevelBound, LevelRound, LevelSummary, QueryErrors, RunnerCheck,
@@ -35,7 +37,7 @@ pub use self::results::{
     WorkloadQuery,
 };
 use super::{Benchmark, GuardedSql, Run};
-use crate::compare::{self, BundleAt, CompareOptions, Comparison, LevelComparison, LevelSide};
+use crate::compare::{BundleAt, CompareOptions, Comparison, side_prices};
 use crate::dataset::{BytesPerRow, Dataset, UNMEASURED_BYTES_PER_ROW, check_fits, check_row_bound};
 use crate::files::{fixtures_root, shown};
 use crate::fixtures::{Fixture, Params, Statement};
@@ -47,7 +49,6 @@ use crate::query_runs::{QueryRuns, Sample, SampleKind};
 use crate::report::Section;
 use crate::results::RunBundle;
 use crate::settings::Settings;
-use crate::significance::{Thresholds, Verdict, compare_timings};
 use crate::stats::{StatementTag, StatsSource};
 use crate::targets::{ClosedLoop, Concurrency, LoopBound};
 use crate::units::{number, plural, times};
@@ -196,6 +197,7 @@ impl Benchmark for ThroughputBenchmark {
     type Results = ThroughputResults;
     type Phase = ThroughputPhase;
     type Flags = ThroughputFlags;
+    type ComparisonSections = ThroughputComparison;
     const ABOUT: &'static str = "Queries per second at several levels of concurrency (a closed loop over a pack's \
                                  queries or SQL files), with latency percentiles, errors apart, rounds and their \
                                  spread, and a check that the runner is not the bottleneck";
@@ -365,20 +367,15 @@ impl Benchmark for ThroughputBenchmark {
         })
     }
 
-    /// Latency per (query, level) as every kind compares it, then each level's QPS across
-    /// rounds, tested the same way, with its errors and its cost at that QPS
-    /// ([`Comparison::levels`]). The serial totals' relative score and query-set cost do
-    /// not apply to overlapping statements: the shared comparison leaves them unknown, with
-    /// why, from `ThroughputResults::NOT_SERIAL`.
-    fn compare(bundles: &[BundleAt<ThroughputResults>], options: &CompareOptions) -> Result<Comparison> {
-        let mut comparison = compare::compare_bundles(bundles, options)?;
-        if let [baseline, candidate] = bundles {
-            let prices =
-                (comparison.cost.baseline.price.usd_per_hour(), comparison.cost.candidate.price.usd_per_hour());
-            comparison.levels =
-                compare_levels(&baseline.bundle.benchmark, &candidate.bundle.benchmark, &options.thresholds, prices);
-        }
-        Ok(comparison)
+    /// Each level's QPS across rounds, tested as every timing is, with its errors and its
+    /// cost at that QPS; latency per (query, level) is the comparison every kind has.
+    fn comparison_sections(
+        bundles: &[BundleAt<ThroughputResults>],
+        _comparison: &Comparison,
+        options: &CompareOptions,
+    ) -> Result<ThroughputComparison> {
+        let results: Vec<&ThroughputResults> = bundles.iter().map(|at| &at.bundle.benchmark).collect();
+        Ok(ThroughputComparison::of(&results, &options.thresholds, side_prices(bundles, options)?))
     }
 }
 
@@ -893,71 +890,6 @@ fn level_line(level: &LevelRound) -> String {
     )
 }
 
-/// Each level either bundle ran: its QPS across complete rounds, tested with the
-/// comparison's statistics ([`compare_timings`]) on the wall time per completed statement,
-/// its errors, and its cost per 1,000 statements at the median QPS and each side's price
-/// (USD per hour, `None` when unknown).
-pub fn compare_levels(
-    baseline: &ThroughputResults,
-    candidate: &ThroughputResults,
-    thresholds: &Thresholds,
-    (baseline_usd, candidate_usd): (Option<f64>, Option<f64>),
-) -> Vec<LevelComparison> {
-    let ms_per_statement = |results: &ThroughputResults, clients: u32| -> Vec<f64> {
-        results
-            .rounds
-            .iter()
-            .filter(|round| round.clients == clients && round.complete)
-            .map(|round| round.qps.map_or(f64::NAN, |qps| 1e3 / qps))
-            .collect()
-    };
-    let side = |results: &ThroughputResults, clients: u32, usd_per_hour: Option<f64>| {
-        // A level with no complete round (interrupted, or never reached) was not measured.
-        results.levels.iter().find(|level| level.clients == clients && level.rounds > 0).map(|level| LevelSide {
-            rounds: level.rounds,
-            qps_min: level.qps.min,
-            qps_median: level.qps.median,
-            qps_max: level.qps.max,
-            completed: level.completed,
-            errors: level.errors,
-            usd_per_1000_queries: level
-                .qps
-                .median
-                .zip(usd_per_hour)
-                .and_then(|(qps, usd)| crate::node_prices::usd_per_1000_queries_at_qps(qps, usd)),
-        })
-    };
-    let mut clients: Vec<u32> = baseline.levels.iter().chain(&candidate.levels).map(|level| level.clients).collect();
-    clients.sort_unstable();
-    clients.dedup();
-    clients
-        .into_iter()
-        .map(|clients| {
-            let mut significance = compare_timings(
-                &ms_per_statement(baseline, clients),
-                &ms_per_statement(candidate, clients),
-                thresholds,
-            );
-            // A round that completed nothing has no rate; its spread is unknown, and a test
-            // of the other rounds would hide the worst one.
-            if significance.unknown_samples > 0 {
-                significance.verdict = Verdict::Untestable;
-                significance.p_value = None;
-                significance.reason = Some(format!(
-                    "{} without a completed statement, whose QPS is unknown",
-                    plural(significance.unknown_samples as u64, "round")
-                ));
-            }
-            LevelComparison {
-                clients,
-                baseline: side(baseline, clients, baseline_usd),
-                candidate: side(candidate, clients, candidate_usd),
-                significance,
-            }
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1074,76 +1006,6 @@ mod tests {
         assert_eq!((summary.qps.min, summary.qps.median, summary.qps.max), (Some(2.0), Some(2.25), Some(2.5)));
         assert_eq!((summary.completed, summary.errors), (10, 2));
         assert_eq!(summary.runner_cpu_us_per_statement, Some(10.0));
-    }
-
-    /// Results whose level of 2 clients had these QPS, one complete round each.
-    fn results_with_qps(qps: &[f64]) -> ThroughputResults {
-        let benchmark = ThroughputBenchmark {
-            pack: "logs".to_string(),
-            design: None,
-            rows: 1000,
-            queries: Vec::new(),
-            sql_files: Vec::new(),
-            levels: Levels::parse("2"),
-            duration: None,
-            iterations: None,
-            rounds: qps.len() as u32,
-            seed: 1,
-            check_statements: 0,
-        };
-        let mut results = benchmark.new_results();
-        let looped = ClosedLoop {
-            statements: Vec::new(),
-            wall: Duration::from_secs(1),
-            clients: Vec::new(),
-            answers: Vec::new(),
-            interrupted: false,
-        };
-        for (round, &qps) in qps.iter().enumerate() {
-            results.rounds.push(LevelRound { qps: Some(qps), ..level_round(round as u32 + 1, 2, &looped, &[]) });
-        }
-        results.levels = vec![LevelSummary::of(2, &results.rounds)];
-        results
-    }
-
-    #[test]
-    fn a_levels_qps_is_compared_across_rounds_higher_being_better() {
-        let thresholds = Thresholds::default();
-        let slow = results_with_qps(&[100.0, 101.0, 99.0, 100.5, 99.5]);
-        let fast = results_with_qps(&[150.0, 151.0, 149.0, 150.5, 149.5]);
-        let [level] = compare_levels(&slow, &fast, &thresholds, (Some(3.6), None)).try_into().unwrap();
-        assert_eq!(level.clients, 2);
-        let median = |side: &Option<LevelSide>| side.as_ref().and_then(|side| side.qps_median);
-        assert_eq!((median(&level.baseline), median(&level.candidate)), (Some(100.0), Some(150.0)));
-        // Compared as wall time per completed statement: more QPS is faster.
-        assert_eq!(level.significance.verdict, Verdict::Faster);
-        assert!(
-            level.line().starts_with("QPS at 2 clients: 100 -> 150 (B/A 1.50x), higher (5 and 5 rounds, p "),
-            "{}",
-            level.line()
-        );
-        // $3.60 an hour at 100 QPS: 360,000 statements an hour, 1 cent per 1,000.
-        let cost = |side: &Option<LevelSide>| side.as_ref().and_then(|side| side.usd_per_1000_queries);
-        assert!((cost(&level.baseline).unwrap() - 0.01).abs() < 1e-12);
-        assert_eq!(cost(&level.candidate), None, "no price, no cost");
-        let [back] = compare_levels(&fast, &slow, &thresholds, (None, None)).try_into().unwrap();
-        assert_eq!(back.significance.verdict, Verdict::Slower);
-        assert!(back.line().contains(", lower ("), "{}", back.line());
-        // Three rounds a side: untestable, said with the counts.
-        let few = results_with_qps(&[100.0, 101.0, 99.0]);
-        let [level] = compare_levels(&few, &few, &thresholds, (None, None)).try_into().unwrap();
-        assert_eq!(level.significance.verdict, Verdict::Untestable);
-        assert!(level.line().contains("untestable (3 and 3 rounds): 3 and 3 samples"), "{}", level.line());
-        // A level one side ran only is listed, not dropped.
-        let mut other = results_with_qps(&[100.0; 5]);
-        for round in &mut other.rounds {
-            round.clients = 4;
-        }
-        other.levels = vec![LevelSummary::of(4, &other.rounds)];
-        let levels = compare_levels(&slow, &other, &thresholds, (None, None));
-        assert_eq!(levels.iter().map(|level| level.clients).collect::<Vec<_>>(), [2, 4]);
-        assert!(levels[0].candidate.is_none() && levels[1].baseline.is_none());
-        assert!(levels[1].line().starts_with("QPS at 4 clients: not run -> 100"), "{}", levels[1].line());
     }
 
     #[test]

@@ -36,10 +36,6 @@ pub struct ThroughputResults {
 impl KindResults for ThroughputResults {
     const KIND: &'static str = "throughput";
     type Variant = ThroughputVariant;
-    const NOT_SERIAL: Option<&'static str> = Some(
-        "a throughput run's statements overlap, so its times are latencies under load at each level, not a \
-         query-set run one query after another",
-    );
 
     fn queries(&self) -> &[ThroughputQueryRuns] {
         &self.queries
