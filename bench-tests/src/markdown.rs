@@ -1,7 +1,8 @@
-//! Markdown tables for reports: a header and rows of the same width, in GitHub's plain
-//! form (`| a | b |` over `| --- | --- |`). Written here rather than with a table crate:
-//! the crates pad cells to align columns, which would change every report's text for no
-//! reader's gain, and the whole job is a join.
+//! Tables: a header and rows of the same width, rendered for reports in GitHub's plain
+//! Markdown form (`| a | b |` over `| --- | --- |`), or as aligned columns of text for a
+//! terminal ([`Table::aligned`]). Written here rather than with a table crate: the crates
+//! pad a Markdown table's cells to align its columns, which would change every report's
+//! text for no reader's gain, and the whole job is a join.
 
 use std::fmt;
 
@@ -29,6 +30,25 @@ impl Table {
 
     pub fn is_empty(&self) -> bool {
         self.rows.is_empty()
+    }
+
+    /// The table as columns of text aligned for a terminal, the header first, each line
+    /// after `indent` and without trailing spaces.
+    pub fn aligned(&self, indent: &str) -> String {
+        let lines = || std::iter::once(&self.header).chain(&self.rows);
+        let mut widths = vec![0; self.header.len()];
+        for cells in lines() {
+            for (width, cell) in widths.iter_mut().zip(cells) {
+                *width = (*width).max(cell.chars().count());
+            }
+        }
+        let mut text = String::new();
+        for cells in lines() {
+            let line: Vec<String> = widths.iter().zip(cells).map(|(width, cell)| format!("{cell:<width$}")).collect();
+            text.push_str(format!("{indent}{}", line.join(" ")).trim_end());
+            text.push('\n');
+        }
+        text
     }
 }
 
@@ -69,6 +89,13 @@ mod tests {
             table.to_string(),
             "| | this run | source |\n| --- | --- | --- |\n| seconds | 1.5 | 106.7 |\n| parts | - | - |\n| q5 |  | x |\n"
         );
+    }
+
+    #[test]
+    fn an_aligned_table_pads_each_column_to_its_widest_cell() {
+        let mut table = Table::new(["column", "ratio"]);
+        table.row(["message", "4.31x"]).row(["ts", ""]);
+        assert_eq!(table.aligned("  "), "  column  ratio\n  message 4.31x\n  ts\n");
     }
 
     #[test]

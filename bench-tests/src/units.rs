@@ -49,6 +49,20 @@ pub fn milliseconds(value: Option<f64>) -> String {
     }
 }
 
+/// A count with its thousands grouped: `2,048`, `1,000,000`. By hand: the grouping is a
+/// loop, and a crate for it would add a dependency for nothing else.
+pub fn thousands(count: u64) -> String {
+    let digits = count.to_string();
+    let mut grouped = String::with_capacity(digits.len() + digits.len() / 3);
+    for (index, digit) in digits.chars().enumerate() {
+        if index > 0 && (digits.len() - index).is_multiple_of(3) {
+            grouped.push(',');
+        }
+        grouped.push(digit);
+    }
+    grouped
+}
+
 /// A rate per second, whole.
 pub fn per_second(rate: Option<f64>) -> String {
     number(rate.unwrap_or(f64::NAN), 0)

@@ -17,19 +17,20 @@
 //! whose keys stay as they were; `index_stages` and `notes` are added only where they
 //! apply (an EXPLAIN statement, an answer without rows).
 
-use std::fmt::{self, Write as _};
+use std::fmt;
 use std::path::{Component, Path, PathBuf};
 
 use anyhow::{Context, Result, anyhow, bail};
 use chbench::explain::{Explained, TableRead, applies_skip_indexes_on_data_read, explain_indexes, explained};
 use chbench::files::shown;
 use chbench::fixtures::{Fixture, Params, Statement};
+use chbench::markdown::Table;
 use chbench::measure::measure;
 use chbench::packs::{AlsoMeasure, CLAIMS_FILE, Observation, PACKS_DIR_ENV, Pack, known_packs_in, packs_root};
 use chbench::parts::{ColumnSizes, PartsSummary};
 use chbench::settings::Settings;
 use chbench::stats::{QueryStats, StatementTag};
-use chbench::units::{human_bytes, parse_count};
+use chbench::units::{human_bytes, parse_count, thousands};
 
 use crate::flags::Measure;
 
@@ -368,7 +369,7 @@ fn write_stages(f: &mut fmt::Formatter<'_>, reads: &[TableRead], granules_read: 
             continue;
         }
         writeln!(f, "  index stages of {} (EXPLAIN indexes = 1):", read.table)?;
-        let mut rows = vec![["stage", "index", "parts", "granules"].map(str::to_string)];
+        let mut table = Table::new(["stage", "index", "parts", "granules"]);
         for stage in &read.stages {
             let (parts, granules) = if stage.applied_on_data_read {
                 let granules = granules_read.map_or("unknown".to_string(), thousands);
@@ -382,9 +383,9 @@ fn write_stages(f: &mut fmt::Formatter<'_>, reads: &[TableRead], granules_read: 
                     format!("{} -> {}", thousands(stage.initial_granules), thousands(stage.selected_granules)),
                 )
             };
-            rows.push([stage.kind.clone(), stage.name.clone().unwrap_or_default(), parts, granules]);
+            table.row([stage.kind.clone(), stage.name.clone().unwrap_or_default(), parts, granules]);
         }
-        write_table(f, &rows)?;
+        f.write_str(&table.aligned(TABLE_INDENT))?;
     }
     Ok(())
 }
@@ -408,9 +409,9 @@ fn write_columns(f: &mut fmt::Formatter<'_>, columns: &ColumnSizes) -> fmt::Resu
         ColumnSizes::Unknown { reason } => return writeln!(f, "  column sizes: unknown ({reason})"),
     };
     writeln!(f, "  column sizes:")?;
-    let mut rows = vec![["column", "compressed", "uncompressed", "ratio"].map(str::to_string)];
+    let mut table = Table::new(["column", "compressed", "uncompressed", "ratio"]);
     for column in columns {
-        rows.push([
+        table.row([
             column.column.clone(),
             human_bytes(column.compressed_bytes),
             human_bytes(column.uncompressed_bytes),
@@ -420,47 +421,19 @@ fn write_columns(f: &mut fmt::Formatter<'_>, columns: &ColumnSizes) -> fmt::Resu
             },
         ]);
     }
-    write_table(f, &rows)?;
+    f.write_str(&table.aligned(TABLE_INDENT))?;
     if let Some(note) = note {
         writeln!(f, "  note: {note}")?;
     }
     Ok(())
 }
 
-/// Rows of cells as aligned columns, indented under their heading, the first row a header.
-fn write_table<const N: usize>(f: &mut fmt::Formatter<'_>, rows: &[[String; N]]) -> fmt::Result {
-    let mut widths = [0; N];
-    for row in rows {
-        for (width, cell) in widths.iter_mut().zip(row) {
-            *width = (*width).max(cell.chars().count());
-        }
-    }
-    for row in rows {
-        let mut line = String::from("   ");
-        for (width, cell) in widths.iter().zip(row) {
-            let _ = write!(line, " {cell:<width$}");
-        }
-        writeln!(f, "{}", line.trim_end())?;
-    }
-    Ok(())
-}
+/// A table's indent: under its heading's, which is two spaces.
+const TABLE_INDENT: &str = "    ";
 
 /// `1 row`, `2,048 rows`.
 fn rows(count: u64) -> String {
     if count == 1 { "1 row".to_string() } else { format!("{} rows", thousands(count)) }
-}
-
-/// A count with thousands separators: `24,576`.
-fn thousands(count: u64) -> String {
-    let digits = count.to_string();
-    let mut grouped = String::new();
-    for (index, digit) in digits.chars().enumerate() {
-        if index > 0 && (digits.len() - index).is_multiple_of(3) {
-            grouped.push(',');
-        }
-        grouped.push(digit);
-    }
-    grouped
 }
 
 /// The file form when the first argument is a file, or looks like one (a mistyped path
