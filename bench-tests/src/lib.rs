@@ -50,6 +50,7 @@ pub mod settings;
 pub mod stats;
 pub mod storage_baseline;
 pub mod table_bytes;
+pub mod table_parts;
 pub mod target_info;
 // The bundle, its report and the comparison of bundles:
 pub mod compare;
@@ -64,7 +65,6 @@ pub mod explain;
 pub mod fixtures;
 pub mod guard;
 pub mod measure;
-pub mod parts;
 // Prepared datasets:
 pub mod dataset;
 // Scenario packs, benchmarks, and what a run on a deployment leaves:

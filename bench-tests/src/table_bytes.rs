@@ -1,6 +1,6 @@
 //! Bytes of a table, in all and per column, as a results bundle records them: a table at
 //! one moment ([`StorageSnapshot`]), its totals ([`TableBytes`]) and one column's
-//! ([`ColumnBytes`]). Reading them from the system tables is `parts`'s.
+//! ([`ColumnBytes`]). Reading them from the system tables is `table_parts`'s.
 
 use serde::{Deserialize, Serialize};
 

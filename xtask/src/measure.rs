@@ -27,9 +27,9 @@ use chbench::fixtures::{Fixture, Params, Statement};
 use chbench::markdown::Table;
 use chbench::measure::measure;
 use chbench::packs::{AlsoMeasure, CLAIMS_FILE, Observation, PACKS_DIR_ENV, Pack, known_packs_in, packs_root};
-use chbench::parts::{ColumnSizes, PartsSummary};
 use chbench::settings::Settings;
 use chbench::stats::{QueryStats, StatementTag};
+use chbench::table_parts::{ColumnSizes, PartsSummary};
 use chbench::units::{human_bytes, parse_count, thousands};
 
 use crate::flags::Measure;

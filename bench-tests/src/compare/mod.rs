@@ -3,7 +3,7 @@
 //!
 //! For each query measured on both sides: the medians of the warm samples, their ratio and
 //! the verdict of [`crate::significance`] (faster, slower, unchanged, unstable, or
-//! untestable, with why); for a query flagged faster or slower, why ([`explain`]): the time
+//! untestable, with why); for a query flagged faster or slower, why ([`why`]): the time
 //! breakdown side by side and the ProfileEvents that moved most per row read. Totals as
 //! the published comparisons give them (the sum of means and its gain, the geometric mean
 //! of the per-query ratios), and each side's CPU use against what its cores offered.
@@ -17,17 +17,17 @@
 //! node price ([`side_prices`]). [`report`] renders a [`Compared`] as Markdown and a chart.
 
 mod checks;
-mod explain;
 pub mod report;
 mod sections;
+mod why;
 
 use std::path::PathBuf;
 
 use anyhow::{Result, bail};
 use serde::{Deserialize, Serialize};
 
-pub use self::explain::{BreakdownMedians, MovedEvent, OneSided, Why};
 pub use self::sections::{Compared, ComparisonSections, NoSections};
+pub use self::why::{BreakdownMedians, MovedEvent, OneSided, Why};
 use crate::answers::{AnswerDigest, describe_tally, tally};
 use crate::node_prices::{NodePrice, PriceOverrides, price_of};
 use crate::numbers::{median_unsorted, ratio};
@@ -628,7 +628,7 @@ fn compare_query<Variant>(
             Some(format!("A gave {}, B {}: not one query's times", answer_list(baseline), answer_list(candidate)));
     }
     let why = matches!(significance.verdict, Verdict::Faster | Verdict::Slower)
-        .then(|| explain::why(significance.verdict, baseline, candidate, &baseline_side, &candidate_side));
+        .then(|| why::why(significance.verdict, baseline, candidate, &baseline_side, &candidate_side));
     QueryComparison {
         query: label.to_string(),
         sql_file: baseline.sql_file.clone(),
@@ -636,7 +636,7 @@ fn compare_query<Variant>(
         candidate: candidate_side,
         significance,
         why,
-        plan: explain::plan_change(baseline.plan.as_deref(), candidate.plan.as_deref()),
+        plan: why::plan_change(baseline.plan.as_deref(), candidate.plan.as_deref()),
         answers,
     }
 }
@@ -674,7 +674,7 @@ fn query_side<Variant>(runs: &QueryRuns<Variant>, timings: &[f64], median_ms: Op
         mean_ms,
         min_ms: known.iter().copied().reduce(f64::min),
         read_rows: median_unsorted(runs.warm_samples().map(|sample| sample.stats.read_rows as f64).collect()),
-        breakdown: explain::breakdown_medians(runs),
+        breakdown: why::breakdown_medians(runs),
     }
 }
 

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use anyhow::Result;
 
-use super::explain::short_ratio;
+use super::why::short_ratio;
 use super::{Compared, Comparison, PlanChange, QueryComparison, Side};
 use crate::files::write_atomically;
 use crate::markdown::Table;

@@ -44,8 +44,8 @@ use sha2::{Digest, Sha256};
 use crate::files::{free_bytes, shown};
 use crate::fixtures::{Fixture, Params, Statement};
 use crate::guard;
-use crate::parts::wait_for_mutations;
 use crate::sql::sql_string;
+use crate::table_parts::wait_for_mutations;
 use crate::target_info::TargetKind;
 use crate::targets::{
     DatasetProvision, Storage, Target, engine_version_of, open_target_of_kind, open_target_on, resolve_kind,

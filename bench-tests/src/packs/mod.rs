@@ -48,7 +48,7 @@ use serde::Serialize;
 
 use crate::explain::TableRead;
 use crate::invariant::Check;
-use crate::parts::{ColumnSizes, PartsSummary};
+use crate::table_parts::{ColumnSizes, PartsSummary};
 use claims::Claim;
 
 /// The most rows the determinism check builds: random values show at any scale, and it

@@ -13,9 +13,9 @@ use crate::explain::{TableRead, explain_indexes};
 use crate::files::fixtures_root;
 use crate::fixtures::{Fixture, Params, Statement};
 use crate::measure::measure;
-use crate::parts::{ColumnSizes, PartsSummary, column_sizes_of, parts_summary};
 use crate::settings::Settings;
 use crate::stats::StatementTag;
+use crate::table_parts::{ColumnSizes, PartsSummary, column_sizes_of, parts_summary};
 use crate::target_info::TargetKind;
 
 impl Pack {

@@ -6,10 +6,10 @@ use crate::common;
 use chbench::explain::explain_indexes;
 use chbench::fixtures::{Fixture, Params};
 use chbench::measure::{drop_caches, measure};
-use chbench::parts::{ColumnSizes, column_bytes, column_sizes, parts_summary};
 use chbench::settings::Settings;
 use chbench::stats::StatementTag;
 use chbench::stats::StatsSource;
+use chbench::table_parts::{ColumnSizes, column_bytes, column_sizes, parts_summary};
 use chbench::targets::Target;
 
 /// A 200 k-row MergeTree table in the scenario's database, one part.

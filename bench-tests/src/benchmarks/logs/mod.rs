@@ -47,7 +47,6 @@ use crate::explain::explain_indexes;
 use crate::fixtures::{Fixture, Params, Statement};
 use crate::measure::{drop_caches, measure};
 use crate::numbers::ratio;
-use crate::parts::{ColumnSizes, column_sizes_of, parts_summary, skip_index_bytes, wait_for_mutations};
 use crate::plan::TableRead;
 use crate::query_runs::{QueryRuns, Sample, SampleKind, Step};
 use crate::report::Section;
@@ -56,6 +55,7 @@ use crate::settings::Settings;
 use crate::sql::{one_line, sql_string};
 use crate::stats::StatementTag;
 use crate::table_bytes::{StorageSnapshot, TableBytes};
+use crate::table_parts::{ColumnSizes, column_sizes_of, parts_summary, skip_index_bytes, wait_for_mutations};
 use crate::targets::Target;
 use crate::units::{human_bytes, milliseconds, per_second, percent, times};
 

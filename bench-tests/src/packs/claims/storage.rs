@@ -14,8 +14,8 @@ use toml::Spanned;
 use super::{Bound, Observations, Rule, SectionClaims};
 use crate::invariant::{Check, claim};
 use crate::packs::Observation;
-use crate::parts::ColumnSizes;
 use crate::table_bytes::ColumnBytes;
+use crate::table_parts::ColumnSizes;
 
 /// `[table]`, and each `columns.<column>` and `on.<design>` in it: claims about the
 /// designs' table, whatever the query (checked in every case, on the table its query
