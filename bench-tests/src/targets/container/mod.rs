@@ -8,7 +8,8 @@
 //! there, so it is never written to a file, printed or recorded.
 //!
 //! This module owns the container's life: which processes share one
-//! ([`ContainerScope`]), its name and labels, creating or joining it, and removing it.
+//! ([`ContainerScope`], in `scope`), its name and labels, creating or joining it, and
+//! removing it; `docker` finds the daemon and a client for it.
 //!
 //! - Under nextest (`NEXTEST_RUN_ID` set) each test is a process, and a whole
 //!   `cargo nextest run` shares one container, `chbench-clickhouse-run-<run id>`: the
@@ -45,7 +46,6 @@
 //! run beside others).
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -59,11 +59,17 @@ use bollard::query_parameters::{
     CreateContainerOptions, CreateImageOptions, ListContainersOptions, LogsOptions, RemoveContainerOptions,
 };
 use futures_util::StreamExt;
-use sysinfo::{Pid, ProcessRefreshKind, ProcessesToUpdate, System};
 
+use self::docker::docker_client;
+pub use self::docker::{docker_answers, docker_host, docker_tls_refusal};
+use self::scope::host_name;
+pub use self::scope::{ContainerScope, ProcessIdentity, is_abandoned, nextest_run_id, pid_runs};
 use super::server::{BENCH_USER, ServerConfig, ServerTarget};
 use super::{Backend, Capabilities, ClientOpener, ResultCounters, Storage};
 use crate::settings::Settings;
+
+mod docker;
+mod scope;
 
 /// A server chbench started, measured as any server: the `url` target's capabilities
 /// (concurrent clients too: each an HTTP client of its own to the container's port, each
@@ -197,142 +203,6 @@ impl Password {
     }
 }
 
-/// A process, told apart from a later one given the same pid by its start time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ProcessIdentity {
-    pub pid: u32,
-    /// Seconds since the Unix epoch, as the OS reports it.
-    pub started: u64,
-}
-
-impl ProcessIdentity {
-    /// This process.
-    pub fn current() -> Result<ProcessIdentity> {
-        let pid = sysinfo::get_current_pid().map_err(|error| anyhow!("cannot read this process's id: {error}"))?;
-        Ok(process_info(pid).with_context(|| format!("cannot read process {pid}"))?.0)
-    }
-
-    /// This process's parent: under nextest, the test runner.
-    pub fn parent() -> Result<ProcessIdentity> {
-        let pid = sysinfo::get_current_pid().map_err(|error| anyhow!("cannot read this process's id: {error}"))?;
-        let parent = process_info(pid).and_then(|(_, parent)| parent).context("cannot read this process's parent")?;
-        Ok(process_info(parent).with_context(|| format!("cannot read process {parent}, this process's parent"))?.0)
-    }
-
-    /// Whether this process still runs: its pid belongs to a process started at the same
-    /// time (whole seconds, so a second apart at most for one process).
-    pub fn is_running(self) -> bool {
-        process_info(Pid::from_u32(self.pid)).is_some_and(|(running, _)| running.started.abs_diff(self.started) <= 1)
-    }
-}
-
-/// Whether any process on this machine has `pid` (a later one given it counts too, so
-/// the answer errs toward "runs"), for records that keep a pid alone.
-pub fn pid_runs(pid: u32) -> bool {
-    process_info(Pid::from_u32(pid)).is_some()
-}
-
-/// A process's identity and its parent's pid, if it runs.
-fn process_info(pid: Pid) -> Option<(ProcessIdentity, Option<Pid>)> {
-    let mut system = System::new();
-    system.refresh_processes_specifics(ProcessesToUpdate::Some(&[pid]), true, ProcessRefreshKind::nothing());
-    let process = system.process(pid)?;
-    Some((ProcessIdentity { pid: pid.as_u32(), started: process.start_time() }, process.parent()))
-}
-
-/// This machine's name, for the owner's host label (empty when unknown).
-fn host_name() -> String {
-    System::host_name().unwrap_or_default()
-}
-
-/// The nextest run this process is a test of (`NEXTEST_RUN_ID`), `None` outside nextest.
-/// The one reading of the variable: the container's scope and the names of scenario
-/// databases on shared servers both follow it.
-pub fn nextest_run_id() -> Result<Option<uuid::Uuid>> {
-    match std::env::var(NEXTEST_RUN_ID_ENV) {
-        Ok(run_id) => parse_run_id(&run_id).map(Some),
-        Err(std::env::VarError::NotPresent) => Ok(None),
-        Err(std::env::VarError::NotUnicode(_)) => bail!("{NEXTEST_RUN_ID_ENV} is not valid UTF-8"),
-    }
-}
-
-/// A run id, checked, since it becomes part of container and database names.
-fn parse_run_id(run_id: &str) -> Result<uuid::Uuid> {
-    uuid::Uuid::parse_str(run_id.trim())
-        .map_err(|_| anyhow!("{NEXTEST_RUN_ID_ENV}={run_id:?} is not a UUID (nextest sets one per run)"))
-}
-
-/// Which processes share one container, and whose end ends its use.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ContainerScope {
-    /// `run-<nextest run id>` or `process-<pid>-<start>`: the end of the container's name
-    /// and the value of its [`SCOPE_LABEL`].
-    pub key: String,
-    /// The process whose end ends the container's use: the test runner, or this process.
-    pub owner: ProcessIdentity,
-    /// Whether other processes join it (one nextest run's), so that no process that uses
-    /// it removes it on closing.
-    pub shared: bool,
-}
-
-impl ContainerScope {
-    /// One nextest run's when `NEXTEST_RUN_ID` is set, else this process's own.
-    pub fn from_env() -> Result<ContainerScope> {
-        match nextest_run_id()? {
-            Some(run_id) => Ok(ContainerScope::of_run(run_id, ProcessIdentity::parent()?)),
-            None => Ok(ContainerScope::process(ProcessIdentity::current()?)),
-        }
-    }
-
-    /// The container every test process of one nextest run shares, owned by the runner.
-    pub fn nextest_run(run_id: &str, runner: ProcessIdentity) -> Result<ContainerScope> {
-        Ok(ContainerScope::of_run(parse_run_id(run_id)?, runner))
-    }
-
-    fn of_run(run_id: uuid::Uuid, runner: ProcessIdentity) -> ContainerScope {
-        ContainerScope { key: format!("run-{}", run_id.hyphenated()), owner: runner, shared: true }
-    }
-
-    /// A container of this process's own.
-    pub fn process(process: ProcessIdentity) -> ContainerScope {
-        ContainerScope { key: format!("process-{}-{}", process.pid, process.started), owner: process, shared: false }
-    }
-
-    /// `chbench-clickhouse-<key>`: how processes of the scope find the container.
-    pub fn container_name(&self) -> String {
-        format!("{NAME_PREFIX}{}", self.key)
-    }
-
-    /// The scope and its owner, on `host`.
-    pub fn labels(&self, host: &str) -> HashMap<String, String> {
-        HashMap::from([
-            (SCOPE_LABEL.to_string(), self.key.clone()),
-            (OWNER_PID_LABEL.to_string(), self.owner.pid.to_string()),
-            (OWNER_STARTED_LABEL.to_string(), self.owner.started.to_string()),
-            (OWNER_HOST_LABEL.to_string(), host.to_string()),
-        ])
-    }
-}
-
-/// Whether a container with these labels is abandoned: its owner ran on `host` (this
-/// machine) and has ended, as `is_running` says. A container whose labels do not name an
-/// owner on this machine is never judged abandoned: it is not ours to remove.
-pub fn is_abandoned(
-    labels: &HashMap<String, String>,
-    host: &str,
-    is_running: impl Fn(ProcessIdentity) -> bool,
-) -> bool {
-    let label = |name: &str| labels.get(name).map(String::as_str);
-    let owner = || {
-        Some(ProcessIdentity {
-            pid: label(OWNER_PID_LABEL)?.parse().ok()?,
-            started: label(OWNER_STARTED_LABEL)?.parse().ok()?,
-        })
-    };
-    let on_this_host = !host.is_empty() && label(OWNER_HOST_LABEL) == Some(host);
-    label(SCOPE_LABEL).is_some() && on_this_host && owner().is_some_and(|owner| !is_running(owner))
-}
-
 /// The port published for the server's HTTP port on 127.0.0.1, from a container's port
 /// map. A binding on any other address is never used.
 pub fn loopback_port(ports: &PortMap) -> Option<u16> {
@@ -342,87 +212,6 @@ pub fn loopback_port(ports: &PortMap) -> Option<u16> {
         .iter()
         .filter(|binding| binding.host_ip.as_deref() == Some(LOOPBACK))
         .find_map(|binding| binding.host_port.as_deref()?.parse().ok())
-}
-
-/// Whether a Docker daemon answers a ping (used to resolve `auto`).
-pub fn docker_answers() -> bool {
-    let Ok(runtime) = crate::runtime::blocking_runtime("the container client") else { return false };
-    runtime.block_on(async {
-        match connect_docker() {
-            Ok(docker) => {
-                tokio::time::timeout(Duration::from_secs(3), docker.ping()).await.is_ok_and(|ping| ping.is_ok())
-            }
-            Err(_) => false,
-        }
-    })
-}
-
-/// The system's Docker socket, where a daemon usually listens.
-const SYSTEM_DOCKER_SOCKET: &str = "/var/run/docker.sock";
-
-/// Where the Docker daemon listens: `docker_host` (`DOCKER_HOST`) when set, else the first
-/// socket that `exists` of the system's, rootless Docker's (`$XDG_RUNTIME_DIR/docker.sock`)
-/// and Docker Desktop's (`~/.docker/run`, `~/.docker/desktop`); testcontainers looks in
-/// the same places. None there: the system's, which the error then names.
-pub fn docker_host(
-    docker_host: Option<&str>,
-    runtime_dir: Option<&Path>,
-    home: Option<&Path>,
-    exists: impl Fn(&Path) -> bool,
-) -> String {
-    if let Some(host) = docker_host.map(str::trim).filter(|host| !host.is_empty()) {
-        return host.to_string();
-    }
-    let mut sockets = vec![PathBuf::from(SYSTEM_DOCKER_SOCKET)];
-    if let Some(runtime_dir) = runtime_dir {
-        sockets.extend([runtime_dir.join("docker.sock"), runtime_dir.join(".docker/run/docker.sock")]);
-    }
-    if let Some(home) = home {
-        sockets.extend([home.join(".docker/run/docker.sock"), home.join(".docker/desktop/docker.sock")]);
-    }
-    let socket = sockets.into_iter().find(|socket| exists(socket));
-    format!("unix://{}", socket.as_deref().unwrap_or(Path::new(SYSTEM_DOCKER_SOCKET)).display())
-}
-
-/// A Docker client for this machine's daemon ([`docker_host`]); nothing is sent yet.
-fn connect_docker() -> Result<Docker> {
-    let host = std::env::var("DOCKER_HOST").ok();
-    if let Some(refusal) = docker_tls_refusal(host.as_deref(), std::env::var("DOCKER_TLS_VERIFY").ok().as_deref()) {
-        bail!("cannot reach Docker: {refusal}");
-    }
-    let runtime_dir = std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from);
-    let home = std::env::var_os("HOME").map(PathBuf::from);
-    let host = docker_host(host.as_deref(), runtime_dir.as_deref(), home.as_deref(), Path::exists);
-    Docker::connect_with_host(&host)
-        .map_err(|error| anyhow!("cannot reach Docker at {host} (is a Docker daemon running?): {error}"))
-}
-
-/// Why the Docker daemon that `DOCKER_HOST` and `DOCKER_TLS_VERIFY` name cannot be
-/// reached, when they ask for TLS: the client is built without a TLS stack (which would
-/// put ring or aws-lc in every build), so it speaks to a local socket or plain `tcp://`.
-/// Only the address's scheme is shown.
-pub fn docker_tls_refusal(host: Option<&str>, tls_verify: Option<&str>) -> Option<String> {
-    let https = host.is_some_and(|host| host.trim().to_ascii_lowercase().starts_with("https://"));
-    let verify = tls_verify.is_some_and(|value| value.trim() == "1");
-    let asked = match (https, verify) {
-        (true, _) => "DOCKER_HOST is an https:// address",
-        (false, true) => "DOCKER_TLS_VERIFY=1 is set",
-        (false, false) => return None,
-    };
-    Some(format!(
-        "{asked}, but chbench talks to Docker without TLS: unset DOCKER_HOST and DOCKER_TLS_VERIFY to use the local \
-         socket, or forward the remote daemon's socket (`ssh -NL 2375:/var/run/docker.sock <host>`) and set \
-         DOCKER_HOST=tcp://127.0.0.1:2375"
-    ))
-}
-
-/// A Docker client ([`connect_docker`]), once the daemon has answered.
-async fn docker_client() -> Result<Docker> {
-    let unreachable =
-        |error: &dyn std::fmt::Display| anyhow!("cannot reach Docker (is a Docker daemon running?): {error}");
-    let docker = connect_docker()?;
-    docker.ping().await.map_err(|error| unreachable(&error))?;
-    Ok(docker)
 }
 
 /// How many of this process's own container's targets are open: the last to close
@@ -780,44 +569,6 @@ mod tests {
     }
 
     #[test]
-    fn a_nextest_run_shares_one_container_named_after_the_run_and_owned_by_the_runner() {
-        let first = ContainerScope::nextest_run(RUN_ID, RUNNER).unwrap();
-        let second = ContainerScope::nextest_run(&RUN_ID.to_uppercase(), RUNNER).unwrap();
-        assert_eq!(first, second, "every process of the run finds the same container");
-        assert_eq!(first.container_name(), format!("chbench-clickhouse-run-{RUN_ID}"));
-        assert!(first.shared && first.owner == RUNNER);
-        let other_run = ContainerScope::nextest_run("cc815783-2cb1-4003-9d2a-f931bf775280", RUNNER).unwrap();
-        assert_ne!(first.container_name(), other_run.container_name());
-        for bad in ["", "run; rm -rf /", "../1f79aa0d"] {
-            let error = ContainerScope::nextest_run(bad, RUNNER).unwrap_err().to_string();
-            assert!(error.contains("NEXTEST_RUN_ID") && error.contains("not a UUID"), "{error}");
-        }
-    }
-
-    #[test]
-    fn outside_nextest_a_process_owns_its_container() {
-        let this = ProcessIdentity::current().unwrap();
-        assert_eq!(this.pid, std::process::id());
-        assert!(this.is_running());
-        let scope = ContainerScope::process(this);
-        assert_eq!(scope.container_name(), format!("chbench-clickhouse-process-{}-{}", this.pid, this.started));
-        assert!(!scope.shared && scope.owner == this);
-        assert_ne!(ProcessIdentity::parent().unwrap(), this);
-    }
-
-    #[test]
-    fn the_scope_follows_nextests_run_id() {
-        let scope = ContainerScope::from_env().unwrap();
-        match std::env::var(NEXTEST_RUN_ID_ENV) {
-            // This test's process is one of the run's: the runner is its parent.
-            Ok(run_id) => {
-                assert_eq!(scope, ContainerScope::nextest_run(&run_id, ProcessIdentity::parent().unwrap()).unwrap())
-            }
-            Err(_) => assert_eq!(scope, ContainerScope::process(ProcessIdentity::current().unwrap())),
-        }
-    }
-
-    #[test]
     fn without_a_docker_daemon_the_target_says_so_in_one_line() {
         if docker_answers() {
             return;
@@ -826,43 +577,6 @@ mod tests {
         assert!(error.contains("is a Docker daemon running?") && !error.contains('\n'), "{error}");
         let error = format!("{:#}", clean_containers().unwrap_err());
         assert!(error.contains("is a Docker daemon running?"), "{error}");
-    }
-
-    #[test]
-    fn labels_name_the_scope_and_its_owner() {
-        let scope = ContainerScope::nextest_run(RUN_ID, RUNNER).unwrap();
-        let labels = scope.labels("laptop");
-        assert_eq!(labels[SCOPE_LABEL], format!("run-{RUN_ID}"));
-        assert_eq!(labels[OWNER_PID_LABEL], "4242");
-        assert_eq!(labels[OWNER_STARTED_LABEL], "1760000000");
-        assert_eq!(labels[OWNER_HOST_LABEL], "laptop");
-        assert_eq!(scope.labels("laptop"), labels, "every process of the run asks for the same labels");
-    }
-
-    #[test]
-    fn a_container_is_abandoned_only_when_its_owner_on_this_machine_has_ended() {
-        let labels = ContainerScope::nextest_run(RUN_ID, RUNNER).unwrap().labels("laptop");
-        assert!(!is_abandoned(&labels, "laptop", |_| true), "its runner still runs");
-        assert!(is_abandoned(&labels, "laptop", |_| false), "its runner has ended");
-        assert!(!is_abandoned(&labels, "ci-box", |_| false), "owned on another machine sharing the daemon");
-        assert!(!is_abandoned(&labels, "", |_| false), "this machine's name is unknown");
-        let mut no_owner = labels.clone();
-        no_owner.remove(OWNER_STARTED_LABEL);
-        assert!(!is_abandoned(&no_owner, "laptop", |_| false), "labels that name no owner");
-        let mut not_ours = labels.clone();
-        not_ours.remove(SCOPE_LABEL);
-        assert!(!is_abandoned(&not_ours, "laptop", |_| false), "not a chbench container");
-        // The decision asks about the owner the labels name.
-        assert!(is_abandoned(&labels, "laptop", |owner| owner != RUNNER));
-    }
-
-    #[test]
-    fn a_later_process_with_the_owners_pid_is_not_the_owner() {
-        let this = ProcessIdentity::current().unwrap();
-        assert!(this.is_running());
-        assert!(!ProcessIdentity { started: this.started - 3600, ..this }.is_running());
-        assert!(!ProcessIdentity { pid: u32::MAX - 1, started: this.started }.is_running());
-        assert!(pid_runs(this.pid) && !pid_runs(u32::MAX - 1));
     }
 
     #[test]
@@ -913,38 +627,6 @@ mod tests {
         let state = ContainerState { exit_code: Some(137), oom_killed: Some(true), ..Default::default() };
         assert_eq!(exit_description(&state), "exit code 137, killed for lack of memory");
         assert_eq!(exit_description(&ContainerState::default()), "exit code unknown");
-    }
-
-    #[test]
-    fn a_docker_daemon_behind_tls_is_refused_in_one_line_that_says_what_to_do() {
-        assert_eq!(docker_tls_refusal(None, None), None);
-        assert_eq!(docker_tls_refusal(Some("unix:///var/run/docker.sock"), None), None);
-        assert_eq!(docker_tls_refusal(Some("tcp://127.0.0.1:2375"), Some("0")), None);
-        assert_eq!(docker_tls_refusal(Some("tcp://127.0.0.1:2375"), Some("")), None);
-        let https = docker_tls_refusal(Some("HTTPS://docker.example:2376"), None).unwrap();
-        assert!(https.starts_with("DOCKER_HOST is an https:// address"), "{https}");
-        assert!(!https.contains("docker.example") && !https.contains('\n'), "only the scheme is shown: {https}");
-        let verify = docker_tls_refusal(Some("tcp://docker.example:2376"), Some("1")).unwrap();
-        assert!(verify.starts_with("DOCKER_TLS_VERIFY=1 is set") && verify.contains("unset DOCKER_HOST"), "{verify}");
-    }
-
-    #[test]
-    fn the_docker_socket_is_docker_host_else_the_first_that_exists() {
-        let runtime = Path::new("/run/user/1000");
-        let home = Path::new("/home/me");
-        let only = |socket: &'static str| move |path: &Path| path == Path::new(socket);
-        let host =
-            |set: Option<&str>, exists: &dyn Fn(&Path) -> bool| docker_host(set, Some(runtime), Some(home), exists);
-        assert_eq!(host(Some("tcp://127.0.0.1:2375"), &|_| true), "tcp://127.0.0.1:2375");
-        assert_eq!(host(Some(" "), &only("/var/run/docker.sock")), "unix:///var/run/docker.sock");
-        assert_eq!(host(None, &|_| true), "unix:///var/run/docker.sock", "the system's comes first");
-        assert_eq!(host(None, &only("/run/user/1000/docker.sock")), "unix:///run/user/1000/docker.sock");
-        assert_eq!(
-            host(None, &only("/home/me/.docker/desktop/docker.sock")),
-            "unix:///home/me/.docker/desktop/docker.sock"
-        );
-        assert_eq!(host(None, &|_| false), "unix:///var/run/docker.sock", "none exists: the error names the system's");
-        assert_eq!(docker_host(None, None, None, |_| false), "unix:///var/run/docker.sock");
     }
 
     #[test]
