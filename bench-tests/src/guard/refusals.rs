@@ -3,13 +3,9 @@
 //! command, the settings it sets by their declared types, tables of other databases, and
 //! the structures given as text to table functions; with the lists each rule keeps.
 
-use anyhow::Result;
-
 use super::Role;
 use super::text::{names_of, unquoted_literal};
 use super::tree::{Node, Parsed};
-use crate::sql::sql_string;
-use crate::targets::Target;
 
 /// Functions that reach the host's files, the network, another server or a program,
 /// wherever they stand (`file('/etc/passwd')` reads the host even as a scalar). Lower case.
@@ -395,31 +391,6 @@ pub(super) fn function_refusal(parsed: &Parsed, index: usize, node: &Node) -> Op
         ));
     }
     None
-}
-
-/// Each setting's type as the engine declares it.
-pub(super) fn setting_types(target: &mut Target, names: &[String]) -> Result<Vec<(String, Option<String>)>> {
-    #[derive(serde::Deserialize)]
-    struct Declared {
-        name: String,
-        r#type: String,
-    }
-    if names.is_empty() {
-        return Ok(Vec::new());
-    }
-    let list = names.iter().map(|name| sql_string(name)).collect::<Vec<_>>().join(", ");
-    let declared: Vec<Declared> = target.query_rows(&format!(
-        "SELECT name, type FROM system.settings WHERE name IN ({list}) \
-         UNION ALL SELECT name, type FROM system.merge_tree_settings WHERE name IN ({list})"
-    ))?;
-    Ok(names
-        .iter()
-        .map(|name| {
-            let r#type =
-                declared.iter().find(|declared| declared.name == *name).map(|declared| declared.r#type.clone());
-            (name.clone(), r#type)
-        })
-        .collect())
 }
 
 /// Settings, which the tree shows only as `Set`: their names from the canonical text,

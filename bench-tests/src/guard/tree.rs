@@ -3,7 +3,6 @@
 
 use anyhow::{Context, Result, anyhow, bail};
 
-use super::refusals::setting_types;
 use super::text::setting_names;
 use crate::fixtures::Statement;
 use crate::settings::Settings;
@@ -120,6 +119,31 @@ pub(super) fn parse_tree(text: &str) -> Vec<Node> {
         nodes.push(Node { declared_children, kind, name, text, parent });
     }
     nodes
+}
+
+/// Each setting's type as the engine declares it.
+fn setting_types(target: &mut Target, names: &[String]) -> Result<Vec<(String, Option<String>)>> {
+    #[derive(serde::Deserialize)]
+    struct Declared {
+        name: String,
+        r#type: String,
+    }
+    if names.is_empty() {
+        return Ok(Vec::new());
+    }
+    let list = names.iter().map(|name| sql_string(name)).collect::<Vec<_>>().join(", ");
+    let declared: Vec<Declared> = target.query_rows(&format!(
+        "SELECT name, type FROM system.settings WHERE name IN ({list}) \
+         UNION ALL SELECT name, type FROM system.merge_tree_settings WHERE name IN ({list})"
+    ))?;
+    Ok(names
+        .iter()
+        .map(|name| {
+            let r#type =
+                declared.iter().find(|declared| declared.name == *name).map(|declared| declared.r#type.clone());
+            (name.clone(), r#type)
+        })
+        .collect())
 }
 
 #[cfg(test)]
