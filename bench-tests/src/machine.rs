@@ -24,7 +24,7 @@ use sysinfo::{
     CpuRefreshKind, MemoryRefreshKind, Pid, ProcessRefreshKind, ProcessesToUpdate, RefreshKind, System, UpdateKind,
 };
 
-use crate::numbers::nan_if_null;
+use crate::numbers::known;
 
 /// Other processes may use this much CPU, in cores on average over the run, before the
 /// machine counts as busy: background daemons use a few hundredths of a core; a build
@@ -58,18 +58,15 @@ impl MachineInfo {
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct LoadAverage {
-    #[serde(deserialize_with = "nan_if_null")]
-    pub one: f64,
-    #[serde(deserialize_with = "nan_if_null")]
-    pub five: f64,
-    #[serde(deserialize_with = "nan_if_null")]
-    pub fifteen: f64,
+    pub one: Option<f64>,
+    pub five: Option<f64>,
+    pub fifteen: Option<f64>,
 }
 
 impl LoadAverage {
     fn now() -> LoadAverage {
         let load = System::load_average();
-        LoadAverage { one: load.one, five: load.five, fifteen: load.fifteen }
+        LoadAverage { one: known(load.one), five: known(load.five), fifteen: known(load.fifteen) }
     }
 }
 
@@ -372,7 +369,7 @@ mod tests {
     use super::*;
 
     fn info(others: Vec<SeenProcess>, others_cpu_cores: Option<f64>) -> MachineInfo {
-        let load = LoadAverage { one: 3.0, five: 2.0, fifteen: 1.0 };
+        let load = LoadAverage { one: Some(3.0), five: Some(2.0), fifteen: Some(1.0) };
         MachineInfo {
             cpu_model: "test".to_string(),
             logical_cores: 2,

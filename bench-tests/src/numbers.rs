@@ -1,7 +1,12 @@
-//! Numbers that may be unknown: ratios over nothing, medians of nothing, and `null` in a
-//! bundle read back as NaN. A number the tool cannot measure is unknown, never 0.
+//! Numbers that may be unknown: ratios over nothing, medians of nothing, figures that
+//! overflowed. A number the tool cannot measure is unknown (`None`), never 0 or NaN: NaN
+//! lives only inside arithmetic, and [`known`] makes a result `None` before it is kept.
 
-use serde::{Deserialize, Deserializer};
+/// `value` when it is finite: a figure kept in a record or shown is unknown rather than
+/// NaN or infinite (a bundle's JSON has no such numbers; it writes `null`).
+pub fn known(value: f64) -> Option<f64> {
+    value.is_finite().then_some(value)
+}
 
 /// `numerator / denominator` when both are finite and the denominator is positive:
 /// a rate or ratio over nothing is unknown, never zero or infinite.
@@ -32,12 +37,6 @@ pub fn median_of_all(values: impl IntoIterator<Item = Option<f64>>) -> Option<f6
     median_unsorted(values.into_iter().collect::<Option<Vec<f64>>>()?)
 }
 
-/// Reads a number that may have been written as `null` (not finite: JSON has no NaN)
-/// as NaN, so that nothing the writer produces is refused; reports show it as unknown.
-pub fn nan_if_null<'de, D: Deserializer<'de>>(deserializer: D) -> Result<f64, D::Error> {
-    Ok(Option::<f64>::deserialize(deserializer)?.unwrap_or(f64::NAN))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -54,5 +53,12 @@ mod tests {
         assert_eq!(ratio(1.0, 0.0), None);
         assert_eq!(ratio(f64::NAN, 1.0), None);
         assert_eq!(ratio(3.0, 2.0), Some(1.5));
+    }
+
+    #[test]
+    fn a_figure_that_is_not_finite_is_unknown() {
+        assert_eq!(known(f64::NAN), None);
+        assert_eq!(known(f64::INFINITY), None);
+        assert_eq!(known(-0.5), Some(-0.5));
     }
 }

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::answers::AnswerDigest;
 use crate::breakdown::TimeBreakdown;
-use crate::numbers::{median, nan_if_null};
+use crate::numbers::median;
 use crate::plan::TableRead;
 use crate::settings::Settings;
 use crate::stats::QueryStats;
@@ -15,8 +15,7 @@ use crate::stats::QueryStats;
 /// A timed statement that is not a query run (DDL, re-insert, materialize).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Step {
-    #[serde(deserialize_with = "nan_if_null")]
-    pub seconds: f64,
+    pub seconds: Option<f64>,
     pub stats: Option<QueryStats>,
 }
 

@@ -11,7 +11,7 @@ use std::fmt;
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
-use crate::numbers::{nan_if_null, ratio};
+use crate::numbers::{known, ratio};
 use crate::units::{human_bytes, number};
 
 /// The fio job measuring sequential reads (its `[name]` in the job file).
@@ -69,8 +69,7 @@ pub struct SeqRead {
     /// Bytes read in that time.
     pub bytes: u64,
     /// fio's bandwidth in MiB/s.
-    #[serde(deserialize_with = "nan_if_null")]
-    pub mib_per_s: f64,
+    pub mib_per_s: Option<f64>,
 }
 
 /// The random read job: the volume's IOPS and latency.
@@ -81,20 +80,16 @@ pub struct RandRead {
     pub runtime_ms: u64,
     /// Reads completed in that time.
     pub ios: u64,
-    #[serde(deserialize_with = "nan_if_null")]
-    pub iops: f64,
+    pub iops: Option<f64>,
     /// Completion latency (fio's `clat`: submission to completion), microseconds.
     pub latency_us: Latency,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Latency {
-    #[serde(deserialize_with = "nan_if_null")]
-    pub mean: f64,
-    #[serde(deserialize_with = "nan_if_null")]
-    pub p50: f64,
-    #[serde(deserialize_with = "nan_if_null")]
-    pub p99: f64,
+    pub mean: Option<f64>,
+    pub p50: Option<f64>,
+    pub p99: Option<f64>,
 }
 
 impl StorageBaseline {
@@ -196,11 +191,14 @@ pub enum ReadVerdict {
 impl ReadVerdict {
     /// The verdict on a scan that read files at `read_mib_per_s`.
     pub fn of(read_mib_per_s: Option<f64>, baseline: Option<&StorageBaseline>) -> ReadVerdict {
-        let Some(baseline_mib_per_s) = baseline.map(|baseline| baseline.seq_read.mib_per_s) else {
+        let Some(baseline) = baseline else {
             return ReadVerdict::NoBaseline;
         };
         let Some(read) = read_mib_per_s.filter(|rate| rate.is_finite() && *rate > 0.0) else {
             return ReadVerdict::NoFileReads;
+        };
+        let Some(baseline_mib_per_s) = baseline.seq_read.mib_per_s else {
+            return ReadVerdict::NoBaseline;
         };
         match ratio(read, baseline_mib_per_s) {
             None => ReadVerdict::NoBaseline,
@@ -333,15 +331,19 @@ fn parse(output: &str, device: Device) -> Result<StorageBaseline> {
             iodepth: depth_option(&seq_options)?,
             runtime_ms: seq.read.runtime,
             bytes: seq.read.io_bytes,
-            mib_per_s: seq.read.bw_bytes as f64 / 1048576.0,
+            mib_per_s: known(seq.read.bw_bytes as f64 / 1048576.0),
         },
         rand_read: RandRead {
             block_size_bytes: size_option(&rand_options, "bs")?,
             iodepth: depth_option(&rand_options)?,
             runtime_ms: rand.read.runtime,
             ios: rand.read.total_ios,
-            iops: rand.read.iops,
-            latency_us: Latency { mean: rand.read.clat_ns.mean / 1e3, p50: percentile(50.0)?, p99: percentile(99.0)? },
+            iops: known(rand.read.iops),
+            latency_us: Latency {
+                mean: known(rand.read.clat_ns.mean / 1e3),
+                p50: known(percentile(50.0)?),
+                p99: known(percentile(99.0)?),
+            },
         },
     })
 }
@@ -378,7 +380,7 @@ fn fio_size(text: &str) -> Option<u64> {
 mod tests {
     use super::*;
 
-    fn baseline(seq_mib_per_s: f64) -> StorageBaseline {
+    fn baseline(seq_mib_per_s: Option<f64>) -> StorageBaseline {
         StorageBaseline {
             fio_version: "fio-3.33".into(),
             measured_at: jiff::Timestamp::UNIX_EPOCH,
@@ -402,8 +404,8 @@ mod tests {
                 iodepth: 64,
                 runtime_ms: 15_000,
                 ios: 1,
-                iops: 3000.0,
-                latency_us: Latency { mean: 1.0, p50: 1.0, p99: 1.0 },
+                iops: Some(3000.0),
+                latency_us: Latency { mean: Some(1.0), p50: Some(1.0), p99: Some(1.0) },
             },
         }
     }
@@ -411,7 +413,7 @@ mod tests {
     /// The source's Q3: 130 MiB/s read from a gp3 volume provisioned for 125 MiB/s.
     #[test]
     fn the_sources_q3_is_volume_bound_and_a_slow_scan_is_not() {
-        let gp3 = baseline(125.0);
+        let gp3 = baseline(Some(125.0));
         let verdict = ReadVerdict::of(Some(130.0), Some(&gp3));
         assert!(matches!(verdict, ReadVerdict::VolumeBound { .. }), "{verdict:?}");
         assert_eq!(verdict.label(), "volume-bound (104 % of 125.0 MiB/s)");
@@ -425,9 +427,9 @@ mod tests {
     #[test]
     fn without_a_baseline_or_file_reads_the_verdict_is_unknown() {
         assert_eq!(ReadVerdict::of(Some(130.0), None).label(), "unknown (no storage baseline)");
-        assert_eq!(ReadVerdict::of(None, Some(&baseline(125.0))).label(), "unknown (nothing read from files)");
-        assert_eq!(ReadVerdict::of(Some(130.0), Some(&baseline(f64::NAN))), ReadVerdict::NoBaseline);
-        assert_eq!(ReadVerdict::of(Some(130.0), Some(&baseline(0.0))), ReadVerdict::NoBaseline);
+        assert_eq!(ReadVerdict::of(None, Some(&baseline(Some(125.0)))).label(), "unknown (nothing read from files)");
+        assert_eq!(ReadVerdict::of(Some(130.0), Some(&baseline(None))), ReadVerdict::NoBaseline);
+        assert_eq!(ReadVerdict::of(Some(130.0), Some(&baseline(Some(0.0)))), ReadVerdict::NoBaseline);
     }
 
     #[test]
@@ -448,7 +450,7 @@ mod tests {
         assert_eq!(unknown.to_string(), format!("unknown ({TARGET_HAS_NONE})"));
         let failed = StorageBaselineRecord::from_answer(Err(anyhow::anyhow!("configmap is not JSON")));
         assert_eq!(failed.to_string(), "unknown (cannot read the target's storage baseline: configmap is not JSON)");
-        let measured = StorageBaselineRecord::from_answer(Ok(Some(baseline(125.0))));
+        let measured = StorageBaselineRecord::from_answer(Ok(Some(baseline(Some(125.0)))));
         assert!(measured.to_string().starts_with("sequential read 125.0 MiB/s (1.00 MiB blocks, iodepth 16)"));
     }
 }

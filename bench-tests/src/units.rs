@@ -1,6 +1,6 @@
 //! Numbers as people read and write them: byte sizes, durations, rates, ratios and row
 //! counts (`10M`). A value that
-//! was not measured (`None`, or NaN and infinities read back from a bundle) reads
+//! was not measured (`None`, or NaN and infinities out of arithmetic) reads
 //! `unknown`, never 0.
 
 use humansize::{BINARY, FormatSizeOptions, format_size};
@@ -12,27 +12,29 @@ pub fn human_bytes(bytes: u64) -> String {
 }
 
 /// A number with `decimals` places (in scientific notation when it is too large or too
-/// small for that to be readable), or `unknown` when it is not finite.
-pub fn number(value: f64, decimals: usize) -> String {
-    if !value.is_finite() {
-        "unknown".to_string()
-    } else if readable_as_decimal(value) {
-        format!("{value:.decimals$}")
-    } else {
-        format!("{value:.decimals$e}")
+/// small for that to be readable), or `unknown` when it is `None` or not finite.
+pub fn number(value: impl Into<Option<f64>>, decimals: usize) -> String {
+    match value.into().filter(|value| value.is_finite()) {
+        None => "unknown".to_string(),
+        Some(value) if readable_as_decimal(value) => format!("{value:.decimals$}"),
+        Some(value) => format!("{value:.decimals$e}"),
     }
 }
 
 /// A number as given (all its digits, or scientific notation when there are too many),
-/// or `unknown` when it is not finite.
-pub fn exact(value: f64) -> String {
-    if !value.is_finite() {
-        "unknown".to_string()
-    } else if readable_as_decimal(value) {
-        value.to_string()
-    } else {
-        format!("{value:e}")
+/// or `unknown` when it is `None` or not finite.
+pub fn exact(value: impl Into<Option<f64>>) -> String {
+    match value.into().filter(|value| value.is_finite()) {
+        None => "unknown".to_string(),
+        Some(value) if readable_as_decimal(value) => value.to_string(),
+        Some(value) => format!("{value:e}"),
     }
+}
+
+/// A number with exactly `decimals` places whatever its size (`2.63`, `0.00`), or
+/// `unknown` when it is `None` or not finite.
+pub fn fixed(value: impl Into<Option<f64>>, decimals: usize) -> String {
+    value.into().filter(|value| value.is_finite()).map_or("unknown".to_string(), |value| format!("{value:.decimals$}"))
 }
 
 /// Whether `value` prints as a decimal of reasonable length.
@@ -65,7 +67,7 @@ pub fn thousands(count: u64) -> String {
 
 /// A rate per second, whole.
 pub fn per_second(rate: Option<f64>) -> String {
-    number(rate.unwrap_or(f64::NAN), 0)
+    number(rate, 0)
 }
 
 /// A share as `1.44 %`, or `unknown` (said as the caller's words) when it is not known.
@@ -173,6 +175,10 @@ mod tests {
         assert_eq!(percent(Some(0.01437), "unknown share"), "1.44 %");
         assert_eq!(percent(None, "unknown share"), "unknown share");
         assert_eq!(number(f64::NEG_INFINITY, 1), "unknown");
+        assert_eq!(number(None, 1), "unknown");
+        assert_eq!(exact(None), "unknown");
+        assert_eq!(fixed(Some(1e-6), 2), "0.00");
+        assert_eq!(fixed(None, 2), "unknown");
         assert_eq!(number(1e300, 2), "1.00e300");
         assert_eq!(exact(1e-300), "1e-300");
         assert_eq!(exact(0.0912), "0.0912");

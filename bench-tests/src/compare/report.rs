@@ -36,7 +36,7 @@ pub fn chart(comparison: &Comparison) -> Result<String> {
         .iter()
         .map(|query| Bars {
             category: query.query.clone(),
-            values: vec![query.baseline.median_ms.unwrap_or(f64::NAN), query.candidate.median_ms.unwrap_or(f64::NAN)],
+            values: vec![query.baseline.median_ms, query.candidate.median_ms],
         })
         .collect();
     log_bars(

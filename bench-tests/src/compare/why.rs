@@ -65,17 +65,15 @@ pub struct Why {
 /// The breakdown's medians over the warm samples that have one; `None` when none has.
 pub(super) fn breakdown_medians<Variant>(runs: &QueryRuns<Variant>) -> Option<BreakdownMedians> {
     let breakdowns: Vec<_> = runs.warm_samples().filter_map(|sample| sample.breakdown.as_ref()).collect();
-    if breakdowns.is_empty() {
-        return None;
-    }
+    // A median of no breakdowns is unknown, and so are the medians.
     let median_ms = |part: fn(&crate::breakdown::TimeBreakdown) -> u64| {
-        median_unsorted(breakdowns.iter().map(|breakdown| part(breakdown) as f64 / 1e3).collect()).unwrap_or(f64::NAN)
+        median_unsorted(breakdowns.iter().map(|breakdown| part(breakdown) as f64 / 1e3).collect())
     };
     Some(BreakdownMedians {
-        thread_ms: median_ms(|breakdown| breakdown.thread_us),
-        cpu_ms: median_ms(|breakdown| breakdown.cpu_us),
-        read_wait_ms: median_ms(|breakdown| breakdown.read_wait_us),
-        other_ms: median_ms(|breakdown| breakdown.other_us),
+        thread_ms: median_ms(|breakdown| breakdown.thread_us)?,
+        cpu_ms: median_ms(|breakdown| breakdown.cpu_us)?,
+        read_wait_ms: median_ms(|breakdown| breakdown.read_wait_us)?,
+        other_ms: median_ms(|breakdown| breakdown.other_us)?,
     })
 }
 

@@ -1,6 +1,6 @@
 //! SVG charts for reports, drawn with plotters: horizontal bars on a log scale (sizes,
 //! times), stacked shares (where a query's time went), and lines through measured points
-//! on log-log axes (a time against a count). A value that was not measured (NaN) draws
+//! on log-log axes (a time against a count). A value that was not measured (`None`) draws
 //! no bar or point and is labelled `unknown`.
 
 use anyhow::{Result, anyhow};
@@ -15,20 +15,21 @@ const ROW: u32 = 22;
 const LABELS: u32 = 230;
 const COLORS: [RGBColor; 3] = [RGBColor(0x4e, 0x79, 0xa7), RGBColor(0xf2, 0x8e, 0x2b), RGBColor(0x76, 0xb7, 0xb2)];
 
-/// One category's values, one per series (NaN: not measured).
+/// One category's values, one per series (`None`: not measured).
 pub struct Bars {
     pub category: String,
-    pub values: Vec<f64>,
+    pub values: Vec<Option<f64>>,
 }
 
 /// Horizontal bars, one row per (category, series), on a log scale so that a 4 ms query
 /// and a 30 s one both show.
 pub fn log_bars(title: &str, unit: &str, series: &[&str], groups: &[Bars]) -> Result<String> {
-    let rows: Vec<(String, usize, f64)> = groups
+    // A value that is not finite is as unknown as one not measured.
+    let rows: Vec<(String, usize, Option<f64>)> = groups
         .iter()
         .flat_map(|group| {
             series.iter().enumerate().map(move |(index, name)| {
-                let value = group.values.get(index).copied().unwrap_or(f64::NAN);
+                let value = group.values.get(index).copied().flatten().filter(|value| value.is_finite());
                 (format!("{} · {name}", group.category), index, value)
             })
         })
@@ -36,7 +37,7 @@ pub fn log_bars(title: &str, unit: &str, series: &[&str], groups: &[Bars]) -> Re
     if rows.is_empty() {
         return Ok(empty("nothing measured"));
     }
-    let measured: Vec<f64> = rows.iter().map(|row| row.2).filter(|value| value.is_finite() && *value > 0.0).collect();
+    let measured: Vec<f64> = rows.iter().filter_map(|row| row.2).filter(|value| *value > 0.0).collect();
     let max = measured.iter().copied().fold(1e-3, f64::max);
     let min = measured.iter().copied().fold(max, f64::min);
     // A decade of room on the left, and room on the right for the labels.
@@ -65,8 +66,8 @@ pub fn log_bars(title: &str, unit: &str, series: &[&str], groups: &[Bars]) -> Re
         for (index, (_, series_index, value)) in rows.iter().enumerate() {
             let row = rows.len() - 1 - index;
             let color = COLORS[series_index % COLORS.len()];
-            let label = if value.is_finite() { format!("{} {unit}", compact(*value)) } else { "unknown".to_string() };
-            let end = if value.is_finite() && *value > 0.0 { *value } else { x_range.start };
+            let label = value.map_or("unknown".to_string(), |value| format!("{} {unit}", compact(value)));
+            let end = value.filter(|value| *value > 0.0).unwrap_or(x_range.start);
             chart
                 .draw_series(std::iter::once(Rectangle::new(
                     [(x_range.start, SegmentValue::Exact(row)), (end, SegmentValue::Exact(row + 1))],
@@ -87,8 +88,9 @@ pub fn log_bars(title: &str, unit: &str, series: &[&str], groups: &[Bars]) -> Re
 }
 
 /// Stacked shares of a whole, one row each, e.g. CPU / read wait / other of a query's
-/// thread time. Shares are clamped to [0, 1] and drawn left to right.
-pub fn shares(title: &str, parts: [&str; 3], rows: &[(String, [f64; 3])]) -> Result<String> {
+/// thread time. Shares are clamped to [0, 1] and drawn left to right; an unknown one
+/// (`None`) draws nothing.
+pub fn shares(title: &str, parts: [&str; 3], rows: &[(String, [Option<f64>; 3])]) -> Result<String> {
     if rows.is_empty() {
         return Ok(empty("nothing measured"));
     }
@@ -148,10 +150,11 @@ const LINE_COLORS: [RGBColor; 8] = [
     RGBColor(0xed, 0xc9, 0x48),
 ];
 
-/// One line of [`log_log_lines`]: its name and its measured points (x, y), x rising.
+/// One line of [`log_log_lines`]: its name and its points (x, y), x rising; y is `None`
+/// where it was not measured.
 pub struct Line {
     pub name: String,
-    pub points: Vec<(f64, f64)>,
+    pub points: Vec<(f64, Option<f64>)>,
 }
 
 /// Lines through measured points on log-log axes, every point marked, a legend naming
@@ -160,9 +163,9 @@ pub struct Line {
 /// positive number (not measured) is not drawn and breaks its line, so a gap shows where
 /// a figure is unknown; a line with no point at all is named `unknown` in the legend.
 pub fn log_log_lines(title: &str, x_label: &str, y_unit: &str, lines: &[Line]) -> Result<String> {
-    let drawable = |(x, y): &(f64, f64)| x.is_finite() && *x > 0.0 && y.is_finite() && *y > 0.0;
-    let measured: Vec<(f64, f64)> =
-        lines.iter().flat_map(|line| line.points.iter().copied()).filter(drawable).collect();
+    let positive = |value: f64| value.is_finite() && value > 0.0;
+    let drawable = |&(x, y): &(f64, Option<f64>)| y.filter(|y| positive(x) && positive(*y)).map(|y| (x, y));
+    let measured: Vec<(f64, f64)> = lines.iter().flat_map(|line| line.points.iter().filter_map(drawable)).collect();
     if measured.is_empty() {
         return Ok(empty("nothing measured"));
     }
@@ -200,8 +203,8 @@ pub fn log_log_lines(title: &str, x_label: &str, y_unit: &str, lines: &[Line]) -
             // Runs of consecutive measured points: an unknown one ends a run.
             let mut runs: Vec<Vec<(f64, f64)>> = vec![Vec::new()];
             for point in &line.points {
-                match runs.last_mut() {
-                    Some(run) if drawable(point) => run.push(*point),
+                match (runs.last_mut(), drawable(point)) {
+                    (Some(run), Some(point)) => run.push(point),
                     _ => runs.push(Vec::new()),
                 }
             }
@@ -210,7 +213,7 @@ pub fn log_log_lines(title: &str, x_label: &str, y_unit: &str, lines: &[Line]) -
                     .draw_series(std::iter::once(PathElement::new(run.clone(), color.stroke_width(2))))
                     .map_err(chart_error)?;
             }
-            let points: Vec<(f64, f64)> = line.points.iter().copied().filter(drawable).collect();
+            let points: Vec<(f64, f64)> = line.points.iter().filter_map(drawable).collect();
             let name = if points.is_empty() { format!("{} (unknown)", line.name) } else { line.name.clone() };
             chart
                 .draw_series(points.into_iter().map(|point| Circle::new(point, 3, color.filled())))
@@ -235,8 +238,8 @@ fn row_labels(names: impl DoubleEndedIterator<Item = String>) -> impl Fn(&Segmen
 }
 
 /// A share as drawn: within [0, 1], and nothing for one that was not measured.
-fn within_whole(share: f64) -> f64 {
-    if share.is_finite() { share.clamp(0.0, 1.0) } else { 0.0 }
+fn within_whole(share: Option<f64>) -> f64 {
+    share.filter(|share| share.is_finite()).map_or(0.0, |share| share.clamp(0.0, 1.0))
 }
 
 /// A chart that only says why there is nothing to draw.
@@ -277,8 +280,8 @@ mod tests {
     #[test]
     fn bars_on_a_log_scale_keep_small_values_visible_and_unknowns_labelled() {
         let groups = [
-            Bars { category: "q1".to_string(), values: vec![4.0, f64::NAN] },
-            Bars { category: "q3".to_string(), values: vec![2630.0, 35.0] },
+            Bars { category: "q1".to_string(), values: vec![Some(4.0), None] },
+            Bars { category: "q3".to_string(), values: vec![Some(2630.0), Some(35.0)] },
         ];
         let svg = log_bars("Queries", "ms", &["direct I/O", "warm min"], &groups).unwrap();
         assert!(svg.starts_with("<svg") && svg.contains("log scale"), "{svg}");
@@ -289,15 +292,19 @@ mod tests {
 
     #[test]
     fn shares_are_drawn_within_the_chart_even_when_they_overflow() {
-        let svg = shares("Share", ["CPU", "read wait", "other"], &[("q1".to_string(), [1.2, 0.3, f64::NAN])]).unwrap();
+        let svg = shares("Share", ["CPU", "read wait", "other"], &[("q1".to_string(), [Some(1.2), Some(0.3), None])])
+            .unwrap();
         assert!(svg.contains("CPU") && svg.contains("read wait"), "{svg}");
     }
 
     #[test]
     fn lines_mark_their_points_and_name_a_line_with_none_unknown() {
         let lines = [
-            Line { name: "q1 · by_day".to_string(), points: vec![(200.0, 1.5), (2_000.0, f64::NAN), (20_000.0, 9.0)] },
-            Line { name: "q2 · by_day".to_string(), points: vec![(200.0, f64::NAN)] },
+            Line {
+                name: "q1 · by_day".to_string(),
+                points: vec![(200.0, Some(1.5)), (2_000.0, None), (20_000.0, Some(9.0))],
+            },
+            Line { name: "q2 · by_day".to_string(), points: vec![(200.0, None)] },
         ];
         let svg = log_log_lines("Duration", "active parts", "ms", &lines).unwrap();
         assert!(

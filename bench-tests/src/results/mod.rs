@@ -20,9 +20,9 @@
 //! everything in `results.json` and removes the journal. Credentials are never part of a
 //! bundle: [`TargetInfo`] holds none.
 //!
-//! Whatever the writer produces, the reader accepts: a number that is not finite is
-//! written as `null` (JSON has no NaN) and read back as NaN, which reports show as
-//! unknown.
+//! Whatever the writer produces, the reader accepts: a number that may be unknown is an
+//! `Option`, written as `null` when `None` (as is any number that is not finite: JSON has
+//! no NaN) and read back as `None`, which reports show as unknown.
 
 mod journal;
 mod load;

@@ -77,7 +77,7 @@ fn runs_of(query: &str, ab_variant: Option<&str>, ms: f64, runs: u32, slots: u64
 }
 
 fn bundle(run_id: &str, queries: Vec<LogsQueryRuns>) -> LogsBundle {
-    let load = LoadAverage { one: 0.1, five: 0.1, fifteen: 0.1 };
+    let load = LoadAverage { one: Some(0.1), five: Some(0.1), fifteen: Some(0.1) };
     LogsBundle {
         schema_version: SCHEMA_VERSION,
         run_id: run_id.to_string(),

@@ -96,27 +96,27 @@ fn baseline(value: f64, count: u64) -> StorageBaseline {
             iodepth: depth,
             runtime_ms: count,
             bytes: count,
-            mib_per_s: value,
+            mib_per_s: Some(value),
         },
         rand_read: RandRead {
             block_size_bytes: count,
             iodepth: depth,
             runtime_ms: count,
             ios: count,
-            iops: value,
-            latency_us: Latency { mean: value, p50: value, p99: value },
+            iops: Some(value),
+            latency_us: Latency { mean: Some(value), p50: Some(value), p99: Some(value) },
         },
     }
 }
 
 /// A bundle with every number set to `value` or `count`.
 fn extreme_bundle(value: f64, count: u64) -> LogsBundle {
-    let step = Step { seconds: value, stats: Some(stats(count)) };
-    let load = LoadAverage { one: value, five: value, fifteen: value };
+    let step = Step { seconds: Some(value), stats: Some(stats(count)) };
+    let load = LoadAverage { one: Some(value), five: Some(value), fifteen: Some(value) };
     let inputs = CostInputs {
-        node_usd_per_hour: value,
-        volume_usd_per_gb_month: value,
-        volume_gib: value,
+        node_usd_per_hour: Some(value),
+        volume_usd_per_gb_month: Some(value),
+        volume_gib: Some(value),
         rows_per_day: count,
         retention_days: count,
     };
@@ -170,9 +170,9 @@ fn extreme_bundle(value: f64, count: u64) -> LogsBundle {
             volume_limit_mib_per_s: Some(value),
             ingest: Some(Ingest {
                 rows: count,
-                raw_engine: Some(IngestTiming { seconds: value, rows_per_second: Some(value) }),
+                raw_engine: Some(IngestTiming { seconds: Some(value), rows_per_second: Some(value) }),
                 harness: Some(HarnessIngest {
-                    timing: IngestTiming { seconds: value, rows_per_second: Some(value) },
+                    timing: IngestTiming { seconds: Some(value), rows_per_second: Some(value) },
                     rows: count,
                     partitions: count,
                     active_parts: count,
@@ -180,15 +180,15 @@ fn extreme_bundle(value: f64, count: u64) -> LogsBundle {
                 }),
                 calibration: Some(IngestCalibration {
                     sample_rows: count,
-                    warm_up: IngestTiming { seconds: value, rows_per_second: Some(value) },
+                    warm_up: IngestTiming { seconds: Some(value), rows_per_second: Some(value) },
                     runs: vec![
                         CalibrationRun {
                             path: IngestPath::RawEngine,
-                            timing: IngestTiming { seconds: value, rows_per_second: Some(value) },
+                            timing: IngestTiming { seconds: Some(value), rows_per_second: Some(value) },
                         },
                         CalibrationRun {
                             path: IngestPath::Harness,
-                            timing: IngestTiming { seconds: value, rows_per_second: None },
+                            timing: IngestTiming { seconds: Some(value), rows_per_second: None },
                         },
                     ],
                     harness_over_raw: vec![Some(value), None],
@@ -241,10 +241,10 @@ fn extreme_bundle(value: f64, count: u64) -> LogsBundle {
             }),
             cost: Some(CostModel::new(inputs, count, count)),
             run_time: Some(RunTime {
-                wall_seconds: value,
+                wall_seconds: Some(value),
                 statements: count,
-                engine_seconds: value,
-                client_seconds: value,
+                engine_seconds: Some(value),
+                client_seconds: Some(value),
                 statements_without_engine_time: count,
             }),
         },
@@ -321,7 +321,7 @@ fn extreme_parts_bundle(value: f64, count: u64) -> PartsBundle {
                     active_parts: count,
                     partitions: count,
                     bytes_on_disk: count,
-                    seconds: value,
+                    seconds: Some(value),
                     insert: stats(count),
                 }],
                 measure_seconds: Some(value),
@@ -351,11 +351,11 @@ fn extreme_parts_bundle(value: f64, count: u64) -> PartsBundle {
             // The bound is always finite: a run refuses any other `--max-slope` before it
             // starts (and the field has no `null` reading).
             gate: Some(Gate {
-                max_slope_us_per_1k_parts: if value.is_finite() { value } else { 5_000.0 },
+                max_slope_us_per_1k_parts: Some(if value.is_finite() { value } else { 5_000.0 }),
                 design: "by_namespace_day".to_string(),
                 failures: vec!["query day_by_date on by_namespace_day: planning grows".to_string()],
             }),
-            phase_times: vec![PhaseTime { phase: "sweep".to_string(), seconds: value }],
+            phase_times: vec![PhaseTime { phase: "sweep".to_string(), seconds: Some(value) }],
         },
     }
 }
@@ -431,7 +431,7 @@ fn bundles_with_extreme_and_missing_values_round_trip_and_report() {
     for (value, count) in values.iter().flat_map(|value| [(*value, 0), (*value, u64::MAX)]) {
         let written = extreme_bundle(value, count);
         let (read, report) = write_read_and_report(&written);
-        // Not-finite numbers come back as NaN; everything else exactly. Compared as the
+        // Not-finite numbers come back as unknown; everything else exactly. Compared as the
         // JSON the writer would write again.
         assert_eq!(
             serde_json::to_value(&read).unwrap(),
@@ -468,7 +468,7 @@ fn parts_bundles_with_extreme_values_round_trip_and_report() {
         if value.is_finite() {
             assert_eq!(read, written, "value {value}, count {count}");
         } else {
-            assert!(read.benchmark.points[0].builds[0].seconds.is_nan(), "value {value}: seconds not read as unknown");
+            assert_eq!(read.benchmark.points[0].builds[0].seconds, None, "value {value}: seconds not read as unknown");
             assert_eq!(read.benchmark.points[0].measure_seconds, None, "value {value}");
         }
         let unknown_fit = read.benchmark.fits.iter().find(|fit| matches!(fit.quality, FitQuality::Unknown { .. }));
@@ -485,7 +485,7 @@ fn parts_bundles_with_extreme_values_round_trip_and_report() {
 fn throughput_bundles_with_extreme_values_round_trip_and_report() {
     let values = [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, f64::MAX, f64::MIN_POSITIVE, 0.0, -0.0, -1.0];
     for (value, count) in values.iter().flat_map(|value| [(*value, 0), (*value, u64::MAX)]) {
-        let written = extreme_throughput_bundle(value, count, LevelBound::Duration { seconds: value });
+        let written = extreme_throughput_bundle(value, count, LevelBound::Duration { seconds: Some(value) });
         let (read, report) = write_read_and_report(&written);
         assert_eq!(
             serde_json::to_value(&read).unwrap(),
@@ -495,7 +495,7 @@ fn throughput_bundles_with_extreme_values_round_trip_and_report() {
         if value.is_finite() {
             assert_eq!(read, written, "value {value}, count {count}");
         } else {
-            assert!(read.benchmark.rounds[0].wall_seconds.is_nan(), "value {value}: wall time not read as unknown");
+            assert_eq!(read.benchmark.rounds[0].wall_seconds, None, "value {value}: wall time not read as unknown");
             assert_eq!(read.benchmark.rounds[0].qps, None, "value {value}");
         }
         let words: Vec<&str> = report.split(|c: char| !c.is_alphabetic()).collect();
@@ -749,26 +749,26 @@ fn extreme_throughput_bundle(value: f64, count: u64, bound: LevelBound) -> Throu
                 rounds: clients,
                 seed: count,
             },
-            dataset: Some(DatasetBuild { name: "logs_source_7".to_string(), statements: 3, seconds: value }),
+            dataset: Some(DatasetBuild { name: "logs_source_7".to_string(), statements: 3, seconds: Some(value) }),
             statement_records: StatsSource::ResultCounters,
             runner_check: Some(RunnerCheck {
                 query: "SELECT 1".to_string(),
                 blocks: vec![
-                    CheckBlock { path: CheckPath::Direct, statements: count, seconds: value },
-                    CheckBlock { path: CheckPath::Runner, statements: count, seconds: value },
+                    CheckBlock { path: CheckPath::Direct, statements: count, seconds: Some(value) },
+                    CheckBlock { path: CheckPath::Runner, statements: count, seconds: Some(value) },
                 ],
                 statements_per_side: count,
                 runner_qps: Some(value),
                 direct_qps: Some(value),
                 ratio: Some(value),
-                goal: 0.9,
+                goal: Some(0.9),
                 runner_cpu_us_per_statement: Some(value),
             }),
             rounds: vec![LevelRound {
                 round: 1,
                 clients,
                 complete: false,
-                wall_seconds: value,
+                wall_seconds: Some(value),
                 completed: count,
                 errors: count,
                 qps: Some(value),
@@ -915,7 +915,7 @@ fn clickbench_bundle(dataset: ClickBenchDataset) -> ClickBenchBundle {
             runs: 10,
             max_threads: Some(MaxThreads { value: "auto(2)".to_string(), source: MaxThreadsSource::Engine }),
             reference_answers: Some("results/run/answers.json".to_string()),
-            load: Some(Load { seconds: 1.5, wall_seconds: 1.6, rows: Some(7), data_size_bytes: Some(7) }),
+            load: Some(Load { seconds: Some(1.5), wall_seconds: Some(1.6), rows: Some(7), data_size_bytes: Some(7) }),
             queries: vec![ClickBenchQueryRuns {
                 query: "q19".to_string(),
                 variant: ClickBenchVariant::Default,
@@ -929,8 +929,8 @@ fn clickbench_bundle(dataset: ClickBenchDataset) -> ClickBenchBundle {
             totals: Some(Totals {
                 queries: 1,
                 failed: vec!["q33".to_string()],
-                sum_of_means_seconds: 1.5,
-                hot_sum_seconds: 1.5,
+                sum_of_means_seconds: Some(1.5),
+                hot_sum_seconds: Some(1.5),
             }),
         },
     }
@@ -962,7 +962,8 @@ fn every_field_of_a_bundle_is_documented() {
         ),
         (
             "throughput",
-            serde_json::to_value(extreme_throughput_bundle(1.5, 7, LevelBound::Duration { seconds: 1.5 })).unwrap(),
+            serde_json::to_value(extreme_throughput_bundle(1.5, 7, LevelBound::Duration { seconds: Some(1.5) }))
+                .unwrap(),
         ),
         (
             "throughput",

@@ -35,16 +35,16 @@ fn real_fio_output_parses_to_its_own_numbers() {
     assert_eq!(baseline.seq_read.iodepth, 16);
     assert_eq!(baseline.seq_read.runtime_ms, seq["runtime"].as_u64().unwrap());
     assert_eq!(baseline.seq_read.bytes, seq["io_bytes"].as_u64().unwrap());
-    assert_eq!(baseline.seq_read.mib_per_s, seq["bw_bytes"].as_f64().unwrap() / 1048576.0);
+    assert_eq!(baseline.seq_read.mib_per_s, Some(seq["bw_bytes"].as_f64().unwrap() / 1048576.0));
     assert_eq!(baseline.rand_read.block_size_bytes, 4096);
     assert_eq!(baseline.rand_read.iodepth, 64);
     assert_eq!(baseline.rand_read.runtime_ms, rand["runtime"].as_u64().unwrap());
     assert_eq!(baseline.rand_read.ios, rand["total_ios"].as_u64().unwrap());
-    assert_eq!(baseline.rand_read.iops, rand["iops"].as_f64().unwrap());
+    assert_eq!(baseline.rand_read.iops, Some(rand["iops"].as_f64().unwrap()));
     let clat = &rand["clat_ns"];
-    assert_eq!(baseline.rand_read.latency_us.mean, clat["mean"].as_f64().unwrap() / 1e3);
-    assert_eq!(baseline.rand_read.latency_us.p50, clat["percentile"]["50.000000"].as_f64().unwrap() / 1e3);
-    assert_eq!(baseline.rand_read.latency_us.p99, clat["percentile"]["99.000000"].as_f64().unwrap() / 1e3);
+    assert_eq!(baseline.rand_read.latency_us.mean, Some(clat["mean"].as_f64().unwrap() / 1e3));
+    assert_eq!(baseline.rand_read.latency_us.p50, Some(clat["percentile"]["50.000000"].as_f64().unwrap() / 1e3));
+    assert_eq!(baseline.rand_read.latency_us.p99, Some(clat["percentile"]["99.000000"].as_f64().unwrap() / 1e3));
     // A pod's log holds fio's stderr too, before its report.
     let logged = format!("fio: note: a warning on stderr\n{output}");
     assert_eq!(parse_fio_output(&logged, device()).unwrap(), baseline);

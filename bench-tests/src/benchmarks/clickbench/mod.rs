@@ -43,6 +43,7 @@ use crate::files::{shown, write_atomically};
 use crate::fixtures::{Fixture, Params, Statement};
 use crate::interrupt::Interrupted;
 use crate::measure::measure;
+use crate::numbers::known;
 use crate::query_runs::{QueryRuns, Sample, SampleKind};
 use crate::report::Section;
 use crate::results::RunBundle;
@@ -50,7 +51,7 @@ use crate::settings::Settings;
 use crate::sql::sql_string;
 use crate::stats::StatementTag;
 use crate::targets::Target;
-use crate::units::{milliseconds, plural};
+use crate::units::{fixed, milliseconds, plural};
 
 /// Rows of the shipped table in a default run: the whole run, the table's build included,
 /// well within a minute on two cores even beside other work (measured: 6 s quiet, 19 s
@@ -499,17 +500,13 @@ impl ClickBenchBenchmark {
             }
         })?;
         let (rows, data_size_bytes) = table_size(run.target);
-        let load = Load {
-            seconds: measured.stats.server_duration_us as f64 / 1e6,
-            wall_seconds: started.elapsed().as_secs_f64(),
-            rows,
-            data_size_bytes,
-        };
+        let seconds = measured.stats.server_duration_us as f64 / 1e6;
+        let load =
+            Load { seconds: Some(seconds), wall_seconds: Some(started.elapsed().as_secs_f64()), rows, data_size_bytes };
         let max_threads = self.max_threads_in_force(run.target)?;
         let summary = format!(
-            "load: {} in {:.2} s, {}; max_threads {}",
+            "load: {} in {seconds:.2} s, {}; max_threads {}",
             rows.map_or("unknown rows".to_string(), |rows| plural(rows, "row")),
-            load.seconds,
             data_size_bytes.map_or("data size unknown".to_string(), crate::units::human_bytes),
             max_threads.value
         );
@@ -567,9 +564,9 @@ impl ClickBenchBenchmark {
         }
         let totals = totals(run.results());
         let summary = format!(
-            "queries: sum of means {:.3} s, hot sum {:.3} s over {} queries{}",
-            totals.sum_of_means_seconds,
-            totals.hot_sum_seconds,
+            "queries: sum of means {} s, hot sum {} s over {} queries{}",
+            fixed(totals.sum_of_means_seconds, 3),
+            fixed(totals.hot_sum_seconds, 3),
             totals.queries,
             if totals.failed.is_empty() { String::new() } else { format!("; failed: {}", totals.failed.join(", ")) }
         );
@@ -681,7 +678,12 @@ pub fn totals(results: &ClickBenchResults) -> Totals {
             _ => failed.push(runs.query.clone()),
         }
     }
-    Totals { queries, failed, sum_of_means_seconds: sum_of_means_ms / 1e3, hot_sum_seconds: hot_sum_ms / 1e3 }
+    Totals {
+        queries,
+        failed,
+        sum_of_means_seconds: known(sum_of_means_ms / 1e3),
+        hot_sum_seconds: known(hot_sum_ms / 1e3),
+    }
 }
 
 #[cfg(test)]

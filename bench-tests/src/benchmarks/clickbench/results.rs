@@ -10,7 +10,6 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::answers::AnswerDigest;
-use crate::numbers::nan_if_null;
 use crate::query_runs::QueryRuns;
 use crate::results::{KindResults, RunBundle};
 
@@ -76,11 +75,9 @@ pub enum MaxThreadsSource {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Load {
     /// The engine's duration of the `INSERT` that filled the table.
-    #[serde(deserialize_with = "nan_if_null")]
-    pub seconds: f64,
+    pub seconds: Option<f64>,
     /// Wall time of creating and filling the table, as this process saw it.
-    #[serde(deserialize_with = "nan_if_null")]
-    pub wall_seconds: f64,
+    pub wall_seconds: Option<f64>,
     /// `system.tables.total_rows` after the load.
     pub rows: Option<u64>,
     /// `system.tables.total_bytes` after the load (ClickBench's `data_size`); `None` when
@@ -172,11 +169,9 @@ pub struct Totals {
     /// Queries failed (an error or a wrong answer): not in the totals, never timed as fast.
     pub failed: Vec<String>,
     /// The sum over queries of the mean of the counted runs, in seconds: the source's total.
-    #[serde(deserialize_with = "nan_if_null")]
-    pub sum_of_means_seconds: f64,
+    pub sum_of_means_seconds: Option<f64>,
     /// The sum over queries of the fastest counted run (ClickBench's hot time), in seconds.
-    #[serde(deserialize_with = "nan_if_null")]
-    pub hot_sum_seconds: f64,
+    pub hot_sum_seconds: Option<f64>,
 }
 
 /// The answers a run's queries gave, as `answers.json` holds them: what a later run on

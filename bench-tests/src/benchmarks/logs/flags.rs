@@ -3,7 +3,7 @@
 use clap::Args;
 
 use super::LogsBenchmark;
-use super::cost::CostInputs;
+use super::cost::CostFlags;
 use crate::ab_variants::{AbRun, AbVariant, random_seed};
 use crate::units::parse_count;
 
@@ -68,7 +68,7 @@ impl LogsFlags {
             warm_runs: ab.as_ref().map_or(self.runs.unwrap_or(WARM_RUNS), |ab| ab.rounds),
             seed_without_variants: self.seed.filter(|_| self.variants.is_empty()),
             ab,
-            cost: CostInputs {
+            cost: CostFlags {
                 node_usd_per_hour: self.node_usd_per_hour,
                 volume_usd_per_gb_month: self.volume_usd_per_gb_month,
                 volume_gib: self.volume_gib,

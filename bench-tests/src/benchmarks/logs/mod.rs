@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
-use self::cost::{CostInputs, CostModel};
+use self::cost::{CostFlags, CostModel};
 use self::dataset::step_ms;
 pub use self::flags::LogsFlags;
 pub use self::results::{
@@ -57,7 +57,7 @@ use crate::stats::StatementTag;
 use crate::table_bytes::{StorageSnapshot, TableBytes};
 use crate::table_parts::{ColumnSizes, column_sizes_of, parts_summary, skip_index_bytes, wait_for_mutations};
 use crate::targets::Target;
-use crate::units::{human_bytes, milliseconds, per_second, percent, times};
+use crate::units::{fixed, human_bytes, milliseconds, per_second, percent, times};
 
 /// The fixture files the benchmark runs, relative to `fixtures/`; all are copied into
 /// the bundle.
@@ -140,7 +140,7 @@ pub struct LogsBenchmark {
     pub ab: Option<AbRun>,
     /// A `--seed` given without `--variant`, which [`Benchmark::check`] refuses.
     pub seed_without_variants: Option<u64>,
-    pub cost: CostInputs,
+    pub cost: CostFlags,
     /// The volume's read limit when known (e.g. 125 MiB/s for a default gp3 volume).
     pub volume_limit_mib_per_s: Option<f64>,
 }
@@ -318,7 +318,7 @@ impl LogsBenchmark {
         let measured = measure(run.target, &generator, &tag, &Settings::new()).context("ingest failed")?;
         let seconds = measured.stats.server_duration_us as f64 / 1e6;
         let table = parts_summary(run.target, "logs")?;
-        let timing = IngestTiming { seconds, rows_per_second: ratio(table.rows as f64, seconds) };
+        let timing = IngestTiming { seconds: Some(seconds), rows_per_second: ratio(table.rows as f64, seconds) };
         run.progress.advance(&format!("harness: {} rows/s", per_second(timing.rows_per_second)));
         let ingest = run.results().ingest.get_or_insert(Ingest {
             rows: self.rows,
@@ -357,16 +357,19 @@ impl LogsBenchmark {
                         .target
                         .run(&generator, &Settings::new(), "TabSeparated")
                         .with_context(|| format!("{}: raw engine ingest failed", generator.location()))?;
-                    raw.counters.elapsed_us.map_or(f64::NAN, |us| us as f64 / 1e6)
+                    raw.counters.elapsed_us.map(|us| us as f64 / 1e6)
                 }
                 IngestPath::Harness => {
                     let tag = StatementTag::new(&run.run_id(), "logs", "ingest_calibration", index as u32);
                     let measured = measure(run.target, &generator, &tag, &Settings::new())
                         .context("ingest calibration through the harness failed")?;
-                    measured.stats.server_duration_us as f64 / 1e6
+                    Some(measured.stats.server_duration_us as f64 / 1e6)
                 }
             };
-            let timing = IngestTiming { seconds, rows_per_second: ratio(sample_rows as f64, seconds) };
+            let timing = IngestTiming {
+                seconds,
+                rows_per_second: seconds.and_then(|seconds| ratio(sample_rows as f64, seconds)),
+            };
             let label = if index == 0 { "warm-up" } else { path.label() };
             run.progress.advance(&format!("{label}: {} rows/s", per_second(timing.rows_per_second)));
             timings.push(CalibrationRun { path, timing });
@@ -419,7 +422,7 @@ impl LogsBenchmark {
         let zstd = storage_snapshot(run.target, "logs_zstd", "ZSTD(3)", "as inserted, merges paused")?;
         let logs = run.results();
         logs.zstd_reinsert =
-            Some(Step { seconds: reinsert.stats.server_duration_us as f64 / 1e6, stats: Some(reinsert.stats) });
+            Some(Step { seconds: Some(reinsert.stats.server_duration_us as f64 / 1e6), stats: Some(reinsert.stats) });
         logs.storage.push(zstd.clone());
         run.writer.save()?;
         // Nothing after this reads the copy; dropping it keeps a 100 M-row run within 20 GB.
@@ -469,7 +472,7 @@ impl LogsBenchmark {
             let measured =
                 measure(run.target, statement, &tag, &settings).context("the bloom filter statements failed")?;
             wait_for_mutations(run.target, MATERIALIZE_TIMEOUT)?;
-            steps.push(Step { seconds: started.elapsed().as_secs_f64(), stats: Some(measured.stats) });
+            steps.push(Step { seconds: Some(started.elapsed().as_secs_f64()), stats: Some(measured.stats) });
             run.progress.advance(&format!("{} done", one_line(statement)));
         }
         let index = skip_index_bytes(run.target, "logs", "trace_bf")
@@ -498,7 +501,7 @@ impl LogsBenchmark {
         let logs = run.results();
         let used_bytes =
             logs.storage.first().map(StorageSnapshot::compressed_bytes).context("no storage was measured")?;
-        logs.cost = Some(CostModel::new(self.cost.clone(), used_bytes, self.rows));
+        logs.cost = Some(CostModel::new(self.cost.inputs(), used_bytes, self.rows));
         run.writer.save()
     }
 
@@ -724,11 +727,15 @@ fn check_variant_settings(ab: &AbRun, target: &mut Target) -> Result<()> {
 
 /// The calibration's median run of `path` (of an even count, the slower middle one).
 fn median_timing(calibration: &IngestCalibration, path: IngestPath, rows: u64) -> Option<IngestTiming> {
-    let mut seconds: Vec<f64> =
+    let mut seconds: Vec<Option<f64>> =
         calibration.runs.iter().filter(|run| run.path == path).map(|run| run.timing.seconds).collect();
-    seconds.sort_by(f64::total_cmp);
+    // An unknown time sorts last, as the slowest.
+    seconds.sort_by(|a, b| match (a, b) {
+        (Some(a), Some(b)) => a.total_cmp(b),
+        _ => a.is_none().cmp(&b.is_none()),
+    });
     let middle = *seconds.get(seconds.len() / 2)?;
-    Some(IngestTiming { seconds: middle, rows_per_second: ratio(rows as f64, middle) })
+    Some(IngestTiming { seconds: middle, rows_per_second: middle.and_then(|middle| ratio(rows as f64, middle)) })
 }
 
 /// The run's wall time so far against its statements' engine time, into the results.
@@ -736,10 +743,10 @@ fn record_run_time(run: &mut LogsRun<'_>) {
     let wall = jiff::Timestamp::now().duration_since(run.writer.bundle.started_at);
     let time = run.target.statement_time();
     run.results().run_time = Some(RunTime {
-        wall_seconds: wall.as_secs_f64(),
+        wall_seconds: Some(wall.as_secs_f64()),
         statements: time.statements,
-        engine_seconds: time.engine_us as f64 / 1e6,
-        client_seconds: time.client_us as f64 / 1e6,
+        engine_seconds: Some(time.engine_us as f64 / 1e6),
+        client_seconds: Some(time.client_us as f64 / 1e6),
         statements_without_engine_time: time.without_engine_time,
     });
 }
@@ -771,9 +778,9 @@ fn ingest_summary(ingest: &Ingest) -> String {
     let raw = ingest.raw_engine.as_ref().and_then(|raw| raw.rows_per_second);
     match &ingest.harness {
         Some(harness) => format!(
-            "ingest: {} rows in {:.1} s ({} rows/s; raw engine {} rows/s), {} partitions, {} active parts",
+            "ingest: {} rows in {} s ({} rows/s; raw engine {} rows/s), {} partitions, {} active parts",
             harness.rows,
-            harness.timing.seconds,
+            fixed(harness.timing.seconds, 1),
             per_second(harness.timing.rows_per_second),
             per_second(raw),
             harness.partitions,
@@ -842,14 +849,14 @@ fn bloom_summary(logs: &LogsResults) -> String {
     let rows = |runs: &LogsQueryRuns| runs.samples.last().map_or(0, |sample| sample.stats.read_rows);
     let warm = |runs: &LogsQueryRuns| milliseconds(runs.warm_min_ms());
     format!(
-        "bloom filter: q5 warm {} -> {}, {} -> {} rows read, index {} ({} of the table), materialize {:.1} s",
+        "bloom filter: q5 warm {} -> {}, {} -> {} rows read, index {} ({} of the table), materialize {} s",
         warm(before),
         warm(after),
         rows(before),
         rows(after),
         human_bytes(bloom.index_compressed_bytes),
         percent(bloom.index_share_of_table(), "unknown share"),
-        bloom.materialize.seconds
+        fixed(bloom.materialize.seconds, 1)
     )
 }
 

@@ -234,7 +234,7 @@ fn storage(out: &mut String, logs: &LogsResults) {
         let _ = writeln!(
             out,
             "- ZSTD(3) re-insert: {} (source: {} s)",
-            milliseconds(Some(reinsert.seconds * 1000.0)),
+            milliseconds(reinsert.seconds.map(|seconds| seconds * 1000.0)),
             source::ZSTD_REINSERT_SECONDS
         );
     }
@@ -427,7 +427,11 @@ fn bloom_filter(out: &mut String, logs: &LogsResults) {
                 percent(bloom.index_share_of_table(), "unknown share")
             ),
         ])
-        .row(["materialize".to_string(), "-".to_string(), milliseconds(Some(bloom.materialize.seconds * 1000.0))]);
+        .row([
+            "materialize".to_string(),
+            "-".to_string(),
+            milliseconds(bloom.materialize.seconds.map(|seconds| seconds * 1000.0)),
+        ]);
     let _ = write!(out, "{table}");
     if let Some(name) = before.or(after).and_then(|runs| runs.ab_variant.as_deref()) {
         let _ = writeln!(out, "\nTimes and reads of variant `{name}`; the A/B table above has every variant's.");
@@ -496,7 +500,7 @@ fn storage_chart(logs: &LogsResults) -> Result<String> {
                         .columns
                         .iter()
                         .find(|same| same.column == column.column)
-                        .map_or(f64::NAN, |same| same.compressed_bytes as f64 / 1048576.0)
+                        .map(|same| same.compressed_bytes as f64 / 1048576.0)
                 })
                 .collect(),
         })
@@ -515,10 +519,7 @@ fn queries_chart(logs: &LogsResults) -> Result<String> {
         .iter()
         .map(|runs| Bars {
             category: chart_category(runs),
-            values: vec![
-                runs.direct_io().map_or(f64::NAN, |sample| sample.stats.server_ms()),
-                runs.warm_min_ms().unwrap_or(f64::NAN),
-            ],
+            values: vec![runs.direct_io().map(|sample| sample.stats.server_ms()), runs.warm_min_ms()],
         })
         .collect();
     charts::log_bars("Direct I/O vs warm (min), server-side", "ms", &["direct I/O", "warm min"], &groups)
@@ -544,7 +545,6 @@ fn ab_queries_chart(logs: &LogsResults, variants: &[&str]) -> Result<String> {
                             && other.ab_variant.as_deref() == Some(*name)
                     })
                     .and_then(LogsQueryRuns::warm_median_ms)
-                    .unwrap_or(f64::NAN)
             })
             .collect();
         groups.push(Bars { category, values });
@@ -565,9 +565,14 @@ fn bottleneck_of(sample: &Sample) -> &'static str {
     sample.breakdown.as_ref().map_or(Bottleneck::Unknown.label(), |breakdown| breakdown.bottleneck.label())
 }
 
-/// A sample's shares of thread time; unknown (NaN: no bar) without a breakdown.
-fn shares_of(sample: &Sample) -> (f64, f64, f64) {
-    sample.breakdown.as_ref().map_or((f64::NAN, f64::NAN, f64::NAN), TimeBreakdown::shares)
+/// A sample's shares of thread time (CPU, read wait, other); unknown (no bar) without a
+/// breakdown.
+fn shares_of(sample: &Sample) -> [Option<f64>; 3] {
+    sample
+        .breakdown
+        .as_ref()
+        .map(TimeBreakdown::shares)
+        .map_or([None; 3], |(cpu, read, other)| [cpu, read, other].map(Some))
 }
 
 /// Shares of thread time for each query's direct-I/O run and warm median run.
@@ -576,12 +581,10 @@ fn breakdown_chart(logs: &LogsResults) -> Result<String> {
     for runs in &logs.queries {
         let name = chart_category(runs);
         if let Some(sample) = runs.direct_io() {
-            let (cpu, read, other) = shares_of(sample);
-            rows.push((format!("{name} direct I/O"), [cpu, read, other]));
+            rows.push((format!("{name} direct I/O"), shares_of(sample)));
         }
         if let Some(sample) = runs.warm_upper_median_sample() {
-            let (cpu, read, other) = shares_of(sample);
-            rows.push((format!("{name} warm"), [cpu, read, other]));
+            rows.push((format!("{name} warm"), shares_of(sample)));
         }
     }
     charts::shares("Share of thread time", ["CPU", "read wait", "other"], &rows)

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::cost::CostModel;
-use crate::numbers::{nan_if_null, ratio};
+use crate::numbers::ratio;
 use crate::query_runs::{QueryRuns, Step};
 use crate::results::{KindResults, RunBundle};
 use crate::stats::QueryStats;
@@ -35,16 +35,13 @@ pub struct LogsResults {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunTime {
     /// From the bundle's `started_at` to the end of the last phase that ended.
-    #[serde(deserialize_with = "nan_if_null")]
-    pub wall_seconds: f64,
+    pub wall_seconds: Option<f64>,
     /// Statements the target ran, the harness's own reads included.
     pub statements: u64,
     /// The engine's durations of those statements, summed.
-    #[serde(deserialize_with = "nan_if_null")]
-    pub engine_seconds: f64,
+    pub engine_seconds: Option<f64>,
     /// This process's wall time around each statement, summed.
-    #[serde(deserialize_with = "nan_if_null")]
-    pub client_seconds: f64,
+    pub client_seconds: Option<f64>,
     /// Statements whose engine reported no duration: while any is, `wall_over_engine`
     /// is unknown.
     pub statements_without_engine_time: u64,
@@ -57,7 +54,7 @@ impl RunTime {
         if self.statements_without_engine_time > 0 {
             return None;
         }
-        ratio(self.wall_seconds, self.engine_seconds)
+        ratio(self.wall_seconds?, self.engine_seconds?)
     }
 }
 
@@ -194,8 +191,7 @@ impl IngestCalibration {
 /// The engine's own duration of an ingest statement, and the rate it gives.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct IngestTiming {
-    #[serde(deserialize_with = "nan_if_null")]
-    pub seconds: f64,
+    pub seconds: Option<f64>,
     /// Unknown (`null`) when the engine reported no duration to divide by.
     pub rows_per_second: Option<f64>,
 }

@@ -9,7 +9,7 @@
 //! linear-algebra stack the default build does not otherwise compile.
 
 use super::results::{FitQuality, Fitted, SlopeFit};
-use crate::numbers::median_unsorted;
+use crate::numbers::{known, median_unsorted};
 
 /// R² from which a line is a clean description of the medians.
 pub const GOOD_R_SQUARED: f64 = 0.9;
@@ -76,10 +76,10 @@ pub fn fit_line(design: &str, query: &str, fitted: Fitted, samples: &[(u64, Opti
         FitQuality::Poor
     };
     SlopeFit {
-        slope_us_per_1k_parts: Some(slope),
-        intercept_us: Some(intercept),
-        r_squared: Some(r_squared),
-        slope_stderr_us_per_1k_parts: Some(stderr),
+        slope_us_per_1k_parts: known(slope),
+        intercept_us: known(intercept),
+        r_squared: known(r_squared),
+        slope_stderr_us_per_1k_parts: known(stderr),
         quality,
         ..unknown("")
     }

@@ -45,7 +45,7 @@ use crate::stats::StatementTag;
 use crate::table_parts::parts_summary;
 use crate::targets::Concurrency;
 use crate::targets::chdb::DiskFull;
-use crate::units::{human_bytes, milliseconds, number};
+use crate::units::{fixed, human_bytes, milliseconds, number};
 
 /// The designs, by file in `fixtures/parts/designs/`: the first is the one whose parts the
 /// points count and the gate holds; the second holds the same rows.
@@ -189,7 +189,7 @@ impl Benchmark for PartsBenchmark {
         }
         .map_err(with_the_sweeps_size);
         // Timed whether it ended or not: the time is the performance figure's evidence.
-        let seconds = started.elapsed().as_secs_f64();
+        let seconds = Some(started.elapsed().as_secs_f64());
         run.results().phase_times.push(PhaseTime { phase: super::Phase::name(phase).to_string(), seconds });
         outcome?;
         run.writer.save()
@@ -219,7 +219,7 @@ impl Benchmark for PartsBenchmark {
                 drops.join("; ")
             )));
         }
-        let seconds = started.elapsed().as_secs_f64();
+        let seconds = Some(started.elapsed().as_secs_f64());
         run.results().phase_times.push(PhaseTime { phase: "clean_up".to_string(), seconds });
         run.writer.save()
     }
@@ -423,8 +423,10 @@ impl PartsBenchmark {
                     .build(run, &generator, design, before, parts)
                     .with_context(|| format!("building the point of {parts} parts on {design} failed"))?;
                 run.progress.advance(&format!(
-                    "{design}: +{} rows, {} active parts in {:.1} s",
-                    build.added_rows, build.active_parts, build.seconds
+                    "{design}: +{} rows, {} active parts in {} s",
+                    build.added_rows,
+                    build.active_parts,
+                    fixed(build.seconds, 1)
                 ));
                 point.builds.push(build);
             }
@@ -512,7 +514,7 @@ impl PartsBenchmark {
             active_parts: table.active_parts,
             partitions: table.partitions,
             bytes_on_disk: table.bytes_on_disk,
-            seconds: started.elapsed().as_secs_f64(),
+            seconds: Some(started.elapsed().as_secs_f64()),
             insert: measured.stats,
         })
     }
@@ -597,7 +599,8 @@ impl PartsBenchmark {
         } else {
             format!("gate: {} of {} queries not within the bound", failures.len(), QUERIES.len())
         };
-        run.results().gate = Some(Gate { max_slope_us_per_1k_parts: bound, design: DESIGNS[0].to_string(), failures });
+        run.results().gate =
+            Some(Gate { max_slope_us_per_1k_parts: Some(bound), design: DESIGNS[0].to_string(), failures });
         run.progress.finish(&summary);
         Ok(())
     }

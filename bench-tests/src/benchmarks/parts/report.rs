@@ -53,12 +53,12 @@ pub fn charts(results: &PartsResults) -> Result<Vec<(&'static str, String)>> {
         let mut lines = Vec::new();
         for design in &layout.designs {
             for query in &layout.queries {
-                let points: Vec<(f64, f64)> = points_of(results, design)
+                let points: Vec<(f64, Option<f64>)> = points_of(results, design)
                     .into_iter()
                     .filter_map(|(point, active_parts)| {
                         let runs = runs_of(results, design, query, point, 1)?;
-                        let ms = median_of_all(figures(runs, &results.engine_events).iter().map(figure))
-                            .map_or(f64::NAN, |us| us / 1e3);
+                        let ms =
+                            median_of_all(figures(runs, &results.engine_events).iter().map(figure)).map(|us| us / 1e3);
                         Some((active_parts as f64, ms))
                     })
                     .collect();
@@ -96,7 +96,7 @@ fn share_chart(results: &PartsResults, layout: &Layout) -> Result<String> {
             for (point, active_parts) in points_of(results, design) {
                 let Some(runs) = runs_of(results, design, query, point, 1) else { continue };
                 let share = planning_share(&figures(runs, &results.engine_events));
-                let values = share.map_or([0.0, 0.0, 1.0], |share| [share, 1.0 - share.min(1.0), 0.0]);
+                let values = share.map_or([0.0, 0.0, 1.0], |share| [share, 1.0 - share.min(1.0), 0.0]).map(Some);
                 rows.push((format!("{query} · {design} · {active_parts}"), values));
             }
         }
@@ -176,7 +176,7 @@ fn planning_share(figures: &[PlanningSample]) -> Option<f64> {
 }
 
 fn ms(us: Option<f64>) -> String {
-    number(us.map_or(f64::NAN, |us| us / 1e3), 2)
+    number(us.map(|us| us / 1e3), 2)
 }
 
 fn list<T: ToString>(items: &[T]) -> String {
@@ -382,7 +382,7 @@ fn durations(out: &mut String, results: &PartsResults, layout: &Layout) {
                 cells.extend([
                     duration,
                     if planning.is_some() { format!("{} ({share})", ms(planning)) } else { "unknown".to_string() },
-                    format!("{}{flag}", number(parts.unwrap_or(f64::NAN), 0)),
+                    format!("{}{flag}", number(parts, 0)),
                 ]);
             }
             table.row(cells);
@@ -426,7 +426,7 @@ fn slopes(out: &mut String, results: &PartsResults) {
         ]);
         for fit in &results.fits {
             let (slope, intercept) = match (fit.quality.trusted(), fit.slope_us_per_1k_parts) {
-                (true, Some(slope)) => (slope_text(slope, fit), number(fit.intercept_us.unwrap_or(f64::NAN), 0)),
+                (true, Some(slope)) => (slope_text(slope, fit), number(fit.intercept_us, 0)),
                 (true, None) => ("unknown".to_string(), "unknown".to_string()),
                 (false, Some(_)) => ("not a clean slope".to_string(), "not stated".to_string()),
                 (false, None) => ("unknown".to_string(), "unknown".to_string()),
@@ -604,11 +604,9 @@ fn locks(out: &mut String, results: &PartsResults, layout: &Layout) {
                     let figures = figures(runs, &results.engine_events);
                     let wait = |missing: Option<&str>, value: fn(&PlanningSample) -> Option<u64>| match missing {
                         Some(missing) => missing.to_string(),
-                        None => number(
-                            median_of_all(figures.iter().map(|sample| value(sample).map(|us| us as f64)))
-                                .unwrap_or(f64::NAN),
-                            0,
-                        ),
+                        None => {
+                            number(median_of_all(figures.iter().map(|sample| value(sample).map(|us| us as f64))), 0)
+                        }
                     };
                     cells.push(format!(
                         "{} / {}",
@@ -652,10 +650,9 @@ fn builds(out: &mut String, results: &PartsResults) {
     for point in &results.points {
         for build in &point.builds {
             added_rows += build.added_rows;
-            if build.seconds.is_finite() {
-                build_seconds += build.seconds;
-            } else {
-                builds_unknown += 1;
+            match build.seconds {
+                Some(seconds) => build_seconds += seconds,
+                None => builds_unknown += 1,
             }
             table.row([
                 point.parts.to_string(),
@@ -815,7 +812,10 @@ mod tests {
             queries: Vec::new(),
             fits: Vec::new(),
             gate: None,
-            phase_times: vec![crate::benchmarks::parts::PhaseTime { phase: "clean_up".to_string(), seconds: 2.5 }],
+            phase_times: vec![crate::benchmarks::parts::PhaseTime {
+                phase: "clean_up".to_string(),
+                seconds: Some(2.5),
+            }],
         }
     }
 
@@ -827,7 +827,7 @@ mod tests {
             active_parts: point + 1,
             partitions: point,
             bytes_on_disk: point * 4_096,
-            seconds: 1.5,
+            seconds: Some(1.5),
             insert: stats(1_000, &[]),
         }
     }
@@ -868,7 +868,7 @@ mod tests {
             queries,
             fits,
             gate: Some(Gate {
-                max_slope_us_per_1k_parts: 50.0,
+                max_slope_us_per_1k_parts: Some(50.0),
                 design: DESIGN.to_string(),
                 failures: vec!["day_by_date: planning slope 1111.1 µs per 1,000 parts, above 50.0".to_string()],
             }),

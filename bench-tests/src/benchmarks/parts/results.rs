@@ -9,7 +9,6 @@ use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
-use crate::numbers::nan_if_null;
 use crate::query_runs::{QueryRuns, Sample};
 use crate::results::{KindResults, RunBundle};
 use crate::stats::{QueryStats, StatsSource};
@@ -61,8 +60,7 @@ pub struct PartsResults {
 pub struct PhaseTime {
     /// The phase's name (`prepare`, `sweep`, `gate`), or `clean_up`.
     pub phase: String,
-    #[serde(deserialize_with = "nan_if_null")]
-    pub seconds: f64,
+    pub seconds: Option<f64>,
 }
 
 /// What the sweep was asked for.
@@ -135,8 +133,7 @@ pub struct PointBuild {
     /// Bytes of the table's parts on disk afterwards.
     pub bytes_on_disk: u64,
     /// Wall time of the insert and the reads that checked it.
-    #[serde(deserialize_with = "nan_if_null")]
-    pub seconds: f64,
+    pub seconds: Option<f64>,
     /// The insert's own record.
     pub insert: QueryStats,
 }
@@ -302,8 +299,7 @@ impl FitQuality {
 /// `--max-slope` and the queries that broke it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Gate {
-    #[serde(deserialize_with = "nan_if_null")]
-    pub max_slope_us_per_1k_parts: f64,
+    pub max_slope_us_per_1k_parts: Option<f64>,
     /// The design whose planning slopes are held to the bound.
     pub design: String,
     /// One line per query that broke it (or whose slope could not be trusted).

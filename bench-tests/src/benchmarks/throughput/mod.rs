@@ -293,7 +293,7 @@ impl Benchmark for ThroughputBenchmark {
                 levels_run: concurrency.clone(),
                 concurrency,
                 bound: match self.bound() {
-                    LoopBound::Duration(duration) => LevelBound::Duration { seconds: duration.as_secs_f64() },
+                    LoopBound::Duration(duration) => LevelBound::Duration { seconds: Some(duration.as_secs_f64()) },
                     LoopBound::Statements(statements) => LevelBound::Iterations { statements },
                 },
                 rounds: self.rounds,
@@ -528,7 +528,7 @@ impl ThroughputBenchmark {
         run.results().dataset = Some(DatasetBuild {
             name: dataset.name.clone(),
             statements: manifest.statements.len(),
-            seconds: manifest.build_seconds,
+            seconds: Some(manifest.build_seconds),
         });
         for query in &queries {
             for statement in &query.setup {
@@ -593,32 +593,33 @@ impl ThroughputBenchmark {
                     (looped.statements.len() as u64, looped.wall)
                 }
             };
-            blocks.push(CheckBlock { path, statements: done, seconds: wall.as_secs_f64() });
+            blocks.push(CheckBlock { path, statements: done, seconds: Some(wall.as_secs_f64()) });
             run.progress.advance(&format!("{path:?}: {done} in {:.3} s", wall.as_secs_f64()));
         }
-        let side = |path: CheckPath| -> (u64, f64) {
+        // A side's statements over its seconds: unknown when a block's time is.
+        let side = |path: CheckPath| -> (u64, Option<f64>) {
             let of_path = blocks.iter().filter(|block| block.path == path);
-            (of_path.clone().map(|block| block.statements).sum(), of_path.map(|block| block.seconds).sum())
+            let statements: u64 = of_path.clone().map(|block| block.statements).sum();
+            let seconds: Option<f64> = of_path.map(|block| block.seconds).sum();
+            (statements, seconds.and_then(|seconds| ratio(statements as f64, seconds)))
         };
-        let (runner_statements, runner_seconds) = side(CheckPath::Runner);
-        let (direct_statements, direct_seconds) = side(CheckPath::Direct);
-        let runner_qps = ratio(runner_statements as f64, runner_seconds);
-        let direct_qps = ratio(direct_statements as f64, direct_seconds);
+        let (runner_statements, runner_qps) = side(CheckPath::Runner);
+        let (direct_statements, direct_qps) = side(CheckPath::Direct);
         let check = RunnerCheck {
             query: CHECK_QUERY.to_string(),
             statements_per_side: direct_statements,
             ratio: runner_qps.zip(direct_qps).and_then(|(runner, direct)| ratio(runner, direct)),
             runner_qps,
             direct_qps,
-            goal: CHECK_GOAL,
+            goal: Some(CHECK_GOAL),
             runner_cpu_us_per_statement: runner_cpu
                 .and_then(|cpu| ratio(cpu.as_secs_f64() * 1e6, runner_statements as f64)),
             blocks,
         };
         let summary = format!(
             "runner check: {} QPS through the runner, {} directly ({}, goal {CHECK_GOAL}x)",
-            number(check.runner_qps.unwrap_or(f64::NAN), 0),
-            number(check.direct_qps.unwrap_or(f64::NAN), 0),
+            number(check.runner_qps, 0),
+            number(check.direct_qps, 0),
             times(check.ratio)
         );
         if check.ratio.is_some_and(|ratio| ratio < CHECK_GOAL) {
@@ -842,7 +843,7 @@ pub fn level_round(round: u32, clients: u32, looped: &ClosedLoop, query_names: &
         round,
         clients,
         complete: !looped.interrupted,
-        wall_seconds,
+        wall_seconds: Some(wall_seconds),
         completed,
         errors,
         qps,

@@ -166,7 +166,7 @@ pub fn markdown(results: &ThroughputResults, target: &TargetInfo) -> String {
     match &results.runner_check {
         Some(check) => {
             let verdict = match check.ratio {
-                Some(ratio) if ratio >= check.goal => "the runner is not the bottleneck",
+                Some(ratio) if check.goal.is_some_and(|goal| ratio >= goal) => "the runner is not the bottleneck",
                 Some(_) => "below the goal: the runner costs QPS",
                 None => "unknown",
             };
@@ -180,7 +180,7 @@ pub fn markdown(results: &ThroughputResults, target: &TargetInfo) -> String {
                 per_second(check.runner_qps),
                 per_second(check.direct_qps),
                 times(check.ratio),
-                times(Some(check.goal)),
+                times(check.goal),
                 cpu(check.runner_cpu_us_per_statement)
             );
         }
@@ -200,14 +200,10 @@ pub fn charts(results: &ThroughputResults) -> Result<Vec<(&'static str, String)>
     }
     // Beyond what any run measures, a value is not drawn (a log axis over hundreds of
     // decades would take the chart forever): as unknown.
-    let drawable = |value: f64| if (1e-9..1e15).contains(&value) { value } else { f64::NAN };
+    let drawable = |value: Option<f64>| value.filter(|value| (1e-9..1e15).contains(value));
     let line = |name: &str, value: &dyn Fn(&super::results::LevelSummary) -> Option<f64>| Line {
         name: name.to_string(),
-        points: results
-            .levels
-            .iter()
-            .map(|level| (drawable(f64::from(level.clients)), drawable(value(level).unwrap_or(f64::NAN))))
-            .collect(),
+        points: results.levels.iter().map(|level| (f64::from(level.clients), drawable(value(level)))).collect(),
     };
     let qps = charts::log_log_lines(
         "QPS across rounds",

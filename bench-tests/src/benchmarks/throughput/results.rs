@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::numbers::{median_unsorted, nan_if_null, ratio};
+use crate::numbers::{median_unsorted, ratio};
 use crate::query_runs::QueryRuns;
 use crate::results::{KindResults, RunBundle};
 use crate::stats::StatsSource;
@@ -147,10 +147,7 @@ pub struct WorkloadQuery {
 #[serde(rename_all = "snake_case")]
 pub enum LevelBound {
     /// No statement starts after this many seconds from the start line.
-    Duration {
-        #[serde(deserialize_with = "nan_if_null")]
-        seconds: f64,
-    },
+    Duration { seconds: Option<f64> },
     /// This many statements in all clients together.
     Iterations { statements: u64 },
 }
@@ -169,8 +166,7 @@ impl std::fmt::Display for LevelBound {
 pub struct DatasetBuild {
     pub name: String,
     pub statements: usize,
-    #[serde(deserialize_with = "nan_if_null")]
-    pub seconds: f64,
+    pub seconds: Option<f64>,
 }
 
 /// A query's form in the comparison: the level it ran at (`clients=4`).
@@ -188,8 +184,7 @@ pub struct LevelRound {
     /// Whether it ran to its bound; an interrupted one is kept but counts in no summary.
     pub complete: bool,
     /// From the first client's start to the last client's end.
-    #[serde(deserialize_with = "nan_if_null")]
-    pub wall_seconds: f64,
+    pub wall_seconds: Option<f64>,
     /// Statements that completed without error.
     pub completed: u64,
     pub errors: u64,
@@ -335,8 +330,7 @@ pub struct RunnerCheck {
     /// `runner_qps / direct_qps`.
     pub ratio: Option<f64>,
     /// What the ratio should reach.
-    #[serde(deserialize_with = "nan_if_null")]
-    pub goal: f64,
+    pub goal: Option<f64>,
     /// The runner's thread CPU outside the engine calls, per statement of its blocks.
     pub runner_cpu_us_per_statement: Option<f64>,
 }
@@ -346,8 +340,7 @@ pub struct RunnerCheck {
 pub struct CheckBlock {
     pub path: CheckPath,
     pub statements: u64,
-    #[serde(deserialize_with = "nan_if_null")]
-    pub seconds: f64,
+    pub seconds: Option<f64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
