@@ -33,8 +33,11 @@ pub fn exact(value: impl Into<Option<f64>>) -> String {
 
 /// A number with exactly `decimals` places whatever its size (`2.63`, `0.00`), or
 /// `unknown` when it is `None` or not finite.
-pub fn fixed(value: impl Into<Option<f64>>, decimals: usize) -> String {
-    value.into().filter(|value| value.is_finite()).map_or("unknown".to_string(), |value| format!("{value:.decimals$}"))
+pub fn seconds(value: impl Into<Option<f64>>, decimals: usize) -> String {
+    value
+        .into()
+        .filter(|value| value.is_finite())
+        .map_or("unknown".to_string(), |value| format!("{value:.decimals$} s"))
 }
 
 /// Whether `value` prints as a decimal of reasonable length.
@@ -177,8 +180,8 @@ mod tests {
         assert_eq!(number(f64::NEG_INFINITY, 1), "unknown");
         assert_eq!(number(None, 1), "unknown");
         assert_eq!(exact(None), "unknown");
-        assert_eq!(fixed(Some(1e-6), 2), "0.00");
-        assert_eq!(fixed(None, 2), "unknown");
+        assert_eq!(seconds(Some(1e-6), 2), "0.00 s");
+        assert_eq!(seconds(None, 2), "unknown");
         assert_eq!(number(1e300, 2), "1.00e300");
         assert_eq!(exact(1e-300), "1e-300");
         assert_eq!(exact(0.0912), "0.0912");

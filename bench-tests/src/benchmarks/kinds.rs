@@ -1,6 +1,7 @@
 //! The registry of benchmark kinds: every kind, by name, and what chooses one by name
-//! (`cargo xtask bench <kind>`, a bundle's report, the comparison of two bundles). A new
-//! kind is its folder under `benchmarks/` and one line in [`KINDS`].
+//! (`cargo xtask bench <kind>`, a bundle's report, the comparison of two bundles), and every
+//! kind by type for the tests each is held to ([`visit_kinds`]). A new kind is its folder
+//! under `benchmarks/` and one line in `registry!`.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -11,15 +12,29 @@ use super::{AnyBenchmark, Benchmark, RenderedReport, clickbench, logs, parts, th
 use crate::compare::{self, BundleAt, CompareOptions, Compared};
 use crate::results::{self, KindResults, bundle_kind, load_bundle};
 
-/// The registry of benchmark kinds: `cargo xtask bench <kind>`, a bundle's report and a
-/// comparison find a kind here by its name. The first is the one `bench` runs when no
-/// kind is named. A new kind is one line here.
-pub const KINDS: &[Kind] = &[
-    Kind::of::<logs::LogsBenchmark>(),
-    Kind::of::<parts::PartsBenchmark>(),
-    Kind::of::<clickbench::ClickBenchBenchmark>(),
-    Kind::of::<throughput::ThroughputBenchmark>(),
-];
+/// The kinds, each once: [`KINDS`] by name, and [`visit_kinds`] by type.
+macro_rules! registry {
+    ($($benchmark:ty),* $(,)?) => {
+        /// The registry of benchmark kinds: `cargo xtask bench <kind>`, a bundle's report
+        /// and a comparison find a kind here by its name. The first is the one `bench` runs
+        /// when no kind is named.
+        pub const KINDS: &[Kind] = &[$(Kind::of::<$benchmark>()),*];
+
+        /// Calls `visitor` with each kind's type, in [`KINDS`]' order: what must hold of
+        /// every kind (its examples documented and read back) is checked over this.
+        pub fn visit_kinds(visitor: &mut impl KindVisitor) {
+            $(visitor.visit::<$benchmark>();)*
+        }
+    };
+}
+
+// A new kind is one line here.
+registry!(logs::LogsBenchmark, parts::PartsBenchmark, clickbench::ClickBenchBenchmark, throughput::ThroughputBenchmark,);
+
+/// Something done once per kind, with the kind's type ([`visit_kinds`]).
+pub trait KindVisitor {
+    fn visit<B: Benchmark>(&mut self);
+}
 
 /// A kind as the registry holds it: its name, and what the command line, the report and
 /// the comparison call, each made from the kind's [`Benchmark`] implementation.

@@ -3,9 +3,11 @@
 //! A benchmark kind is a plug-in: a folder of its own (`logs/`) with a type implementing
 //! [`Benchmark`], which carries everything the kind does: its flags, its phases (its own
 //! [`Phase`] type, recorded in the bundle by name), its results body, its report section
-//! and charts, and what its comparisons add to every kind's ([`compare::ComparisonSections`]). The kind is then one line in
-//! [`kinds::KINDS`], the registry the command line, the report and the comparison read;
-//! nothing else names a kind.
+//! and charts, what its comparisons add to every kind's
+//! ([`crate::compare::ComparisonSections`]) and its example bundles. The kind is then one
+//! line in the registry ([`kinds`]), which the command line, the report, the comparison
+//! and the tests over every kind read; nothing else names a kind (ARCHITECTURE.md,
+//! "Adding a benchmark kind").
 //!
 //! [`run`] is the one runner: it checks the inputs, watches the machine, records each
 //! phase in the bundle before it starts, and leaves the bundle incomplete when a phase
@@ -106,6 +108,12 @@ pub trait Benchmark: Sized + 'static {
     }
     /// Its report section and charts, made from its bundle alone.
     fn report(bundle: &RunBundle<Self::Results>) -> Result<Section>;
+    /// Bundles of its kind with every field they can hold filled, each optional field
+    /// present and each named value once, every number `value` or `count` (its folder's
+    /// `example.rs`, on [`crate::results::example::example_bundle`]): what every kind of
+    /// the registry is held to, its fields documented in `docs/kinds/<kind>.md` and its
+    /// bundles written, read back and reported whatever the numbers.
+    fn examples(value: f64, count: u64) -> Vec<RunBundle<Self::Results>>;
     /// Whether a run that measured everything passes what its flags asked of it (a bound
     /// on a slope, say): called on the finished bundle, after its report is written, so a
     /// failed verdict loses nothing. An error is the verdict's one line.

@@ -24,6 +24,7 @@
 //! `Option`, written as `null` when `None` (as is any number that is not finite: JSON has
 //! no NaN) and read back as `None`, which reports show as unknown.
 
+pub mod example;
 mod journal;
 mod load;
 mod writer;

@@ -19,6 +19,7 @@
 mod checkout;
 mod compare;
 pub mod dataset;
+mod example;
 mod flags;
 pub mod report;
 mod results;
@@ -51,7 +52,7 @@ use crate::settings::Settings;
 use crate::sql::sql_string;
 use crate::stats::StatementTag;
 use crate::targets::Target;
-use crate::units::{fixed, milliseconds, plural};
+use crate::units::{milliseconds, plural, seconds};
 
 /// Rows of the shipped table in a default run: the whole run, the table's build included,
 /// well within a minute on two cores even beside other work (measured: 6 s quiet, 19 s
@@ -345,6 +346,10 @@ impl Benchmark for ClickBenchBenchmark {
         Ok(ClickBenchComparison::of(comparison, side_prices(bundles, options)?))
     }
 
+    fn examples(value: f64, count: u64) -> Vec<RunBundle<ClickBenchResults>> {
+        example::examples(value, count)
+    }
+
     fn report(bundle: &RunBundle<ClickBenchResults>) -> Result<Section> {
         Ok(Section { markdown: report::markdown(&bundle.benchmark), charts: Vec::new() })
     }
@@ -564,9 +569,9 @@ impl ClickBenchBenchmark {
         }
         let totals = totals(run.results());
         let summary = format!(
-            "queries: sum of means {} s, hot sum {} s over {} queries{}",
-            fixed(totals.sum_of_means_seconds, 3),
-            fixed(totals.hot_sum_seconds, 3),
+            "queries: sum of means {}, hot sum {} over {} queries{}",
+            seconds(totals.sum_of_means_seconds, 3),
+            seconds(totals.hot_sum_seconds, 3),
             totals.queries,
             if totals.failed.is_empty() { String::new() } else { format!("; failed: {}", totals.failed.join(", ")) }
         );

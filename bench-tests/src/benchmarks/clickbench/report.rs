@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use super::results::{AnswerOutcome, ClickBenchDataset, ClickBenchResults, MaxThreadsSource};
 use crate::markdown::Table;
-use crate::units::{fixed, human_bytes, milliseconds, plural};
+use crate::units::{human_bytes, milliseconds, plural, seconds};
 
 pub fn markdown(results: &ClickBenchResults) -> String {
     let mut out = String::new();
@@ -43,11 +43,11 @@ pub fn markdown(results: &ClickBenchResults) -> String {
         Some(load) => {
             let _ = writeln!(
                 out,
-                "Load: {} in {} s (the INSERT; {} s with the table's creation); data size {} \
+                "Load: {} in {} (the INSERT; {} with the table's creation); data size {} \
                  (`system.tables.total_bytes`).\n",
                 load.rows.map_or("unknown rows".to_string(), |rows| plural(rows, "row")),
-                fixed(load.seconds, 2),
-                fixed(load.wall_seconds, 2),
+                seconds(load.seconds, 2),
+                seconds(load.wall_seconds, 2),
                 load.data_size_bytes.map_or("unknown".to_string(), human_bytes)
             );
         }
@@ -72,11 +72,11 @@ pub fn markdown(results: &ClickBenchResults) -> String {
     if let Some(totals) = &results.totals {
         let _ = writeln!(
             out,
-            "Totals over the {} queries whose answers passed: sum of means {} s (the source's total), hot sum {} s \
+            "Totals over the {} queries whose answers passed: sum of means {} (the source's total), hot sum {} \
              (the fastest run of each, ClickBench's hot time).{}\n",
             totals.queries,
-            fixed(totals.sum_of_means_seconds, 3),
-            fixed(totals.hot_sum_seconds, 3),
+            seconds(totals.sum_of_means_seconds, 3),
+            seconds(totals.hot_sum_seconds, 3),
             if totals.failed.is_empty() {
                 String::new()
             } else {

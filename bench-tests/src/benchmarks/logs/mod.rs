@@ -21,17 +21,20 @@
 //! round in an order shuffled from the recorded seed, each variant into query runs of its
 //! own. It has no direct-I/O runs: one cold sample per variant is no comparison.
 
+mod ab;
 pub mod cost;
 pub mod dataset;
+mod example;
 mod flags;
 pub mod report;
 mod results;
+mod summary;
 
-use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
+use self::ab::{check_variant_settings, variant_names};
 use self::cost::{CostFlags, CostModel};
 use self::dataset::step_ms;
 pub use self::flags::LogsFlags;
@@ -39,6 +42,7 @@ pub use self::results::{
     BloomFilter, CalibrationRun, HarnessIngest, Ingest, IngestCalibration, IngestPath, IngestTiming, LogsBundle,
     LogsDataset, LogsQueryRuns, LogsResults, QueryVariant, RunTime,
 };
+use self::summary::{bloom_summary, ingest_summary, queries_summary, storage_summary};
 use super::{Benchmark, GuardedSql, Run};
 use crate::ab_variants::{AbRun, check_variants};
 use crate::breakdown::TimeBreakdown;
@@ -52,12 +56,12 @@ use crate::query_runs::{QueryRuns, Sample, SampleKind, Step};
 use crate::report::Section;
 use crate::results::RunBundle;
 use crate::settings::Settings;
-use crate::sql::{one_line, sql_string};
+use crate::sql::one_line;
 use crate::stats::StatementTag;
 use crate::table_bytes::{StorageSnapshot, TableBytes};
 use crate::table_parts::{ColumnSizes, column_sizes_of, parts_summary, skip_index_bytes, wait_for_mutations};
 use crate::targets::Target;
-use crate::units::{fixed, human_bytes, milliseconds, per_second, percent, times};
+use crate::units::per_second;
 
 /// The fixture files the benchmark runs, relative to `fixtures/`; all are copied into
 /// the bundle.
@@ -261,6 +265,10 @@ impl Benchmark for LogsBenchmark {
         _options: &CompareOptions,
     ) -> Result<NoSections> {
         Ok(NoSections)
+    }
+
+    fn examples(value: f64, count: u64) -> Vec<RunBundle<LogsResults>> {
+        vec![example::example(value, count)]
     }
 
     fn report(bundle: &RunBundle<LogsResults>) -> Result<Section> {
@@ -556,117 +564,6 @@ impl LogsBenchmark {
         }
         Ok(())
     }
-
-    /// An A/B run's pass of `query`: every variant's query runs started, the caches
-    /// dropped once, one warm-up per variant, then `ab.rounds` rounds, each variant once
-    /// a round in the order the pass's shuffle gives (the warm-ups take its first order).
-    /// Each sample goes to its variant's query runs, and to the journal as soon as it is
-    /// measured, so a stop keeps every round done.
-    fn ab_query_runs(
-        &self,
-        run: &mut LogsRun<'_>,
-        ab: &AbRun,
-        pass: u64,
-        query: &str,
-        variant: QueryVariant,
-    ) -> Result<()> {
-        let sql_file = format!("logs/queries/{query}.sql");
-        let sql = Fixture::load(&sql_file)?.render_one(&Params::new())?;
-        let scenario = scenario_of(query, variant);
-        let run_id = run.run_id();
-        // Started for this pass, on a copy of the run's folder as it is now (after the bloom
-        // filter, with it), and closed with it.
-        let mut workers = variant_engines(ab, run.target)?;
-        let mut query_runs = Vec::with_capacity(ab.variants.len());
-        for (index, ab_variant) in ab.variants.iter().enumerate() {
-            let target = engine_of(&mut workers, index, run.target);
-            let plan = plan_under(target, &sql, &ab_variant.settings)?;
-            query_runs.push(run.writer.start_query(QueryRuns {
-                query: query.to_string(),
-                variant,
-                ab_variant: Some(ab_variant.name.clone()),
-                plan,
-                sql_file: sql_file.clone(),
-                answer: String::new(),
-                samples: Vec::new(),
-            })?);
-        }
-        match &mut workers {
-            Some(workers) => workers.iter_mut().try_for_each(drop_caches)?,
-            None => drop_caches(run.target)?,
-        }
-        for (round, order) in (0..=ab.rounds).zip(ab.round_orders(pass)) {
-            for (position, &index) in order.iter().enumerate() {
-                let ab_variant = &ab.variants[index];
-                let tag = StatementTag::new(&run_id, "logs", &format!("{scenario}.{}", ab_variant.name), round);
-                // An error names the query's file and line.
-                let target = engine_of(&mut workers, index, run.target);
-                let measured = measure(target, &sql, &tag, &ab_variant.settings)?;
-                let (kind, answer, turn) = if round == 0 {
-                    (SampleKind::WarmUp, Some(measured.body.chars().take(2000).collect()), "warm-up".to_string())
-                } else {
-                    (SampleKind::Warm, None, format!("round {round}/{}", ab.rounds))
-                };
-                run.progress.advance(&format!(
-                    "{query} {} {} {turn}: {:.1} ms, {} rows read",
-                    variant.label(),
-                    ab_variant.name,
-                    measured.stats.server_ms(),
-                    measured.stats.read_rows
-                ));
-                let breakdown = TimeBreakdown::of_record(&measured.stats);
-                let sample = Sample {
-                    kind,
-                    attempt: round,
-                    settings: ab_variant.settings.clone(),
-                    stats: measured.stats,
-                    breakdown,
-                    round_position: Some(position as u32),
-                    answer: None,
-                };
-                run.writer.record_sample_into(query_runs[index], sample, answer)?;
-            }
-        }
-        Ok(())
-    }
-}
-
-/// In an A/B run whose variants name engine versions, every variant's engine: a worker
-/// of its version (the run's own for a variant that names none, so that both sides pay the
-/// same process and pipe), each on a hard-linked copy of the run's folder taken with
-/// merges stopped; `None` when every variant runs on the run's own target.
-fn variant_engines(ab: &AbRun, target: &mut Target) -> Result<Option<Vec<Target>>> {
-    if ab.variants.iter().all(|variant| variant.engine_version.is_none()) {
-        return Ok(None);
-    }
-    let own = crate::engine::engine_version()?;
-    // No merge may replace a part while the workers link the folder's files.
-    target.execute("SYSTEM STOP MERGES")?;
-    let opened = ab
-        .variants
-        .iter()
-        .map(|variant| {
-            let engine = match &variant.engine_version {
-                Some(version) => crate::engine::engine_version_named(version)?,
-                None => own,
-            };
-            target
-                .engine_beside(engine)
-                .with_context(|| format!("cannot start variant {}'s engine {}", variant.name, engine.npm_version))
-        })
-        .collect::<Result<Vec<Target>>>();
-    let resumed = target.execute("SYSTEM START MERGES");
-    let workers = opened?;
-    resumed?;
-    Ok(Some(workers))
-}
-
-/// The engine variant `index` runs on: its worker, or the run's own target.
-fn engine_of<'a>(workers: &'a mut Option<Vec<Target>>, index: usize, target: &'a mut Target) -> &'a mut Target {
-    match workers {
-        Some(workers) => &mut workers[index],
-        None => target,
-    }
 }
 
 /// The plan's pruning of `sql` under a variant's `settings` (which may change it: a skip
@@ -689,40 +586,6 @@ fn scenario_of(query: &str, variant: QueryVariant) -> String {
         QueryVariant::BloomFilter => format!("{query}_bloom_filter"),
         QueryVariant::Default | QueryVariant::WithoutIndex => query.to_string(),
     }
-}
-
-/// The variants' names, for messages: `a, b`.
-fn variant_names(ab: &AbRun) -> String {
-    ab.variants.iter().map(|variant| variant.name.as_str()).collect::<Vec<_>>().join(", ")
-}
-
-/// Refuses, before anything is measured, a variant whose settings the engine does not
-/// take: a name `system.settings` does not list, then any value it refuses (`SELECT 1`
-/// with the variant's settings), so that a typo costs one line, not a run.
-fn check_variant_settings(ab: &AbRun, target: &mut Target) -> Result<()> {
-    let names: BTreeSet<&str> =
-        ab.variants.iter().flat_map(|variant| variant.settings.iter().map(|(name, _)| name)).collect();
-    if names.is_empty() {
-        return Ok(());
-    }
-    let list: Vec<String> = names.iter().map(|name| sql_string(name)).collect();
-    let known = target
-        .query_text(&format!("SELECT name FROM system.settings WHERE name IN ({})", list.join(", ")))
-        .context("cannot read the engine's settings to check the variants'")?;
-    for variant in &ab.variants {
-        if let Some((unknown, _)) = variant.settings.iter().find(|(name, _)| !known.lines().any(|line| line == *name)) {
-            bail!(
-                "--variant {}: {unknown} is not a setting of ClickHouse {} (system.settings has no such name); check \
-                 its spelling",
-                variant.flag(),
-                target.info().engine_version
-            );
-        }
-        target
-            .run("SELECT 1", &variant.settings, "TabSeparated")
-            .with_context(|| format!("--variant {}: the engine refused its settings", variant.flag()))?;
-    }
-    Ok(())
 }
 
 /// The calibration's median run of `path` (of an even count, the slower middle one).
@@ -772,92 +635,6 @@ fn storage_snapshot(target: &mut Target, table: &str, codec: &str, when: &str) -
         columns,
         columns_note,
     })
-}
-
-fn ingest_summary(ingest: &Ingest) -> String {
-    let raw = ingest.raw_engine.as_ref().and_then(|raw| raw.rows_per_second);
-    match &ingest.harness {
-        Some(harness) => format!(
-            "ingest: {} rows in {} s ({} rows/s; raw engine {} rows/s), {} partitions, {} active parts",
-            harness.rows,
-            fixed(harness.timing.seconds, 1),
-            per_second(harness.timing.rows_per_second),
-            per_second(raw),
-            harness.partitions,
-            harness.active_parts
-        ),
-        None => format!("ingest: raw engine {} rows/s", per_second(raw)),
-    }
-}
-
-fn storage_summary(lz4: &StorageSnapshot, zstd: &StorageSnapshot) -> String {
-    let saving = ratio(zstd.compressed_bytes() as f64, lz4.compressed_bytes() as f64).map_or(
-        "ZSTD(3) against LZ4 unknown".to_string(),
-        |share| match 100.0 * (1.0 - share) {
-            saving if saving >= 0.0 => format!("{saving:.0} % smaller"),
-            saving => format!("{:.0} % larger", -saving),
-        },
-    );
-    format!(
-        "storage: LZ4 {} ({}), ZSTD(3) {} ({}), {saving}",
-        human_bytes(lz4.compressed_bytes()),
-        times(lz4.compression_ratio()),
-        human_bytes(zstd.compressed_bytes()),
-        times(zstd.compression_ratio()),
-    )
-}
-
-fn queries_summary(queries: &[LogsQueryRuns]) -> String {
-    if queries.iter().any(|runs| runs.ab_variant.is_some()) {
-        let parts: Vec<String> = queries
-            .iter()
-            .map(|runs| {
-                format!(
-                    "{} {} {}",
-                    runs.query,
-                    runs.ab_variant.as_deref().unwrap_or("-"),
-                    milliseconds(runs.warm_median_ms())
-                )
-            })
-            .collect();
-        return format!(
-            "queries (warm median by variant; compare them with cargo xtask compare): {}",
-            parts.join(", ")
-        );
-    }
-    let parts: Vec<String> = queries
-        .iter()
-        .map(|runs| {
-            format!(
-                "{} {} / {}",
-                runs.query,
-                milliseconds(runs.direct_io().map(|sample| sample.stats.server_ms())),
-                milliseconds(runs.warm_min_ms())
-            )
-        })
-        .collect();
-    format!("queries (direct I/O / warm min): {}", parts.join(", "))
-}
-
-fn bloom_summary(logs: &LogsResults) -> String {
-    let find = |variant: QueryVariant| logs.queries.iter().find(|runs| runs.query == "q5" && runs.variant == variant);
-    let (Some(before), Some(after), Some(bloom)) =
-        (find(QueryVariant::WithoutIndex), find(QueryVariant::BloomFilter), &logs.bloom_filter)
-    else {
-        return "bloom filter: incomplete".to_string();
-    };
-    let rows = |runs: &LogsQueryRuns| runs.samples.last().map_or(0, |sample| sample.stats.read_rows);
-    let warm = |runs: &LogsQueryRuns| milliseconds(runs.warm_min_ms());
-    format!(
-        "bloom filter: q5 warm {} -> {}, {} -> {} rows read, index {} ({} of the table), materialize {} s",
-        warm(before),
-        warm(after),
-        rows(before),
-        rows(after),
-        human_bytes(bloom.index_compressed_bytes),
-        percent(bloom.index_share_of_table(), "unknown share"),
-        fixed(bloom.materialize.seconds, 1)
-    )
 }
 
 #[cfg(test)]

@@ -1,0 +1,144 @@
+//! Example bundles, for the tests every kind of the registry is held to (its fields
+//! documented, its bundles written, read back and reported; `Benchmark::examples`): the
+//! envelope with every field filled, and the records a kind's results hold, every number
+//! `value` or `count`. Non-finite values are allowed on purpose: the writer must take
+//! them (as unknown), and the report must say so.
+
+use std::collections::BTreeMap;
+
+use super::{DONE, KindResults, RunBundle, RunStatus, SCHEMA_VERSION};
+use crate::ab_variants::{AbRun, AbVariant};
+use crate::breakdown::{Bottleneck, TimeBreakdown};
+use crate::machine::{LoadAverage, MachineInfo, SeenProcess};
+use crate::query_runs::{Sample, SampleKind};
+use crate::settings::Settings;
+use crate::stats::{QueryStats, StatsSource};
+use crate::storage_baseline::{Device, Latency, RandRead, SeqRead, StorageBaseline, StorageBaselineRecord};
+use crate::target_info::{KubernetesDeployment, TargetInfo, TargetKind};
+
+/// A bundle of `benchmark` whose envelope has every field filled (an A/B run, a measured
+/// storage baseline, the machine, an error), every number `value` or `count`.
+pub fn example_bundle<Results: KindResults>(
+    value: f64,
+    count: u64,
+    sql_files: Vec<String>,
+    benchmark: Results,
+) -> RunBundle<Results> {
+    let load = LoadAverage { one: Some(value), five: Some(value), fifteen: Some(value) };
+    RunBundle {
+        schema_version: SCHEMA_VERSION,
+        run_id: "extreme".to_string(),
+        status: RunStatus::Complete,
+        phase: DONE.to_string(),
+        started_at: jiff::Timestamp::from_second(1_796_007_599).unwrap_or(jiff::Timestamp::UNIX_EPOCH),
+        finished_at: Some(jiff::Timestamp::MAX),
+        target: TargetInfo {
+            kind: TargetKind::Embedded,
+            engine_version: "26.7.2.1".to_string(),
+            endpoint: "libchdb".to_string(),
+            // Every field filled, so that the documentation test sees each.
+            deployment: Some(KubernetesDeployment {
+                namespace: "chbench".to_string(),
+                pod: "clickhouse".to_string(),
+                image: "clickhouse/clickhouse-server:26.3.33.24".to_string(),
+                image_id: Some("docker.io/clickhouse/clickhouse-server@sha256:00".to_string()),
+                node: "node-1".to_string(),
+                instance_type: Some("c7g.2xlarge".to_string()),
+            }),
+        },
+        storage_baseline: StorageBaselineRecord::Measured(Box::new(example_baseline(value, count))),
+        session_settings: Settings::session_defaults(),
+        sql_files,
+        machine: Some(MachineInfo {
+            cpu_model: String::new(),
+            logical_cores: 0,
+            memory_bytes: count,
+            load_average_start: load,
+            load_average_end: Some(load),
+            other_chbench_processes: vec![SeenProcess { pid: u32::MAX, name: "x".to_string() }],
+            others_cpu_cores: Some(value),
+            others_cpu_unknown: Some("a reason".to_string()),
+            noise: vec!["busy".to_string()],
+        }),
+        error: Some("a\nmultiline \"error\"".to_string()),
+        ab_run: Some(AbRun {
+            variants: vec![AbVariant {
+                name: "A".to_string(),
+                settings: Settings::new().with("max_threads", count),
+                engine_version: Some("26.5.3".to_string()),
+            }],
+            seed: count,
+            rounds: u32::MAX,
+        }),
+        benchmark,
+    }
+}
+
+/// A statistics record whose every number is `count`.
+pub fn example_stats(count: u64) -> QueryStats {
+    QueryStats {
+        log_comment: "run/logs/q1/0".to_string(),
+        source: StatsSource::ResultAndEventsDelta,
+        read_rows: count,
+        read_bytes: count,
+        result_rows: count,
+        server_duration_us: count,
+        client_duration_us: count,
+        memory_usage: Some(count),
+        profile_events: BTreeMap::from([("SelectedRows".to_string(), count)]),
+        raw: serde_json::json!({ "count": count }),
+    }
+}
+
+/// A sample (direct I/O for attempt 0, else warm) with every field filled, its numbers
+/// `value` or `count`.
+pub fn example_sample(value: f64, count: u64, attempt: u32) -> Sample {
+    Sample {
+        kind: if attempt == 0 { SampleKind::DirectIo } else { SampleKind::Warm },
+        attempt,
+        settings: Settings::direct_io(),
+        stats: example_stats(count),
+        breakdown: Some(TimeBreakdown {
+            thread_us: count,
+            cpu_us: count,
+            read_wait_us: count,
+            other_us: count,
+            bottleneck: Bottleneck::Unknown,
+            read_mib_per_s: Some(value),
+        }),
+        round_position: Some(attempt),
+        answer: None,
+    }
+}
+
+/// A storage baseline with every number set to `value` or `count`.
+fn example_baseline(value: f64, count: u64) -> StorageBaseline {
+    let depth = u32::try_from(count).unwrap_or(u32::MAX);
+    StorageBaseline {
+        fio_version: "fio-3.33".to_string(),
+        measured_at: jiff::Timestamp::from_second(1_796_007_000).unwrap_or(jiff::Timestamp::UNIX_EPOCH),
+        device: Device {
+            variant: "eks-gp3".to_string(),
+            description: "a new gp3 EBS volume".to_string(),
+            node: "ip-10-0-1-23".to_string(),
+            instance_type: None,
+        },
+        direct: true,
+        file_size_bytes: count,
+        seq_read: SeqRead {
+            block_size_bytes: count,
+            iodepth: depth,
+            runtime_ms: count,
+            bytes: count,
+            mib_per_s: Some(value),
+        },
+        rand_read: RandRead {
+            block_size_bytes: count,
+            iodepth: depth,
+            runtime_ms: count,
+            ios: count,
+            iops: Some(value),
+            latency_us: Latency { mean: Some(value), p50: Some(value), p99: Some(value) },
+        },
+    }
+}
