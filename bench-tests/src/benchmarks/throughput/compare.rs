@@ -304,13 +304,13 @@ fn compare_levels(
     thresholds: &Thresholds,
     (baseline_usd, candidate_usd): (Option<f64>, Option<f64>),
 ) -> Vec<LevelComparison> {
-    let ms_per_statement = |results: &ThroughputResults, clients: u32| -> Vec<f64> {
-        results
-            .rounds
-            .iter()
-            .filter(|round| round.clients == clients && round.complete)
-            .map(|round| round.qps.map_or(f64::NAN, |qps| 1e3 / qps))
-            .collect()
+    // Each complete round's wall milliseconds per completed statement, and how many
+    // complete rounds completed none (their rate unknown).
+    let ms_per_statement = |results: &ThroughputResults, clients: u32| -> (Vec<f64>, usize) {
+        let rounds = results.rounds.iter().filter(|round| round.clients == clients && round.complete);
+        let rates: Vec<Option<f64>> = rounds.map(|round| round.qps.map(|qps| 1e3 / qps)).collect();
+        let unknown = rates.iter().filter(|rate| rate.is_none()).count();
+        (rates.into_iter().flatten().collect(), unknown)
     };
     let side = |results: &ThroughputResults, clients: u32, usd_per_hour: Option<f64>| {
         // A level with no complete round (interrupted, or never reached) was not measured.
@@ -334,11 +334,10 @@ fn compare_levels(
     clients
         .into_iter()
         .map(|clients| {
-            let mut significance = compare_timings(
-                &ms_per_statement(baseline, clients),
-                &ms_per_statement(candidate, clients),
-                thresholds,
-            );
+            let ((baseline_ms, baseline_unknown), (candidate_ms, candidate_unknown)) =
+                (ms_per_statement(baseline, clients), ms_per_statement(candidate, clients));
+            let mut significance = compare_timings(&baseline_ms, &candidate_ms, thresholds);
+            significance.unknown_samples = baseline_unknown + candidate_unknown;
             // A round that completed nothing has no rate; its spread is unknown, and a test
             // of the other rounds would hide the worst one.
             if significance.unknown_samples > 0 {
