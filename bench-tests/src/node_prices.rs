@@ -122,11 +122,18 @@ pub fn usd_per_1000_queries_at_qps(qps: f64, usd_per_hour: f64) -> Option<f64> {
 /// cost computed from it overflow to unknown with no reason anyone could see.
 pub const MAX_USD_PER_HOUR: f64 = 10_000.0;
 
-/// A price as a flag gives it: finite, above 0, at most [`MAX_USD_PER_HOUR`].
+/// The cheapest node price a flag takes, USD per hour: a tenth of a cent, below the
+/// smallest on-demand instance (about $0.004). A price below it is a typo, and one near 0
+/// would make a known cost print as $0.000000 (or a price as hundreds of digits).
+pub const MIN_USD_PER_HOUR: f64 = 0.001;
+
+/// A price as a flag gives it: finite, from [`MIN_USD_PER_HOUR`] to [`MAX_USD_PER_HOUR`].
 pub fn parse_usd_per_hour(text: &str) -> Result<f64> {
     match text.trim().parse::<f64>() {
-        Ok(price) if price.is_finite() && price > 0.0 && price <= MAX_USD_PER_HOUR => Ok(price),
-        _ => bail!("{text:?} is not a price: give USD per hour above 0 and at most {MAX_USD_PER_HOUR}, e.g. 0.34"),
+        Ok(price) if price.is_finite() && (MIN_USD_PER_HOUR..=MAX_USD_PER_HOUR).contains(&price) => Ok(price),
+        _ => {
+            bail!("{text:?} is not a price: give USD per hour from {MIN_USD_PER_HOUR} to {MAX_USD_PER_HOUR}, e.g. 0.34")
+        }
     }
 }
 
@@ -168,5 +175,7 @@ mod tests {
         assert!(parse_node_price("m5.xlarge").unwrap_err().to_string().contains("is not TYPE=USD_PER_HOUR"));
         assert!(parse_usd_per_hour("0").unwrap_err().to_string().contains("is not a price"));
         assert!(parse_usd_per_hour("-1").is_err() && parse_usd_per_hour("NaN").is_err());
+        assert!(parse_usd_per_hour("1e-9").is_err() && parse_usd_per_hour("1e-320").is_err());
+        assert_eq!(parse_usd_per_hour("0.001").unwrap(), MIN_USD_PER_HOUR);
     }
 }

@@ -29,6 +29,13 @@ impl Compare {
             .map(|bundle| bundle_dir(bundle, &self.results_dir))
             .collect::<Result<Vec<PathBuf>>>()?;
         let variants = self.variants.as_deref().map(variants_pair).transpose()?;
+        // One price a type: a second would be dropped without a word.
+        let given_twice = self.node_price.iter().enumerate().find_map(|(at, (node_type, _))| {
+            self.node_price[..at].iter().any(|(earlier, _)| earlier == node_type).then_some(node_type)
+        });
+        if let Some(node_type) = given_twice {
+            bail!("--node-price {node_type}=... is given twice: give each node type one price");
+        }
         let prices =
             |side: Option<f64>| PriceOverrides { side, node_types: self.node_price.clone(), declared_node_type: None };
         let options = CompareOptions {
@@ -42,7 +49,16 @@ impl Compare {
         self.check_prices_apply(&compared)?;
         let (out, flag) = match &self.out {
             Some(out) => (out.clone(), "--out"),
-            None => (self.results_dir.join(default_folder(&compared)), "--results-dir"),
+            None => {
+                let out = self.results_dir.join(default_folder(&compared));
+                if out.exists() && !out.is_dir() {
+                    bail!(
+                        "{} is a file where the comparison's folder goes: remove it, or give --out a folder",
+                        out.display()
+                    );
+                }
+                (out, "--results-dir")
+            }
         };
         write_comparison(&compared, &out, flag)?;
         if self.json {

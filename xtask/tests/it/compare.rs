@@ -216,6 +216,13 @@ fn a_bundle_that_cannot_be_compared_is_one_line() {
     assert!(missing.contains("no results bundle"), "{missing}");
     let variants = error_line(&compare(&["--variants", "a"], &[measured()], &out));
     assert!(variants.contains("--variants \"a\" is not two variant names"), "{variants}");
+    // A file where the comparison's default folder goes: named, with what to do.
+    let (a, b) = (copy(work.path(), "a", |_| {}), copy(work.path(), "b", |_| {}));
+    std::fs::write(work.path().join("compare-a-vs-b"), "x").unwrap();
+    let in_the_way =
+        crate::common::xtask().arg("compare").args([&a, &b]).arg("--results-dir").arg(work.path()).output().unwrap();
+    let line = error_line(&in_the_way);
+    assert!(line.contains("compare-a-vs-b is a file where the comparison's folder goes: remove it, or give --out"));
     // A price for a comparison whose kind prices nothing would be ignored: refused (the
     // throughput test refuses a node price for a type neither side ran on).
     for price in [&["--node-price", "c7g.2xlarge=0.29"][..], &["--price-b", "0.29"]] {

@@ -251,6 +251,15 @@ fn two_throughput_bundles_compare_level_by_level() {
         "{line}"
     );
     assert!(!results.path().join("np").exists(), "nothing written for a refused comparison");
+    // A type priced twice would keep one price and drop the other without a word.
+    let twice = xtask()
+        .arg("compare")
+        .args([results.path().join("a"), results.path().join("b")])
+        .args(["--node-price", "c7g.2xlarge=0.29", "--node-price", "c7g.2xlarge=0.5", "--out"])
+        .arg(results.path().join("np"))
+        .output()
+        .unwrap();
+    assert_eq!(error_line(&twice), "error: --node-price c7g.2xlarge=... is given twice: give each node type one price");
 }
 
 #[test]

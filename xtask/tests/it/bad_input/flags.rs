@@ -215,7 +215,7 @@ fn an_absurd_price_is_refused_in_one_line_rather_than_an_unknown_cost() {
     assert_eq!(std::fs::read_dir(results.path()).unwrap().count(), 0, "a bundle was made");
     // A comparison's price too.
     let line = usage_error(&["compare", "a", "b", "--price-a", "1e308"], &[]);
-    assert!(line.contains("\"1e308\" is not a price: give USD per hour above 0 and at most 10000"), "{line}");
+    assert!(line.contains("\"1e308\" is not a price: give USD per hour from 0.001 to 10000"), "{line}");
 }
 
 #[test]
