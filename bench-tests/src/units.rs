@@ -86,6 +86,14 @@ pub fn plural(count: impl Into<u64>, one: &str) -> String {
     }
 }
 
+/// `1 query`, `2 queries`: [`plural`] for a noun whose plural is not its `s` form.
+pub fn plural_as(count: impl Into<u64>, one: &str, many: &str) -> String {
+    match count.into() {
+        1 => format!("1 {one}"),
+        count => format!("{count} {many}"),
+    }
+}
+
 /// A test's p value to four places (`0.0079`, `< 0.0001`): never rounded up to a
 /// threshold it is below; `unknown` without one.
 pub fn p_value(p: Option<f64>) -> String {

@@ -12,7 +12,7 @@ use crate::files::write_atomically;
 use crate::markdown::Table;
 use crate::report::charts::{Bars, log_bars};
 use crate::significance::Verdict;
-use crate::units::{milliseconds, number, p_value, percent, times};
+use crate::units::{milliseconds, number, p_value, percent, plural_as, times};
 
 /// The report's file in a comparison's folder.
 pub const COMPARE_FILE: &str = "compare.md";
@@ -100,9 +100,9 @@ pub fn markdown(compared: &Compared) -> String {
     let totals = &comparison.totals;
     let _ = writeln!(
         out,
-        "Totals over the {} queries on both sides: sum of means {} (A) against {} (B), B {} (a gain of {}); \
+        "Totals over the {} on both sides: sum of means {} (A) against {} (B), B {} (a gain of {}); \
          geometric mean of the per-query ratios B / A: {}.\n",
-        totals.queries,
+        plural_as(totals.queries as u64, "query", "queries"),
         milliseconds(Some(totals.baseline_sum_of_means_ms)),
         milliseconds(Some(totals.candidate_sum_of_means_ms)),
         totals.gain.map_or("unknown".to_string(), |gain| format!("{:+.2} %", -100.0 * gain + 0.0)),

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::compare::{Comparison, ComparisonSections, SidePrice, geometric_mean, left_out};
 use crate::markdown::Table;
 use crate::node_prices::NodePrice;
+use crate::units::plural_as;
 
 /// ClickBench's shift in its relative score: a query's time plus 10 ms, so that the
 /// fastest queries do not dominate the ratio ("Results Usage And Scoreboards", ClickBench).
@@ -88,8 +89,8 @@ impl ComparisonSections for ClickBenchComparison {
         let _ = writeln!(
             out,
             "ClickBench's relative score of B against A (the geometric mean of (10 ms + hot B) / (10 ms + hot A), \
-             hot the fastest warm run; below 1, B is faster) over {} queries: {}.\n",
-            self.relative_score_queries,
+             hot the fastest warm run; below 1, B is faster) over {}: {}.\n",
+            plural_as(self.relative_score_queries as u64, "query", "queries"),
             self.relative_score.map_or("unknown".to_string(), |score| format!("{score:.3}"))
         );
         let mut cost = Table::new(["side", "node", "price", "per query-set run", "per 1,000 queries"]);

@@ -52,7 +52,7 @@ use crate::settings::Settings;
 use crate::sql::sql_string;
 use crate::stats::StatementTag;
 use crate::targets::Target;
-use crate::units::{milliseconds, plural, seconds};
+use crate::units::{milliseconds, plural, plural_as, seconds};
 
 /// Rows of the shipped table in a default run: the whole run, the table's build included,
 /// well within a minute on two cores even beside other work (measured: 6 s quiet, 19 s
@@ -544,7 +544,7 @@ impl ClickBenchBenchmark {
         run.progress.start(
             &format!(
                 "queries: {}, {} and {} each",
-                if queries.len() == 1 { "1 query".to_string() } else { format!("{} queries", queries.len()) },
+                plural_as(queries.len() as u64, "query", "queries"),
                 plural(self.warm_ups, "warm-up"),
                 plural(self.runs, "run")
             ),
