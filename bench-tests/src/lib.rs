@@ -42,6 +42,7 @@ pub mod units;
 pub mod ab_variants;
 pub mod answers;
 pub mod breakdown;
+pub mod levels;
 pub mod machine;
 pub mod node_prices;
 pub mod plan;
@@ -61,6 +62,7 @@ pub mod cluster;
 // Targets:
 pub mod targets;
 // Measurement on a target:
+pub mod closed_loop;
 pub mod explain;
 pub mod fixtures;
 pub mod guard;

@@ -30,19 +30,21 @@ use anyhow::{Context, Result, bail};
 
 pub use self::compare::{LevelComparison, LevelSide, NOT_SERIAL, Prices, ThroughputComparison};
 pub use self::flags::{ThroughputFlags, parse_duration};
-pub use self::levels::{Levels, client_orders, level_round};
 use self::levels::{level_line, summary_line};
 pub use self::results::{
-    CheckBlock, CheckPath, DatasetBuild, Latency, LevelBound, LevelRound, LevelSummary, QueryErrors, RunnerCheck,
-    Spread, StatementRecord, ThroughputBundle, ThroughputQueryRuns, ThroughputResults, ThroughputVariant, Workload,
-    WorkloadQuery,
+    DatasetBuild, ThroughputBundle, ThroughputQueryRuns, ThroughputResults, ThroughputVariant, Workload, WorkloadQuery,
 };
 use super::{Benchmark, GuardedSql, Run};
+pub use crate::closed_loop::{Levels, MAX_CLIENTS, client_orders, level_round};
 use crate::compare::{BundleAt, CompareOptions, Comparison, side_prices};
 use crate::dataset::{BytesPerRow, Dataset, UNMEASURED_BYTES_PER_ROW, check_fits, check_row_bound};
 use crate::files::{fixtures_root, shown};
 use crate::fixtures::{Fixture, Params, Statement};
 use crate::interrupt::Interrupted;
+pub use crate::levels::{
+    CheckBlock, CheckPath, Latency, LevelBound, LevelRound, LevelSummary, QueryErrors, RunnerCheck, Spread,
+    StatementRecord,
+};
 use crate::measure::closed_loop_stats;
 use crate::numbers::ratio;
 use crate::packs::Pack;
@@ -60,8 +62,6 @@ pub const DEFAULT_ROUNDS: u32 = 5;
 /// A level's duration by default: with levels 1, 2 and 4 and five rounds, 30 s of
 /// measuring, which keeps the default run within a minute with its dataset.
 pub const DEFAULT_DURATION: Duration = Duration::from_secs(2);
-/// The most clients a level starts (a thread and a connection each).
-pub const MAX_CLIENTS: u32 = 256;
 /// Statements per block of the runner check.
 pub const CHECK_BLOCK_STATEMENTS: u64 = 125;
 /// The runner check's query: nothing to read, so the engine's per-statement cost alone.

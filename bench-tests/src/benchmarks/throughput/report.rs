@@ -6,7 +6,8 @@ use std::fmt::Write as _;
 
 use anyhow::Result;
 
-use super::results::{Latency, LevelBound, Spread, ThroughputResults};
+use super::results::ThroughputResults;
+use crate::levels::{Latency, LevelBound, LevelSummary, Spread};
 use crate::markdown::Table;
 use crate::report::charts::{self, Line};
 use crate::stats::StatsSource;
@@ -201,7 +202,7 @@ pub fn charts(results: &ThroughputResults) -> Result<Vec<(&'static str, String)>
     // Beyond what any run measures, a value is not drawn (a log axis over hundreds of
     // decades would take the chart forever): as unknown.
     let drawable = |value: Option<f64>| value.filter(|value| (1e-9..1e15).contains(value));
-    let line = |name: &str, value: &dyn Fn(&super::results::LevelSummary) -> Option<f64>| Line {
+    let line = |name: &str, value: &dyn Fn(&LevelSummary) -> Option<f64>| Line {
         name: name.to_string(),
         points: results.levels.iter().map(|level| (f64::from(level.clients), drawable(value(level)))).collect(),
     };

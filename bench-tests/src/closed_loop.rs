@@ -1,0 +1,269 @@
+//! K clients at once in a closed loop, as a kind measures load levels with it (the
+//! throughput benchmark, and the write path next): the concurrency list read and checked,
+//! each client's seeded order of the statements, and a level's figures from its loop
+//! (`Target::run_closed_loop`) into the records of `levels`: QPS over the loop's wall time,
+//! never over its latencies, failures apart.
+
+use std::time::Duration;
+
+use anyhow::{Result, bail};
+use rand::SeedableRng;
+use rand::seq::SliceRandom;
+use rand_chacha::ChaCha8Rng;
+
+use crate::levels::{Latency, LevelRound, QueryErrors, StatementRecord};
+use crate::numbers::ratio;
+use crate::targets::ClosedLoop;
+
+/// The most clients a level starts (a thread and a connection each).
+pub const MAX_CLIENTS: u32 = 256;
+
+/// Passes of the queries in each client's order before it repeats: each pass a shuffle.
+const ORDER_PASSES: usize = 16;
+
+/// The concurrency list as given, read when checked (so that a bad list is the
+/// benchmark's one line, not the flag parser's).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Levels {
+    text: String,
+}
+
+impl Levels {
+    pub fn parse(text: &str) -> Levels {
+        Levels { text: text.to_string() }
+    }
+
+    /// The client counts, or one line saying what is wrong with them.
+    pub fn list(&self) -> Result<Vec<u32>> {
+        let items: Vec<&str> = self.text.split(',').map(str::trim).filter(|item| !item.is_empty()).collect();
+        if items.is_empty() {
+            bail!("--concurrency lists no level: give client counts, e.g. --concurrency 1,2,4");
+        }
+        let mut levels = Vec::new();
+        for item in items {
+            let Ok(clients) = item.parse::<u64>() else {
+                bail!("--concurrency {item} is not a number of clients: give client counts, e.g. --concurrency 1,2,4");
+            };
+            if clients == 0 {
+                bail!("--concurrency 0: a level needs at least one client");
+            }
+            if clients > u64::from(MAX_CLIENTS) {
+                bail!(
+                    "--concurrency {clients} is more clients than this runner starts ({MAX_CLIENTS}, a thread and a \
+                     connection each): ask for at most {MAX_CLIENTS}"
+                );
+            }
+            let clients = clients as u32;
+            if levels.contains(&clients) {
+                bail!("--concurrency lists {clients} twice: give each level once");
+            }
+            levels.push(clients);
+        }
+        Ok(levels)
+    }
+}
+
+/// Each client's order of the `queries` query indexes: [`ORDER_PASSES`] passes, each a
+/// shuffle from the seed's ChaCha8 stream of the client, so that a seed gives every client
+/// the same order in every run and two clients different ones (as ClickBench's concurrent
+/// runs derive a connection's order from a seed).
+pub fn client_orders(seed: u64, clients: u32, queries: usize) -> Vec<Vec<usize>> {
+    (0..clients)
+        .map(|client| {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            rng.set_stream(u64::from(client));
+            let mut order = Vec::with_capacity(queries * ORDER_PASSES);
+            for _ in 0..ORDER_PASSES {
+                let mut pass: Vec<usize> = (0..queries).collect();
+                pass.shuffle(&mut rng);
+                order.extend(pass);
+            }
+            order
+        })
+        .collect()
+}
+
+/// One level of one round from its closed loop: every statement (named by
+/// `query_names`), and its figures. QPS is the completed statements over the loop's wall
+/// time (start line to the last client's end), never over the sum of their latencies;
+/// a failed statement is counted apart and adds to neither QPS nor the percentiles; with
+/// none completed, QPS and latency are unknown, with why.
+pub fn level_round(round: u32, clients: u32, looped: &ClosedLoop, query_names: &[String]) -> LevelRound {
+    let wall_seconds = looped.wall.as_secs_f64();
+    let mut records = Vec::with_capacity(looped.statements.len());
+    let mut errors_by_query: Vec<QueryErrors> = Vec::new();
+    let (mut completed, mut errors, mut rows_read) = (0u64, 0u64, 0u64);
+    let mut latencies = Vec::with_capacity(looped.statements.len());
+    for statement in &looped.statements {
+        let query =
+            query_names.get(statement.query as usize).cloned().unwrap_or_else(|| format!("#{}", statement.query));
+        let latency_us = u64::try_from(statement.latency.as_micros()).unwrap_or(u64::MAX);
+        let (read_rows, error) = match &statement.outcome {
+            Ok(counters) => {
+                completed += 1;
+                rows_read += counters.read_rows.unwrap_or(0);
+                latencies.push(latency_us as f64 / 1e3);
+                (counters.read_rows, None)
+            }
+            Err(error) => {
+                errors += 1;
+                match errors_by_query.iter_mut().find(|errors| errors.query == query) {
+                    Some(errors) => errors.count += 1,
+                    None => errors_by_query.push(QueryErrors { query: query.clone(), count: 1, first: error.clone() }),
+                }
+                (None, Some(error.clone()))
+            }
+        };
+        records.push(StatementRecord {
+            client: statement.client,
+            query,
+            start_offset_us: u64::try_from(statement.start_offset.as_micros()).unwrap_or(u64::MAX),
+            latency_us,
+            read_rows,
+            error,
+        });
+    }
+    let statements_run: u64 = looped.clients.iter().map(|client| client.statements).sum();
+    let runner_cpu: Option<Duration> = looped.clients.iter().map(|client| client.runner_cpu).sum();
+    let (qps, rows_per_second, unknown) = if completed == 0 {
+        (None, None, Some(format!("no statement completed ({errors} failed)")))
+    } else {
+        (ratio(completed as f64, wall_seconds), ratio(rows_read as f64, wall_seconds), None)
+    };
+    LevelRound {
+        round,
+        clients,
+        complete: !looped.interrupted,
+        wall_seconds: Some(wall_seconds),
+        completed,
+        errors,
+        qps,
+        rows_per_second,
+        latency: Latency::of(latencies),
+        unknown,
+        runner_cpu_us_per_statement: runner_cpu.and_then(|cpu| ratio(cpu.as_secs_f64() * 1e6, statements_run as f64)),
+        errors_by_query,
+        statements: records,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::levels::LevelSummary;
+
+    #[test]
+    fn the_concurrency_list_is_refused_in_one_line_when_meaningless() {
+        let error = |text: &str| Levels::parse(text).list().unwrap_err().to_string();
+        assert_eq!(Levels::parse("1,2,4").list().unwrap(), [1, 2, 4]);
+        assert_eq!(Levels::parse(" 8 , 1 ").list().unwrap(), [8, 1]);
+        assert_eq!(Levels::parse("256").list().unwrap(), [256]);
+        assert!(error("").starts_with("--concurrency lists no level"));
+        assert!(error(",").starts_with("--concurrency lists no level"));
+        assert_eq!(error("0"), "--concurrency 0: a level needs at least one client");
+        assert!(error("1,257").starts_with("--concurrency 257 is more clients than this runner starts (256"));
+        assert!(error("99999999999999999999").contains("is not a number of clients"));
+        assert!(error("two").starts_with("--concurrency two is not a number of clients"));
+        assert!(error("2,2").contains("lists 2 twice"));
+    }
+
+    #[test]
+    fn every_client_has_its_own_order_and_a_seed_replays_it() {
+        let orders = client_orders(7, 3, 4);
+        assert_eq!(orders.len(), 3);
+        for order in &orders {
+            assert_eq!(order.len(), 4 * ORDER_PASSES);
+            // Every pass holds every query once.
+            for pass in order.chunks(4) {
+                let mut sorted = pass.to_vec();
+                sorted.sort_unstable();
+                assert_eq!(sorted, [0, 1, 2, 3]);
+            }
+        }
+        assert_ne!(orders[0], orders[1]);
+        assert_eq!(client_orders(7, 3, 4), orders);
+        assert_ne!(client_orders(8, 3, 4), orders);
+        // A client's order does not depend on how many clients there are.
+        assert_eq!(client_orders(7, 1, 4)[0], orders[0]);
+    }
+
+    /// A level worked out by hand: two clients over 2 s of wall time, five completed
+    /// statements (1.8 s of latency in all) and one failed one of 1 ms.
+
+    #[test]
+    fn a_levels_figures_are_completed_statements_over_its_wall_time() {
+        use crate::targets::{ClientCost, LoopStatement, ResultCounters};
+        let ms = Duration::from_millis;
+        let ok = |client: u32, query: u32, start: u64, latency: u64| LoopStatement {
+            client,
+            query,
+            start_offset: ms(start),
+            latency: ms(latency),
+            outcome: Ok(ResultCounters { read_rows: Some(10), ..ResultCounters::default() }),
+        };
+        let statements = vec![
+            ok(0, 0, 0, 100),
+            ok(0, 1, 100, 200),
+            LoopStatement { outcome: Err("Code: 60. Unknown table".to_string()), ..ok(0, 1, 300, 1) },
+            ok(0, 0, 301, 300),
+            ok(1, 1, 0, 500),
+            ok(1, 0, 500, 700),
+        ];
+        let looped = ClosedLoop {
+            statements,
+            wall: Duration::from_secs(2),
+            clients: vec![
+                ClientCost { client: 0, statements: 4, runner_cpu: Some(Duration::from_micros(40)) },
+                ClientCost { client: 1, statements: 2, runner_cpu: Some(Duration::from_micros(20)) },
+            ],
+            answers: vec![None, None],
+            interrupted: false,
+        };
+        let level = level_round(3, 2, &looped, &["a".to_string(), "b".to_string()]);
+        assert_eq!((level.round, level.clients, level.completed, level.errors), (3, 2, 5, 1));
+        // 5 / 2 s, not 5 / 1.8 s (the latencies' sum) nor 6 / 2 s (the failure counted).
+        assert_eq!(level.qps, Some(2.5));
+        assert_eq!(level.rows_per_second, Some(25.0));
+        // Nearest rank of 100, 200, 300, 500, 700: the failure's 1 ms is not among them.
+        assert_eq!(
+            (level.latency.p50_ms, level.latency.p90_ms, level.latency.p99_ms, level.latency.max_ms),
+            (Some(300.0), Some(700.0), Some(700.0), Some(700.0))
+        );
+        assert_eq!(level.runner_cpu_us_per_statement, Some(10.0));
+        assert_eq!(level.statements.len(), 6);
+        assert_eq!(level.statements[2].error.as_deref(), Some("Code: 60. Unknown table"));
+        assert_eq!((level.statements[2].read_rows, level.statements[4].read_rows), (None, Some(10)));
+        assert_eq!(
+            level.errors_by_query,
+            [QueryErrors { query: "b".to_string(), count: 1, first: "Code: 60. Unknown table".to_string() }]
+        );
+        assert!(level.complete && level.unknown.is_none());
+        // Nothing completed: QPS and latency unknown, with why, never 0.
+        let failed = ClosedLoop {
+            statements: vec![LoopStatement { outcome: Err("boom".to_string()), ..ok(0, 0, 0, 5) }],
+            wall: ms(5),
+            clients: vec![ClientCost { client: 0, statements: 1, runner_cpu: None }],
+            answers: vec![None],
+            interrupted: false,
+        };
+        let level = level_round(1, 1, &failed, &["a".to_string()]);
+        assert_eq!((level.qps, level.rows_per_second, level.latency), (None, None, Latency::default()));
+        assert_eq!(level.unknown.as_deref(), Some("no statement completed (1 failed)"));
+        assert_eq!(level.runner_cpu_us_per_statement, None);
+        // The summary across rounds takes the complete rounds only.
+        let rounds = vec![
+            LevelRound { qps: Some(2.0), ..level_round(1, 2, &looped, &["a".to_string(), "b".to_string()]) },
+            level_round(2, 2, &looped, &["a".to_string(), "b".to_string()]),
+            LevelRound {
+                complete: false,
+                qps: Some(100.0),
+                ..level_round(3, 2, &looped, &["a".to_string(), "b".to_string()])
+            },
+        ];
+        let summary = LevelSummary::of(2, &rounds);
+        assert_eq!(summary.rounds, 2);
+        assert_eq!((summary.qps.min, summary.qps.median, summary.qps.max), (Some(2.0), Some(2.25), Some(2.5)));
+        assert_eq!((summary.completed, summary.errors), (10, 2));
+        assert_eq!(summary.runner_cpu_us_per_statement, Some(10.0));
+    }
+}

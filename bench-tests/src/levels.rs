@@ -1,0 +1,225 @@
+//! A load level's records, for a kind that runs K clients at once in a closed loop (the
+//! throughput benchmark, and the write path next): what ends a level, each level of each
+//! round with every statement it ran and its figures, a level's figures across rounds, and
+//! the check that the runner is not the bottleneck. The arithmetic that fills them from a
+//! closed loop is `closed_loop`'s; a kind's bundle holds them under its own fields.
+
+use serde::{Deserialize, Serialize};
+
+use crate::numbers::{median_unsorted, ratio};
+
+/// What ends a level in each round.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LevelBound {
+    /// No statement starts after this many seconds from the start line.
+    Duration { seconds: Option<f64> },
+    /// This many statements in all clients together.
+    Iterations { statements: u64 },
+}
+
+impl std::fmt::Display for LevelBound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LevelBound::Duration { seconds } => write!(f, "{} s", crate::units::exact(*seconds)),
+            LevelBound::Iterations { statements } => write!(f, "{statements} statements"),
+        }
+    }
+}
+
+/// One level of one round: what its clients ran, and its figures.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LevelRound {
+    /// From 1.
+    pub round: u32,
+    pub clients: u32,
+    /// Whether it ran to its bound; an interrupted one is kept but counts in no summary.
+    pub complete: bool,
+    /// From the first client's start to the last client's end.
+    pub wall_seconds: Option<f64>,
+    /// Statements that completed without error.
+    pub completed: u64,
+    pub errors: u64,
+    /// `completed / wall_seconds`; unknown when none completed.
+    pub qps: Option<f64>,
+    /// Rows read by the completed statements, per second of `wall_seconds`.
+    pub rows_per_second: Option<f64>,
+    /// Of the completed statements only.
+    pub latency: Latency,
+    /// Why `qps` and `latency` are unknown, when they are.
+    pub unknown: Option<String>,
+    /// The clients' CPU time outside the engine calls, per statement they ran.
+    pub runner_cpu_us_per_statement: Option<f64>,
+    pub errors_by_query: Vec<QueryErrors>,
+    /// Every statement, by client, then in the client's order.
+    pub statements: Vec<StatementRecord>,
+}
+
+/// Latency percentiles in milliseconds (nearest rank), unknown without statements.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Latency {
+    pub p50_ms: Option<f64>,
+    pub p90_ms: Option<f64>,
+    pub p99_ms: Option<f64>,
+    pub max_ms: Option<f64>,
+}
+
+impl Latency {
+    /// Of latencies in milliseconds, any order: the nearest-rank percentiles (the smallest
+    /// value with at least that share of the values at or below it).
+    pub fn of(mut ms: Vec<f64>) -> Latency {
+        ms.sort_by(f64::total_cmp);
+        let rank = |share: f64| -> Option<f64> {
+            let n = ms.len();
+            if n == 0 {
+                return None;
+            }
+            let rank = ((share * n as f64).ceil() as usize).clamp(1, n);
+            Some(ms[rank - 1])
+        };
+        Latency { p50_ms: rank(0.50), p90_ms: rank(0.90), p99_ms: rank(0.99), max_ms: ms.last().copied() }
+    }
+}
+
+/// A query's errors in one level of one round.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QueryErrors {
+    pub query: String,
+    pub count: u64,
+    /// The first one's message.
+    pub first: String,
+}
+
+/// One statement a client ran.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StatementRecord {
+    pub client: u32,
+    pub query: String,
+    /// When it started, from the level's start.
+    pub start_offset_us: u64,
+    /// Wall time around the call, in this process.
+    pub latency_us: u64,
+    /// Rows read, as the result's counters say; `None` for a failed statement.
+    pub read_rows: Option<u64>,
+    /// The error, in one line; `None` when it completed.
+    pub error: Option<String>,
+}
+
+/// One level across the complete rounds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LevelSummary {
+    pub clients: u32,
+    /// Complete rounds.
+    pub rounds: usize,
+    /// QPS across rounds.
+    pub qps: Spread,
+    pub rows_per_second: Spread,
+    /// Of every completed statement of its rounds together.
+    pub latency: Latency,
+    pub completed: u64,
+    pub errors: u64,
+    pub runner_cpu_us_per_statement: Option<f64>,
+}
+
+/// Smallest, median and largest across rounds; unknown when a round's value is.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Spread {
+    pub min: Option<f64>,
+    pub median: Option<f64>,
+    pub max: Option<f64>,
+}
+
+impl Spread {
+    /// Of every round's value: unknown when any is (a median of the known ones would
+    /// describe other rounds).
+    pub fn of(values: impl IntoIterator<Item = Option<f64>>) -> Spread {
+        let Some(mut values) = values.into_iter().collect::<Option<Vec<f64>>>() else { return Spread::default() };
+        values.sort_by(f64::total_cmp);
+        Spread { min: values.first().copied(), median: median_unsorted(values.clone()), max: values.last().copied() }
+    }
+}
+
+impl LevelSummary {
+    /// Of the complete rounds of `clients` in `rounds`.
+    pub fn of(clients: u32, rounds: &[LevelRound]) -> LevelSummary {
+        let rounds: Vec<&LevelRound> =
+            rounds.iter().filter(|round| round.clients == clients && round.complete).collect();
+        let latencies = rounds
+            .iter()
+            .flat_map(|round| round.statements.iter())
+            .filter(|statement| statement.error.is_none())
+            .map(|statement| statement.latency_us as f64 / 1e3)
+            .collect();
+        let statements: u64 = rounds.iter().map(|round| round.completed + round.errors).sum();
+        let cpu: Option<f64> = rounds
+            .iter()
+            .map(|round| round.runner_cpu_us_per_statement.map(|us| us * (round.completed + round.errors) as f64))
+            .sum();
+        LevelSummary {
+            clients,
+            rounds: rounds.len(),
+            qps: Spread::of(rounds.iter().map(|round| round.qps)),
+            rows_per_second: Spread::of(rounds.iter().map(|round| round.rows_per_second)),
+            latency: Latency::of(latencies),
+            completed: rounds.iter().map(|round| round.completed).sum(),
+            errors: rounds.iter().map(|round| round.errors).sum(),
+            runner_cpu_us_per_statement: cpu.and_then(|cpu| ratio(cpu, statements as f64)),
+        }
+    }
+}
+
+/// `SELECT 1` at one client through the runner and through a tight loop on the engine, in
+/// interleaved blocks of the same number of statements.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunnerCheck {
+    pub query: String,
+    /// In the order they ran.
+    pub blocks: Vec<CheckBlock>,
+    /// Statements on each side, all blocks together (the same on both).
+    pub statements_per_side: u64,
+    pub runner_qps: Option<f64>,
+    pub direct_qps: Option<f64>,
+    /// `runner_qps / direct_qps`.
+    pub ratio: Option<f64>,
+    /// What the ratio should reach.
+    pub goal: Option<f64>,
+    /// The runner's thread CPU outside the engine calls, per statement of its blocks.
+    pub runner_cpu_us_per_statement: Option<f64>,
+}
+
+/// One block of the runner check.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CheckBlock {
+    pub path: CheckPath,
+    pub statements: u64,
+    pub seconds: Option<f64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckPath {
+    /// Through the runner's closed loop.
+    Runner,
+    /// A tight loop on the target's backend.
+    Direct,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_are_nearest_rank() {
+        let latency = Latency::of((1..=100).rev().map(f64::from).collect());
+        assert_eq!(
+            (latency.p50_ms, latency.p90_ms, latency.p99_ms, latency.max_ms),
+            (Some(50.0), Some(90.0), Some(99.0), Some(100.0))
+        );
+        let one = Latency::of(vec![3.0]);
+        assert_eq!((one.p50_ms, one.p99_ms, one.max_ms), (Some(3.0), Some(3.0), Some(3.0)));
+        assert_eq!(Latency::of(Vec::new()), Latency::default());
+        let spread = Spread::of([Some(3.0), Some(1.0), Some(2.0)]);
+        assert_eq!((spread.min, spread.median, spread.max), (Some(1.0), Some(2.0), Some(3.0)));
+        assert_eq!(Spread::of([Some(1.0), None]), Spread::default());
+    }
+}
