@@ -29,6 +29,9 @@ pub struct ThroughputComparison {
     pub levels: Vec<LevelComparison>,
 }
 
+/// One side of a level, A's or B's.
+type SideOfLevel = fn(&LevelComparison) -> &Option<LevelSide>;
+
 /// Each side's node price.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Prices {
@@ -169,13 +172,16 @@ impl ComparisonSections for ThroughputComparison {
 
     fn terminal_lines(&self) -> Vec<String> {
         let mut lines: Vec<String> = self.levels.iter().map(LevelComparison::line).collect();
-        for (letter, price, at) in [("A", &self.prices.baseline, 0), ("B", &self.prices.candidate, 1)] {
+        let sides: [(&str, &SidePrice, SideOfLevel); 2] = [
+            ("A", &self.prices.baseline, |level| &level.baseline),
+            ("B", &self.prices.candidate, |level| &level.candidate),
+        ];
+        for (letter, price, side_of) in sides {
             let at_levels: Vec<String> = self
                 .levels
                 .iter()
                 .filter_map(|level| {
-                    let side = if at == 0 { &level.baseline } else { &level.candidate };
-                    let usd = side.as_ref()?.usd_per_1000_queries?;
+                    let usd = side_of(level).as_ref()?.usd_per_1000_queries?;
                     Some(format!("${usd:.6} at {}", plural(level.clients, "client")))
                 })
                 .collect();
