@@ -93,9 +93,7 @@ impl Compare {
         }
         Ok(())
     }
-}
 
-impl Compare {
     /// A price given for a comparison whose kind prices nothing, or a `--node-price` for a
     /// node type neither side ran on (a mistyped type, or bundles that do not name their
     /// node), priced nothing; refused rather than silently unused, as is a `--node-price`

@@ -66,6 +66,14 @@ fn empty_bundle() -> LogsBundle {
     }
 }
 
+/// The numbers the round-trip tests fill bundles with: each of these floats (not finite,
+/// extreme, zero of both signs, negative) with a count of 0 and of `u64::MAX`.
+fn extreme_values() -> impl Iterator<Item = (f64, u64)> {
+    [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, f64::MAX, f64::MIN_POSITIVE, 0.0, -0.0, -1.0]
+        .into_iter()
+        .flat_map(|value| [(value, 0), (value, u64::MAX)])
+}
+
 /// Writes `bundle` as a run does (its last query's samples through the journal), reads
 /// it back and renders its report.
 fn write_read_and_report<Results: KindResults>(bundle: &RunBundle<Results>) -> (RunBundle<Results>, String) {
@@ -87,8 +95,7 @@ fn write_read_and_report<Results: KindResults>(bundle: &RunBundle<Results>) -> (
 
 #[test]
 fn bundles_with_extreme_and_missing_values_round_trip_and_report() {
-    let values = [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, f64::MAX, f64::MIN_POSITIVE, 0.0, -0.0, -1.0];
-    for (value, count) in values.iter().flat_map(|value| [(*value, 0), (*value, u64::MAX)]) {
+    for (value, count) in extreme_values() {
         let written = extreme_bundle(value, count);
         let (read, report) = write_read_and_report(&written);
         // Not-finite numbers come back as unknown; everything else exactly. Compared as the
@@ -114,8 +121,7 @@ fn bundles_with_extreme_and_missing_values_round_trip_and_report() {
 /// the journal (a not-finite number as unknown), and its report shows no NaN or inf.
 #[test]
 fn parts_bundles_with_extreme_values_round_trip_and_report() {
-    let values = [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, f64::MAX, f64::MIN_POSITIVE, 0.0, -0.0, -1.0];
-    for (value, count) in values.iter().flat_map(|value| [(*value, 0), (*value, u64::MAX)]) {
+    for (value, count) in extreme_values() {
         let written = extreme_parts_bundle(value, count);
         let (read, report) = write_read_and_report(&written);
         // Compared as the JSON the writer would write again: NaN, which equals nothing,
@@ -143,8 +149,7 @@ fn parts_bundles_with_extreme_values_round_trip_and_report() {
 
 #[test]
 fn throughput_bundles_with_extreme_values_round_trip_and_report() {
-    let values = [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, f64::MAX, f64::MIN_POSITIVE, 0.0, -0.0, -1.0];
-    for (value, count) in values.iter().flat_map(|value| [(*value, 0), (*value, u64::MAX)]) {
+    for (value, count) in extreme_values() {
         let written = extreme_throughput_bundle(value, count);
         let (read, report) = write_read_and_report(&written);
         assert_eq!(
@@ -497,8 +502,7 @@ fn every_kinds_examples_round_trip_and_report() {
     impl KindVisitor for RoundTrip {
         fn visit<B: Benchmark>(&mut self) {
             let kind = <B::Results as KindResults>::KIND;
-            let values = [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, f64::MAX, f64::MIN_POSITIVE, 0.0, -0.0, -1.0];
-            for (value, count) in values.iter().flat_map(|value| [(*value, 0), (*value, u64::MAX)]) {
+            for (value, count) in extreme_values() {
                 for example in B::examples(value, count) {
                     // The SQL files an example names need not exist here (a checkout's).
                     let written = RunBundle { sql_files: Vec::new(), ..example };
