@@ -1,8 +1,9 @@
 //! K clients at once in a closed loop, as a kind measures load levels with it (the
-//! throughput benchmark, and the write path next): the concurrency list read and checked,
-//! each client's seeded order of the statements, and a level's figures from its loop
-//! (`Target::run_closed_loop`) into the records of `levels`: QPS over the loop's wall time,
-//! never over its latencies, failures apart.
+//! throughput and writes benchmarks): the concurrency list, a level's duration and
+//! statement count read and checked, each client's seeded order of the statements, a
+//! level's figures from its loop (`Target::run_closed_loop`) into the records of `levels`
+//! (QPS over the loop's wall time, never over its latencies, failures apart), and the check
+//! that the runner is not the bottleneck.
 
 use std::time::Duration;
 
@@ -11,15 +12,30 @@ use rand::SeedableRng;
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
 
-use crate::levels::{Latency, LevelRound, QueryErrors, StatementRecord};
+use crate::interrupt::Interrupted;
+use crate::levels::{CheckBlock, CheckPath, Latency, LevelRound, QueryErrors, RunnerCheck, StatementRecord};
 use crate::numbers::ratio;
-use crate::targets::ClosedLoop;
+use crate::settings::Settings;
+use crate::targets::{ClosedLoop, LoopBound, Target};
 
 /// The most clients a level starts (a thread and a connection each).
 pub const MAX_CLIENTS: u32 = 256;
 
 /// Passes of the queries in each client's order before it repeats: each pass a shuffle.
 const ORDER_PASSES: usize = 16;
+
+/// The runner check's order of blocks: each pair's first and second swap in the second
+/// half, so that whatever favours a place in the order falls on both (as the logs ingest's
+/// calibration orders its runs).
+const CHECK_ORDER: [CheckPath; 8] = {
+    use CheckPath::{Direct as D, Runner as R};
+    [D, R, R, D, R, D, D, R]
+};
+/// Times the check runs [`CHECK_ORDER`]: short blocks, many of them, so that a burst of
+/// another process's work falls on both sides rather than on one block.
+const CHECK_PASSES: usize = 4;
+/// Blocks the runner check runs, for a progress bar.
+pub const CHECK_BLOCKS: u64 = (CHECK_ORDER.len() * CHECK_PASSES) as u64;
 
 /// The concurrency list as given, read when checked (so that a bad list is the
 /// benchmark's one line, not the flag parser's).
@@ -147,9 +163,142 @@ pub fn level_round(round: u32, clients: u32, looped: &ClosedLoop, query_names: &
     }
 }
 
+/// Checks that the runner is not the bottleneck (ARCHITECTURE.md, "Throughput runs"):
+/// `sql` at one client through the runner's closed loop and through a tight loop on the
+/// engine ([`Target::run_direct_loop`]), in interleaved blocks of `statements` each after a
+/// warm-up of each path, with `on_block` told of each block as it ends. Both rates, their
+/// ratio against `goal`, and the runner's own CPU per statement. A statement that fails
+/// is the error: the check's statement must run.
+pub fn runner_check(
+    target: &mut Target,
+    sql: &str,
+    statements: u64,
+    goal: f64,
+    format: &str,
+    mut on_block: impl FnMut(&CheckBlock),
+) -> Result<RunnerCheck> {
+    let runner_block = |target: &mut Target, statements: u64| -> Result<ClosedLoop> {
+        let looped = target.run_closed_loop(
+            1,
+            &[sql],
+            &[vec![0]],
+            LoopBound::Statements(statements),
+            &Settings::new(),
+            format,
+        )?;
+        if looped.interrupted {
+            return Err(Interrupted.into());
+        }
+        if let Some(Err(error)) = looped.statements.iter().map(|statement| &statement.outcome).find(|o| o.is_err()) {
+            bail!("the runner check's statement failed: {error}");
+        }
+        Ok(looped)
+    };
+    // A warm-up of each path, not counted.
+    target.run_direct_loop(sql, statements / 10 + 1, format)?;
+    runner_block(target, statements / 10 + 1)?;
+    let mut blocks = Vec::new();
+    let mut runner_cpu = Some(Duration::ZERO);
+    for &path in CHECK_ORDER.iter().cycle().take(CHECK_BLOCKS as usize) {
+        let (done, wall) = match path {
+            CheckPath::Direct => {
+                let direct = target.run_direct_loop(sql, statements, format)?;
+                (direct.statements, direct.wall)
+            }
+            CheckPath::Runner => {
+                let looped = runner_block(target, statements)?;
+                let cpu = looped.clients.iter().map(|client| client.runner_cpu).sum::<Option<Duration>>();
+                runner_cpu = runner_cpu.zip(cpu).map(|(sum, cpu)| sum + cpu);
+                (looped.statements.len() as u64, looped.wall)
+            }
+        };
+        let block = CheckBlock { path, statements: done, seconds: Some(wall.as_secs_f64()) };
+        on_block(&block);
+        blocks.push(block);
+    }
+    // A side's statements over its seconds: unknown when a block's time is.
+    let side = |path: CheckPath| -> (u64, Option<f64>) {
+        let of_path = blocks.iter().filter(|block| block.path == path);
+        let statements: u64 = of_path.clone().map(|block| block.statements).sum();
+        let seconds: Option<f64> = of_path.map(|block| block.seconds).sum();
+        (statements, seconds.and_then(|seconds| ratio(statements as f64, seconds)))
+    };
+    let (runner_statements, runner_qps) = side(CheckPath::Runner);
+    let (direct_statements, direct_qps) = side(CheckPath::Direct);
+    Ok(RunnerCheck {
+        query: sql.to_string(),
+        statements_per_side: direct_statements,
+        ratio: runner_qps.zip(direct_qps).and_then(|(runner, direct)| ratio(runner, direct)),
+        runner_qps,
+        direct_qps,
+        goal: Some(goal),
+        runner_cpu_us_per_statement: runner_cpu
+            .and_then(|cpu| ratio(cpu.as_secs_f64() * 1e6, runner_statements as f64)),
+        blocks,
+    })
+}
+
+/// `500ms`, `2s`, `1.5s`, `1m`: a level's duration, above 0 and up to 24 hours.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let (number, unit_seconds) = if let Some(number) = text.strip_suffix("ms") {
+        (number, 1e-3)
+    } else if let Some(number) = text.strip_suffix('s') {
+        (number, 1.0)
+    } else if let Some(number) = text.strip_suffix('m') {
+        (number, 60.0)
+    } else {
+        return Err(not_a_duration(text));
+    };
+    let value: f64 = number.trim().parse().map_err(|_| not_a_duration(text))?;
+    let seconds = value * unit_seconds;
+    if !(seconds.is_finite() && (0.0..=86_400.0).contains(&seconds)) {
+        return Err(format!("{text:?} is not a duration above 0 and up to 24 hours"));
+    }
+    // Below a nanosecond is no time either: a level must have some to run in.
+    let duration = Duration::from_secs_f64(seconds);
+    if duration.is_zero() {
+        return Err(format!("{text:?}: a level needs time to run; give a duration above 0, e.g. 2s"));
+    }
+    Ok(duration)
+}
+
+fn not_a_duration(text: &str) -> String {
+    format!("{text:?} is not a duration: write a number and its unit, ms, s or m (500ms, 5s, 1m)")
+}
+
+/// A level's statement count: 1 or more.
+pub fn parse_iterations(text: &str) -> Result<u64, String> {
+    match text.trim().parse::<u64>() {
+        Ok(0) => Err("a level needs at least one statement: give 1 or more".to_string()),
+        Ok(statements) => Ok(statements),
+        Err(_) => Err(format!("{text:?} is not a statement count: give a whole number, 1 or more")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations_are_written_with_their_unit() {
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("2s"), Ok(Duration::from_secs(2)));
+        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("1m"), Ok(Duration::from_secs(60)));
+        // The message and the rule agree: 0 is refused, and the message says above 0.
+        for zero in ["0s", "0ms", "0.0000000001s"] {
+            assert_eq!(
+                parse_duration(zero),
+                Err(format!("{zero:?}: a level needs time to run; give a duration above 0, e.g. 2s"))
+            );
+        }
+        assert_eq!(parse_duration("25h"), Err(not_a_duration("25h")));
+        assert_eq!(parse_duration("1441m"), Err("\"1441m\" is not a duration above 0 and up to 24 hours".to_string()));
+        for bad in ["5", "five s", "-1s", "1h", "NaNs"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+    }
     use crate::levels::LevelSummary;
 
     #[test]

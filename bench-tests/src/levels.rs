@@ -7,6 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::numbers::{median_unsorted, ratio};
+use crate::significance::{Significance, Thresholds, Verdict, compare_timings};
 
 /// What ends a level in each round.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -202,6 +203,41 @@ pub enum CheckPath {
     Runner,
     /// A tight loop on the target's backend.
     Direct,
+}
+
+/// Two sides' rates at one level (statements per second of each complete round, `None`
+/// for a round that completed none) tested with the statistics every timing gets, on each
+/// round's wall milliseconds per completed statement (`1000 / rate`), so that `faster` is
+/// a higher rate. A round without a rate makes the level untestable: its spread is
+/// unknown, and a test of the other rounds would hide the worst one.
+pub fn rate_significance(baseline: &[Option<f64>], candidate: &[Option<f64>], thresholds: &Thresholds) -> Significance {
+    let ms_per_statement =
+        |rates: &[Option<f64>]| -> Vec<f64> { rates.iter().flatten().map(|rate| 1e3 / rate).collect() };
+    let mut significance = compare_timings(&ms_per_statement(baseline), &ms_per_statement(candidate), thresholds);
+    significance.unknown_samples = baseline.iter().chain(candidate).filter(|rate| rate.is_none()).count();
+    if significance.unknown_samples > 0 {
+        significance.verdict = Verdict::Untestable;
+        significance.p_value = None;
+        significance.reason = Some(format!(
+            "{} without a completed statement, whose rate is unknown",
+            crate::units::plural(significance.unknown_samples as u64, "round")
+        ));
+    }
+    significance
+}
+
+/// A rate's verdict in a rate's words: `higher`, `lower`, `unchanged`...
+pub fn rate_verdict_word(verdict: Verdict) -> &'static str {
+    match verdict {
+        Verdict::Faster => "higher",
+        Verdict::Slower => "lower",
+        Verdict::Unchanged => "unchanged",
+        Verdict::Unstable => "unstable",
+        Verdict::Untestable => "untestable",
+        // Set on queries from their answers or checks, never by a test on a rate.
+        Verdict::AnswersDiffer => "answers differ",
+        Verdict::Failed => "failed",
+    }
 }
 
 #[cfg(test)]

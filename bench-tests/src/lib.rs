@@ -42,6 +42,7 @@ pub mod units;
 pub mod ab_variants;
 pub mod answers;
 pub mod breakdown;
+pub mod engine_threads;
 pub mod levels;
 pub mod machine;
 pub mod node_prices;

@@ -24,7 +24,7 @@ use serde::Deserialize;
 
 use crate::settings::Settings;
 use crate::sql::{Sql, one_line, sql_string};
-use crate::stats::{QueryStats, StatementTag, StatsSource};
+use crate::stats::{EngineEvents, QueryStats, StatementTag, StatsSource};
 use crate::targets::{ClickHouseVersion, ClientOutput, Output, Target};
 
 /// A measured statement's result and its statistics.
@@ -401,6 +401,21 @@ pub fn drop_caches(target: &mut Target) -> Result<()> {
         target.execute(statement).with_context(|| format!("cannot drop caches before a cold run ({statement})"))?;
     }
     Ok(())
+}
+
+/// Which of the counters `names` the engine has, from `system.events` with zero values
+/// shown (a counter at zero is listed, one the engine lacks is not); unknown, with why,
+/// when that cannot be read.
+pub fn engine_events<'a>(target: &mut Target, names: impl IntoIterator<Item = &'a str>) -> EngineEvents {
+    let names: Vec<String> = names.into_iter().map(sql_string).collect();
+    let sql = format!(
+        "SELECT name FROM system.events WHERE name IN ({}) SETTINGS system_events_show_zero_values = 1",
+        names.join(", ")
+    );
+    match target.query_text(&sql) {
+        Ok(text) => EngineEvents::Known { names: text.lines().map(str::to_string).collect() },
+        Err(error) => EngineEvents::Unknown { reason: format!("{error:#}") },
+    }
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! how it was obtained ([`StatsSource`]), and the tag that names the statement in the
 //! engine's logs ([`StatementTag`]). The measurement itself is `measure`'s.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
@@ -113,6 +113,24 @@ fn raw_unless_skipped<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Resu
         Ok(serde_json::Value::Null)
     } else {
         serde_json::Value::deserialize(deserializer)
+    }
+}
+
+/// Which counters the engine has, or why that is unknown.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "state")]
+pub enum EngineEvents {
+    Known { names: BTreeSet<String> },
+    Unknown { reason: String },
+}
+
+impl EngineEvents {
+    /// Whether the engine has counter `name`: unknown (`None`) when the list is.
+    pub fn has(&self, name: &str) -> Option<bool> {
+        match self {
+            EngineEvents::Known { names } => Some(names.contains(name)),
+            EngineEvents::Unknown { .. } => None,
+        }
     }
 }
 

@@ -73,9 +73,14 @@ pub fn per_second(rate: Option<f64>) -> String {
     number(rate, 0)
 }
 
-/// A share as `1.44 %`, or `unknown` (said as the caller's words) when it is not known.
+/// A share as `1.44 %`, or `unknown` (said as the caller's words) when it is not known; one
+/// too large to print as a decimal (from a corrupt figure) in scientific notation.
 pub fn percent(share: Option<f64>, unknown: &str) -> String {
-    share.filter(|share| share.is_finite()).map_or(unknown.to_string(), |share| format!("{:.2} %", 100.0 * share))
+    match share.map(|share| 100.0 * share).filter(|percent| percent.is_finite()) {
+        None => unknown.to_string(),
+        Some(percent) if percent.abs() < 1e15 => format!("{percent:.2} %"),
+        Some(percent) => format!("{percent:.2e} %"),
+    }
 }
 
 /// `1 client`, `4 clients`: a count and its noun, whose plural takes an s.

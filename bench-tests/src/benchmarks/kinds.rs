@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
-use super::{AnyBenchmark, Benchmark, RenderedReport, clickbench, logs, parts, throughput};
+use super::{AnyBenchmark, Benchmark, RenderedReport, clickbench, logs, parts, throughput, writes};
 use crate::compare::{self, BundleAt, CompareOptions, Compared};
 use crate::results::{self, KindResults, bundle_kind, load_bundle};
 
@@ -29,7 +29,13 @@ macro_rules! registry {
 }
 
 // A new kind is one line here.
-registry!(logs::LogsBenchmark, parts::PartsBenchmark, clickbench::ClickBenchBenchmark, throughput::ThroughputBenchmark,);
+registry!(
+    logs::LogsBenchmark,
+    parts::PartsBenchmark,
+    clickbench::ClickBenchBenchmark,
+    throughput::ThroughputBenchmark,
+    writes::WritesBenchmark,
+);
 
 /// Something done once per kind, with the kind's type ([`visit_kinds`]).
 pub trait KindVisitor {
@@ -168,7 +174,8 @@ mod tests {
             let sql = benchmark.guarded_sql().unwrap();
             let files = benchmark.sql_files();
             assert!(!files.is_empty(), "kind {} runs no SQL file", kind.name);
-            assert!(!sql.queries.is_empty(), "kind {} guards no query", kind.name);
+            // A kind may measure no SELECT (writes measures INSERTs, guarded as a dataset's).
+            assert!(!sql.dataset.is_empty() || !sql.queries.is_empty(), "kind {} guards no statement", kind.name);
             let guarded: Vec<&str> =
                 sql.dataset.iter().chain(&sql.queries).map(|statement| statement.file.as_str()).collect();
             for file in files {

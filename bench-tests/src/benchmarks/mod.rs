@@ -21,6 +21,7 @@ pub mod kinds;
 pub mod logs;
 pub mod parts;
 pub mod throughput;
+pub mod writes;
 
 use std::fmt;
 use std::path::{Path, PathBuf};

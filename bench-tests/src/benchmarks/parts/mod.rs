@@ -577,19 +577,10 @@ pub fn fits(results: &PartsResults) -> Vec<SlopeFit> {
     fits
 }
 
-/// Which of the counters the benchmark reads the engine has, from `system.events` with
-/// zero values shown; unknown (with why) when that cannot be read.
+/// Which of the counters the benchmark reads the engine has.
 fn engine_events(run: &mut PartsRun<'_>) -> EngineEvents {
-    let names: Vec<String> =
-        PLANNING_EVENTS.iter().chain(&LOCK_EVENTS).chain(&OTHER_EVENTS).map(|name| sql_string(name)).collect();
-    let sql = format!(
-        "SELECT name FROM system.events WHERE name IN ({}) SETTINGS system_events_show_zero_values = 1",
-        names.join(", ")
-    );
-    match run.target.query_text(&sql) {
-        Ok(text) => EngineEvents::Known { names: text.lines().map(str::to_string).collect() },
-        Err(error) => EngineEvents::Unknown { reason: format!("{error:#}") },
-    }
+    let names = PLANNING_EVENTS.iter().chain(&LOCK_EVENTS).chain(&OTHER_EVENTS).copied();
+    crate::measure::engine_events(run.target, names)
 }
 
 /// A MergeTree setting's value as the engine says it, if it is a number.

@@ -5,12 +5,11 @@
 //! Reading a sample's planning figures ([`PlanningSample`]) and fitting a line through
 //! them ([`fit`](super::fit)) are done here and there, from the bundle alone.
 
-use std::collections::BTreeSet;
-
 use serde::{Deserialize, Serialize};
 
 use crate::query_runs::{QueryRuns, Sample};
 use crate::results::{KindResults, RunBundle};
+pub use crate::stats::EngineEvents;
 use crate::stats::{QueryStats, StatsSource};
 
 /// The planning counters: what a statement spent before it read a row. Their sum is the
@@ -82,24 +81,6 @@ pub struct Sweep {
     pub clients: Vec<u32>,
     /// The slope bound of `--max-slope`, µs of planning per 1,000 active parts.
     pub max_slope_us_per_1k_parts: Option<f64>,
-}
-
-/// Which counters the engine has, or why that is unknown.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", tag = "state")]
-pub enum EngineEvents {
-    Known { names: BTreeSet<String> },
-    Unknown { reason: String },
-}
-
-impl EngineEvents {
-    /// Whether the engine has counter `name`: unknown (`None`) when the list is.
-    pub fn has(&self, name: &str) -> Option<bool> {
-        match self {
-            EngineEvents::Known { names } => Some(names.contains(name)),
-            EngineEvents::Unknown { .. } => None,
-        }
-    }
 }
 
 /// The engine limits a sweep must stay within, read before building.

@@ -9,8 +9,9 @@ use serde::{Deserialize, Serialize};
 
 use super::ThroughputResults;
 use crate::compare::{Comparison, ComparisonSections, SidePrice};
+use crate::levels::{rate_significance, rate_verdict_word};
 use crate::markdown::Table;
-use crate::significance::{Significance, Thresholds, Verdict, compare_timings};
+use crate::significance::{Significance, Thresholds, Verdict};
 use crate::units::{number, p_value, per_second, plural, times};
 
 /// Why a throughput run's times are not a query-set run one query after another: the
@@ -246,16 +247,7 @@ pub struct LevelSide {
 impl LevelComparison {
     /// The verdict in a rate's words: `higher`, `lower`, `unchanged`...
     pub fn verdict_word(&self) -> &'static str {
-        match self.significance.verdict {
-            Verdict::Faster => "higher",
-            Verdict::Slower => "lower",
-            Verdict::Unchanged => "unchanged",
-            Verdict::Unstable => "unstable",
-            Verdict::Untestable => "untestable",
-            // Set on queries from their answers or checks, never by a test on a rate.
-            Verdict::AnswersDiffer => "answers differ",
-            Verdict::Failed => "failed",
-        }
+        rate_verdict_word(self.significance.verdict)
     }
 
     /// `QPS at 4 clients: 812 -> 790 (B/A 0.97x), unchanged (5 and 5 rounds, p 0.4200)`,
@@ -301,7 +293,7 @@ fn rounds_phrase(baseline: usize, candidate: usize) -> String {
 }
 
 /// Each level either bundle ran: its QPS across complete rounds, tested with the
-/// comparison's statistics ([`compare_timings`]) on the wall time per completed statement,
+/// comparison's statistics ([`rate_significance`]) on the wall time per completed statement,
 /// its errors, and its cost per 1,000 statements at the median QPS and each side's price
 /// (USD per hour, `None` when unknown).
 fn compare_levels(
@@ -310,13 +302,14 @@ fn compare_levels(
     thresholds: &Thresholds,
     (baseline_usd, candidate_usd): (Option<f64>, Option<f64>),
 ) -> Vec<LevelComparison> {
-    // Each complete round's wall milliseconds per completed statement, and how many
-    // complete rounds completed none (their rate unknown).
-    let ms_per_statement = |results: &ThroughputResults, clients: u32| -> (Vec<f64>, usize) {
-        let rounds = results.rounds.iter().filter(|round| round.clients == clients && round.complete);
-        let rates: Vec<Option<f64>> = rounds.map(|round| round.qps.map(|qps| 1e3 / qps)).collect();
-        let unknown = rates.iter().filter(|rate| rate.is_none()).count();
-        (rates.into_iter().flatten().collect(), unknown)
+    // Each complete round's rate, unknown where it completed no statement.
+    let rates = |results: &ThroughputResults, clients: u32| -> Vec<Option<f64>> {
+        results
+            .rounds
+            .iter()
+            .filter(|round| round.clients == clients && round.complete)
+            .map(|round| round.qps)
+            .collect()
     };
     let side = |results: &ThroughputResults, clients: u32, usd_per_hour: Option<f64>| {
         // A level with no complete round (interrupted, or never reached) was not measured.
@@ -340,20 +333,7 @@ fn compare_levels(
     clients
         .into_iter()
         .map(|clients| {
-            let ((baseline_ms, baseline_unknown), (candidate_ms, candidate_unknown)) =
-                (ms_per_statement(baseline, clients), ms_per_statement(candidate, clients));
-            let mut significance = compare_timings(&baseline_ms, &candidate_ms, thresholds);
-            significance.unknown_samples = baseline_unknown + candidate_unknown;
-            // A round that completed nothing has no rate; its spread is unknown, and a test
-            // of the other rounds would hide the worst one.
-            if significance.unknown_samples > 0 {
-                significance.verdict = Verdict::Untestable;
-                significance.p_value = None;
-                significance.reason = Some(format!(
-                    "{} without a completed statement, whose QPS is unknown",
-                    plural(significance.unknown_samples as u64, "round")
-                ));
-            }
+            let significance = rate_significance(&rates(baseline, clients), &rates(candidate, clients), thresholds);
             LevelComparison {
                 clients,
                 baseline: side(baseline, clients, baseline_usd),
@@ -371,6 +351,7 @@ mod tests {
     use super::super::{LevelRound, LevelSummary, Levels, ThroughputBenchmark, level_round};
     use super::*;
     use crate::benchmarks::Benchmark;
+    use crate::significance::compare_timings;
     use crate::targets::ClosedLoop;
 
     fn side(qps: f64, errors: u64) -> LevelSide {

@@ -6,6 +6,7 @@ use std::time::Duration;
 use clap::Args;
 
 use super::{DEFAULT_ROUNDS, Levels, ThroughputBenchmark};
+use crate::closed_loop::{parse_duration, parse_iterations};
 use crate::units::parse_count;
 
 #[derive(Debug, Clone, Args)]
@@ -66,69 +67,6 @@ impl ThroughputFlags {
             rounds: self.rounds,
             seed: self.seed,
             check_statements: self.check_statements,
-        }
-    }
-}
-
-/// `500ms`, `2s`, `1.5s`, `1m`: a level's duration, above 0 and up to 24 hours.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
-    let (number, unit_seconds) = if let Some(number) = text.strip_suffix("ms") {
-        (number, 1e-3)
-    } else if let Some(number) = text.strip_suffix('s') {
-        (number, 1.0)
-    } else if let Some(number) = text.strip_suffix('m') {
-        (number, 60.0)
-    } else {
-        return Err(not_a_duration(text));
-    };
-    let value: f64 = number.trim().parse().map_err(|_| not_a_duration(text))?;
-    let seconds = value * unit_seconds;
-    if !(seconds.is_finite() && (0.0..=86_400.0).contains(&seconds)) {
-        return Err(format!("{text:?} is not a duration above 0 and up to 24 hours"));
-    }
-    // Below a nanosecond is no time either: a level must have some to run in.
-    let duration = Duration::from_secs_f64(seconds);
-    if duration.is_zero() {
-        return Err(format!("{text:?}: a level needs time to run; give a duration above 0, e.g. 2s"));
-    }
-    Ok(duration)
-}
-
-fn not_a_duration(text: &str) -> String {
-    format!("{text:?} is not a duration: write a number and its unit, ms, s or m (500ms, 5s, 1m)")
-}
-
-/// A level's statement count: 1 or more.
-pub fn parse_iterations(text: &str) -> Result<u64, String> {
-    match text.trim().parse::<u64>() {
-        Ok(0) => Err("a level needs at least one statement: give 1 or more".to_string()),
-        Ok(statements) => Ok(statements),
-        Err(_) => Err(format!("{text:?} is not a statement count: give a whole number, 1 or more")),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn durations_are_written_with_their_unit() {
-        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
-        assert_eq!(parse_duration("2s"), Ok(Duration::from_secs(2)));
-        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
-        assert_eq!(parse_duration("1m"), Ok(Duration::from_secs(60)));
-        // The message and the rule agree: 0 is refused, and the message says above 0.
-        for zero in ["0s", "0ms", "0.0000000001s"] {
-            assert_eq!(
-                parse_duration(zero),
-                Err(format!("{zero:?}: a level needs time to run; give a duration above 0, e.g. 2s"))
-            );
-        }
-        assert_eq!(parse_duration("25h"), Err(not_a_duration("25h")));
-        assert_eq!(parse_duration("1441m"), Err("\"1441m\" is not a duration above 0 and up to 24 hours".to_string()));
-        for bad in ["5", "five s", "-1s", "1h", "NaNs"] {
-            assert!(parse_duration(bad).is_err(), "{bad}");
         }
     }
 }

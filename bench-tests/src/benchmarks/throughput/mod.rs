@@ -29,13 +29,13 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 
 pub use self::compare::{LevelComparison, LevelSide, NOT_SERIAL, Prices, ThroughputComparison};
-pub use self::flags::{ThroughputFlags, parse_duration};
+pub use self::flags::ThroughputFlags;
 use self::levels::{level_line, summary_line};
 pub use self::results::{
     DatasetBuild, ThroughputBundle, ThroughputQueryRuns, ThroughputResults, ThroughputVariant, Workload, WorkloadQuery,
 };
 use super::{Benchmark, GuardedSql, Run};
-pub use crate::closed_loop::{Levels, MAX_CLIENTS, client_orders, level_round};
+pub use crate::closed_loop::{CHECK_BLOCKS, Levels, MAX_CLIENTS, client_orders, level_round, runner_check};
 use crate::compare::{BundleAt, CompareOptions, Comparison, side_prices};
 use crate::dataset::{BytesPerRow, Dataset, UNMEASURED_BYTES_PER_ROW, check_fits, check_row_bound};
 use crate::files::{fixtures_root, shown};
@@ -46,7 +46,6 @@ pub use crate::levels::{
     StatementRecord,
 };
 use crate::measure::closed_loop_stats;
-use crate::numbers::ratio;
 use crate::packs::Pack;
 use crate::query_runs::{QueryRuns, Sample, SampleKind};
 use crate::report::Section;
@@ -68,16 +67,6 @@ pub const CHECK_BLOCK_STATEMENTS: u64 = 125;
 pub const CHECK_QUERY: &str = "SELECT 1";
 /// What the runner's QPS of [`CHECK_QUERY`] should reach against the tight loop's.
 pub const CHECK_GOAL: f64 = 0.9;
-/// The check's order of blocks: each pair's first and second swap in the second half, so
-/// that whatever favours a place in the order falls on both (as the logs ingest's
-/// calibration orders its runs).
-const CHECK_ORDER: [CheckPath; 8] = {
-    use CheckPath::{Direct as D, Runner as R};
-    [D, R, R, D, R, D, D, R]
-};
-/// Times the check runs [`CHECK_ORDER`]: short blocks, many of them, so that a burst of
-/// another process's work falls on both sides rather than on one block.
-const CHECK_PASSES: usize = 4;
 /// The format the statements' results come back in.
 const FORMAT: &str = "TabSeparated";
 
@@ -514,49 +503,17 @@ impl ThroughputBenchmark {
         }
         run.progress.start(
             &format!("runner check: {CHECK_QUERY} through the runner and on the engine directly, {statements} a block"),
-            Some((CHECK_ORDER.len() * CHECK_PASSES) as u64),
+            Some(CHECK_BLOCKS),
         );
-        // A warm-up of each path, not counted.
-        run.target.run_direct_loop(CHECK_QUERY, statements / 10 + 1, FORMAT)?;
-        self.runner_block(run, statements / 10 + 1)?;
-        let mut blocks = Vec::new();
-        let mut runner_cpu = Some(Duration::ZERO);
-        for &path in CHECK_ORDER.iter().cycle().take(CHECK_ORDER.len() * CHECK_PASSES) {
-            let (done, wall) = match path {
-                CheckPath::Direct => {
-                    let direct = run.target.run_direct_loop(CHECK_QUERY, statements, FORMAT)?;
-                    (direct.statements, direct.wall)
-                }
-                CheckPath::Runner => {
-                    let looped = self.runner_block(run, statements)?;
-                    let cpu = looped.clients.iter().map(|client| client.runner_cpu).sum::<Option<Duration>>();
-                    runner_cpu = runner_cpu.zip(cpu).map(|(sum, cpu)| sum + cpu);
-                    (looped.statements.len() as u64, looped.wall)
-                }
-            };
-            blocks.push(CheckBlock { path, statements: done, seconds: Some(wall.as_secs_f64()) });
-            run.progress.advance(&format!("{path:?}: {done} in {:.3} s", wall.as_secs_f64()));
-        }
-        // A side's statements over its seconds: unknown when a block's time is.
-        let side = |path: CheckPath| -> (u64, Option<f64>) {
-            let of_path = blocks.iter().filter(|block| block.path == path);
-            let statements: u64 = of_path.clone().map(|block| block.statements).sum();
-            let seconds: Option<f64> = of_path.map(|block| block.seconds).sum();
-            (statements, seconds.and_then(|seconds| ratio(statements as f64, seconds)))
-        };
-        let (runner_statements, runner_qps) = side(CheckPath::Runner);
-        let (direct_statements, direct_qps) = side(CheckPath::Direct);
-        let check = RunnerCheck {
-            query: CHECK_QUERY.to_string(),
-            statements_per_side: direct_statements,
-            ratio: runner_qps.zip(direct_qps).and_then(|(runner, direct)| ratio(runner, direct)),
-            runner_qps,
-            direct_qps,
-            goal: Some(CHECK_GOAL),
-            runner_cpu_us_per_statement: runner_cpu
-                .and_then(|cpu| ratio(cpu.as_secs_f64() * 1e6, runner_statements as f64)),
-            blocks,
-        };
+        let progress = run.progress;
+        let check = runner_check(run.target, CHECK_QUERY, statements, CHECK_GOAL, FORMAT, |block| {
+            progress.advance(&format!(
+                "{:?}: {} in {:.3} s",
+                block.path,
+                block.statements,
+                block.seconds.unwrap_or_default()
+            ))
+        })?;
         let summary = format!(
             "runner check: {} QPS through the runner, {} directly ({}, goal {CHECK_GOAL}x)",
             number(check.runner_qps, 0),
@@ -569,28 +526,6 @@ impl ThroughputBenchmark {
         run.results().runner_check = Some(check);
         run.progress.finish(&summary);
         Ok(())
-    }
-
-    /// One block of the runner check: the check's query from one client, `statements` of
-    /// them, through the closed loop; a failure is the error (`SELECT 1` has none to count).
-    fn runner_block(&self, run: &mut ThroughputRun<'_>, statements: u64) -> Result<ClosedLoop> {
-        let looped = run.target.run_closed_loop(
-            1,
-            &[CHECK_QUERY],
-            &[vec![0]],
-            LoopBound::Statements(statements),
-            &Settings::new(),
-            FORMAT,
-        )?;
-        if looped.interrupted {
-            return Err(Interrupted.into());
-        }
-        if let Some(Err(error)) =
-            looped.statements.iter().map(|statement| &statement.outcome).find(|outcome| outcome.is_err())
-        {
-            bail!("the runner check's {CHECK_QUERY} failed: {error}");
-        }
-        Ok(looped)
     }
 
     fn levels(&self, run: &mut ThroughputRun<'_>) -> Result<()> {

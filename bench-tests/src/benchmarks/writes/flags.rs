@@ -1,0 +1,60 @@
+//! The writes benchmark's flags, as `cargo xtask bench writes` takes them.
+
+use std::time::Duration;
+
+use clap::Args;
+
+use super::results::Durability;
+use super::{DEFAULT_BATCH_ROWS, DEFAULT_CONCURRENCY, DEFAULT_ROUNDS, Levels, WritesBenchmark};
+use crate::closed_loop::{parse_duration, parse_iterations};
+use crate::units::parse_count;
+
+#[derive(Debug, Clone, Args)]
+pub struct WritesFlags {
+    /// Writer clients at once at each level, comma-separated (1 to 256), each on its own
+    /// connection
+    #[arg(long, default_value = DEFAULT_CONCURRENCY)]
+    pub concurrency: String,
+    /// Rows per INSERT (K, M and G suffixes work)
+    // allow_negative_numbers: `-5` reaches the parser, which says a count is positive.
+    #[arg(long, default_value_t = DEFAULT_BATCH_ROWS, value_parser = parse_count, allow_negative_numbers = true)]
+    pub batch_rows: u64,
+    /// Whether an INSERT returns before its part is on stable storage (none, MergeTree's
+    /// default) or after its files and directory are fsynced (fsync)
+    #[arg(long, value_enum, default_value_t = Durability::None)]
+    pub durability: Durability,
+    /// How long each level runs in each round (500ms, 2s, 1m); an INSERT running at the end
+    /// is finished and counted [default: 2s, unless --iterations]
+    #[arg(long, value_parser = parse_duration, conflicts_with = "iterations")]
+    pub duration: Option<Duration>,
+    /// INSERTs per level in each round, in all clients together, instead of --duration
+    #[arg(long, value_parser = parse_iterations)]
+    pub iterations: Option<u64>,
+    /// Rounds: every level once per round; the spread of the rates across rounds is
+    /// reported, and 5 or more a side let two bundles' rates be tested
+    #[arg(long, default_value_t = DEFAULT_ROUNDS, value_parser = clap::value_parser!(u32).range(1..))]
+    pub rounds: u32,
+    /// INSERTs per block of the runner check (the INSERT through the runner against a tight
+    /// loop on the engine, in interleaved blocks); 0 skips the check
+    #[arg(long, default_value_t = super::CHECK_BLOCK_STATEMENTS)]
+    pub check_statements: u64,
+    /// Stop the run after a level in which an INSERT failed (the levels done are kept);
+    /// without it, failures are counted by error code and the run goes on
+    #[arg(long)]
+    pub stop_on_error: bool,
+}
+
+impl WritesFlags {
+    pub fn benchmark(&self) -> WritesBenchmark {
+        WritesBenchmark {
+            levels: Levels::parse(&self.concurrency),
+            batch_rows: self.batch_rows,
+            durability: self.durability,
+            duration: self.duration,
+            iterations: self.iterations,
+            rounds: self.rounds,
+            check_statements: self.check_statements,
+            stop_on_error: self.stop_on_error,
+        }
+    }
+}

@@ -1,0 +1,790 @@
+//! The `writes` benchmark: INSERTs per second and rows per second at several levels of
+//! concurrent writers, as a closed loop, with each INSERT's time split into CPU, writing,
+//! fsync, lock waits and throttling, the engine's threads in I/O wait, and the CPU it used
+//! against what its cores offered (docs/kinds/writes.md), one method per phase:
+//!
+//! 1. [`WritesPhase::Prepare`]: the logs table (`logs/schema.sql`) made in the run's own
+//!    database, `--durability` put in force on it, which counters the engine has, and one
+//!    INSERT as a warm-up.
+//! 2. [`WritesPhase::RunnerCheck`]: the INSERT at one client through the runner and in a
+//!    tight loop on the engine, in interleaved blocks ([`runner_check`]).
+//! 3. [`WritesPhase::Levels`]: `--rounds` rounds, each running every level once: K
+//!    clients, each on its own connection, sending the INSERT as soon as their last one
+//!    returned, until the level's duration or statement budget; meanwhile an observer
+//!    looks at the engine's threads and the table's parts ([`Target::observe`]), and the
+//!    engine's counters are read before and after. Each level is recorded and the bundle
+//!    saved as it ends, so a stop keeps the levels done.
+
+mod compare;
+mod decomposition;
+mod example;
+mod flags;
+mod report;
+mod results;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+
+pub use self::compare::{WritesComparison, WritesLevelComparison};
+pub use self::decomposition::Decomposition;
+use self::decomposition::{EVENTS, SYSTEM_TIME, USER_TIME};
+pub use self::flags::WritesFlags;
+pub use self::results::{
+    CodeErrors, CpuUse, Durability, EventsDelta, INSERT, PartsSampled, ThreadsSampled, WritesBundle, WritesLevel,
+    WritesQueryRuns, WritesResults, WritesRound, WritesVariant, WritesWorkload,
+};
+use super::{Benchmark, GuardedSql, Run};
+use crate::closed_loop::{CHECK_BLOCKS, Levels, level_round, runner_check};
+use crate::compare::{BundleAt, CompareOptions, Comparison};
+use crate::dataset::{BytesPerRow, UNMEASURED_BYTES_PER_ROW, check_fits, check_row_bound};
+use crate::engine_threads::{TaskStates, ThreadStateMeans, own_task_states};
+use crate::fixtures::{Fixture, Params, Statement};
+use crate::interrupt::Interrupted;
+use crate::levels::{LevelBound, LevelSummary, Spread};
+use crate::measure::{closed_loop_stats, engine_events};
+use crate::numbers::ratio;
+use crate::query_runs::{QueryRuns, Sample, SampleKind};
+use crate::report::Section;
+use crate::results::RunBundle;
+use crate::settings::Settings;
+use crate::stats::{EngineEvents, StatementTag, StatsSource};
+use crate::targets::{ClosedLoop, Concurrency, LoopBound, ObserverConnection};
+use crate::units::{number, plural, times};
+
+/// Levels by default: one writer, a few, and more than this machine's cores.
+pub const DEFAULT_CONCURRENCY: &str = "1,4,16";
+/// Rows per INSERT by default: the batch the design measurements used.
+pub const DEFAULT_BATCH_ROWS: u64 = 1_000;
+/// Rounds by default: five, the fewest a side at which a comparison can test two bundles'
+/// rates ([`crate::significance::MIN_SAMPLES`]).
+pub const DEFAULT_ROUNDS: u32 = 5;
+/// A level's duration by default: three levels, five rounds, 30 s of writing.
+pub const DEFAULT_DURATION: Duration = Duration::from_secs(2);
+/// INSERTs per block of the runner check: 32 blocks of 25, about 4 s at 5 ms an INSERT.
+pub const CHECK_BLOCK_STATEMENTS: u64 = 25;
+/// What the runner's rate of INSERTs should reach against the tight loop's.
+pub const CHECK_GOAL: f64 = 0.95;
+/// The table the INSERTs write to.
+pub const SCHEMA_FILE: &str = "logs/schema.sql";
+/// The INSERT, with its `{batch}` placeholder.
+pub const INSERT_FILE: &str = "writes/insert.sql";
+/// How often the observer looks at the engine's threads.
+const THREADS_EVERY: Duration = Duration::from_millis(20);
+/// Every how many looks it also reads the table's parts and merges (a query on the
+/// engine, so rarer: every 200 ms).
+const PARTS_EVERY_LOOKS: u64 = 10;
+/// The format the statements' results come back in.
+const FORMAT: &str = "TabSeparated";
+
+/// The benchmark's phases, in the order it runs them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WritesPhase {
+    Prepare,
+    RunnerCheck,
+    Levels,
+}
+
+impl super::Phase for WritesPhase {
+    const ALL: &'static [WritesPhase] = &[WritesPhase::Prepare, WritesPhase::RunnerCheck, WritesPhase::Levels];
+
+    fn name(self) -> &'static str {
+        match self {
+            WritesPhase::Prepare => "prepare",
+            WritesPhase::RunnerCheck => "runner_check",
+            WritesPhase::Levels => "levels",
+        }
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            WritesPhase::RunnerCheck => "runner check",
+            phase => phase.name(),
+        }
+    }
+}
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct WritesBenchmark {
+    pub levels: Levels,
+    pub batch_rows: u64,
+    pub durability: Durability,
+    pub duration: Option<Duration>,
+    pub iterations: Option<u64>,
+    pub rounds: u32,
+    /// INSERTs per block of the runner check; 0 skips it.
+    pub check_statements: u64,
+    pub stop_on_error: bool,
+}
+
+type WritesRun<'a> = Run<'a, WritesResults>;
+
+impl Benchmark for WritesBenchmark {
+    type Results = WritesResults;
+    type Phase = WritesPhase;
+    type Flags = WritesFlags;
+    type ComparisonSections = WritesComparison;
+    const ABOUT: &'static str = "INSERTs and rows per second at several levels of concurrent writers (a closed loop of \
+                                 batches into the logs table), each INSERT's time split into CPU, writing, fsync, \
+                                 lock waits and throttling, the engine's threads in I/O wait, and the CPU used against \
+                                 the cores'";
+
+    fn from_flags(flags: WritesFlags) -> WritesBenchmark {
+        flags.benchmark()
+    }
+
+    fn check(&self) -> Result<()> {
+        let levels = self.levels.list()?;
+        if self.batch_rows == 0 {
+            bail!("--batch-rows 0: an INSERT needs at least one row; give e.g. --batch-rows 1000");
+        }
+        check_row_bound(&format!("--batch-rows {}", self.batch_rows), self.batch_rows)?;
+        match self.bound() {
+            LoopBound::Duration(duration) if duration.is_zero() => {
+                bail!("--duration 0s: a level needs time to run; give e.g. --duration 2s")
+            }
+            LoopBound::Statements(total) => {
+                let most = levels.iter().copied().max().unwrap_or(1);
+                if total < u64::from(most) {
+                    bail!(
+                        "--iterations {total} is fewer than the {most} clients of level {most}: each client needs an \
+                         INSERT; give --iterations {most} or more, or a smaller level"
+                    );
+                }
+            }
+            LoopBound::Duration(_) => {}
+        }
+        self.insert()?;
+        Ok(())
+    }
+
+    /// The first INSERT of every client of the largest level must fit at once: rows that
+    /// could not be written even once are refused before anything runs.
+    fn check_storage(&self, folder: &std::path::Path) -> Result<()> {
+        let most = self.levels.list()?.into_iter().max().unwrap_or(1);
+        let rows = self.batch_rows.saturating_mul(u64::from(most));
+        let per_row = BytesPerRow {
+            bytes: UNMEASURED_BYTES_PER_ROW,
+            basis: format!(
+                "{most} clients' first INSERT at once, at the largest figure measured for any dataset of this project"
+            ),
+        };
+        check_fits(&format!("--batch-rows {} at {}", self.batch_rows, plural(most, "client")), rows, &per_row, folder)
+    }
+
+    fn sql_files(&self) -> Vec<String> {
+        vec![SCHEMA_FILE.to_string(), self.durability.fixture().to_string(), INSERT_FILE.to_string()]
+    }
+
+    /// The table, the durability's ALTER and the INSERT, each checked as a pack's dataset
+    /// statements are (the INSERT writes rows the engine makes, from a row generator).
+    fn guarded_sql(&self) -> Result<GuardedSql> {
+        let mut dataset = self.setup()?;
+        dataset.push(self.insert()?);
+        Ok(GuardedSql { dataset, queries: Vec::new() })
+    }
+
+    fn new_results(&self) -> WritesResults {
+        let concurrency = self.levels.list().unwrap_or_default();
+        WritesResults {
+            workload: WritesWorkload {
+                schema_file: SCHEMA_FILE.to_string(),
+                insert_file: INSERT_FILE.to_string(),
+                statement: self.insert().map(|statement| statement.sql).unwrap_or_default(),
+                batch_rows: self.batch_rows,
+                durability: self.durability,
+                levels_run: concurrency.clone(),
+                concurrency,
+                bound: match self.bound() {
+                    LoopBound::Duration(duration) => LevelBound::Duration { seconds: Some(duration.as_secs_f64()) },
+                    LoopBound::Statements(statements) => LevelBound::Iterations { statements },
+                },
+                rounds: self.rounds,
+            },
+            engine_events: EngineEvents::Unknown { reason: "not read yet".to_string() },
+            statement_records: StatsSource::ResultCounters,
+            runner_check: None,
+            rounds: Vec::new(),
+            levels: Vec::new(),
+            queries: Vec::new(),
+            notes: Vec::new(),
+        }
+    }
+
+    fn run_label(&self) -> String {
+        format!("writes-{}-{}", crate::units::short_count(self.batch_rows), self.durability.name())
+    }
+
+    fn run_phase(&self, phase: WritesPhase, run: &mut WritesRun<'_>) -> Result<()> {
+        match phase {
+            WritesPhase::Prepare => self.prepare(run),
+            WritesPhase::RunnerCheck => self.runner_check(run),
+            WritesPhase::Levels => self.levels(run),
+        }?;
+        run.writer.save()
+    }
+
+    /// The run's database goes: on a shared server it would hold the rows for nothing.
+    fn clean_up(&self, run: &mut WritesRun<'_>) -> Result<()> {
+        let database = database(run);
+        run.target.execute(&format!("DROP DATABASE IF EXISTS {database} SYNC")).with_context(|| {
+            format!("database {database} may be left on the target: drop it with DROP DATABASE {database} SYNC")
+        })
+    }
+
+    /// A run in which a level completed no INSERT exits non-zero, after its bundle and
+    /// report: that level's figures are unknown.
+    fn verdict(bundle: &RunBundle<WritesResults>) -> Result<()> {
+        let failed: Vec<String> = bundle
+            .benchmark
+            .rounds
+            .iter()
+            .filter(|round| round.closed_loop.complete && round.closed_loop.completed == 0)
+            .map(|round| {
+                let first = round.errors_by_code.first().map_or("", |errors| errors.first.as_str());
+                format!(
+                    "round {} at {} completed no INSERT ({} failed; first: {first})",
+                    round.closed_loop.round,
+                    plural(round.closed_loop.clients, "client"),
+                    round.closed_loop.errors
+                )
+            })
+            .collect();
+        if failed.is_empty() {
+            return Ok(());
+        }
+        bail!("{}", failed.join("; "))
+    }
+
+    fn examples(value: f64, count: u64) -> Vec<RunBundle<WritesResults>> {
+        example::examples(value, count)
+    }
+
+    fn report(bundle: &RunBundle<WritesResults>) -> Result<Section> {
+        Ok(Section {
+            markdown: report::markdown(&bundle.benchmark, &bundle.target),
+            charts: report::charts(&bundle.benchmark)?,
+        })
+    }
+
+    /// Each level's rates across rounds, tested as every timing is, with its time split,
+    /// I/O wait and CPU side by side; latency per level is the comparison every kind has.
+    fn comparison_sections(
+        bundles: &[BundleAt<WritesResults>],
+        _comparison: &Comparison,
+        options: &CompareOptions,
+    ) -> Result<WritesComparison> {
+        let results: Vec<&WritesResults> = bundles.iter().map(|at| &at.bundle.benchmark).collect();
+        Ok(WritesComparison::of(&results, &options.thresholds))
+    }
+}
+
+/// The run's own database, so that two runs on one server never share one.
+fn database(run: &WritesRun<'_>) -> String {
+    format!("chbench_{}", run.run_id().replace(['.', '-'], "_"))
+}
+
+impl WritesBenchmark {
+    fn bound(&self) -> LoopBound {
+        match (self.iterations, self.duration) {
+            (Some(statements), _) => LoopBound::Statements(statements),
+            (None, duration) => LoopBound::Duration(duration.unwrap_or(DEFAULT_DURATION)),
+        }
+    }
+
+    /// The table and the durability's ALTER, in the order they run.
+    fn setup(&self) -> Result<Vec<Statement>> {
+        let mut statements = Fixture::load(SCHEMA_FILE)?.render(&Params::new())?;
+        statements.extend(Fixture::load(self.durability.fixture())?.render(&Params::new())?);
+        Ok(statements)
+    }
+
+    /// The INSERT every client sends.
+    fn insert(&self) -> Result<Statement> {
+        Fixture::load(INSERT_FILE)?.render_one(&Params::new().with("batch", self.batch_rows))
+    }
+
+    fn prepare(&self, run: &mut WritesRun<'_>) -> Result<()> {
+        let database = database(run);
+        run.progress.start(
+            &format!("prepare: the logs table in {database}, durability {}, one INSERT", self.durability.name()),
+            None,
+        );
+        run.target.use_fresh_database(&database)?;
+        for statement in self.setup()? {
+            crate::interrupt::check()?;
+            run.target.execute(&statement).with_context(|| statement.location())?;
+        }
+        run.results().engine_events = engine_events(run.target, EVENTS);
+        if let EngineEvents::Known { names } = &run.results().engine_events {
+            let missing: Vec<&str> = EVENTS.iter().copied().filter(|name| !names.contains(*name)).collect();
+            if !missing.is_empty() {
+                let note = format!(
+                    "the engine has no counter {}: the parts of the time split that need them are unknown",
+                    missing.join(", ")
+                );
+                run.progress.warn(&note);
+                run.results().notes.push(note);
+            }
+        }
+        let insert = self.insert()?;
+        crate::interrupt::check()?;
+        run.target.execute(&insert).with_context(|| format!("the warm-up INSERT failed ({})", insert.location()))?;
+        let levels = self.levels.list()?;
+        if levels.iter().any(|&clients| clients > 1)
+            && run.target.capabilities().concurrent_queries == Concurrency::Serial
+        {
+            let note =
+                format!("target {} runs one statement at a time: measuring at 1 client only", run.target.info().kind);
+            run.progress.warn(&note);
+            run.results().notes.push(note);
+            run.results().workload.levels_run = vec![1];
+        }
+        if !run.target.capabilities().engine_in_process {
+            let note = "the engine's threads are not in this process: their states (I/O wait) and its cores are \
+                        unknown on this target"
+                .to_string();
+            run.results().notes.push(note);
+        }
+        run.progress.finish(&format!("prepare: logs table ready, durability {}", self.durability.name()));
+        Ok(())
+    }
+
+    fn runner_check(&self, run: &mut WritesRun<'_>) -> Result<()> {
+        let statements = self.check_statements;
+        if statements == 0 {
+            return Ok(());
+        }
+        let insert = self.insert()?;
+        run.progress.start(
+            &format!("runner check: the INSERT through the runner and on the engine directly, {statements} a block"),
+            Some(CHECK_BLOCKS),
+        );
+        let progress = run.progress;
+        let check = runner_check(run.target, &insert, statements, CHECK_GOAL, FORMAT, |block| {
+            progress.advance(&format!(
+                "{:?}: {} in {:.3} s",
+                block.path,
+                block.statements,
+                block.seconds.unwrap_or_default()
+            ))
+        })
+        .with_context(|| format!("the runner check's INSERT ({})", insert.location()))?;
+        let summary = format!(
+            "runner check: {} INSERTs/s through the runner, {} directly ({}, goal {CHECK_GOAL}x)",
+            number(check.runner_qps, 0),
+            number(check.direct_qps, 0),
+            times(check.ratio)
+        );
+        if check.ratio.is_some_and(|ratio| ratio < CHECK_GOAL) {
+            run.progress.warn(&format!("{summary}: the runner costs more than it should; its rates are low"));
+        }
+        run.results().runner_check = Some(check);
+        run.progress.finish(&summary);
+        Ok(())
+    }
+
+    fn levels(&self, run: &mut WritesRun<'_>) -> Result<()> {
+        let insert = self.insert()?;
+        let levels = run.results().workload.levels_run.clone();
+        let run_id = run.run_id();
+        let mut runs_of: BTreeMap<u32, usize> = BTreeMap::new();
+        for round in 1..=self.rounds {
+            run.progress.start(&format!("round {round}/{}: levels {levels:?}", self.rounds), Some(levels.len() as u64));
+            for &clients in &levels {
+                // A stop between levels records no empty one.
+                crate::interrupt::check()?;
+                let level = self.level(run, &insert, round, clients)?;
+                let interrupted = !level.round.closed_loop.complete;
+                self.record_samples(run, &run_id, &insert, clients, &level.looped, &mut runs_of)?;
+                let round_record = level.round;
+                run.progress.advance(&report::round_line(&round_record));
+                if let Some(first) = round_record.errors_by_code.first() {
+                    run.progress.warn(&format!(
+                        "round {round}, {}: {} of {} INSERTs failed, not counted (first: {})",
+                        plural(clients, "client"),
+                        round_record.closed_loop.errors,
+                        round_record.closed_loop.errors + round_record.closed_loop.completed,
+                        first.first
+                    ));
+                }
+                let stop = self.stop_after(&round_record);
+                run.results().rounds.push(round_record);
+                let events = run.results().engine_events.clone();
+                run.results().levels =
+                    levels.iter().map(|&clients| level_summary(clients, &run.results().rounds, &events)).collect();
+                if interrupted {
+                    return Err(Interrupted.into());
+                }
+                run.writer.save()?;
+                if let Some(why) = stop {
+                    bail!("{why}");
+                }
+            }
+            run.progress.finish(&format!("round {round}/{} done", self.rounds));
+        }
+        let lines: Vec<String> = run.results().levels.iter().map(report::summary_line).collect();
+        for line in lines {
+            run.progress.note(&line);
+        }
+        Ok(())
+    }
+
+    /// Why the run stops after this level, if it does: a full disk always (the next level
+    /// would fail the same way), any failure with `--stop-on-error`.
+    fn stop_after(&self, round: &WritesRound) -> Option<String> {
+        let first = round.errors_by_code.first()?;
+        let disk_full = round.errors_by_code.iter().find(|errors| {
+            errors.name.as_deref() == Some("NOT_ENOUGH_SPACE") || errors.first.contains("No space left on device")
+        });
+        if let Some(full) = disk_full {
+            return Some(format!(
+                "the disk is full: {} INSERTs failed at {} (first: {}); the levels done are kept, free space and run \
+                 again",
+                full.count,
+                plural(round.closed_loop.clients, "client"),
+                full.first
+            ));
+        }
+        self.stop_on_error.then(|| {
+            format!(
+                "--stop-on-error: {} INSERTs failed at {} (first: {}); the levels done are kept",
+                round.closed_loop.errors,
+                plural(round.closed_loop.clients, "client"),
+                first.first
+            )
+        })
+    }
+
+    /// One level of one round: the loop, with the observer and the counters around it.
+    fn level(&self, run: &mut WritesRun<'_>, insert: &Statement, round: u32, clients: u32) -> Result<MeasuredLevel> {
+        let in_process = run.target.capabilities().engine_in_process;
+        let before = run.target.read_events();
+        let observer = run.target.observe(THREADS_EVERY, look(in_process))?;
+        let orders = vec![vec![0]; clients as usize];
+        let looped = run.target.run_closed_loop(
+            clients as usize,
+            &[insert.sql.as_str()],
+            &orders,
+            self.bound(),
+            &Settings::new(),
+            FORMAT,
+        );
+        // The observer stops whatever the loop did.
+        let observed = observer.finish();
+        let looped = looped?;
+        let after = run.target.read_events();
+        let events = match (before, after) {
+            (Ok(before), Ok(after)) => EventsDelta::Known {
+                engine_wide: true,
+                rises: EVENTS
+                    .iter()
+                    .map(|&name| {
+                        let value =
+                            |snapshot: &crate::targets::EventsSnapshot| snapshot.values.get(name).copied().unwrap_or(0);
+                        (name.to_string(), value(&after).saturating_sub(value(&before)))
+                    })
+                    .collect(),
+            },
+            (Err(error), _) | (_, Err(error)) => EventsDelta::Unknown { reason: format!("{error:#}") },
+        };
+        let wall_seconds = looped.wall.as_secs_f64();
+        let closed_loop = level_round(round, clients, &looped, &[INSERT.to_string()]);
+        let rows_written = closed_loop.completed.saturating_mul(self.batch_rows);
+        let (threads, parts) = match observed {
+            Ok(observed) => sampled(&observed.looks, observed.without_connection, in_process),
+            Err(error) => (
+                ThreadsSampled::Unknown { reason: format!("{error:#}") },
+                PartsSampled { unknown: Some(format!("{error:#}")), ..PartsSampled::empty() },
+            ),
+        };
+        let cores = in_process.then(|| std::thread::available_parallelism().ok()).flatten();
+        let cpu = cpu_use(&events, cores.map(|cores| cores.get() as u32), wall_seconds);
+        let round = WritesRound {
+            rows_per_second: (closed_loop.completed > 0).then(|| ratio(rows_written as f64, wall_seconds)).flatten(),
+            rows_written,
+            errors_by_code: errors_by_code(&looped),
+            events,
+            threads,
+            cpu,
+            parts,
+            closed_loop,
+        };
+        Ok(MeasuredLevel { round, looped })
+    }
+
+    /// Each completed INSERT a sample of its level's query runs, for the comparison of
+    /// latency every kind has.
+    fn record_samples(
+        &self,
+        run: &mut WritesRun<'_>,
+        run_id: &str,
+        insert: &Statement,
+        clients: u32,
+        looped: &ClosedLoop,
+        runs_of: &mut BTreeMap<u32, usize>,
+    ) -> Result<()> {
+        let index = match runs_of.get(&clients) {
+            Some(&index) => index,
+            None => {
+                let index = run.writer.start_query(QueryRuns {
+                    query: INSERT.to_string(),
+                    variant: WritesVariant { clients },
+                    ab_variant: None,
+                    plan: None,
+                    sql_file: INSERT_FILE.to_string(),
+                    answer: String::new(),
+                    samples: Vec::new(),
+                })?;
+                runs_of.insert(clients, index);
+                index
+            }
+        };
+        for statement in &looped.statements {
+            let Ok(counters) = &statement.outcome else { continue };
+            let attempt = run.results().queries[index].samples.len() as u32 + 1;
+            let tag =
+                StatementTag::new(run_id, "writes", &format!("{INSERT}_c{clients}_{}", statement.client), attempt);
+            let stats = closed_loop_stats(tag.to_string(), counters, statement.latency, &insert.sql)?;
+            // Into the bundle directly, as throughput's are: the level is saved whole.
+            run.results().queries[index].samples.push(Sample {
+                kind: SampleKind::Warm,
+                attempt,
+                settings: Settings::new(),
+                stats,
+                breakdown: None,
+                round_position: None,
+                answer: None,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// A level as measured: its record, and the loop its samples come from.
+struct MeasuredLevel {
+    round: WritesRound,
+    looped: ClosedLoop,
+}
+
+/// One look of the observer: the engine's threads (when they are this process's), and
+/// every [`PARTS_EVERY_LOOKS`] looks the table's active parts and running merges.
+#[derive(Debug, Clone, Default)]
+struct Look {
+    threads: Option<TaskStates>,
+    parts: Option<Result<(u64, u64), String>>,
+}
+
+/// What the observer does at each look.
+fn look(in_process: bool) -> impl FnMut(Option<&mut ObserverConnection>) -> Look + Send + 'static {
+    let mut looks = 0u64;
+    move |connection| {
+        let threads = in_process.then(own_task_states).and_then(Result::ok);
+        let parts = looks.is_multiple_of(PARTS_EVERY_LOOKS).then(|| connection.map(parts_and_merges)).flatten();
+        looks += 1;
+        Look { threads, parts }
+    }
+}
+
+/// The table's active parts and the merges running on it, in one query.
+fn parts_and_merges(connection: &mut ObserverConnection) -> Result<(u64, u64), String> {
+    let sql = "SELECT (SELECT count() FROM system.parts WHERE database = currentDatabase() AND table = 'logs' AND \
+               active), (SELECT count() FROM system.merges WHERE database = currentDatabase() AND table = 'logs')";
+    let text = connection.query_text(sql).map_err(|error| format!("{error:#}"))?;
+    let mut fields = text.split_whitespace().map(str::parse::<u64>);
+    match (fields.next(), fields.next()) {
+        (Some(Ok(parts)), Some(Ok(merges))) => Ok((parts, merges)),
+        _ => Err(format!("unexpected answer {text:?} to the parts and merges query")),
+    }
+}
+
+/// The threads' and parts' figures of a level from its looks.
+fn sampled(looks: &[Look], without_connection: Option<String>, in_process: bool) -> (ThreadsSampled, PartsSampled) {
+    let states: Vec<TaskStates> = looks.iter().filter_map(|look| look.threads).collect();
+    let threads = if !in_process {
+        ThreadsSampled::Unknown {
+            reason: "the engine's threads are in a server's process, not this one's; their states are not read"
+                .to_string(),
+        }
+    } else if states.is_empty() {
+        ThreadsSampled::Unknown { reason: "no look at /proc/self/task succeeded".to_string() }
+    } else {
+        ThreadsSampled::Known { every_ms: THREADS_EVERY.as_millis() as u64, means: ThreadStateMeans::of(&states) }
+    };
+    let read: Vec<(u64, u64)> = looks.iter().filter_map(|look| look.parts.clone()?.ok()).collect();
+    let first_error = looks.iter().find_map(|look| look.parts.clone()?.err());
+    let unknown = match (read.is_empty(), without_connection, first_error) {
+        (false, _, _) => None,
+        (true, Some(why), _) => Some(format!("the observer had no connection to the engine ({why})")),
+        (true, None, Some(error)) => Some(error),
+        (true, None, None) => Some("the level ended before the first look at the parts".to_string()),
+    };
+    let parts = PartsSampled {
+        looks: read.len() as u64,
+        active_parts_first: read.first().map(|(parts, _)| *parts),
+        active_parts_last: read.last().map(|(parts, _)| *parts),
+        active_parts_max: read.iter().map(|(parts, _)| *parts).max(),
+        merges_max: read.iter().map(|(_, merges)| *merges).max(),
+        unknown,
+    };
+    (threads, parts)
+}
+
+impl PartsSampled {
+    fn empty() -> PartsSampled {
+        PartsSampled {
+            looks: 0,
+            active_parts_first: None,
+            active_parts_last: None,
+            active_parts_max: None,
+            merges_max: None,
+            unknown: None,
+        }
+    }
+}
+
+/// The CPU the engine's threads used over a level against what `cores` offered in it.
+fn cpu_use(events: &EventsDelta, cores: Option<u32>, wall_seconds: f64) -> CpuUse {
+    let used_seconds = match events {
+        EventsDelta::Known { rises, .. } => {
+            let us = rises.get(USER_TIME).zip(rises.get(SYSTEM_TIME)).map(|(user, system)| user + system);
+            us.map(|us| us as f64 / 1e6)
+        }
+        EventsDelta::Unknown { .. } => None,
+    };
+    let offered_seconds = cores.map(|cores| f64::from(cores) * wall_seconds);
+    CpuUse {
+        used_seconds,
+        cores,
+        offered_seconds,
+        share: used_seconds.zip(offered_seconds).and_then(|(used, offered)| ratio(used, offered)),
+    }
+}
+
+/// The failed statements of a loop by error code, in the order first seen.
+fn errors_by_code(looped: &ClosedLoop) -> Vec<CodeErrors> {
+    let mut by_code: Vec<CodeErrors> = Vec::new();
+    for statement in &looped.statements {
+        let Err(message) = &statement.outcome else { continue };
+        let (code, name) = error_code(message);
+        match by_code.iter_mut().find(|errors| errors.code == code && errors.name == name) {
+            Some(errors) => errors.count += 1,
+            None => by_code.push(CodeErrors { code, name, count: 1, first: message.clone() }),
+        }
+    }
+    by_code
+}
+
+/// The engine's code and name of an error message: `Code: 252. DB::Exception: Too many
+/// parts (300). (TOO_MANY_PARTS)` is 252 and `TOO_MANY_PARTS`.
+fn error_code(message: &str) -> (Option<u32>, Option<String>) {
+    let code = message.split("Code: ").nth(1).and_then(|rest| {
+        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        digits.parse().ok()
+    });
+    let name = message.rmatch_indices('(').find_map(|(start, _)| {
+        let inside = message[start + 1..].split(')').next()?;
+        (inside.len() > 2 && inside.chars().all(|c| c.is_ascii_uppercase() || c == '_' || c.is_ascii_digit()))
+            .then(|| inside.to_string())
+    });
+    (code, name)
+}
+
+/// A level across its complete rounds.
+fn level_summary(clients: u32, rounds: &[WritesRound], events: &EngineEvents) -> WritesLevel {
+    let complete: Vec<&WritesRound> =
+        rounds.iter().filter(|round| round.closed_loop.clients == clients && round.closed_loop.complete).collect();
+    let loops: Vec<_> = complete.iter().map(|round| round.closed_loop.clone()).collect();
+    // The counters' rises of every complete round summed: unknown when one round's are.
+    let mut summed: Option<BTreeMap<String, u64>> = Some(BTreeMap::new());
+    let mut unknown_reason = None;
+    for round in &complete {
+        match (&round.events, summed.as_mut()) {
+            (EventsDelta::Known { rises, .. }, Some(total)) => {
+                for (name, rise) in rises {
+                    *total.entry(name.clone()).or_insert(0) += rise;
+                }
+            }
+            (EventsDelta::Unknown { reason }, _) => {
+                summed = None;
+                unknown_reason.get_or_insert(reason.clone());
+            }
+            (_, None) => {}
+        }
+    }
+    let delta = match summed {
+        Some(rises) => EventsDelta::Known { engine_wide: true, rises },
+        None => EventsDelta::Unknown { reason: unknown_reason.unwrap_or_default() },
+    };
+    let mut errors: Vec<CodeErrors> = Vec::new();
+    for round in &complete {
+        for code in &round.errors_by_code {
+            match errors.iter_mut().find(|errors| errors.code == code.code && errors.name == code.name) {
+                Some(errors) => errors.count += code.count,
+                None => errors.push(code.clone()),
+            }
+        }
+    }
+    WritesLevel {
+        closed_loop: LevelSummary::of(clients, &loops),
+        rows_per_second: Spread::of(complete.iter().map(|round| round.rows_per_second)),
+        decomposition: Decomposition::of(&delta, events),
+        io_wait_share: Spread::of(complete.iter().map(|round| round.threads.io_wait_share())),
+        cpu_used_seconds: complete.iter().map(|round| round.cpu.used_seconds).sum(),
+        cpu_offered_seconds: complete.iter().map(|round| round.cpu.offered_seconds).sum(),
+        errors_by_code: errors,
+        active_parts_max: complete.iter().filter_map(|round| round.parts.active_parts_max).max(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_error_message_gives_its_code_and_name() {
+        assert_eq!(
+            error_code("Code: 252. DB::Exception: Too many parts (300). Merges are slower. (TOO_MANY_PARTS)"),
+            (Some(252), Some("TOO_MANY_PARTS".to_string()))
+        );
+        assert_eq!(
+            error_code(
+                "Code: 243. DB::Exception: Cannot reserve 1.00 MiB, not enough space. (NOT_ENOUGH_SPACE) (version 26.7)"
+            ),
+            (Some(243), Some("NOT_ENOUGH_SPACE".to_string()))
+        );
+        assert_eq!(error_code("connection reset"), (None, None));
+        assert_eq!(error_code("Code: x (ab)"), (None, None));
+    }
+
+    #[test]
+    fn a_full_disk_stops_the_run_and_other_errors_only_when_asked() {
+        let benchmark = WritesBenchmark {
+            levels: Levels::parse("1"),
+            batch_rows: 1,
+            durability: Durability::None,
+            duration: None,
+            iterations: None,
+            rounds: 1,
+            check_statements: 0,
+            stop_on_error: false,
+        };
+        let errors = |name: &str, first: &str| CodeErrors {
+            code: Some(1),
+            name: Some(name.to_string()),
+            count: 3,
+            first: first.to_string(),
+        };
+        let mut round = example::examples(1.0, 1).remove(0).benchmark.rounds.remove(0);
+        round.errors_by_code = vec![errors("TOO_MANY_PARTS", "Code: 252. too many parts")];
+        assert_eq!(benchmark.stop_after(&round), None);
+        let stopping = WritesBenchmark { stop_on_error: true, ..benchmark.clone() };
+        assert!(stopping.stop_after(&round).unwrap().starts_with("--stop-on-error: "));
+        round.errors_by_code.push(errors("NOT_ENOUGH_SPACE", "Code: 243. not enough space"));
+        assert!(benchmark.stop_after(&round).unwrap().starts_with("the disk is full: 3 INSERTs failed"));
+        round.errors_by_code.clear();
+        assert_eq!(stopping.stop_after(&round), None);
+    }
+}

@@ -1,0 +1,385 @@
+//! The writes benchmark's report section, from its bundle alone: the workload, each
+//! level's rates, latency and failures across rounds, an INSERT's time split, the
+//! engine's threads and CPU, the table's parts, every round, and the runner check; its
+//! charts, INSERTs per second and latency against writers; and the lines the terminal says.
+
+use std::fmt::Write as _;
+
+use anyhow::Result;
+
+use super::decomposition::Decomposition;
+use super::results::{CodeErrors, WritesLevel, WritesResults, WritesRound};
+use crate::levels::{LevelBound, Spread};
+use crate::markdown::Table;
+use crate::report::charts::{self, Line};
+use crate::target_info::TargetInfo;
+use crate::units::{exact, number, per_second, percent, plural, times};
+
+fn ms(value: Option<f64>) -> String {
+    value.map_or("unknown".to_string(), |ms| format!("{} ms", number(ms, 2)))
+}
+
+fn us(value: Option<f64>) -> String {
+    value.map_or("unknown".to_string(), |us| format!("{} µs", number(us, 0)))
+}
+
+fn spread(spread: &Spread) -> String {
+    match (spread.min, spread.median, spread.max) {
+        (Some(min), Some(median), Some(max)) => {
+            format!("{} ({} to {})", per_second(Some(median)), per_second(Some(min)), per_second(Some(max)))
+        }
+        _ => "unknown".to_string(),
+    }
+}
+
+/// `2 TOO_MANY_PARTS (252)`, each code of a level's failures.
+fn codes(errors: &[CodeErrors]) -> String {
+    if errors.is_empty() {
+        return "none".to_string();
+    }
+    let each: Vec<String> = errors
+        .iter()
+        .map(|errors| {
+            let name = errors.name.as_deref().unwrap_or("no name");
+            let code = errors.code.map_or(String::new(), |code| format!(" ({code})"));
+            format!("{} {name}{code}", errors.count)
+        })
+        .collect();
+    each.join(", ")
+}
+
+pub fn markdown(results: &WritesResults, _target: &TargetInfo) -> String {
+    let workload = &results.workload;
+    let mut out = String::new();
+    let _ = writeln!(out, "## Writes\n");
+    let bound = match workload.bound {
+        LevelBound::Duration { seconds } => format!("{} s per level", exact(seconds)),
+        LevelBound::Iterations { statements } => format!("{statements} INSERTs per level"),
+    };
+    let _ = writeln!(
+        out,
+        "A closed loop of writers: each client, on a connection of its own, sends the next INSERT of {} into the \
+         table of `{}` as soon as its last one returned. Durability `{}`; levels of {} clients; {bound}; {} (every \
+         level once a round).\n",
+        plural(workload.batch_rows, "row"),
+        workload.schema_file,
+        workload.durability.name(),
+        workload.levels_run.iter().map(u32::to_string).collect::<Vec<_>>().join(", "),
+        plural(workload.rounds, "round"),
+    );
+    let _ = writeln!(
+        out,
+        "INSERTs/s is completed INSERTs over the level's wall time, rows/s the rows they wrote over it. Latency is \
+         the client's wall time around each completed INSERT (nearest-rank percentiles). A failed INSERT is \
+         counted apart, by the engine's error code.\n"
+    );
+    for note in &results.notes {
+        let _ = writeln!(out, "**Note**: {note}.\n");
+    }
+
+    let _ = writeln!(out, "### Levels\n\n![INSERTs per second](inserts.svg)\n\n![Latency](latency.svg)\n");
+    let mut table = Table::new([
+        "clients",
+        "rounds",
+        "INSERTs/s median (min to max)",
+        "rows/s median (min to max)",
+        "p50",
+        "p90",
+        "p99",
+        "max",
+        "completed",
+        "failed",
+        "active parts (max)",
+    ]);
+    for level in &results.levels {
+        let summary = &level.closed_loop;
+        table.row([
+            summary.clients.to_string(),
+            summary.rounds.to_string(),
+            spread(&summary.qps),
+            spread(&level.rows_per_second),
+            ms(summary.latency.p50_ms),
+            ms(summary.latency.p90_ms),
+            ms(summary.latency.p99_ms),
+            ms(summary.latency.max_ms),
+            summary.completed.to_string(),
+            codes(&level.errors_by_code),
+            level.active_parts_max.map_or("unknown".to_string(), |parts| parts.to_string()),
+        ]);
+    }
+    if table.is_empty() {
+        let _ = writeln!(out, "No level completed a round.\n");
+    } else {
+        let _ = writeln!(out, "{table}");
+    }
+
+    let _ = writeln!(
+        out,
+        "### Where an INSERT's time went\n\nPer INSERT, averaged over every complete round of the level: the \
+         engine's counters' rise over the level divided by the INSERTs it counted. These are not per-statement \
+         figures: the counters are the whole engine's, so background merges count in CPU and write. Lock waits are \
+         the parts lock and the table's read-write lock; throttling is the engine delaying INSERTs for too many \
+         parts; CPU wait is the engine's threads ready to run with every core busy.\n"
+    );
+    let mut split = Table::new([
+        "clients",
+        "INSERT",
+        "CPU",
+        "write",
+        "fsync",
+        "lock waits",
+        "throttling",
+        "CPU wait",
+        "rest",
+        "fsyncs (files + dirs)",
+        "I/O wait (OS)",
+    ]);
+    for level in &results.levels {
+        split.row(split_cells(level.closed_loop.clients, &level.decomposition));
+    }
+    if !split.is_empty() {
+        let _ = writeln!(out, "{split}");
+    }
+    let unknown: Vec<String> = results
+        .levels
+        .iter()
+        .filter_map(|level| {
+            let why = level.decomposition.unknown.as_ref()?;
+            Some(format!("- {}: {why}", plural(level.closed_loop.clients, "client")))
+        })
+        .collect();
+    if !unknown.is_empty() {
+        let _ = writeln!(out, "Unknown parts:\n\n{}\n", unknown.join("\n"));
+    }
+
+    let _ = writeln!(
+        out,
+        "### Threads and CPU\n\nThe share of the engine's busy threads (running or in I/O wait, state `D`) that were \
+         in I/O wait, looked at every few milliseconds through each level (median across rounds), and the \
+         CPU-seconds the engine's threads used against those its cores offered (cores x wall time), every complete \
+         round together.\n"
+    );
+    let mut threads = Table::new(["clients", "in I/O wait (min to max)", "CPU used", "CPU offered", "used / offered"]);
+    for level in &results.levels {
+        threads.row(threads_cells(level));
+    }
+    if !threads.is_empty() {
+        let _ = writeln!(out, "{threads}");
+    }
+
+    let _ = writeln!(out, "### Rounds\n");
+    let mut rounds = Table::new([
+        "round",
+        "clients",
+        "wall",
+        "completed",
+        "failed",
+        "INSERTs/s",
+        "rows/s",
+        "p50",
+        "p99",
+        "in I/O wait",
+        "active parts (first to last, max)",
+        "merges (max)",
+    ]);
+    for round in &results.rounds {
+        rounds.row(round_cells(round));
+    }
+    if !rounds.is_empty() {
+        let _ = writeln!(out, "{rounds}");
+    }
+
+    let _ = writeln!(out, "### Runner check\n");
+    match &results.runner_check {
+        Some(check) => {
+            let verdict = match check.ratio {
+                Some(ratio) if check.goal.is_some_and(|goal| ratio >= goal) => "the runner is not the bottleneck",
+                Some(_) => "below the goal: the runner costs INSERTs",
+                None => "unknown",
+            };
+            let _ = writeln!(
+                out,
+                "The INSERT at one client, {} a side in interleaved blocks: {} INSERTs/s through the runner, {} in \
+                 a tight loop on the engine, ratio {} (goal {}: {verdict}). The runner's own CPU: {} per INSERT.\n",
+                check.statements_per_side,
+                per_second(check.runner_qps),
+                per_second(check.direct_qps),
+                times(check.ratio),
+                times(check.goal),
+                check.runner_cpu_us_per_statement.map_or("unknown".to_string(), |us| format!("{} µs", number(us, 1)))
+            );
+        }
+        None => {
+            let _ = writeln!(out, "Not run: `--check-statements 0` asked for none, or the run stopped before it.\n");
+        }
+    }
+    out
+}
+
+fn split_cells(clients: u32, split: &Decomposition) -> [String; 11] {
+    let syncs = match (split.file_syncs, split.directory_syncs) {
+        (Some(files), Some(directories)) => format!("{} + {}", number(files, 1), number(directories, 1)),
+        _ => "unknown".to_string(),
+    };
+    [
+        clients.to_string(),
+        us(split.insert_us),
+        us(split.cpu_us),
+        us(split.write_us),
+        us(split.fsync_us),
+        us(split.lock_wait_us),
+        us(split.throttle_us),
+        us(split.cpu_wait_us),
+        us(split.rest_us),
+        syncs,
+        us(split.os_io_wait_us),
+    ]
+}
+
+fn threads_cells(level: &WritesLevel) -> [String; 5] {
+    let share = &level.io_wait_share;
+    let in_io_wait = match share.median {
+        Some(_) => format!(
+            "{} ({} to {})",
+            percent(share.median, "unknown"),
+            percent(share.min, "unknown"),
+            percent(share.max, "unknown")
+        ),
+        None => "unknown".to_string(),
+    };
+    let seconds = |value: Option<f64>| value.map_or("unknown".to_string(), |s| format!("{} s", number(s, 2)));
+    [
+        level.closed_loop.clients.to_string(),
+        in_io_wait,
+        seconds(level.cpu_used_seconds),
+        seconds(level.cpu_offered_seconds),
+        percent(
+            level
+                .cpu_used_seconds
+                .zip(level.cpu_offered_seconds)
+                .and_then(|(used, offered)| crate::numbers::ratio(used, offered)),
+            "unknown",
+        ),
+    ]
+}
+
+fn round_cells(round: &WritesRound) -> [String; 12] {
+    let looped = &round.closed_loop;
+    let rate = match looped.qps {
+        Some(qps) => per_second(Some(qps)),
+        None => format!("unknown ({})", looped.unknown.as_deref().unwrap_or("no INSERT completed")),
+    };
+    let label = if looped.complete { looped.round.to_string() } else { format!("{} (interrupted)", looped.round) };
+    let count = |value: Option<u64>| value.map_or("unknown".to_string(), |value| value.to_string());
+    let parts = &round.parts;
+    let parts_cell = match &parts.unknown {
+        Some(why) => format!("unknown ({why})"),
+        None => format!(
+            "{} to {}, {}",
+            count(parts.active_parts_first),
+            count(parts.active_parts_last),
+            count(parts.active_parts_max)
+        ),
+    };
+    [
+        label,
+        looped.clients.to_string(),
+        format!("{} s", number(looped.wall_seconds, 3)),
+        looped.completed.to_string(),
+        codes(&round.errors_by_code),
+        rate,
+        per_second(round.rows_per_second),
+        ms(looped.latency.p50_ms),
+        ms(looped.latency.p99_ms),
+        percent(round.threads.io_wait_share(), "unknown"),
+        parts_cell,
+        count(parts.merges_max),
+    ]
+}
+
+/// `inserts.svg` (each level's median INSERTs/s across rounds, with the lowest and highest
+/// round's) and `latency.svg` (p50 and p99 of its completed INSERTs), against clients.
+pub fn charts(results: &WritesResults) -> Result<Vec<(&'static str, String)>> {
+    if results.levels.is_empty() {
+        let nothing = charts::empty("no level completed a round");
+        return Ok(vec![("inserts.svg", nothing.clone()), ("latency.svg", nothing)]);
+    }
+    // Beyond what any run measures, a value is not drawn (a log axis over hundreds of
+    // decades would take the chart forever): as unknown.
+    let drawable = |value: Option<f64>| value.filter(|value| (1e-9..1e15).contains(value));
+    let line = |name: &str, value: &dyn Fn(&WritesLevel) -> Option<f64>| Line {
+        name: name.to_string(),
+        points: results
+            .levels
+            .iter()
+            .map(|level| (f64::from(level.closed_loop.clients), drawable(value(level))))
+            .collect(),
+    };
+    let inserts = charts::log_log_lines(
+        "INSERTs per second across rounds",
+        "clients",
+        "INSERTs/s",
+        &[
+            line("median", &|level| level.closed_loop.qps.median),
+            line("lowest round", &|level| level.closed_loop.qps.min),
+            line("highest round", &|level| level.closed_loop.qps.max),
+        ],
+    )?;
+    let latency = charts::log_log_lines(
+        "Latency of completed INSERTs",
+        "clients",
+        "ms",
+        &[
+            line("p50", &|level| level.closed_loop.latency.p50_ms),
+            line("p99", &|level| level.closed_loop.latency.p99_ms),
+        ],
+    )?;
+    Ok(vec![("inserts.svg", inserts), ("latency.svg", latency)])
+}
+
+/// One level of a round, as progress says it: `4 clients: 812 INSERTs/s, 812,000 rows/s,
+/// p50 4.21 ms, 1,624 completed, 0 failed, 31 % of busy threads in I/O wait`.
+pub(super) fn round_line(round: &WritesRound) -> String {
+    let looped = &round.closed_loop;
+    let rate = match looped.qps {
+        Some(qps) => format!("{} INSERTs/s", number(qps, 0)),
+        None => format!("INSERTs/s unknown: {}", looped.unknown.as_deref().unwrap_or("none completed")),
+    };
+    format!(
+        "{}: {rate}, {} rows/s, p50 {}, {} completed, {} failed, {} of busy threads in I/O wait{}",
+        plural(looped.clients, "client"),
+        per_second(round.rows_per_second),
+        ms(looped.latency.p50_ms),
+        looped.completed,
+        looped.errors,
+        percent(round.threads.io_wait_share(), "unknown"),
+        if looped.complete { "" } else { " (interrupted)" }
+    )
+}
+
+/// One level across its rounds, as the run's last lines say it.
+pub(super) fn summary_line(level: &WritesLevel) -> String {
+    let summary = &level.closed_loop;
+    let rate = |value: Option<f64>| value.map_or("unknown".to_string(), |rate| number(rate, 0));
+    let split = &level.decomposition;
+    format!(
+        "{}: {} INSERTs/s ({}–{} across {}), {} rows/s, p50 {}, p99 {}, {} completed, {} failed; per INSERT: CPU {}, \
+         write {}, fsync {}, lock waits {}, throttling {}, CPU wait {}",
+        plural(summary.clients, "client"),
+        rate(summary.qps.median),
+        rate(summary.qps.min),
+        rate(summary.qps.max),
+        plural(summary.rounds as u64, "complete round"),
+        rate(level.rows_per_second.median),
+        ms(summary.latency.p50_ms),
+        ms(summary.latency.p99_ms),
+        summary.completed,
+        summary.errors,
+        us(split.cpu_us),
+        us(split.write_us),
+        us(split.fsync_us),
+        us(split.lock_wait_us),
+        us(split.throttle_us),
+        us(split.cpu_wait_us),
+    )
+}

@@ -1,0 +1,238 @@
+//! What a writes run records (every field in docs/kinds/writes.md): the workload it was
+//! asked for, which counters the engine has, the runner check on the INSERT, every
+//! (round, level) with every statement, its rows, its time split, its threads, its CPU and
+//! its parts, each level across rounds, and the completed INSERTs as query runs (one per
+//! level) for the comparison of two bundles.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::decomposition::Decomposition;
+use crate::engine_threads::ThreadStateMeans;
+use crate::levels::{LevelBound, LevelRound, LevelSummary, RunnerCheck, Spread};
+use crate::query_runs::QueryRuns;
+use crate::results::{KindResults, RunBundle};
+use crate::stats::{EngineEvents, StatsSource};
+
+pub type WritesBundle = RunBundle<WritesResults>;
+pub type WritesQueryRuns = QueryRuns<WritesVariant>;
+
+/// The name the INSERT goes by in records and comparisons.
+pub const INSERT: &str = "insert";
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WritesResults {
+    pub workload: WritesWorkload,
+    /// Which of the counters the time split reads the engine has (with zero values
+    /// shown), or why that is unknown; `Unknown` until the prepare phase reads it.
+    pub engine_events: EngineEvents,
+    /// Where each statement's sample comes from: its result's counters alone (no
+    /// ProfileEvents per statement; the time split is per level, from the events' delta).
+    pub statement_records: StatsSource,
+    pub runner_check: Option<RunnerCheck>,
+    /// Every (round, level) measured, in the order they ran.
+    pub rounds: Vec<WritesRound>,
+    /// Each level across its complete rounds, recomputed after every level.
+    pub levels: Vec<WritesLevel>,
+    /// The completed INSERTs of each level, as samples.
+    pub queries: Vec<WritesQueryRuns>,
+    /// What the run had to say (a target that runs one statement at a time, figures it
+    /// cannot read there).
+    pub notes: Vec<String>,
+}
+
+impl KindResults for WritesResults {
+    const KIND: &'static str = "writes";
+    type Variant = WritesVariant;
+
+    fn queries(&self) -> &[WritesQueryRuns] {
+        &self.queries
+    }
+
+    fn queries_mut(&mut self) -> &mut Vec<WritesQueryRuns> {
+        &mut self.queries
+    }
+
+    fn compared_inputs(&self) -> Vec<(String, String)> {
+        let workload = &self.workload;
+        vec![
+            ("table".to_string(), workload.schema_file.clone()),
+            ("batch rows".to_string(), workload.batch_rows.to_string()),
+            ("insert".to_string(), workload.statement.clone()),
+            ("level bound".to_string(), workload.bound.to_string()),
+        ]
+    }
+
+    /// Durability is what a comparison of two runs is often there to show.
+    fn stated_inputs(&self) -> Vec<(String, String)> {
+        vec![("durability".to_string(), self.workload.durability.name().to_string())]
+    }
+}
+
+/// What the run was asked to do.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WritesWorkload {
+    /// The table written to, relative to `fixtures/`.
+    pub schema_file: String,
+    /// The INSERT's file, relative to `fixtures/`.
+    pub insert_file: String,
+    /// The INSERT every client sends, as run.
+    pub statement: String,
+    /// Rows per INSERT.
+    pub batch_rows: u64,
+    pub durability: Durability,
+    /// Client counts as asked for.
+    pub concurrency: Vec<u32>,
+    /// Client counts as run: `[1]` on a target that runs one statement at a time.
+    pub levels_run: Vec<u32>,
+    pub bound: LevelBound,
+    pub rounds: u32,
+}
+
+/// Whether an INSERT returns before or after its part is on stable storage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum Durability {
+    /// MergeTree's default: the part is in the page cache when the INSERT returns.
+    None,
+    /// `fsync_after_insert = 1, fsync_part_directory = 1`: its files and directory fsynced.
+    Fsync,
+}
+
+impl Durability {
+    pub fn name(self) -> &'static str {
+        match self {
+            Durability::None => "none",
+            Durability::Fsync => "fsync",
+        }
+    }
+
+    /// The fixture that puts it in force on the table.
+    pub fn fixture(self) -> &'static str {
+        match self {
+            Durability::None => "writes/durability_none.sql",
+            Durability::Fsync => "writes/durability_fsync.sql",
+        }
+    }
+}
+
+/// One level of one round.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WritesRound {
+    /// Its statements and figures as every closed loop's (`qps`: INSERTs per second).
+    pub closed_loop: LevelRound,
+    /// Rows the completed INSERTs wrote (`batch_rows` each).
+    pub rows_written: u64,
+    /// `rows_written` per second of the level's wall time; unknown when none completed.
+    pub rows_per_second: Option<f64>,
+    /// The failed statements by the engine's error code.
+    pub errors_by_code: Vec<CodeErrors>,
+    /// The engine's counters over the level: what they rose by, for the counters the
+    /// time split reads (a counter the engine lacks is absent, one that did not move is 0).
+    pub events: EventsDelta,
+    pub threads: ThreadsSampled,
+    pub cpu: CpuUse,
+    pub parts: PartsSampled,
+}
+
+/// The engine's counters' rise over a level, or why it is unknown.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "state")]
+pub enum EventsDelta {
+    Known {
+        /// Whether the counters are the whole engine's (the embedded engine's
+        /// `system.events`, a server's): other work on it meanwhile counts too.
+        engine_wide: bool,
+        rises: BTreeMap<String, u64>,
+    },
+    Unknown {
+        reason: String,
+    },
+}
+
+/// Failed statements of one error code in a level.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CodeErrors {
+    /// The engine's error code (`Code: 252`), when the message has one.
+    pub code: Option<u32>,
+    /// Its name (`TOO_MANY_PARTS`), when the message has one.
+    pub name: Option<String>,
+    pub count: u64,
+    /// The first one's message.
+    pub first: String,
+}
+
+/// The engine's threads through a level: looked at every few milliseconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "state")]
+pub enum ThreadsSampled {
+    Known {
+        /// Milliseconds between looks.
+        every_ms: u64,
+        means: ThreadStateMeans,
+    },
+    Unknown {
+        reason: String,
+    },
+}
+
+impl ThreadsSampled {
+    pub fn io_wait_share(&self) -> Option<f64> {
+        match self {
+            ThreadsSampled::Known { means, .. } => means.io_wait_share,
+            ThreadsSampled::Unknown { .. } => None,
+        }
+    }
+}
+
+/// The CPU the engine used in a level against what its cores offered.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct CpuUse {
+    /// User and system CPU of the engine's threads (`UserTimeMicroseconds` and
+    /// `SystemTimeMicroseconds` over the level), background merges included.
+    pub used_seconds: Option<f64>,
+    /// The cores the engine could use.
+    pub cores: Option<u32>,
+    /// `cores` times the level's wall time.
+    pub offered_seconds: Option<f64>,
+    /// `used_seconds / offered_seconds`.
+    pub share: Option<f64>,
+}
+
+/// The table's active parts and running merges, looked at through a level.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PartsSampled {
+    /// Looks taken.
+    pub looks: u64,
+    pub active_parts_first: Option<u64>,
+    pub active_parts_last: Option<u64>,
+    pub active_parts_max: Option<u64>,
+    pub merges_max: Option<u64>,
+    /// Why the figures are unknown, when they are.
+    pub unknown: Option<String>,
+}
+
+/// One level across the complete rounds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WritesLevel {
+    /// Its statements' figures as every closed loop's (`qps`: INSERTs per second).
+    pub closed_loop: LevelSummary,
+    /// Rows written per second across rounds.
+    pub rows_per_second: Spread,
+    /// The time split of an INSERT, from the counters' rise over every complete round.
+    pub decomposition: Decomposition,
+    /// The share of the engine's busy threads in I/O wait, across rounds.
+    pub io_wait_share: Spread,
+    /// CPU used and offered, every complete round together.
+    pub cpu_used_seconds: Option<f64>,
+    pub cpu_offered_seconds: Option<f64>,
+    pub errors_by_code: Vec<CodeErrors>,
+    pub active_parts_max: Option<u64>,
+}
+
+/// An INSERT's form in the comparison: the level it ran at (`clients=4`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WritesVariant {
+    pub clients: u32,
+}
