@@ -1,7 +1,8 @@
 //! The writes kind's example bundles: every field they can hold filled, every number
-//! `value` or `count` ([`crate::benchmarks::Benchmark::examples`]): one whose every figure
-//! is known (levels bounded by a duration, fsync), and one whose figures a target could
-//! not read (levels bounded by a statement count, no durability).
+//! `value` or `count` ([`crate::benchmarks::Benchmark::examples`]): an A/B run's whose every
+//! figure is known (levels bounded by a duration, fsync), and a run of one configuration
+//! whose figures a target could not read (levels bounded by a statement count, no
+//! durability).
 
 use std::collections::BTreeMap;
 
@@ -16,7 +17,6 @@ use crate::levels::{
     StatementRecord,
 };
 use crate::query_runs::{QueryRuns, Sample, SampleKind};
-use crate::results::RunBundle;
 use crate::results::example::{example_bundle, example_sample, example_stats};
 use crate::settings::Settings;
 use crate::stats::{EngineEvents, QueryStats, StatsSource};
@@ -80,6 +80,7 @@ fn known(value: f64, count: u64) -> WritesBundle {
         io_wait_share: Some(value),
     };
     let round = WritesRound {
+        variant: Some("durable".to_string()),
         closed_loop,
         rows_written: count,
         rows_per_second: Some(value),
@@ -102,6 +103,7 @@ fn known(value: f64, count: u64) -> WritesBundle {
         },
     };
     let level = WritesLevel {
+        variant: Some("durable".to_string()),
         closed_loop: LevelSummary {
             clients,
             rounds: 1,
@@ -162,7 +164,7 @@ fn known(value: f64, count: u64) -> WritesBundle {
         }],
         notes: vec!["target url runs one statement at a time: measuring at 1 client only".to_string()],
     };
-    RunBundle { ab_run: None, ..example_bundle(value, count, sql_files(Durability::Fsync), results) }
+    example_bundle(value, count, sql_files(Durability::Fsync), results)
 }
 
 /// What a target could not read, unknown with why.
@@ -171,12 +173,17 @@ fn unknown(value: f64, count: u64) -> WritesBundle {
     let results = &mut bundle.benchmark;
     results.workload = workload(count, LevelBound::Iterations { statements: count }, Durability::None);
     results.engine_events = EngineEvents::Unknown { reason: "system.events could not be read".to_string() };
+    for level in &mut results.levels {
+        level.variant = None;
+    }
     for round in &mut results.rounds {
+        round.variant = None;
         round.events = EventsDelta::Unknown { reason: "system.events could not be read".to_string() };
         round.threads =
             ThreadsSampled::Unknown { reason: "the engine's threads are in a server's process".to_string() };
     }
     bundle.sql_files = sql_files(Durability::None);
+    bundle.ab_run = None;
     bundle
 }
 

@@ -6,6 +6,7 @@ use clap::Args;
 
 use super::results::Durability;
 use super::{DEFAULT_BATCH_ROWS, DEFAULT_CONCURRENCY, DEFAULT_ROUNDS, Levels, WritesBenchmark};
+use crate::ab_variants::{AbRun, AbVariant, random_seed};
 use crate::closed_loop::{parse_duration, parse_iterations};
 use crate::units::parse_count;
 
@@ -42,6 +43,15 @@ pub struct WritesFlags {
     /// without it, failures are counted by error code and the run goes on
     #[arg(long)]
     pub stop_on_error: bool,
+    /// An A/B run's variant, NAME:durability=none|fsync[,SETTING=VALUE...] (the INSERT's
+    /// settings; NAME: alone runs --durability and no setting); give two or more. Every level
+    /// of every round runs each variant in turn on the one table, in an order shuffled each
+    /// round (docs/ab-runs.md)
+    #[arg(long = "variant", value_name = "NAME:durability=D,SETTING=VALUE,...", value_parser = AbVariant::parse)]
+    pub variants: Vec<AbVariant>,
+    /// The seed of an A/B run's shuffle (default: random); the bundle records it
+    #[arg(long, requires = "variants")]
+    pub seed: Option<u64>,
 }
 
 impl WritesFlags {
@@ -55,6 +65,11 @@ impl WritesFlags {
             rounds: self.rounds,
             check_statements: self.check_statements,
             stop_on_error: self.stop_on_error,
+            ab: (!self.variants.is_empty()).then(|| AbRun {
+                variants: self.variants.clone(),
+                seed: self.seed.unwrap_or_else(random_seed),
+                rounds: self.rounds,
+            }),
         }
     }
 }

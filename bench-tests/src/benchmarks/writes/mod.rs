@@ -36,6 +36,7 @@ pub use self::results::{
     WritesQueryRuns, WritesResults, WritesRound, WritesVariant, WritesWorkload,
 };
 use super::{Benchmark, GuardedSql, Run};
+use crate::ab_variants::{AbRun, check_variants};
 use crate::closed_loop::{CHECK_BLOCKS, Levels, level_round, runner_check};
 use crate::compare::{BundleAt, CompareOptions, Comparison};
 use crate::dataset::{BytesPerRow, UNMEASURED_BYTES_PER_ROW, check_fits, check_row_bound};
@@ -117,6 +118,27 @@ pub struct WritesBenchmark {
     /// INSERTs per block of the runner check; 0 skips it.
     pub check_statements: u64,
     pub stop_on_error: bool,
+    /// The variants of an A/B run, each its durability and the INSERT's settings.
+    pub ab: Option<AbRun>,
+}
+
+/// The key of a variant that names a durability instead of a setting.
+pub const DURABILITY_KEY: &str = "durability";
+
+/// One configuration the levels run: the run's own, or an A/B variant's.
+#[derive(Debug, Clone, PartialEq)]
+struct Turn {
+    variant: Option<String>,
+    durability: Durability,
+    /// The INSERT's settings.
+    settings: Settings,
+}
+
+impl Turn {
+    /// `variant durable: ` before what a message says of it, nothing for a run without.
+    fn prefix(&self) -> String {
+        self.variant.as_ref().map_or(String::new(), |name| format!("variant {name}: "))
+    }
 }
 
 type WritesRun<'a> = Run<'a, WritesResults>;
@@ -157,6 +179,10 @@ impl Benchmark for WritesBenchmark {
             LoopBound::Duration(_) => {}
         }
         self.insert()?;
+        if let Some(ab) = &self.ab {
+            check_variants(&ab.variants)?;
+        }
+        self.turns()?;
         Ok(())
     }
 
@@ -175,15 +201,25 @@ impl Benchmark for WritesBenchmark {
     }
 
     fn sql_files(&self) -> Vec<String> {
-        vec![SCHEMA_FILE.to_string(), self.durability.fixture().to_string(), INSERT_FILE.to_string()]
+        let mut files = vec![SCHEMA_FILE.to_string()];
+        files.extend(self.durabilities().into_iter().map(|durability| durability.fixture().to_string()));
+        files.push(INSERT_FILE.to_string());
+        files
     }
 
-    /// The table, the durability's ALTER and the INSERT, each checked as a pack's dataset
+    /// The table, each durability's ALTER and the INSERT, each checked as a pack's dataset
     /// statements are (the INSERT writes rows the engine makes, from a row generator).
     fn guarded_sql(&self) -> Result<GuardedSql> {
-        let mut dataset = self.setup()?;
+        let mut dataset = Fixture::load(SCHEMA_FILE)?.render(&Params::new())?;
+        for durability in self.durabilities() {
+            dataset.extend(Fixture::load(durability.fixture())?.render(&Params::new())?);
+        }
         dataset.push(self.insert()?);
         Ok(GuardedSql { dataset, queries: Vec::new() })
+    }
+
+    fn ab_run(&self) -> Option<AbRun> {
+        self.ab.clone()
     }
 
     fn new_results(&self) -> WritesResults {
@@ -214,7 +250,8 @@ impl Benchmark for WritesBenchmark {
     }
 
     fn run_label(&self) -> String {
-        format!("writes-{}-{}", crate::units::short_count(self.batch_rows), self.durability.name())
+        let configuration = if self.ab.is_some() { "ab" } else { self.durability.name() };
+        format!("writes-{}-{configuration}", crate::units::short_count(self.batch_rows))
     }
 
     fn run_phase(&self, phase: WritesPhase, run: &mut WritesRun<'_>) -> Result<()> {
@@ -273,11 +310,19 @@ impl Benchmark for WritesBenchmark {
     /// I/O wait and CPU side by side; latency per level is the comparison every kind has.
     fn comparison_sections(
         bundles: &[BundleAt<WritesResults>],
-        _comparison: &Comparison,
+        comparison: &Comparison,
         options: &CompareOptions,
     ) -> Result<WritesComparison> {
-        let results: Vec<&WritesResults> = bundles.iter().map(|at| &at.bundle.benchmark).collect();
-        Ok(WritesComparison::of(&results, &options.thresholds))
+        let sides: Vec<WritesResults> = match bundles {
+            // One A/B bundle: its two variants the comparison every kind shares chose.
+            [one] => {
+                let (baseline, candidate) = (&comparison.baseline.ab_variant, &comparison.candidate.ab_variant);
+                let results = &one.bundle.benchmark;
+                vec![results.of_variant(baseline.as_deref()), results.of_variant(candidate.as_deref())]
+            }
+            two => two.iter().map(|at| at.bundle.benchmark.clone()).collect(),
+        };
+        Ok(WritesComparison::of(&sides.iter().collect::<Vec<_>>(), &options.thresholds))
     }
 }
 
@@ -294,11 +339,64 @@ impl WritesBenchmark {
         }
     }
 
-    /// The table and the durability's ALTER, in the order they run.
-    fn setup(&self) -> Result<Vec<Statement>> {
-        let mut statements = Fixture::load(SCHEMA_FILE)?.render(&Params::new())?;
-        statements.extend(Fixture::load(self.durability.fixture())?.render(&Params::new())?);
-        Ok(statements)
+    /// The configurations the levels run: the run's own, or each A/B variant's (its
+    /// `durability=` key, or `--durability`; its other keys the INSERT's settings). A
+    /// variant that names an engine version, or a durability there is not, is refused.
+    fn turns(&self) -> Result<Vec<Turn>> {
+        let Some(ab) = &self.ab else {
+            return Ok(vec![Turn { variant: None, durability: self.durability, settings: Settings::new() }]);
+        };
+        ab.variants
+            .iter()
+            .map(|variant| {
+                if variant.engine_version.is_some() {
+                    bail!(
+                        "--variant {}: a writes run's variants write to one table of one engine, so they cannot \
+                         name an engine version; compare two runs instead (`cargo xtask compare A B`)",
+                        variant.flag()
+                    );
+                }
+                let mut turn = Turn {
+                    variant: Some(variant.name.clone()),
+                    durability: self.durability,
+                    settings: Settings::new(),
+                };
+                for (name, value) in variant.settings.iter() {
+                    if name != DURABILITY_KEY {
+                        turn.settings = turn.settings.with(name, value);
+                        continue;
+                    }
+                    turn.durability = <Durability as clap::ValueEnum>::from_str(value, false).map_err(|_| {
+                        anyhow::anyhow!(
+                            "--variant {}: {DURABILITY_KEY}={value} is not a durability; write {DURABILITY_KEY}=none \
+                             or {DURABILITY_KEY}=fsync",
+                            variant.flag()
+                        )
+                    })?;
+                }
+                Ok(turn)
+            })
+            .collect()
+    }
+
+    /// Every durability the run puts in force, once each, in the order first used.
+    fn durabilities(&self) -> Vec<Durability> {
+        let mut durabilities: Vec<Durability> = Vec::new();
+        let turns = self.turns().unwrap_or_default();
+        for durability in turns.iter().map(|turn| turn.durability).chain([self.durability]) {
+            if !durabilities.contains(&durability) {
+                durabilities.push(durability);
+            }
+        }
+        durabilities
+    }
+
+    /// Puts `durability` in force on the table.
+    fn apply_durability(run: &mut WritesRun<'_>, durability: Durability) -> Result<()> {
+        for statement in Fixture::load(durability.fixture())?.render(&Params::new())? {
+            run.target.execute(&statement).with_context(|| statement.location())?;
+        }
+        Ok(())
     }
 
     /// The INSERT every client sends.
@@ -313,7 +411,7 @@ impl WritesBenchmark {
             None,
         );
         run.target.use_fresh_database(&database)?;
-        for statement in self.setup()? {
+        for statement in Fixture::load(SCHEMA_FILE)?.render(&Params::new())? {
             crate::interrupt::check()?;
             run.target.execute(&statement).with_context(|| statement.location())?;
         }
@@ -329,9 +427,16 @@ impl WritesBenchmark {
                 run.results().notes.push(note);
             }
         }
+        // One INSERT in each configuration: a setting the engine refuses is one line here,
+        // not every INSERT of every level failing.
         let insert = self.insert()?;
-        crate::interrupt::check()?;
-        run.target.execute(&insert).with_context(|| format!("the warm-up INSERT failed ({})", insert.location()))?;
+        for turn in self.turns()? {
+            crate::interrupt::check()?;
+            Self::apply_durability(run, turn.durability)?;
+            run.target
+                .run(&insert, &turn.settings, FORMAT)
+                .with_context(|| format!("{}the warm-up INSERT failed ({})", turn.prefix(), insert.location()))?;
+        }
         let levels = self.levels.list()?;
         if levels.iter().any(|&clients| clients > 1)
             && run.target.capabilities().concurrent_queries == Concurrency::Serial
@@ -358,8 +463,14 @@ impl WritesBenchmark {
             return Ok(());
         }
         let insert = self.insert()?;
+        // In the first configuration (an A/B run's baseline).
+        let first = self.turns()?.remove(0);
+        Self::apply_durability(run, first.durability)?;
         run.progress.start(
-            &format!("runner check: the INSERT through the runner and on the engine directly, {statements} a block"),
+            &format!(
+                "runner check: {}the INSERT through the runner and on the engine directly, {statements} a block",
+                first.prefix()
+            ),
             Some(CHECK_BLOCKS),
         );
         let progress = run.progress;
@@ -388,44 +499,87 @@ impl WritesBenchmark {
 
     fn levels(&self, run: &mut WritesRun<'_>) -> Result<()> {
         let insert = self.insert()?;
+        let turns = self.turns()?;
         let levels = run.results().workload.levels_run.clone();
         let run_id = run.run_id();
-        let mut runs_of: BTreeMap<u32, usize> = BTreeMap::new();
+        // Each level's order of the configurations in every round: an A/B run's shuffle, one
+        // stream per level; the one configuration otherwise.
+        let mut orders: Vec<Box<dyn Iterator<Item = Vec<usize>>>> = (0..levels.len())
+            .map(|index| -> Box<dyn Iterator<Item = Vec<usize>>> {
+                match &self.ab {
+                    Some(ab) => Box::new(ab.round_orders(index as u64)),
+                    None => Box::new(std::iter::repeat(vec![0])),
+                }
+            })
+            .collect();
+        let mut runs_of: BTreeMap<(usize, u32), usize> = BTreeMap::new();
+        let mut in_force: Option<Durability> = None;
         for round in 1..=self.rounds {
-            run.progress.start(&format!("round {round}/{}: levels {levels:?}", self.rounds), Some(levels.len() as u64));
-            for &clients in &levels {
-                // A stop between levels records no empty one.
-                crate::interrupt::check()?;
-                let level = self.level(run, &insert, round, clients)?;
-                let interrupted = !level.round.closed_loop.complete;
-                self.record_samples(run, &run_id, &insert, clients, &level.looped, &mut runs_of)?;
-                let round_record = level.round;
-                run.progress.advance(&report::round_line(&round_record));
-                if let Some(first) = round_record.errors_by_code.first() {
-                    run.progress.warn(&format!(
-                        "round {round}, {}: {} of {} INSERTs failed, not counted (first: {})",
-                        plural(clients, "client"),
-                        round_record.closed_loop.errors,
-                        round_record.closed_loop.errors + round_record.closed_loop.completed,
-                        first.first
-                    ));
-                }
-                let stop = self.stop_after(&round_record);
-                run.results().rounds.push(round_record);
-                let events = run.results().engine_events.clone();
-                run.results().levels =
-                    levels.iter().map(|&clients| level_summary(clients, &run.results().rounds, &events)).collect();
-                if interrupted {
-                    return Err(Interrupted.into());
-                }
-                run.writer.save()?;
-                if let Some(why) = stop {
-                    bail!("{why}");
+            let steps = (levels.len() * turns.len()) as u64;
+            run.progress.start(&format!("round {round}/{}: levels {levels:?}", self.rounds), Some(steps));
+            for (index, &clients) in levels.iter().enumerate() {
+                let order = orders[index].next().unwrap_or_default();
+                for turn_index in order {
+                    let turn = &turns[turn_index];
+                    // A stop between levels records no empty one.
+                    crate::interrupt::check()?;
+                    if in_force != Some(turn.durability) {
+                        Self::apply_durability(run, turn.durability)?;
+                        in_force = Some(turn.durability);
+                    }
+                    let level = self.level(run, &insert, turn, round, clients)?;
+                    let interrupted = !level.round.closed_loop.complete;
+                    self.record_samples(
+                        run,
+                        &run_id,
+                        &insert,
+                        (turn_index, turn),
+                        clients,
+                        &level.looped,
+                        &mut runs_of,
+                    )?;
+                    let record = level.round;
+                    run.progress.advance(&format!("{}{}", turn.prefix(), report::round_line(&record)));
+                    if let Some(first) = record.errors_by_code.first() {
+                        run.progress.warn(&format!(
+                            "{}round {round}, {}: {} of {} INSERTs failed, not counted (first: {})",
+                            turn.prefix(),
+                            plural(clients, "client"),
+                            record.closed_loop.errors,
+                            record.closed_loop.errors + record.closed_loop.completed,
+                            first.first
+                        ));
+                    }
+                    let stop = self.stop_after(&record);
+                    run.results().rounds.push(record);
+                    let events = run.results().engine_events.clone();
+                    let rounds = &run.results().rounds;
+                    let summaries: Vec<WritesLevel> = turns
+                        .iter()
+                        .flat_map(|turn| levels.iter().map(move |&clients| (turn, clients)))
+                        .map(|(turn, clients)| level_summary(turn.variant.as_deref(), clients, rounds, &events))
+                        .collect();
+                    run.results().levels = summaries;
+                    if interrupted {
+                        return Err(Interrupted.into());
+                    }
+                    run.writer.save()?;
+                    if let Some(why) = stop {
+                        bail!("{}{why}", turn.prefix());
+                    }
                 }
             }
             run.progress.finish(&format!("round {round}/{} done", self.rounds));
         }
-        let lines: Vec<String> = run.results().levels.iter().map(report::summary_line).collect();
+        let lines: Vec<String> = run
+            .results()
+            .levels
+            .iter()
+            .map(|level| {
+                let prefix = level.variant.as_ref().map_or(String::new(), |name| format!("variant {name}: "));
+                format!("{prefix}{}", report::summary_line(level))
+            })
+            .collect();
         for line in lines {
             run.progress.note(&line);
         }
@@ -459,7 +613,14 @@ impl WritesBenchmark {
     }
 
     /// One level of one round: the loop, with the observer and the counters around it.
-    fn level(&self, run: &mut WritesRun<'_>, insert: &Statement, round: u32, clients: u32) -> Result<MeasuredLevel> {
+    fn level(
+        &self,
+        run: &mut WritesRun<'_>,
+        insert: &Statement,
+        turn: &Turn,
+        round: u32,
+        clients: u32,
+    ) -> Result<MeasuredLevel> {
         let in_process = run.target.capabilities().engine_in_process;
         let before = run.target.read_events();
         let observer = run.target.observe(THREADS_EVERY, look(in_process))?;
@@ -469,7 +630,7 @@ impl WritesBenchmark {
             &[insert.sql.as_str()],
             &orders,
             self.bound(),
-            &Settings::new(),
+            &turn.settings,
             FORMAT,
         );
         // The observer stops whatever the loop did.
@@ -503,6 +664,7 @@ impl WritesBenchmark {
         let cores = in_process.then(|| std::thread::available_parallelism().ok()).flatten();
         let cpu = cpu_use(&events, cores.map(|cores| cores.get() as u32), wall_seconds);
         let round = WritesRound {
+            variant: turn.variant.clone(),
             rows_per_second: (closed_loop.completed > 0).then(|| ratio(rows_written as f64, wall_seconds)).flatten(),
             rows_written,
             errors_by_code: errors_by_code(&looped),
@@ -517,42 +679,45 @@ impl WritesBenchmark {
 
     /// Each completed INSERT a sample of its level's query runs, for the comparison of
     /// latency every kind has.
+    #[allow(clippy::too_many_arguments)]
     fn record_samples(
         &self,
         run: &mut WritesRun<'_>,
         run_id: &str,
         insert: &Statement,
+        (turn_index, turn): (usize, &Turn),
         clients: u32,
         looped: &ClosedLoop,
-        runs_of: &mut BTreeMap<u32, usize>,
+        runs_of: &mut BTreeMap<(usize, u32), usize>,
     ) -> Result<()> {
-        let index = match runs_of.get(&clients) {
+        let index = match runs_of.get(&(turn_index, clients)) {
             Some(&index) => index,
             None => {
                 let index = run.writer.start_query(QueryRuns {
                     query: INSERT.to_string(),
                     variant: WritesVariant { clients },
-                    ab_variant: None,
+                    ab_variant: turn.variant.clone(),
                     plan: None,
                     sql_file: INSERT_FILE.to_string(),
                     answer: String::new(),
                     samples: Vec::new(),
                 })?;
-                runs_of.insert(clients, index);
+                runs_of.insert((turn_index, clients), index);
                 index
             }
         };
         for statement in &looped.statements {
             let Ok(counters) = &statement.outcome else { continue };
             let attempt = run.results().queries[index].samples.len() as u32 + 1;
-            let tag =
-                StatementTag::new(run_id, "writes", &format!("{INSERT}_c{clients}_{}", statement.client), attempt);
+            let variant = turn.variant.as_ref().map_or(String::new(), |name| format!(".{name}"));
+            let name = format!("{INSERT}{variant}_c{clients}_{}", statement.client);
+            let tag = StatementTag::new(run_id, "writes", &name, attempt);
             let stats = closed_loop_stats(tag.to_string(), counters, statement.latency, &insert.sql)?;
             // Into the bundle directly, as throughput's are: the level is saved whole.
             run.results().queries[index].samples.push(Sample {
                 kind: SampleKind::Warm,
                 attempt,
-                settings: Settings::new(),
+                settings: turn.settings.clone(),
                 stats,
                 breakdown: None,
                 round_position: None,
@@ -692,10 +857,15 @@ fn error_code(message: &str) -> (Option<u32>, Option<String>) {
     (code, name)
 }
 
-/// A level across its complete rounds.
-fn level_summary(clients: u32, rounds: &[WritesRound], events: &EngineEvents) -> WritesLevel {
-    let complete: Vec<&WritesRound> =
-        rounds.iter().filter(|round| round.closed_loop.clients == clients && round.closed_loop.complete).collect();
+/// A level of one configuration (an A/B variant, or the run's one) across its complete
+/// rounds.
+fn level_summary(variant: Option<&str>, clients: u32, rounds: &[WritesRound], events: &EngineEvents) -> WritesLevel {
+    let complete: Vec<&WritesRound> = rounds
+        .iter()
+        .filter(|round| {
+            round.variant.as_deref() == variant && round.closed_loop.clients == clients && round.closed_loop.complete
+        })
+        .collect();
     let loops: Vec<_> = complete.iter().map(|round| round.closed_loop.clone()).collect();
     // The counters' rises of every complete round summed: unknown when one round's are.
     let mut summed: Option<BTreeMap<String, u64>> = Some(BTreeMap::new());
@@ -728,6 +898,7 @@ fn level_summary(clients: u32, rounds: &[WritesRound], events: &EngineEvents) ->
         }
     }
     WritesLevel {
+        variant: variant.map(str::to_string),
         closed_loop: LevelSummary::of(clients, &loops),
         rows_per_second: Spread::of(complete.iter().map(|round| round.rows_per_second)),
         decomposition: Decomposition::of(&delta, events),
@@ -759,6 +930,50 @@ mod tests {
         assert_eq!(error_code("Code: x (ab)"), (None, None));
     }
 
+    fn with_variants(variants: &[&str]) -> WritesBenchmark {
+        WritesBenchmark {
+            levels: Levels::parse("1"),
+            batch_rows: 1,
+            durability: Durability::None,
+            duration: None,
+            iterations: None,
+            rounds: 1,
+            check_statements: 0,
+            stop_on_error: false,
+            ab: Some(AbRun {
+                variants: variants.iter().map(|text| crate::ab_variants::AbVariant::parse(text).unwrap()).collect(),
+                seed: 1,
+                rounds: 1,
+            }),
+        }
+    }
+
+    #[test]
+    fn a_variant_names_its_durability_and_the_inserts_settings() {
+        let benchmark = with_variants(&["durable:durability=fsync,max_insert_threads=2", "relaxed:"]);
+        let turns = benchmark.turns().unwrap();
+        assert_eq!(turns.len(), 2);
+        assert_eq!((turns[0].variant.as_deref(), turns[0].durability), (Some("durable"), Durability::Fsync));
+        // The durability is the table's, not a setting sent with the INSERT.
+        assert_eq!(turns[0].settings, Settings::new().with("max_insert_threads", "2"));
+        // Without the key: --durability, no setting.
+        assert_eq!((turns[1].durability, turns[1].settings.is_empty()), (Durability::None, true));
+        // Both durabilities' files are run, so both are guarded and copied.
+        assert_eq!(
+            benchmark.sql_files(),
+            ["logs/schema.sql", "writes/durability_fsync.sql", "writes/durability_none.sql", "writes/insert.sql"]
+        );
+        assert_eq!(benchmark.run_label(), "writes-1-ab");
+        let error = |variants: &[&str]| with_variants(variants).check().unwrap_err().to_string();
+        assert_eq!(
+            error(&["a:durability=sometimes", "b:"]),
+            "--variant a:durability=sometimes: durability=sometimes is not a durability; write durability=none or \
+             durability=fsync"
+        );
+        assert!(error(&["a:engine_version=26.5.3", "b:"]).contains("cannot name an engine version"));
+        assert!(error(&["a:durability=fsync"]).contains("is the only variant"));
+    }
+
     #[test]
     fn a_full_disk_stops_the_run_and_other_errors_only_when_asked() {
         let benchmark = WritesBenchmark {
@@ -770,6 +985,7 @@ mod tests {
             rounds: 1,
             check_statements: 0,
             stop_on_error: false,
+            ab: None,
         };
         let errors = |name: &str, first: &str| CodeErrors {
             code: Some(1),

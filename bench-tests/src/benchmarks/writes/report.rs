@@ -32,6 +32,15 @@ fn spread(spread: &Spread) -> String {
     }
 }
 
+/// A level as the tables name it: its clients, after its A/B variant in an A/B run
+/// (`durable: 4`).
+fn level_label(variant: &Option<String>, clients: u32) -> String {
+    match variant {
+        Some(name) => format!("{name}: {clients}"),
+        None => clients.to_string(),
+    }
+}
+
 /// `2 TOO_MANY_PARTS (252)`, each code of a level's failures.
 fn codes(errors: &[CodeErrors]) -> String {
     if errors.is_empty() {
@@ -73,6 +82,9 @@ pub fn markdown(results: &WritesResults, _target: &TargetInfo) -> String {
          the client's wall time around each completed INSERT (nearest-rank percentiles). A failed INSERT is \
          counted apart, by the engine's error code.\n"
     );
+    if let Some(variants) = variants_line(results) {
+        let _ = writeln!(out, "{variants}\n");
+    }
     for note in &results.notes {
         let _ = writeln!(out, "**Note**: {note}.\n");
     }
@@ -94,7 +106,7 @@ pub fn markdown(results: &WritesResults, _target: &TargetInfo) -> String {
     for level in &results.levels {
         let summary = &level.closed_loop;
         table.row([
-            summary.clients.to_string(),
+            level_label(&level.variant, summary.clients),
             summary.rounds.to_string(),
             spread(&summary.qps),
             spread(&level.rows_per_second),
@@ -135,7 +147,7 @@ pub fn markdown(results: &WritesResults, _target: &TargetInfo) -> String {
         "I/O wait (OS)",
     ]);
     for level in &results.levels {
-        split.row(split_cells(level.closed_loop.clients, &level.decomposition));
+        split.row(split_cells(level_label(&level.variant, level.closed_loop.clients), &level.decomposition));
     }
     if !split.is_empty() {
         let _ = writeln!(out, "{split}");
@@ -145,7 +157,8 @@ pub fn markdown(results: &WritesResults, _target: &TargetInfo) -> String {
         .iter()
         .filter_map(|level| {
             let why = level.decomposition.unknown.as_ref()?;
-            Some(format!("- {}: {why}", plural(level.closed_loop.clients, "client")))
+            let variant = level.variant.as_ref().map_or(String::new(), |name| format!("variant {name}, "));
+            Some(format!("- {variant}{}: {why}", plural(level.closed_loop.clients, "client")))
         })
         .collect();
     if !unknown.is_empty() {
@@ -216,13 +229,28 @@ pub fn markdown(results: &WritesResults, _target: &TargetInfo) -> String {
     out
 }
 
-fn split_cells(clients: u32, split: &Decomposition) -> [String; 11] {
+/// An A/B run's variants, as the report opens with them; `None` for a run of one
+/// configuration.
+fn variants_line(results: &WritesResults) -> Option<String> {
+    let mut names: Vec<&str> = results.levels.iter().filter_map(|level| level.variant.as_deref()).collect();
+    names.dedup();
+    (!names.is_empty()).then(|| {
+        format!(
+            "An A/B run: every level of every round ran each variant in turn on the one table ({}), in an order \
+             shuffled each round; a level is named `variant: clients` below, and `cargo xtask compare` on this bundle \
+             compares the variants.",
+            names.join(", ")
+        )
+    })
+}
+
+fn split_cells(level: String, split: &Decomposition) -> [String; 11] {
     let syncs = match (split.file_syncs, split.directory_syncs) {
         (Some(files), Some(directories)) => format!("{} + {}", number(files, 1), number(directories, 1)),
         _ => "unknown".to_string(),
     };
     [
-        clients.to_string(),
+        level,
         us(split.insert_us),
         us(split.cpu_us),
         us(split.write_us),
@@ -249,7 +277,7 @@ fn threads_cells(level: &WritesLevel) -> [String; 5] {
     };
     let seconds = |value: Option<f64>| value.map_or("unknown".to_string(), |s| format!("{} s", number(s, 2)));
     [
-        level.closed_loop.clients.to_string(),
+        level_label(&level.variant, level.closed_loop.clients),
         in_io_wait,
         seconds(level.cpu_used_seconds),
         seconds(level.cpu_offered_seconds),
@@ -283,7 +311,7 @@ fn round_cells(round: &WritesRound) -> [String; 12] {
     };
     [
         label,
-        looped.clients.to_string(),
+        level_label(&round.variant, looped.clients),
         format!("{} s", number(looped.wall_seconds, 3)),
         looped.completed.to_string(),
         codes(&round.errors_by_code),

@@ -120,6 +120,8 @@ impl Durability {
 /// One level of one round.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WritesRound {
+    /// The A/B variant it ran, in an A/B run; `None` otherwise.
+    pub variant: Option<String>,
     /// Its statements and figures as every closed loop's (`qps`: INSERTs per second).
     pub closed_loop: LevelRound,
     /// Rows the completed INSERTs wrote (`batch_rows` each).
@@ -216,6 +218,8 @@ pub struct PartsSampled {
 /// One level across the complete rounds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WritesLevel {
+    /// The A/B variant, in an A/B run; `None` otherwise.
+    pub variant: Option<String>,
     /// Its statements' figures as every closed loop's (`qps`: INSERTs per second).
     pub closed_loop: LevelSummary,
     /// Rows written per second across rounds.
@@ -229,6 +233,18 @@ pub struct WritesLevel {
     pub cpu_offered_seconds: Option<f64>,
     pub errors_by_code: Vec<CodeErrors>,
     pub active_parts_max: Option<u64>,
+}
+
+impl WritesResults {
+    /// These results with the rounds and levels of one A/B variant only (`None`: those of a
+    /// run without variants), for a comparison of one A/B bundle's variants.
+    pub fn of_variant(&self, variant: Option<&str>) -> WritesResults {
+        WritesResults {
+            rounds: self.rounds.iter().filter(|round| round.variant.as_deref() == variant).cloned().collect(),
+            levels: self.levels.iter().filter(|level| level.variant.as_deref() == variant).cloned().collect(),
+            ..self.clone()
+        }
+    }
 }
 
 /// An INSERT's form in the comparison: the level it ran at (`clients=4`).
