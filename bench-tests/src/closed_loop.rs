@@ -137,6 +137,7 @@ pub fn level_round(round: u32, clients: u32, looped: &ClosedLoop, query_names: &
             latency_us,
             read_rows,
             error,
+            schedule_lag_us: statement.schedule_lag.map(|lag| u64::try_from(lag.as_micros()).unwrap_or(u64::MAX)),
         });
     }
     let statements_run: u64 = looped.clients.iter().map(|client| client.statements).sum();
@@ -159,6 +160,17 @@ pub fn level_round(round: u32, clients: u32, looped: &ClosedLoop, query_names: &
         unknown,
         runner_cpu_us_per_statement: runner_cpu.and_then(|cpu| ratio(cpu.as_secs_f64() * 1e6, statements_run as f64)),
         errors_by_query,
+        scheduled: looped.scheduled,
+        schedule_lag: looped.statements.iter().any(|statement| statement.schedule_lag.is_some()).then(|| {
+            Latency::of(
+                looped
+                    .statements
+                    .iter()
+                    .filter_map(|statement| statement.schedule_lag)
+                    .map(|lag| lag.as_secs_f64() * 1e3)
+                    .collect(),
+            )
+        }),
         statements: records,
     }
 }
@@ -348,6 +360,7 @@ mod tests {
             query,
             start_offset: ms(start),
             latency: ms(latency),
+            schedule_lag: None,
             outcome: Ok(ResultCounters { read_rows: Some(10), ..ResultCounters::default() }),
         };
         let statements = vec![
@@ -367,6 +380,7 @@ mod tests {
             ],
             answers: vec![None, None],
             interrupted: false,
+            scheduled: None,
         };
         let level = level_round(3, 2, &looped, &["a".to_string(), "b".to_string()]);
         assert_eq!((level.round, level.clients, level.completed, level.errors), (3, 2, 5, 1));
@@ -394,6 +408,7 @@ mod tests {
             clients: vec![ClientCost { client: 0, statements: 1, runner_cpu: None }],
             answers: vec![None],
             interrupted: false,
+            scheduled: None,
         };
         let level = level_round(1, 1, &failed, &["a".to_string()]);
         assert_eq!((level.qps, level.rows_per_second, level.latency), (None, None, Latency::default()));

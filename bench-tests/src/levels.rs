@@ -52,6 +52,14 @@ pub struct LevelRound {
     /// The clients' CPU time outside the engine calls, per statement they ran.
     pub runner_cpu_us_per_statement: Option<f64>,
     pub errors_by_query: Vec<QueryErrors>,
+    /// An open loop's schedule lag (how late each statement was sent against its
+    /// schedule), every statement's, in ms; absent for a closed loop.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule_lag: Option<Latency>,
+    /// An open loop's statements due within the level (those not in `statements` were
+    /// skipped, still unsent when it ended); absent for a closed loop.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduled: Option<u64>,
     /// Every statement, by client, then in the client's order.
     pub statements: Vec<StatementRecord>,
 }
@@ -104,6 +112,10 @@ pub struct StatementRecord {
     pub read_rows: Option<u64>,
     /// The error, in one line; `None` when it completed.
     pub error: Option<String>,
+    /// In an open loop, how late it was sent against its schedule, µs; absent in a closed
+    /// loop.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule_lag_us: Option<u64>,
 }
 
 /// One level across the complete rounds.

@@ -1,10 +1,11 @@
 //! Driving several clients of one target at once: one statement from many connections
 //! ([`Target::run_concurrently`]), the closed loop a throughput level runs
-//! ([`Target::run_closed_loop`]), the tight loop a runner is held to
+//! ([`Target::run_closed_loop`]), the open loop that keeps a rate
+//! ([`Target::run_open_loop`]), the tight loop a runner is held to
 //! ([`Target::run_direct_loop`]), and the start line that lets clients go together.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Condvar, Mutex};
+use std::sync::{Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
@@ -92,6 +93,49 @@ impl Target {
         settings: &Settings,
         format: &str,
     ) -> Result<ClosedLoop> {
+        self.run_loop(clients, statements, orders, bound, None, settings, format)
+    }
+
+    /// Runs an open loop: as [`Target::run_closed_loop`], but every statement has its
+    /// start scheduled in advance, `rate` a second over all clients (statement `n` at `n /
+    /// rate` seconds from the start line), and a client takes the next slot, waits for its
+    /// time, and sends it. A statement's latency is measured from its scheduled start, not
+    /// from when it was sent, and its schedule lag (sent less scheduled) is recorded: when
+    /// the engine cannot keep the rate, the lag grows and counts in the latency, instead of
+    /// the schedule slowing down with the engine (no coordinated omission, as pgbench
+    /// `--rate` measures). The bound ends the schedule: no slot after the duration, or
+    /// after that many statements; with a duration, a slot still unsent when it ends is
+    /// skipped ([`ClosedLoop::scheduled`] less the statements run), so a rate the engine
+    /// cannot keep ends the level on time. `rate` must be above 0 and finite.
+    #[allow(clippy::too_many_arguments)]
+    pub fn run_open_loop(
+        &mut self,
+        clients: usize,
+        statements: &[&str],
+        orders: &[Vec<usize>],
+        bound: LoopBound,
+        rate: f64,
+        settings: &Settings,
+        format: &str,
+    ) -> Result<ClosedLoop> {
+        if !(rate.is_finite() && rate > 0.0) {
+            bail!("an open loop needs a rate above 0 statements per second, not {rate}");
+        }
+        self.run_loop(clients, statements, orders, bound, Some(rate), settings, format)
+    }
+
+    /// The closed loop, or the open one at `rate` statements per second.
+    #[allow(clippy::too_many_arguments)]
+    fn run_loop(
+        &mut self,
+        clients: usize,
+        statements: &[&str],
+        orders: &[Vec<usize>],
+        bound: LoopBound,
+        rate: Option<f64>,
+        settings: &Settings,
+        format: &str,
+    ) -> Result<ClosedLoop> {
         self.capabilities.concurrent_queries.check_clients(self.info.kind, clients, 1)?;
         if orders.len() != clients
             || orders.iter().any(|order| order.is_empty() || order.iter().any(|&i| i >= statements.len()))
@@ -99,12 +143,19 @@ impl Target {
             bail!("a closed loop needs one non-empty order of the {} statements per client", statements.len());
         }
         let taken = AtomicU64::new(0);
+        // A nanosecond at least: a rate above a billion a second would otherwise put every slot
+        // at the start line.
+        let schedule = rate.map(|rate| Schedule {
+            interval: Duration::from_secs_f64(1.0 / rate).max(Duration::from_nanos(1)),
+            origin: OnceLock::new(),
+        });
         let client_of = |client: usize| LoopClient {
             client: u32::try_from(client).unwrap_or(u32::MAX),
             statements,
             order: &orders[client],
             bound,
             taken: &taken,
+            schedule: schedule.as_ref(),
             settings,
             format,
         };
@@ -132,7 +183,15 @@ impl Target {
             }
             records
         };
-        Ok(self.closed_loop_of(records, statements.len()))
+        let mut looped = self.closed_loop_of(records, statements.len());
+        looped.scheduled = schedule.map(|schedule| match bound {
+            LoopBound::Duration(duration) => {
+                // Slots n with n x interval before the end, counted in whole nanoseconds.
+                u64::try_from(duration.as_nanos().div_ceil(schedule.interval.as_nanos())).unwrap_or(u64::MAX)
+            }
+            LoopBound::Statements(total) => total,
+        });
+        Ok(looped)
     }
 
     /// Runs `work(client, connection)` in `clients` threads of their own, each on a
@@ -202,6 +261,7 @@ impl Target {
             clients: Vec::with_capacity(records.len()),
             answers: Vec::new(),
             interrupted: records.iter().any(|record| record.interrupted),
+            scheduled: None,
         };
         for record in records {
             for (answer, own) in answers.iter_mut().zip(record.answers) {
@@ -314,8 +374,11 @@ pub struct LoopStatement {
     pub query: u32,
     /// When it started, from the loop's start (the first client released from the start line).
     pub start_offset: Duration,
-    /// Wall time around the call, in this process.
+    /// Wall time around the call, in this process; in an open loop, from the statement's
+    /// scheduled start to its end.
     pub latency: Duration,
+    /// In an open loop, how late it was sent against its schedule; `None` in a closed loop.
+    pub schedule_lag: Option<Duration>,
     /// The result's counters, or the error in one line.
     pub outcome: std::result::Result<ResultCounters, String>,
 }
@@ -345,6 +408,9 @@ pub struct ClosedLoop {
     /// Whether a stop was requested during the loop: the clients stopped before their next
     /// statement, and a statement cancelled by the stop is not among `statements`.
     pub interrupted: bool,
+    /// An open loop's statements due within its bound (those not in `statements` were
+    /// skipped, unsent when it ended); `None` for a closed loop.
+    pub scheduled: Option<u64>,
 }
 
 /// A tight loop of one statement on a target's own connection, with nothing around the
@@ -371,11 +437,23 @@ struct LoopClient<'a> {
     /// The client's order of statement indexes, cycled.
     order: &'a [usize],
     bound: LoopBound,
-    /// Statements taken so far, for [`LoopBound::Statements`].
+    /// Statements taken so far, for [`LoopBound::Statements`], and an open loop's slots.
     taken: &'a AtomicU64,
+    /// An open loop's schedule; `None` for a closed loop.
+    schedule: Option<&'a Schedule>,
     settings: &'a Settings,
     format: &'a str,
 }
+
+/// An open loop's schedule: slot `n` starts `n x interval` after the origin, the moment
+/// the first client left the start line.
+struct Schedule {
+    interval: Duration,
+    origin: OnceLock<Instant>,
+}
+
+/// How long a client waiting for its slot sleeps at most between looks at a stop.
+const STOP_LOOK: Duration = Duration::from_millis(50);
 
 /// What a client's loop returns: its statements (with their start instants), its first
 /// answers, its cost, and when it started and ended.
@@ -402,20 +480,51 @@ impl LoopClient<'_> {
             LoopBound::Duration(duration) => Some(started + duration),
             LoopBound::Statements(_) => None,
         };
+        let origin = self.schedule.map(|schedule| *schedule.origin.get_or_init(|| started));
         for (n, &query) in self.order.iter().cycle().enumerate() {
             if crate::interrupt::requested() {
                 interrupted = true;
                 break;
             }
-            match (self.bound, deadline) {
-                (LoopBound::Duration(_), Some(deadline)) if n > 0 && Instant::now() >= deadline => break,
-                (LoopBound::Statements(total), _) if self.taken.fetch_add(1, Ordering::Relaxed) >= total => break,
-                _ => {}
-            }
+            // An open loop's slot: when this statement is due.
+            let scheduled = match (self.schedule, origin) {
+                (Some(schedule), Some(origin)) => {
+                    let slot = self.taken.fetch_add(1, Ordering::Relaxed);
+                    let due = u32::try_from(slot).ok().and_then(|slot| schedule.interval.checked_mul(slot));
+                    let Some(due) = due.and_then(|due| origin.checked_add(due)) else { break };
+                    let past_bound = match self.bound {
+                        // Due after the level, or due in it and still unsent at its end.
+                        LoopBound::Duration(duration) => {
+                            due >= origin + duration || Instant::now() >= origin + duration
+                        }
+                        LoopBound::Statements(total) => slot >= total,
+                    };
+                    if past_bound {
+                        break;
+                    }
+                    if !wait_until(due) {
+                        interrupted = true;
+                        break;
+                    }
+                    Some(due)
+                }
+                _ => {
+                    match (self.bound, deadline) {
+                        (LoopBound::Duration(_), Some(deadline)) if n > 0 && Instant::now() >= deadline => break,
+                        (LoopBound::Statements(total), _) if self.taken.fetch_add(1, Ordering::Relaxed) >= total => {
+                            break;
+                        }
+                        _ => {}
+                    }
+                    None
+                }
+            };
             let cpu_before = thread_cpu_time();
             let start = Instant::now();
             let result = backend.run(self.statements[query], self.settings, self.format);
-            let latency = start.elapsed();
+            // From the scheduled start in an open loop, so that the wait for a late slot counts.
+            let latency = scheduled.map_or_else(|| start.elapsed(), |due| due.elapsed());
+            let schedule_lag = scheduled.map(|due| start.saturating_duration_since(due));
             let cpu_after = thread_cpu_time();
             engine_cpu = engine_cpu
                 .zip(cpu_before.zip(cpu_after))
@@ -435,8 +544,14 @@ impl LoopClient<'_> {
                 Err(error) => Err(one_line(&format!("{error:#}"))),
             };
             let query = u32::try_from(query).unwrap_or(u32::MAX);
-            let statement =
-                LoopStatement { client: self.client, query, start_offset: Duration::ZERO, latency, outcome };
+            let statement = LoopStatement {
+                client: self.client,
+                query,
+                start_offset: Duration::ZERO,
+                latency,
+                schedule_lag,
+                outcome,
+            };
             statements.push((start, statement));
         }
         let ended = Instant::now();
@@ -446,6 +561,20 @@ impl LoopClient<'_> {
             .map(|((end, begin), engine)| end.saturating_sub(begin).saturating_sub(engine));
         let cost = ClientCost { client: self.client, statements: statements.len() as u64, runner_cpu };
         ClientRecord { statements, answers, cost, started, ended, interrupted }
+    }
+}
+
+/// Sleeps until `due`, looking for a stop every [`STOP_LOOK`]; false when one came.
+fn wait_until(due: Instant) -> bool {
+    loop {
+        if crate::interrupt::requested() {
+            return false;
+        }
+        let now = Instant::now();
+        if now >= due {
+            return true;
+        }
+        std::thread::sleep((due - now).min(STOP_LOOK));
     }
 }
 

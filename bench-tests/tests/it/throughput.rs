@@ -1,8 +1,10 @@
-//! The throughput runner's closed loop on the embedded engine (`Target::run_closed_loop`):
-//! every client runs at least one statement however short the level, a statement budget
-//! is run exactly, a failing statement is counted and its client goes on, a stop ends
-//! every client and keeps what ran, and the tight loop it is held to runs what it is
-//! asked. Structure only: counts, clients, outcomes, never a time.
+//! The runner's closed loop on the embedded engine (`Target::run_closed_loop`): every
+//! client runs at least one statement however short the level, a statement budget is run
+//! exactly, a failing statement is counted and its client goes on, a stop ends every
+//! client and keeps what ran, and the tight loop it is held to runs what it is asked. Its
+//! open loop (`Target::run_open_loop`): no statement is sent before it is due, each
+//! carries its lag, and what is still unsent at the end is skipped. Structure only:
+//! counts, clients, outcomes, the order of the schedule, never a duration.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -118,4 +120,52 @@ fn a_stop_ends_every_client_and_keeps_what_ran() {
     assert!(looped.interrupted);
     assert!(!looped.statements.is_empty());
     assert!(looped.statements.iter().all(|statement| statement.outcome.is_ok()), "a cancelled statement was kept");
+}
+
+#[test]
+fn an_open_loop_sends_nothing_before_it_is_due_and_measures_from_the_schedule() {
+    let mut target = embedded_with_table("open_loop_schedule");
+    let orders = vec![vec![0]; 2];
+    // 100 a second: statement n is due n x 10 ms after the start line.
+    let looped = target
+        .run_open_loop(2, &[SUM], &orders, LoopBound::Statements(10), 100.0, &Settings::new(), "TabSeparated")
+        .unwrap();
+    assert_eq!((looped.statements.len(), looped.scheduled), (10, Some(10)));
+    assert!(looped.statements.iter().all(|statement| statement.outcome.is_ok()));
+    for statement in &looped.statements {
+        let lag = statement.schedule_lag.expect("an open loop's statement has a lag");
+        // Its latency runs from when it was due, so it holds the lag.
+        assert!(statement.latency >= lag, "{statement:?}");
+    }
+    // The k-th statement sent was due at k x 10 ms at the earliest: none went early. (The
+    // schedule's origin is the first client's start, which the offsets may precede by the
+    // other client's start: a millisecond's allowance.)
+    let mut starts: Vec<Duration> = looped.statements.iter().map(|statement| statement.start_offset).collect();
+    starts.sort();
+    for (k, start) in starts.iter().enumerate() {
+        let due = Duration::from_millis(10 * k as u64);
+        assert!(*start + Duration::from_millis(1) >= due, "statement {k} sent at {start:?}, due at {due:?}");
+    }
+}
+
+#[test]
+fn an_open_loop_skips_what_is_still_unsent_when_its_duration_ends() {
+    let mut target = embedded_with_table("open_loop_skips");
+    // A million a second for 50 ms: 50,000 due, far more than one client sends.
+    let bound = LoopBound::Duration(Duration::from_millis(50));
+    let looped = target.run_open_loop(1, &[SUM], &[vec![0]], bound, 1e6, &Settings::new(), "TabSeparated").unwrap();
+    assert_eq!(looped.scheduled, Some(50_000));
+    assert!(!looped.statements.is_empty() && (looped.statements.len() as u64) < 50_000);
+    assert!(looped.statements.iter().all(|statement| statement.schedule_lag.is_some()));
+    // A rate that is not one is refused before anything runs.
+    for rate in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+        let error = target
+            .run_open_loop(1, &[SUM], &[vec![0]], bound, rate, &Settings::new(), "TabSeparated")
+            .unwrap_err()
+            .to_string();
+        assert!(error.starts_with("an open loop needs a rate above 0"), "{error}");
+    }
+    // A closed loop's statements carry no lag, and its record no schedule.
+    let closed = target.run_closed_loop(1, &[SUM], &[vec![0]], bound, &Settings::new(), "TabSeparated").unwrap();
+    assert!(closed.scheduled.is_none() && closed.statements.iter().all(|statement| statement.schedule_lag.is_none()));
 }

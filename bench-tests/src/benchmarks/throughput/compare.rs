@@ -416,6 +416,7 @@ mod tests {
             clients: Vec::new(),
             answers: Vec::new(),
             interrupted: false,
+            scheduled: None,
         };
         for (round, &qps) in qps.iter().enumerate() {
             results.rounds.push(LevelRound { qps: Some(qps), ..level_round(round as u32 + 1, 2, &looped, &[]) });

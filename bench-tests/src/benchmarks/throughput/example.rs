@@ -35,6 +35,7 @@ fn example(value: f64, count: u64, bound: LevelBound) -> ThroughputBundle {
         latency_us: count,
         read_rows: error.is_none().then_some(count),
         error: error.map(str::to_string),
+        schedule_lag_us: None,
     };
     let concurrent = |attempt: u32| Sample {
         kind: SampleKind::Warm,
@@ -93,6 +94,8 @@ fn example(value: f64, count: u64, bound: LevelBound) -> ThroughputBundle {
             unknown: Some("no statement completed (7 failed)".to_string()),
             runner_cpu_us_per_statement: Some(value),
             errors_by_query: vec![QueryErrors { query: "q1".to_string(), count, first: "Code: 60".to_string() }],
+            schedule_lag: None,
+            scheduled: None,
             statements: vec![statement(None), statement(Some("Code: 60"))],
         }],
         levels: vec![LevelSummary {

@@ -76,7 +76,11 @@ impl WritesComparison {
         let failed = |side: &Option<WritesLevel>| match side {
             None => "not run".to_string(),
             Some(level) => {
-                format!("{} of {}", level.closed_loop.errors, level.closed_loop.errors + level.closed_loop.completed)
+                format!(
+                    "{} of {}",
+                    level.closed_loop.errors,
+                    level.closed_loop.errors.saturating_add(level.closed_loop.completed)
+                )
             }
         };
         for level in &self.levels {

@@ -37,6 +37,7 @@ fn known(value: f64, count: u64) -> WritesBundle {
         latency_us: count,
         read_rows: error.is_none().then_some(count),
         error: error.map(str::to_string),
+        schedule_lag_us: Some(count),
     };
     let failure = "Code: 252. DB::Exception: Too many parts. (TOO_MANY_PARTS)";
     let closed_loop = LevelRound {
@@ -52,6 +53,8 @@ fn known(value: f64, count: u64) -> WritesBundle {
         unknown: Some("no statement completed (7 failed)".to_string()),
         runner_cpu_us_per_statement: Some(value),
         errors_by_query: vec![QueryErrors { query: INSERT.to_string(), count, first: failure.to_string() }],
+        schedule_lag: Some(latency),
+        scheduled: Some(count),
         statements: vec![statement(None), statement(Some(failure))],
     };
     let errors =
@@ -104,6 +107,8 @@ fn known(value: f64, count: u64) -> WritesBundle {
     };
     let level = WritesLevel {
         variant: Some("durable".to_string()),
+        schedule_lag: Some(latency),
+        rate_kept: Some(false),
         closed_loop: LevelSummary {
             clients,
             rounds: 1,
@@ -135,7 +140,7 @@ fn known(value: f64, count: u64) -> WritesBundle {
         ..example_sample(value, count, attempt)
     };
     let results = WritesResults {
-        workload: workload(count, LevelBound::Duration { seconds: Some(value) }, Durability::Fsync),
+        workload: workload(count, LevelBound::Duration { seconds: Some(value) }, Durability::Fsync, Some(value)),
         engine_events: EngineEvents::Known { names: EVENTS.iter().map(|name| name.to_string()).collect() },
         statement_records: StatsSource::ResultCounters,
         runner_check: Some(RunnerCheck {
@@ -171,7 +176,7 @@ fn known(value: f64, count: u64) -> WritesBundle {
 fn unknown(value: f64, count: u64) -> WritesBundle {
     let mut bundle = known(value, count);
     let results = &mut bundle.benchmark;
-    results.workload = workload(count, LevelBound::Iterations { statements: count }, Durability::None);
+    results.workload = workload(count, LevelBound::Iterations { statements: count }, Durability::None, None);
     results.engine_events = EngineEvents::Unknown { reason: "system.events could not be read".to_string() };
     for level in &mut results.levels {
         level.variant = None;
@@ -187,7 +192,7 @@ fn unknown(value: f64, count: u64) -> WritesBundle {
     bundle
 }
 
-fn workload(count: u64, bound: LevelBound, durability: Durability) -> WritesWorkload {
+fn workload(count: u64, bound: LevelBound, durability: Durability, rate: Option<f64>) -> WritesWorkload {
     let clients = u32::try_from(count).unwrap_or(u32::MAX);
     WritesWorkload {
         schema_file: SCHEMA_FILE.to_string(),
@@ -199,6 +204,7 @@ fn workload(count: u64, bound: LevelBound, durability: Durability) -> WritesWork
         levels_run: vec![1, clients],
         bound,
         rounds: clients,
+        rate,
     }
 }
 

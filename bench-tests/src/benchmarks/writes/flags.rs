@@ -28,6 +28,11 @@ pub struct WritesFlags {
     /// is finished and counted [default: 2s, unless --iterations]
     #[arg(long, value_parser = parse_duration, conflicts_with = "iterations")]
     pub duration: Option<Duration>,
+    /// An open loop instead of a closed one: INSERTs per second over all clients, each
+    /// scheduled in advance and its latency measured from its scheduled start; the run says
+    /// when the engine could not keep the rate, and the rate it held
+    #[arg(long, allow_negative_numbers = true)]
+    pub rate: Option<f64>,
     /// INSERTs per level in each round, in all clients together, instead of --duration
     #[arg(long, value_parser = parse_iterations)]
     pub iterations: Option<u64>,
@@ -65,6 +70,7 @@ impl WritesFlags {
             rounds: self.rounds,
             check_statements: self.check_statements,
             stop_on_error: self.stop_on_error,
+            rate: self.rate,
             ab: (!self.variants.is_empty()).then(|| AbRun {
                 variants: self.variants.clone(),
                 seed: self.seed.unwrap_or_else(random_seed),

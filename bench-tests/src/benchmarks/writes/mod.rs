@@ -32,8 +32,8 @@ pub use self::decomposition::Decomposition;
 use self::decomposition::{EVENTS, SYSTEM_TIME, USER_TIME};
 pub use self::flags::WritesFlags;
 pub use self::results::{
-    CodeErrors, CpuUse, Durability, EventsDelta, INSERT, PartsSampled, ThreadsSampled, WritesBundle, WritesLevel,
-    WritesQueryRuns, WritesResults, WritesRound, WritesVariant, WritesWorkload,
+    CodeErrors, CpuUse, Durability, EventsDelta, INSERT, PartsSampled, RATE_KEPT, ThreadsSampled, WritesBundle,
+    WritesLevel, WritesQueryRuns, WritesResults, WritesRound, WritesVariant, WritesWorkload,
 };
 use super::{Benchmark, GuardedSql, Run};
 use crate::ab_variants::{AbRun, check_variants};
@@ -43,7 +43,7 @@ use crate::dataset::{BytesPerRow, UNMEASURED_BYTES_PER_ROW, check_fits, check_ro
 use crate::engine_threads::{TaskStates, ThreadStateMeans, own_task_states};
 use crate::fixtures::{Fixture, Params, Statement};
 use crate::interrupt::Interrupted;
-use crate::levels::{LevelBound, LevelSummary, Spread};
+use crate::levels::{Latency, LevelBound, LevelSummary, Spread};
 use crate::measure::{closed_loop_stats, engine_events};
 use crate::numbers::ratio;
 use crate::query_runs::{QueryRuns, Sample, SampleKind};
@@ -120,6 +120,8 @@ pub struct WritesBenchmark {
     pub stop_on_error: bool,
     /// The variants of an A/B run, each its durability and the INSERT's settings.
     pub ab: Option<AbRun>,
+    /// An open loop's INSERTs per second over all clients; `None`: a closed loop.
+    pub rate: Option<f64>,
 }
 
 /// The key of a variant that names a durability instead of a setting.
@@ -177,6 +179,11 @@ impl Benchmark for WritesBenchmark {
                 }
             }
             LoopBound::Duration(_) => {}
+        }
+        if let Some(rate) = self.rate
+            && !(rate.is_finite() && rate > 0.0)
+        {
+            bail!("--rate {rate}: an open loop needs a rate above 0 INSERTs per second, e.g. --rate 100");
         }
         self.insert()?;
         if let Some(ab) = &self.ab {
@@ -238,6 +245,7 @@ impl Benchmark for WritesBenchmark {
                     LoopBound::Statements(statements) => LevelBound::Iterations { statements },
                 },
                 rounds: self.rounds,
+                rate: self.rate,
             },
             engine_events: EngineEvents::Unknown { reason: "not read yet".to_string() },
             statement_records: StatsSource::ResultCounters,
@@ -546,8 +554,22 @@ impl WritesBenchmark {
                             turn.prefix(),
                             plural(clients, "client"),
                             record.closed_loop.errors,
-                            record.closed_loop.errors + record.closed_loop.completed,
+                            record.closed_loop.errors.saturating_add(record.closed_loop.completed),
                             first.first
+                        ));
+                    }
+                    if let Some(rate) = self.rate
+                        && record.closed_loop.complete
+                        && !record.closed_loop.qps.is_some_and(|held| held >= RATE_KEPT * rate)
+                    {
+                        run.progress.warn(&format!(
+                            "{}round {round}, {}: the engine did not keep {} INSERTs/s: it held {} (schedule lag p99 \
+                             {} ms)",
+                            turn.prefix(),
+                            plural(clients, "client"),
+                            number(Some(rate), 1),
+                            number(record.closed_loop.qps, 1),
+                            number(record.closed_loop.schedule_lag.and_then(|lag| lag.p99_ms), 1),
                         ));
                     }
                     let stop = self.stop_after(&record);
@@ -557,7 +579,9 @@ impl WritesBenchmark {
                     let summaries: Vec<WritesLevel> = turns
                         .iter()
                         .flat_map(|turn| levels.iter().map(move |&clients| (turn, clients)))
-                        .map(|(turn, clients)| level_summary(turn.variant.as_deref(), clients, rounds, &events))
+                        .map(|(turn, clients)| {
+                            level_summary(turn.variant.as_deref(), clients, self.rate, rounds, &events)
+                        })
                         .collect();
                     run.results().levels = summaries;
                     if interrupted {
@@ -625,14 +649,21 @@ impl WritesBenchmark {
         let before = run.target.read_events();
         let observer = run.target.observe(THREADS_EVERY, look(in_process))?;
         let orders = vec![vec![0]; clients as usize];
-        let looped = run.target.run_closed_loop(
-            clients as usize,
-            &[insert.sql.as_str()],
-            &orders,
-            self.bound(),
-            &turn.settings,
-            FORMAT,
-        );
+        let statements = [insert.sql.as_str()];
+        let looped = match self.rate {
+            Some(rate) => run.target.run_open_loop(
+                clients as usize,
+                &statements,
+                &orders,
+                self.bound(),
+                rate,
+                &turn.settings,
+                FORMAT,
+            ),
+            None => {
+                run.target.run_closed_loop(clients as usize, &statements, &orders, self.bound(), &turn.settings, FORMAT)
+            }
+        };
         // The observer stops whatever the loop did.
         let observed = observer.finish();
         let looped = looped?;
@@ -859,7 +890,13 @@ fn error_code(message: &str) -> (Option<u32>, Option<String>) {
 
 /// A level of one configuration (an A/B variant, or the run's one) across its complete
 /// rounds.
-fn level_summary(variant: Option<&str>, clients: u32, rounds: &[WritesRound], events: &EngineEvents) -> WritesLevel {
+fn level_summary(
+    variant: Option<&str>,
+    clients: u32,
+    rate: Option<f64>,
+    rounds: &[WritesRound],
+    events: &EngineEvents,
+) -> WritesLevel {
     let complete: Vec<&WritesRound> = rounds
         .iter()
         .filter(|round| {
@@ -874,7 +911,8 @@ fn level_summary(variant: Option<&str>, clients: u32, rounds: &[WritesRound], ev
         match (&round.events, summed.as_mut()) {
             (EventsDelta::Known { rises, .. }, Some(total)) => {
                 for (name, rise) in rises {
-                    *total.entry(name.clone()).or_insert(0) += rise;
+                    let sum = total.entry(name.clone()).or_insert(0);
+                    *sum = sum.saturating_add(*rise);
                 }
             }
             (EventsDelta::Unknown { reason }, _) => {
@@ -892,13 +930,24 @@ fn level_summary(variant: Option<&str>, clients: u32, rounds: &[WritesRound], ev
     for round in &complete {
         for code in &round.errors_by_code {
             match errors.iter_mut().find(|errors| errors.code == code.code && errors.name == code.name) {
-                Some(errors) => errors.count += code.count,
+                Some(errors) => errors.count = errors.count.saturating_add(code.count),
                 None => errors.push(code.clone()),
             }
         }
     }
+    let lags: Vec<f64> = complete
+        .iter()
+        .flat_map(|round| &round.closed_loop.statements)
+        .filter_map(|statement| statement.schedule_lag_us)
+        .map(|us| us as f64 / 1e3)
+        .collect();
+    let asked = rate.filter(|_| !complete.is_empty());
     WritesLevel {
         variant: variant.map(str::to_string),
+        schedule_lag: rate.map(|_| Latency::of(lags)),
+        rate_kept: asked.map(|asked| {
+            complete.iter().all(|round| round.closed_loop.qps.is_some_and(|held| held >= RATE_KEPT * asked))
+        }),
         closed_loop: LevelSummary::of(clients, &loops),
         rows_per_second: Spread::of(complete.iter().map(|round| round.rows_per_second)),
         decomposition: Decomposition::of(&delta, events),
@@ -945,6 +994,7 @@ mod tests {
                 seed: 1,
                 rounds: 1,
             }),
+            rate: None,
         }
     }
 
@@ -986,6 +1036,7 @@ mod tests {
             check_statements: 0,
             stop_on_error: false,
             ab: None,
+            rate: None,
         };
         let errors = |name: &str, first: &str| CodeErrors {
             code: Some(1),

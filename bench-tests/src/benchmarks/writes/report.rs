@@ -65,10 +65,20 @@ pub fn markdown(results: &WritesResults, _target: &TargetInfo) -> String {
         LevelBound::Duration { seconds } => format!("{} s per level", exact(seconds)),
         LevelBound::Iterations { statements } => format!("{statements} INSERTs per level"),
     };
+    let pacing = match workload.rate {
+        Some(rate) => format!(
+            "An open loop of writers at {} INSERTs/s over all clients: every INSERT is scheduled in advance, a \
+             client on a connection of its own sends the next one due, and its latency is measured from its \
+             scheduled start (a late start counts in it, as its schedule lag)",
+            number(rate, 1)
+        ),
+        None => "A closed loop of writers: each client, on a connection of its own, sends the next INSERT as soon \
+                 as its last one returned"
+            .to_string(),
+    };
     let _ = writeln!(
         out,
-        "A closed loop of writers: each client, on a connection of its own, sends the next INSERT of {} into the \
-         table of `{}` as soon as its last one returned. Durability `{}`; levels of {} clients; {bound}; {} (every \
+        "{pacing}. INSERTs of {} into the table of `{}`; durability `{}`; levels of {} clients; {bound}; {} (every \
          level once a round).\n",
         plural(workload.batch_rows, "row"),
         workload.schema_file,
@@ -123,6 +133,50 @@ pub fn markdown(results: &WritesResults, _target: &TargetInfo) -> String {
         let _ = writeln!(out, "No level completed a round.\n");
     } else {
         let _ = writeln!(out, "{table}");
+    }
+
+    if let Some(rate) = workload.rate {
+        let _ = writeln!(
+            out,
+            "### Rate\n\nThe rate asked for and the rate held (completed INSERTs over the level's wall time, median \
+             across rounds); a level kept the rate when every round held at least {} of it. The schedule lag is how \
+             late each INSERT was sent against its schedule: it grows through the level when the engine cannot keep \
+             up, and the INSERTs still unsent when the level ends are skipped (sent of due).\n",
+            percent(Some(super::RATE_KEPT), "")
+        );
+        let mut rates =
+            Table::new(["clients", "asked", "held", "kept", "sent of due", "lag p50", "lag p99", "lag max"]);
+        for level in &results.levels {
+            let lag = level.schedule_lag.unwrap_or_default();
+            // Due INSERTs a level did not send by its end were skipped: the backlog it left.
+            let rounds = results.rounds.iter().filter(|round| {
+                round.variant == level.variant
+                    && round.closed_loop.clients == level.closed_loop.clients
+                    && round.closed_loop.complete
+            });
+            let (sent, due) = rounds.fold((0u64, Some(0u64)), |(sent, due), round| {
+                let looped = &round.closed_loop;
+                let sent = sent.saturating_add(looped.completed).saturating_add(looped.errors);
+                (sent, due.zip(looped.scheduled).map(|(sum, due)| sum.saturating_add(due)))
+            });
+            rates.row([
+                level_label(&level.variant, level.closed_loop.clients),
+                per_second(Some(rate)),
+                per_second(level.closed_loop.qps.median),
+                match level.rate_kept {
+                    Some(true) => "yes".to_string(),
+                    Some(false) => "**no**".to_string(),
+                    None => "unknown".to_string(),
+                },
+                format!("{sent} of {}", due.map_or("unknown".to_string(), |due| due.to_string())),
+                ms(lag.p50_ms),
+                ms(lag.p99_ms),
+                ms(lag.max_ms),
+            ]);
+        }
+        if !rates.is_empty() {
+            let _ = writeln!(out, "{rates}");
+        }
     }
 
     let _ = writeln!(
@@ -390,9 +444,15 @@ pub(super) fn summary_line(level: &WritesLevel) -> String {
     let summary = &level.closed_loop;
     let rate = |value: Option<f64>| value.map_or("unknown".to_string(), |rate| number(rate, 0));
     let split = &level.decomposition;
+    let lag = match (level.rate_kept, level.schedule_lag) {
+        (Some(kept), Some(lag)) => {
+            format!(", rate {}, schedule lag p99 {}", if kept { "kept" } else { "NOT kept" }, ms(lag.p99_ms))
+        }
+        _ => String::new(),
+    };
     format!(
-        "{}: {} INSERTs/s ({}–{} across {}), {} rows/s, p50 {}, p99 {}, {} completed, {} failed; per INSERT: CPU {}, \
-         write {}, fsync {}, lock waits {}, throttling {}, CPU wait {}",
+        "{}: {} INSERTs/s ({}–{} across {}){lag}, {} rows/s, p50 {}, p99 {}, {} completed, {} failed; per INSERT: \
+         CPU {}, write {}, fsync {}, lock waits {}, throttling {}, CPU wait {}",
         plural(summary.clients, "client"),
         rate(summary.qps.median),
         rate(summary.qps.min),

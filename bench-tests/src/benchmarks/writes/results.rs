@@ -10,13 +10,17 @@ use serde::{Deserialize, Serialize};
 
 use super::decomposition::Decomposition;
 use crate::engine_threads::ThreadStateMeans;
-use crate::levels::{LevelBound, LevelRound, LevelSummary, RunnerCheck, Spread};
+use crate::levels::{Latency, LevelBound, LevelRound, LevelSummary, RunnerCheck, Spread};
 use crate::query_runs::QueryRuns;
 use crate::results::{KindResults, RunBundle};
 use crate::stats::{EngineEvents, StatsSource};
 
 pub type WritesBundle = RunBundle<WritesResults>;
 pub type WritesQueryRuns = QueryRuns<WritesVariant>;
+
+/// The share of an open loop's asked rate a round must complete to have kept it (its wall
+/// time includes the last INSERTs' latency, so a kept rate reads a little below the asked).
+pub const RATE_KEPT: f64 = 0.95;
 
 /// The name the INSERT goes by in records and comparisons.
 pub const INSERT: &str = "insert";
@@ -88,6 +92,8 @@ pub struct WritesWorkload {
     pub levels_run: Vec<u32>,
     pub bound: LevelBound,
     pub rounds: u32,
+    /// `--rate`: an open loop's INSERTs per second over all clients; `None` for a closed loop.
+    pub rate: Option<f64>,
 }
 
 /// Whether an INSERT returns before or after its part is on stable storage.
@@ -224,6 +230,12 @@ pub struct WritesLevel {
     pub closed_loop: LevelSummary,
     /// Rows written per second across rounds.
     pub rows_per_second: Spread,
+    /// An open loop's schedule lag over every INSERT of those rounds, ms; `None` for a
+    /// closed loop.
+    pub schedule_lag: Option<Latency>,
+    /// Whether every complete round held at least [`RATE_KEPT`] of the asked rate; `None`
+    /// for a closed loop or without a complete round.
+    pub rate_kept: Option<bool>,
     /// The time split of an INSERT, from the counters' rise over every complete round.
     pub decomposition: Decomposition,
     /// The share of the engine's busy threads in I/O wait, across rounds.
