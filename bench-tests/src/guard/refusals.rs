@@ -267,7 +267,13 @@ pub(super) fn kind_refusal(parsed: &Parsed, root: &Node, role: Role) -> Option<R
     let allowed = match role {
         Role::Query => root.kind == "SelectWithUnionQuery",
         Role::Dataset => match root.kind.as_str() {
-            "SelectWithUnionQuery" | "InsertQuery" | "AlterQuery" | "OptimizeQuery" | "DeleteQuery" | "Set" => true,
+            "SelectWithUnionQuery"
+            | "InsertQuery"
+            | "AlterQuery"
+            | "OptimizeQuery"
+            | "DeleteQuery"
+            | "UpdateQuery"
+            | "Set" => true,
             "CreateQuery" => {
                 let words = parsed.leading_words(4).replace("OR REPLACE ", "");
                 ["CREATE TABLE", "CREATE VIEW", "CREATE MATERIALIZED VIEW"].iter().any(|kind| words.starts_with(kind))
@@ -295,7 +301,7 @@ pub(super) fn kind_refusal(parsed: &Parsed, root: &Node, role: Role) -> Option<R
             Role::Dataset => format!(
                 "{statement} ... is not a statement a pack's design or generator may run: they create tables and \
                  views (CREATE TABLE, CREATE VIEW, CREATE MATERIALIZED VIEW), INSERT, ALTER TABLE, DELETE, \
-                 OPTIMIZE, SET, and SYSTEM STOP MERGES or START MERGES of a table"
+                 UPDATE, OPTIMIZE, SET, and SYSTEM STOP MERGES or START MERGES of a table"
             ),
         },
     ))
@@ -505,7 +511,7 @@ pub(super) fn identifier_refusal(parsed: &Parsed, outside_databases: &[String]) 
     // database the run gives it: the first name past the statement's keywords.
     let writes = matches!(
         parsed.root().map(|root| root.kind.as_str()),
-        Some("CreateQuery" | "InsertQuery" | "AlterQuery" | "OptimizeQuery" | "DeleteQuery" | "SYSTEM")
+        Some("CreateQuery" | "InsertQuery" | "AlterQuery" | "OptimizeQuery" | "DeleteQuery" | "UpdateQuery" | "SYSTEM")
     );
     let target = names.iter().find(|(name, _)| !STATEMENT_KEYWORDS.contains(&name.as_str()));
     if let Some((database, Some('.'))) = target.filter(|_| writes) {
@@ -580,6 +586,7 @@ pub(super) const STATEMENT_KEYWORDS: &[&str] = &[
     "ALTER",
     "OPTIMIZE",
     "DELETE",
+    "UPDATE",
     "FROM",
     "SYSTEM",
     "STOP",

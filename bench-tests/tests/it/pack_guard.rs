@@ -294,6 +294,11 @@ fn a_design_or_generator_that_reaches_outside_is_refused_before_it_runs() {
         ),
         (
             SCHEMA.to_string(),
+            format!("{GENERATOR}UPDATE system.users SET name = 'x' WHERE 1"),
+            "generator.sql:2: the statement writes to database system",
+        ),
+        (
+            SCHEMA.to_string(),
             format!("{GENERATOR}SET dialect = 'kusto'"),
             "generator.sql:2: setting dialect changes how later statements are read",
         ),
@@ -312,8 +317,9 @@ fn a_design_or_generator_that_reaches_outside_is_refused_before_it_runs() {
     // What a pack's dataset does: tables, views, inserts from generating functions,
     // ALTER of its own table, merges of its table stopped.
     let design = "CREATE TABLE t (k UInt64, v UInt64, INDEX vx(v) TYPE minmax GRANULARITY 1) ENGINE = MergeTree ORDER BY k \
-                  SETTINGS index_granularity = 256, marks_compression_codec = 'ZSTD(3)';\nCREATE VIEW w AS SELECT k FROM t;\n";
-    let generator = "INSERT INTO t SELECT number, 7 FROM numbers({rows});\nINSERT INTO t SELECT * FROM values('k UInt64, v UInt64', (42, 1));\nALTER TABLE t MATERIALIZE INDEX vx;\nDELETE FROM t WHERE k = 1;\nALTER TABLE t APPLY DELETED MASK;\nOPTIMIZE TABLE t FINAL;\nSYSTEM STOP MERGES t;\n";
+                  SETTINGS index_granularity = 256, marks_compression_codec = 'ZSTD(3)', enable_block_number_column = 1, \
+                  enable_block_offset_column = 1;\nCREATE VIEW w AS SELECT k FROM t;\n";
+    let generator = "INSERT INTO t SELECT number, 7 FROM numbers({rows});\nINSERT INTO t SELECT * FROM values('k UInt64, v UInt64', (42, 1));\nALTER TABLE t MATERIALIZE INDEX vx;\nDELETE FROM t WHERE k = 1;\nUPDATE t SET v = 8 WHERE k = 2 SETTINGS enable_lightweight_update = 1;\nALTER TABLE t APPLY DELETED MASK;\nOPTIMIZE TABLE t FINAL;\nSYSTEM STOP MERGES t;\n";
     assert_eq!(dataset(design, generator), "ran");
     // A table whose engine is left out takes the default; its PARTITION BY is no engine.
     let design = "CREATE TABLE t (k UInt64, v UInt64) PARTITION BY k % 2 ORDER BY k;\n";

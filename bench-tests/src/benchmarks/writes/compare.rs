@@ -16,6 +16,8 @@ use crate::units::{number, p_value, per_second, percent, plural, times};
 /// A writes comparison's own sections (`writes` in `compare.json`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WritesComparison {
+    /// What the rates count: `INSERTs/s`, or `statements/s` for a mix (the baseline's).
+    pub unit: String,
     /// Each level either bundle ran, by client count (none for one A/B bundle's variants).
     pub levels: Vec<WritesLevelComparison>,
 }
@@ -47,14 +49,15 @@ impl WritesComparison {
             [a, b] => compare_levels(a, b, thresholds),
             _ => Vec::new(),
         };
-        WritesComparison { levels }
+        let unit = bundles.first().map_or("INSERTs/s", |results| results.workload.mix.rate_unit()).to_string();
+        WritesComparison { unit, levels }
     }
 
     fn rates_section(&self) -> String {
         let mut table = Table::new([
             "clients",
-            "A INSERTs/s (min–max)",
-            "B INSERTs/s (min–max)",
+            format!("A {} (min–max)", self.unit).as_str(),
+            format!("B {} (min–max)", self.unit).as_str(),
             "B / A",
             "p",
             "verdict",
@@ -172,7 +175,7 @@ impl ComparisonSections for WritesComparison {
                 _ => format!("{count} {word}"),
             })
             .collect();
-        vec![format!("INSERTs/s: {}", parts.join(", "))]
+        vec![format!("{}: {}", self.unit, parts.join(", "))]
     }
 
     fn markdown_before_queries(&self, _comparison: &Comparison) -> String {
@@ -183,7 +186,7 @@ impl ComparisonSections for WritesComparison {
     }
 
     fn terminal_lines(&self) -> Vec<String> {
-        self.levels.iter().map(WritesLevelComparison::line).collect()
+        self.levels.iter().map(|level| level.line(&self.unit)).collect()
     }
 
     /// A level whose rate of INSERTs is lower is a slowdown as much as a slower query.
@@ -191,7 +194,7 @@ impl ComparisonSections for WritesComparison {
         self.levels
             .iter()
             .filter(|level| level.significance.verdict == Verdict::Slower)
-            .map(|level| format!("INSERTs/s at {}", plural(level.clients, "client")))
+            .map(|level| format!("{} at {}", self.unit, plural(level.clients, "client")))
             .collect()
     }
 
@@ -213,7 +216,7 @@ impl WritesLevelComparison {
 
     /// `INSERTs/s at 4 clients: 812 -> 390 (B/A 0.48x), lower (5 and 5 rounds, p 0.0079);
     /// moved most: fsync +2,100 µs`.
-    pub fn line(&self) -> String {
+    pub fn line(&self, unit: &str) -> String {
         let rate = |side: &Option<WritesLevel>| match side {
             Some(level) => number(level.closed_loop.qps.median, 0),
             None => "not run".to_string(),
@@ -226,7 +229,7 @@ impl WritesLevelComparison {
             .as_ref()
             .map_or(String::new(), |moved| format!("; moved most: {} {:+.0} µs", moved.part, moved.change_us));
         format!(
-            "INSERTs/s at {}: {} -> {} (B/A {}), {} ({} and {} rounds{p}){reason}{moved}",
+            "{unit} at {}: {} -> {} (B/A {}), {} ({} and {} rounds{p}){reason}{moved}",
             plural(self.clients, "client"),
             rate(&self.baseline),
             rate(&self.candidate),

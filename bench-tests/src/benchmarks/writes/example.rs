@@ -7,9 +7,11 @@
 use std::collections::BTreeMap;
 
 use super::decomposition::EVENTS;
+use super::mix::Mix;
 use super::{
     CodeErrors, CpuUse, Decomposition, Durability, EventsDelta, INSERT, INSERT_FILE, PartsSampled, SCHEMA_FILE,
-    ThreadsSampled, WritesBundle, WritesLevel, WritesResults, WritesRound, WritesVariant, WritesWorkload,
+    StatementFigures, ThreadsSampled, WritesBundle, WritesLevel, WritesResults, WritesRound, WritesVariant,
+    WritesWorkload,
 };
 use crate::engine_threads::ThreadStateMeans;
 use crate::levels::{
@@ -126,6 +128,13 @@ fn known(value: f64, count: u64) -> WritesBundle {
         cpu_offered_seconds: Some(value),
         errors_by_code: vec![errors],
         active_parts_max: Some(count),
+        by_statement: vec![StatementFigures {
+            statement: "update".to_string(),
+            completed: count,
+            errors: count,
+            per_second: spread,
+            latency,
+        }],
     };
     let sample = |attempt: u32| Sample {
         kind: SampleKind::Warm,
@@ -205,6 +214,7 @@ fn workload(count: u64, bound: LevelBound, durability: Durability, rate: Option<
         bound,
         rounds: clients,
         rate,
+        mix: Mix { inserts: clients, updates: clients, deletes: clients, reads: clients },
     }
 }
 

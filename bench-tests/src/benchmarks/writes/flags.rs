@@ -33,6 +33,11 @@ pub struct WritesFlags {
     /// when the engine could not keep the rate, and the rate it held
     #[arg(long, allow_negative_numbers = true)]
     pub rate: Option<f64>,
+    /// The statements the clients send, at these shares: INSERT batches, lightweight UPDATEs
+    /// and DELETEs by key (the rows of one namespace written in the last seconds), and point
+    /// reads (one namespace, the last second), e.g. inserts=8,updates=1,deletes=1,reads=2
+    #[arg(long, default_value = "inserts=1")]
+    pub mix: String,
     /// INSERTs per level in each round, in all clients together, instead of --duration
     #[arg(long, value_parser = parse_iterations)]
     pub iterations: Option<u64>,
@@ -71,6 +76,7 @@ impl WritesFlags {
             check_statements: self.check_statements,
             stop_on_error: self.stop_on_error,
             rate: self.rate,
+            mix: self.mix.clone(),
             ab: (!self.variants.is_empty()).then(|| AbRun {
                 variants: self.variants.clone(),
                 seed: self.seed.unwrap_or_else(random_seed),

@@ -19,6 +19,7 @@ mod compare;
 mod decomposition;
 mod example;
 mod flags;
+mod mix;
 mod report;
 mod results;
 
@@ -31,19 +32,20 @@ pub use self::compare::{WritesComparison, WritesLevelComparison};
 pub use self::decomposition::Decomposition;
 use self::decomposition::{EVENTS, SYSTEM_TIME, USER_TIME};
 pub use self::flags::WritesFlags;
+pub use self::mix::{Mix, MixStatement};
 pub use self::results::{
-    CodeErrors, CpuUse, Durability, EventsDelta, INSERT, PartsSampled, RATE_KEPT, ThreadsSampled, WritesBundle,
-    WritesLevel, WritesQueryRuns, WritesResults, WritesRound, WritesVariant, WritesWorkload,
+    CodeErrors, CpuUse, Durability, EventsDelta, INSERT, PartsSampled, RATE_KEPT, StatementFigures, ThreadsSampled,
+    WritesBundle, WritesLevel, WritesQueryRuns, WritesResults, WritesRound, WritesVariant, WritesWorkload,
 };
 use super::{Benchmark, GuardedSql, Run};
 use crate::ab_variants::{AbRun, check_variants};
-use crate::closed_loop::{CHECK_BLOCKS, Levels, level_round, runner_check};
+use crate::closed_loop::{CHECK_BLOCKS, Levels, client_orders, level_round, runner_check};
 use crate::compare::{BundleAt, CompareOptions, Comparison};
 use crate::dataset::{BytesPerRow, UNMEASURED_BYTES_PER_ROW, check_fits, check_row_bound};
 use crate::engine_threads::{TaskStates, ThreadStateMeans, own_task_states};
 use crate::fixtures::{Fixture, Params, Statement};
 use crate::interrupt::Interrupted;
-use crate::levels::{Latency, LevelBound, LevelSummary, Spread};
+use crate::levels::{Latency, LevelBound, LevelSummary, Spread, StatementRecord};
 use crate::measure::{closed_loop_stats, engine_events};
 use crate::numbers::ratio;
 use crate::query_runs::{QueryRuns, Sample, SampleKind};
@@ -122,7 +124,15 @@ pub struct WritesBenchmark {
     pub ab: Option<AbRun>,
     /// An open loop's INSERTs per second over all clients; `None`: a closed loop.
     pub rate: Option<f64>,
+    /// `--mix` as given, read when checked ([`Mix::parse`]).
+    pub mix: String,
 }
+
+/// The seed of each client's order of a mix's statements: fixed, so that every run of a
+/// mix sends the same sequences.
+const MIX_SEED: u64 = 1;
+/// The fixture that readies the table for lightweight UPDATEs.
+const MIX_TABLE_FILE: &str = "writes/mix_table.sql";
 
 /// The key of a variant that names a durability instead of a setting.
 pub const DURABILITY_KEY: &str = "durability";
@@ -186,6 +196,7 @@ impl Benchmark for WritesBenchmark {
             bail!("--rate {rate}: an open loop needs a rate above 0 INSERTs per second, e.g. --rate 100");
         }
         self.insert()?;
+        self.mix()?;
         if let Some(ab) = &self.ab {
             check_variants(&ab.variants)?;
         }
@@ -208,9 +219,16 @@ impl Benchmark for WritesBenchmark {
     }
 
     fn sql_files(&self) -> Vec<String> {
+        let mix = self.mix().unwrap_or_default();
         let mut files = vec![SCHEMA_FILE.to_string()];
+        if mix.updates > 0 {
+            files.push(MIX_TABLE_FILE.to_string());
+        }
         files.extend(self.durabilities().into_iter().map(|durability| durability.fixture().to_string()));
+        // The INSERT's file always: the prepare phase and the runner check send it.
         files.push(INSERT_FILE.to_string());
+        let others = mix.statements().into_iter().filter(|&statement| statement != MixStatement::Insert);
+        files.extend(others.map(|statement| statement.fixture().to_string()));
         files
     }
 
@@ -218,11 +236,43 @@ impl Benchmark for WritesBenchmark {
     /// statements are (the INSERT writes rows the engine makes, from a row generator).
     fn guarded_sql(&self) -> Result<GuardedSql> {
         let mut dataset = Fixture::load(SCHEMA_FILE)?.render(&Params::new())?;
+        if self.mix()?.updates > 0 {
+            dataset.extend(Fixture::load(MIX_TABLE_FILE)?.render(&Params::new())?);
+        }
         for durability in self.durabilities() {
             dataset.extend(Fixture::load(durability.fixture())?.render(&Params::new())?);
         }
         dataset.push(self.insert()?);
-        Ok(GuardedSql { dataset, queries: Vec::new() })
+        // The mix's writes as a dataset's statements, its reads as a pack's queries.
+        let mut queries = Vec::new();
+        for (statement, sql) in self.mix_statements()? {
+            match statement {
+                MixStatement::Insert => {}
+                MixStatement::Update | MixStatement::Delete => dataset.push(sql),
+                MixStatement::Read => queries.push(sql),
+            }
+        }
+        Ok(GuardedSql { dataset, queries })
+    }
+
+    /// A mix with lightweight UPDATEs needs an engine that has them: refused in one line
+    /// naming its version otherwise.
+    fn check_target(&self, target: &mut crate::targets::Target) -> Result<()> {
+        if self.mix()?.updates == 0 {
+            return Ok(());
+        }
+        let known = target
+            .query_text("SELECT count() FROM system.settings WHERE name = 'enable_lightweight_update'")
+            .context("cannot read whether the engine has lightweight UPDATE")?;
+        if known.trim() == "0" {
+            bail!(
+                "--mix updates={}: ClickHouse {} has no lightweight UPDATE (no setting enable_lightweight_update); \
+                 drop updates from --mix, or run on a newer engine",
+                self.mix()?.updates,
+                target.info().engine_version
+            );
+        }
+        Ok(())
     }
 
     fn ab_run(&self) -> Option<AbRun> {
@@ -246,6 +296,7 @@ impl Benchmark for WritesBenchmark {
                 },
                 rounds: self.rounds,
                 rate: self.rate,
+                mix: self.mix().unwrap_or_default(),
             },
             engine_events: EngineEvents::Unknown { reason: "not read yet".to_string() },
             statement_records: StatsSource::ResultCounters,
@@ -412,6 +463,25 @@ impl WritesBenchmark {
         Fixture::load(INSERT_FILE)?.render_one(&Params::new().with("batch", self.batch_rows))
     }
 
+    fn mix(&self) -> Result<Mix> {
+        Mix::parse(&self.mix)
+    }
+
+    /// Each statement of the mix with its SQL, in [`MixStatement::ALL`]'s order.
+    fn mix_statements(&self) -> Result<Vec<(MixStatement, Statement)>> {
+        self.mix()?
+            .statements()
+            .into_iter()
+            .map(|statement| {
+                let sql = match statement {
+                    MixStatement::Insert => self.insert()?,
+                    other => Fixture::load(other.fixture())?.render_one(&Params::new())?,
+                };
+                Ok((statement, sql))
+            })
+            .collect()
+    }
+
     fn prepare(&self, run: &mut WritesRun<'_>) -> Result<()> {
         let database = database(run);
         run.progress.start(
@@ -419,7 +489,11 @@ impl WritesBenchmark {
             None,
         );
         run.target.use_fresh_database(&database)?;
-        for statement in Fixture::load(SCHEMA_FILE)?.render(&Params::new())? {
+        let mut setup = Fixture::load(SCHEMA_FILE)?.render(&Params::new())?;
+        if self.mix()?.updates > 0 {
+            setup.extend(Fixture::load(MIX_TABLE_FILE)?.render(&Params::new())?);
+        }
+        for statement in setup {
             crate::interrupt::check()?;
             run.target.execute(&statement).with_context(|| statement.location())?;
         }
@@ -435,15 +509,19 @@ impl WritesBenchmark {
                 run.results().notes.push(note);
             }
         }
-        // One INSERT in each configuration: a setting the engine refuses is one line here,
-        // not every INSERT of every level failing.
-        let insert = self.insert()?;
+        // Each statement once in each configuration, the INSERT first (the others find its
+        // rows): a setting the engine refuses is one line here, not every statement of every
+        // level failing.
+        let mut warm_ups = vec![(MixStatement::Insert, self.insert()?)];
+        warm_ups.extend(self.mix_statements()?.into_iter().filter(|(statement, _)| *statement != MixStatement::Insert));
         for turn in self.turns()? {
-            crate::interrupt::check()?;
             Self::apply_durability(run, turn.durability)?;
-            run.target
-                .run(&insert, &turn.settings, FORMAT)
-                .with_context(|| format!("{}the warm-up INSERT failed ({})", turn.prefix(), insert.location()))?;
+            for (statement, sql) in &warm_ups {
+                crate::interrupt::check()?;
+                run.target.run(sql, &turn.settings, FORMAT).with_context(|| {
+                    format!("{}the warm-up {} failed ({})", turn.prefix(), statement.name(), sql.location())
+                })?;
+            }
         }
         let levels = self.levels.list()?;
         if levels.iter().any(|&clients| clients > 1)
@@ -506,7 +584,8 @@ impl WritesBenchmark {
     }
 
     fn levels(&self, run: &mut WritesRun<'_>) -> Result<()> {
-        let insert = self.insert()?;
+        let statements = self.mix_statements()?;
+        let unit = self.mix()?.rate_unit();
         let turns = self.turns()?;
         let levels = run.results().workload.levels_run.clone();
         let run_id = run.run_id();
@@ -520,7 +599,7 @@ impl WritesBenchmark {
                 }
             })
             .collect();
-        let mut runs_of: BTreeMap<(usize, u32), usize> = BTreeMap::new();
+        let mut runs_of: BTreeMap<(usize, usize, u32), usize> = BTreeMap::new();
         let mut in_force: Option<Durability> = None;
         for round in 1..=self.rounds {
             let steps = (levels.len() * turns.len()) as u64;
@@ -535,19 +614,19 @@ impl WritesBenchmark {
                         Self::apply_durability(run, turn.durability)?;
                         in_force = Some(turn.durability);
                     }
-                    let level = self.level(run, &insert, turn, round, clients)?;
+                    let level = self.level(run, &statements, turn, round, clients)?;
                     let interrupted = !level.round.closed_loop.complete;
                     self.record_samples(
                         run,
                         &run_id,
-                        &insert,
+                        &statements,
                         (turn_index, turn),
                         clients,
                         &level.looped,
                         &mut runs_of,
                     )?;
                     let record = level.round;
-                    run.progress.advance(&format!("{}{}", turn.prefix(), report::round_line(&record)));
+                    run.progress.advance(&format!("{}{}", turn.prefix(), report::round_line(&record, unit)));
                     if let Some(first) = record.errors_by_code.first() {
                         run.progress.warn(&format!(
                             "{}round {round}, {}: {} of {} INSERTs failed, not counted (first: {})",
@@ -601,7 +680,7 @@ impl WritesBenchmark {
             .iter()
             .map(|level| {
                 let prefix = level.variant.as_ref().map_or(String::new(), |name| format!("variant {name}: "));
-                format!("{prefix}{}", report::summary_line(level))
+                format!("{prefix}{}", report::summary_line(level, unit))
             })
             .collect();
         for line in lines {
@@ -640,7 +719,7 @@ impl WritesBenchmark {
     fn level(
         &self,
         run: &mut WritesRun<'_>,
-        insert: &Statement,
+        statements: &[(MixStatement, Statement)],
         turn: &Turn,
         round: u32,
         clients: u32,
@@ -648,12 +727,17 @@ impl WritesBenchmark {
         let in_process = run.target.capabilities().engine_in_process;
         let before = run.target.read_events();
         let observer = run.target.observe(THREADS_EVERY, look(in_process))?;
-        let orders = vec![vec![0]; clients as usize];
-        let statements = [insert.sql.as_str()];
+        // One pass of the mix, each client in its own seeded order of it.
+        let pass = self.mix()?.pass();
+        let sql_of =
+            |kind: MixStatement| statements.iter().find(|(statement, _)| *statement == kind).map(|(_, sql)| sql);
+        let pass_sql: Vec<&str> = pass.iter().filter_map(|&kind| sql_of(kind)).map(|sql| sql.sql.as_str()).collect();
+        let names: Vec<String> = pass.iter().map(|kind| kind.name().to_string()).collect();
+        let orders = client_orders(MIX_SEED, clients, pass.len());
         let looped = match self.rate {
             Some(rate) => run.target.run_open_loop(
                 clients as usize,
-                &statements,
+                &pass_sql,
                 &orders,
                 self.bound(),
                 rate,
@@ -661,7 +745,7 @@ impl WritesBenchmark {
                 FORMAT,
             ),
             None => {
-                run.target.run_closed_loop(clients as usize, &statements, &orders, self.bound(), &turn.settings, FORMAT)
+                run.target.run_closed_loop(clients as usize, &pass_sql, &orders, self.bound(), &turn.settings, FORMAT)
             }
         };
         // The observer stops whatever the loop did.
@@ -683,8 +767,15 @@ impl WritesBenchmark {
             (Err(error), _) | (_, Err(error)) => EventsDelta::Unknown { reason: format!("{error:#}") },
         };
         let wall_seconds = looped.wall.as_secs_f64();
-        let closed_loop = level_round(round, clients, &looped, &[INSERT.to_string()]);
-        let rows_written = closed_loop.completed.saturating_mul(self.batch_rows);
+        let closed_loop = level_round(round, clients, &looped, &names);
+        let inserts_completed = looped
+            .statements
+            .iter()
+            .filter(|statement| {
+                statement.outcome.is_ok() && pass.get(statement.query as usize) == Some(&MixStatement::Insert)
+            })
+            .count() as u64;
+        let rows_written = inserts_completed.saturating_mul(self.batch_rows);
         let (threads, parts) = match observed {
             Ok(observed) => sampled(&observed.looks, observed.without_connection, in_process),
             Err(error) => (
@@ -696,7 +787,7 @@ impl WritesBenchmark {
         let cpu = cpu_use(&events, cores.map(|cores| cores.get() as u32), wall_seconds);
         let round = WritesRound {
             variant: turn.variant.clone(),
-            rows_per_second: (closed_loop.completed > 0).then(|| ratio(rows_written as f64, wall_seconds)).flatten(),
+            rows_per_second: (inserts_completed > 0).then(|| ratio(rows_written as f64, wall_seconds)).flatten(),
             rows_written,
             errors_by_code: errors_by_code(&looped),
             events,
@@ -708,42 +799,49 @@ impl WritesBenchmark {
         Ok(MeasuredLevel { round, looped })
     }
 
-    /// Each completed INSERT a sample of its level's query runs, for the comparison of
-    /// latency every kind has.
+    /// Each completed statement a sample of its (statement, level) query runs, for the
+    /// comparison of latency every kind has.
     #[allow(clippy::too_many_arguments)]
     fn record_samples(
         &self,
         run: &mut WritesRun<'_>,
         run_id: &str,
-        insert: &Statement,
+        statements: &[(MixStatement, Statement)],
         (turn_index, turn): (usize, &Turn),
         clients: u32,
         looped: &ClosedLoop,
-        runs_of: &mut BTreeMap<(usize, u32), usize>,
+        runs_of: &mut BTreeMap<(usize, usize, u32), usize>,
     ) -> Result<()> {
-        let index = match runs_of.get(&(turn_index, clients)) {
-            Some(&index) => index,
-            None => {
-                let index = run.writer.start_query(QueryRuns {
-                    query: INSERT.to_string(),
-                    variant: WritesVariant { clients },
-                    ab_variant: turn.variant.clone(),
-                    plan: None,
-                    sql_file: INSERT_FILE.to_string(),
-                    answer: String::new(),
-                    samples: Vec::new(),
-                })?;
-                runs_of.insert((turn_index, clients), index);
-                index
-            }
-        };
+        let pass = self.mix()?.pass();
         for statement in &looped.statements {
             let Ok(counters) = &statement.outcome else { continue };
+            let Some(&kind) = pass.get(statement.query as usize) else { continue };
+            let Some((kind_index, (_, sql))) =
+                statements.iter().enumerate().find(|(_, (candidate, _))| *candidate == kind)
+            else {
+                continue;
+            };
+            let index = match runs_of.get(&(turn_index, kind_index, clients)) {
+                Some(&index) => index,
+                None => {
+                    let index = run.writer.start_query(QueryRuns {
+                        query: kind.name().to_string(),
+                        variant: WritesVariant { clients },
+                        ab_variant: turn.variant.clone(),
+                        plan: None,
+                        sql_file: kind.fixture().to_string(),
+                        answer: String::new(),
+                        samples: Vec::new(),
+                    })?;
+                    runs_of.insert((turn_index, kind_index, clients), index);
+                    index
+                }
+            };
             let attempt = run.results().queries[index].samples.len() as u32 + 1;
             let variant = turn.variant.as_ref().map_or(String::new(), |name| format!(".{name}"));
-            let name = format!("{INSERT}{variant}_c{clients}_{}", statement.client);
+            let name = format!("{}{variant}_c{clients}_{}", kind.name(), statement.client);
             let tag = StatementTag::new(run_id, "writes", &name, attempt);
-            let stats = closed_loop_stats(tag.to_string(), counters, statement.latency, &insert.sql)?;
+            let stats = closed_loop_stats(tag.to_string(), counters, statement.latency, &sql.sql)?;
             // Into the bundle directly, as throughput's are: the level is saved whole.
             run.results().queries[index].samples.push(Sample {
                 kind: SampleKind::Warm,
@@ -956,7 +1054,55 @@ fn level_summary(
         cpu_offered_seconds: complete.iter().map(|round| round.cpu.offered_seconds).sum(),
         errors_by_code: errors,
         active_parts_max: complete.iter().filter_map(|round| round.parts.active_parts_max).max(),
+        by_statement: by_statement(&complete),
     }
+}
+
+/// Each statement's figures of a mix's level, in the order first seen; empty when the
+/// rounds ran INSERTs alone.
+fn by_statement(rounds: &[&WritesRound]) -> Vec<StatementFigures> {
+    let mut names: Vec<&str> = Vec::new();
+    for statement in rounds.iter().flat_map(|round| &round.closed_loop.statements) {
+        if !names.contains(&statement.query.as_str()) {
+            names.push(&statement.query);
+        }
+    }
+    if names.len() < 2 {
+        return Vec::new();
+    }
+    names
+        .into_iter()
+        .map(|name| {
+            let completed = |round: &WritesRound| {
+                statements_of(round, name).filter(|statement| statement.error.is_none()).count() as u64
+            };
+            let errors = |round: &WritesRound| {
+                statements_of(round, name).filter(|statement| statement.error.is_some()).count() as u64
+            };
+            let latencies = rounds
+                .iter()
+                .flat_map(|round| statements_of(round, name))
+                .filter(|statement| statement.error.is_none())
+                .map(|statement| statement.latency_us as f64 / 1e3)
+                .collect();
+            StatementFigures {
+                statement: name.to_string(),
+                completed: rounds.iter().map(|round| completed(round)).sum(),
+                errors: rounds.iter().map(|round| errors(round)).sum(),
+                per_second: Spread::of(
+                    rounds.iter().map(|round| {
+                        round.closed_loop.wall_seconds.and_then(|wall| ratio(completed(round) as f64, wall))
+                    }),
+                ),
+                latency: Latency::of(latencies),
+            }
+        })
+        .collect()
+}
+
+/// A round's statements named `name`.
+fn statements_of<'a>(round: &'a WritesRound, name: &'a str) -> impl Iterator<Item = &'a StatementRecord> + 'a {
+    round.closed_loop.statements.iter().filter(move |statement| statement.query == name)
 }
 
 #[cfg(test)]
@@ -995,6 +1141,7 @@ mod tests {
                 rounds: 1,
             }),
             rate: None,
+            mix: "inserts=1".to_string(),
         }
     }
 
@@ -1037,6 +1184,7 @@ mod tests {
             stop_on_error: false,
             ab: None,
             rate: None,
+            mix: "inserts=1".to_string(),
         };
         let errors = |name: &str, first: &str| CodeErrors {
             code: Some(1),

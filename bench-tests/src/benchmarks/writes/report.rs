@@ -59,6 +59,7 @@ fn codes(errors: &[CodeErrors]) -> String {
 
 pub fn markdown(results: &WritesResults, _target: &TargetInfo) -> String {
     let workload = &results.workload;
+    let unit = workload.mix.rate_unit();
     let mut out = String::new();
     let _ = writeln!(out, "## Writes\n");
     let bound = match workload.bound {
@@ -76,10 +77,19 @@ pub fn markdown(results: &WritesResults, _target: &TargetInfo) -> String {
                  as its last one returned"
             .to_string(),
     };
+    let mix = if workload.mix.is_inserts_only() {
+        String::new()
+    } else {
+        format!(
+            " The clients send a mix, `{}`: each its own shuffled order of it, so the rate counts every statement, \
+             and rows/s the INSERTs' rows.",
+            workload.mix
+        )
+    };
     let _ = writeln!(
         out,
         "{pacing}. INSERTs of {} into the table of `{}`; durability `{}`; levels of {} clients; {bound}; {} (every \
-         level once a round).\n",
+         level once a round).{mix}\n",
         plural(workload.batch_rows, "row"),
         workload.schema_file,
         workload.durability.name(),
@@ -103,7 +113,7 @@ pub fn markdown(results: &WritesResults, _target: &TargetInfo) -> String {
     let mut table = Table::new([
         "clients",
         "rounds",
-        "INSERTs/s median (min to max)",
+        format!("{unit} median (min to max)").as_str(),
         "rows/s median (min to max)",
         "p50",
         "p90",
@@ -133,6 +143,25 @@ pub fn markdown(results: &WritesResults, _target: &TargetInfo) -> String {
         let _ = writeln!(out, "No level completed a round.\n");
     } else {
         let _ = writeln!(out, "{table}");
+    }
+
+    let mut statements =
+        Table::new(["clients", "statement", "per second (min to max)", "p50", "p99", "completed", "failed"]);
+    for level in &results.levels {
+        for figures in &level.by_statement {
+            statements.row([
+                level_label(&level.variant, level.closed_loop.clients),
+                figures.statement.clone(),
+                spread(&figures.per_second),
+                ms(figures.latency.p50_ms),
+                ms(figures.latency.p99_ms),
+                figures.completed.to_string(),
+                figures.errors.to_string(),
+            ]);
+        }
+    }
+    if !statements.is_empty() {
+        let _ = writeln!(out, "### Each statement of the mix\n\n{statements}");
     }
 
     if let Some(rate) = workload.rate {
@@ -241,7 +270,7 @@ pub fn markdown(results: &WritesResults, _target: &TargetInfo) -> String {
         "wall",
         "completed",
         "failed",
-        "INSERTs/s",
+        unit,
         "rows/s",
         "p50",
         "p99",
@@ -397,10 +426,11 @@ pub fn charts(results: &WritesResults) -> Result<Vec<(&'static str, String)>> {
             .map(|level| (f64::from(level.closed_loop.clients), drawable(value(level))))
             .collect(),
     };
+    let unit = results.workload.mix.rate_unit();
     let inserts = charts::log_log_lines(
-        "INSERTs per second across rounds",
+        &format!("{unit} across rounds"),
         "clients",
-        "INSERTs/s",
+        unit,
         &[
             line("median", &|level| level.closed_loop.qps.median),
             line("lowest round", &|level| level.closed_loop.qps.min),
@@ -421,11 +451,11 @@ pub fn charts(results: &WritesResults) -> Result<Vec<(&'static str, String)>> {
 
 /// One level of a round, as progress says it: `4 clients: 812 INSERTs/s, 812,000 rows/s,
 /// p50 4.21 ms, 1,624 completed, 0 failed, 31 % of busy threads in I/O wait`.
-pub(super) fn round_line(round: &WritesRound) -> String {
+pub(super) fn round_line(round: &WritesRound, unit: &str) -> String {
     let looped = &round.closed_loop;
     let rate = match looped.qps {
-        Some(qps) => format!("{} INSERTs/s", number(qps, 0)),
-        None => format!("INSERTs/s unknown: {}", looped.unknown.as_deref().unwrap_or("none completed")),
+        Some(qps) => format!("{} {unit}", number(qps, 0)),
+        None => format!("{unit} unknown: {}", looped.unknown.as_deref().unwrap_or("none completed")),
     };
     format!(
         "{}: {rate}, {} rows/s, p50 {}, {} completed, {} failed, {} of busy threads in I/O wait{}",
@@ -440,7 +470,7 @@ pub(super) fn round_line(round: &WritesRound) -> String {
 }
 
 /// One level across its rounds, as the run's last lines say it.
-pub(super) fn summary_line(level: &WritesLevel) -> String {
+pub(super) fn summary_line(level: &WritesLevel, unit: &str) -> String {
     let summary = &level.closed_loop;
     let rate = |value: Option<f64>| value.map_or("unknown".to_string(), |rate| number(rate, 0));
     let split = &level.decomposition;
@@ -451,7 +481,7 @@ pub(super) fn summary_line(level: &WritesLevel) -> String {
         _ => String::new(),
     };
     format!(
-        "{}: {} INSERTs/s ({}–{} across {}){lag}, {} rows/s, p50 {}, p99 {}, {} completed, {} failed; per INSERT: \
+        "{}: {} {unit} ({}–{} across {}){lag}, {} rows/s, p50 {}, p99 {}, {} completed, {} failed; per INSERT: \
          CPU {}, write {}, fsync {}, lock waits {}, throttling {}, CPU wait {}",
         plural(summary.clients, "client"),
         rate(summary.qps.median),

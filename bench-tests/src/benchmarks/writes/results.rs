@@ -94,6 +94,8 @@ pub struct WritesWorkload {
     pub rounds: u32,
     /// `--rate`: an open loop's INSERTs per second over all clients; `None` for a closed loop.
     pub rate: Option<f64>,
+    /// The statements the clients send, at their shares (`--mix`).
+    pub mix: super::Mix,
 }
 
 /// Whether an INSERT returns before or after its part is on stable storage.
@@ -245,6 +247,21 @@ pub struct WritesLevel {
     pub cpu_offered_seconds: Option<f64>,
     pub errors_by_code: Vec<CodeErrors>,
     pub active_parts_max: Option<u64>,
+    /// With a mix, each statement's own figures over those rounds; empty for INSERTs alone.
+    pub by_statement: Vec<StatementFigures>,
+}
+
+/// One statement of a mix at one level, across its complete rounds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StatementFigures {
+    /// `insert`, `update`, `delete` or `read`.
+    pub statement: String,
+    pub completed: u64,
+    pub errors: u64,
+    /// Its completed statements per second of each round's wall time, across rounds.
+    pub per_second: Spread,
+    /// Its completed statements' latency, every round together.
+    pub latency: Latency,
 }
 
 impl WritesResults {
