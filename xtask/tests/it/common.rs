@@ -1,5 +1,6 @@
 //! What the modules share: the xtask binary and the cargo that built it, the workspace,
-//! the error lines a failed command prints, and peers on loopback that misbehave.
+//! the error lines a failed command prints, peers on loopback that misbehave, and the
+//! warnings a run said.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
@@ -83,4 +84,18 @@ pub fn loopback_peer(status_and_headers: &'static str, body: &'static str) -> St
         }
     });
     url
+}
+
+/// The warnings a run said, for a test to read.
+#[derive(Default)]
+pub struct Said(pub std::sync::Mutex<Vec<String>>);
+
+impl chbench::benchmarks::Progress for Said {
+    fn start(&self, _: &str, _: Option<u64>) {}
+    fn advance(&self, _: &str) {}
+    fn finish(&self, _: &str) {}
+    fn warn(&self, line: &str) {
+        self.0.lock().unwrap().push(line.to_string());
+    }
+    fn note(&self, _: &str) {}
 }

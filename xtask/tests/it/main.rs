@@ -26,3 +26,4 @@ mod parts_sweep;
 mod stops;
 mod throughput;
 mod workflows;
+mod writes;

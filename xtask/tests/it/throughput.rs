@@ -12,7 +12,7 @@ use chbench::benchmarks::throughput::{CheckPath, ThroughputBundle, ThroughputRes
 use chbench::results::{RunStatus, load_bundle};
 use chbench::stats::StatsSource;
 
-use crate::common::{error_line, xtask};
+use crate::common::{Said, error_line, xtask};
 
 /// `cargo xtask bench throughput` on the embedded engine at 100K rows, its bundle `run_id`
 /// under `results`.
@@ -391,20 +391,6 @@ fn wait_for(child: &mut Child, done: impl Fn() -> bool) {
         assert!(child.try_wait().unwrap().is_none(), "the run ended before it could be interrupted");
         std::thread::sleep(Duration::from_millis(20));
     }
-}
-
-/// What a run said, for a test to read.
-#[derive(Default)]
-struct Said(std::sync::Mutex<Vec<String>>);
-
-impl chbench::benchmarks::Progress for Said {
-    fn start(&self, _: &str, _: Option<u64>) {}
-    fn advance(&self, _: &str) {}
-    fn finish(&self, _: &str) {}
-    fn warn(&self, line: &str) {
-        self.0.lock().unwrap().push(line.to_string());
-    }
-    fn note(&self, _: &str) {}
 }
 
 /// On a target that runs one statement at a time (an engine worker: one pipe), the run

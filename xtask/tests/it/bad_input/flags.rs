@@ -70,7 +70,7 @@ fn run_ids_that_could_name_a_path_elsewhere_are_refused() {
 }
 
 /// Runs a command line clap refuses and returns its one error line.
-fn usage_error(args: &[&str], env: &[(&str, &str)]) -> String {
+pub(super) fn usage_error(args: &[&str], env: &[(&str, &str)]) -> String {
     let output = xtask(args, env);
     // clap refuses it before anything runs, with its own usage-error code.
     assert_eq!(output.status.code(), Some(2), "{args:?}: {:?}", output.status);

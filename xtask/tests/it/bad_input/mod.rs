@@ -5,6 +5,7 @@ mod engine;
 mod files;
 mod flags;
 mod server;
+mod writes;
 
 use std::io::Read;
 use std::path::Path;
