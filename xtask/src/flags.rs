@@ -121,6 +121,24 @@ fn in_the_users_terms(error: clap::Error, args: &[OsString]) -> clap::Error {
             let kind = given.get(1).and_then(|name| kinds::kind_named(name)).unwrap_or_else(kinds::default_kind);
             not_a_flag_of(kind, &flag)
         }
+        // A value outside a flag's list (`--durability sometimes`): the values it takes.
+        ErrorKind::InvalidValue => {
+            // `--durability <DURABILITY>`: the flag alone.
+            let arg = context(ContextKind::InvalidArg).unwrap_or_default();
+            let arg = arg.split(' ').next().unwrap_or_default();
+            let value = context(ContextKind::InvalidValue).unwrap_or_default();
+            let valid: Vec<String> = error
+                .get(ContextKind::ValidValue)
+                .map(|valid| match valid {
+                    clap::error::ContextValue::Strings(values) => values.clone(),
+                    other => vec![other.to_string()],
+                })
+                .unwrap_or_default();
+            match valid.is_empty() {
+                true => format!("{arg} {value:?} is not a value it takes; `--help` lists the flags"),
+                false => format!("{arg} {value:?} is not one of its values: {}", valid.join(", ")),
+            }
+        }
         // A flag's value its parser refused, or two flags that exclude each other: clap's
         // first line says which and why; the usage after it would make it several.
         ErrorKind::ValueValidation | ErrorKind::ArgumentConflict => {

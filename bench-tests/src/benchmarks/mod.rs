@@ -161,6 +161,13 @@ impl<Results> Run<'_, Results> {
         self.writer.bundle.run_id.clone()
     }
 
+    /// The run's own database on the target: `chbench_<run id>_p<pid>` (the run id's `.`
+    /// and `-` as `_`), so that two runs on one server never share one, whether their ids
+    /// differ only there (`a-b`, `a.b`) or are the same in two results folders.
+    pub fn database(&self) -> String {
+        format!("chbench_{}_p{}", self.writer.bundle.run_id.replace(['.', '-'], "_"), std::process::id())
+    }
+
     /// The kind's results in the bundle being written.
     pub fn results(&mut self) -> &mut Results {
         &mut self.writer.bundle.benchmark

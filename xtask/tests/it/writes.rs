@@ -252,7 +252,7 @@ fn wait_with_deadline(child: &mut Child) -> Output {
 }
 
 /// Two runs started together, each its own process: both complete, and each one's engine
-/// counted its own INSERTs and rows only, into its own database (`chbench_<run id>`).
+/// counted its own INSERTs and rows only, into its own database (`chbench_<run id>_p<pid>`).
 #[test]
 fn two_runs_at_once_each_write_only_into_their_own_database() {
     let results = tempfile::tempdir().unwrap();
@@ -269,7 +269,7 @@ fn two_runs_at_once_each_write_only_into_their_own_database() {
         let output = wait_with_deadline(&mut child);
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(output.status.success(), "{run_id}: {stderr}");
-        assert!(stderr.contains(&format!("the logs table in chbench_{run_id},")), "{run_id}: {stderr}");
+        assert!(stderr.contains(&format!("the logs table in chbench_{run_id}_p{pid},")), "{run_id}: {stderr}");
         assert!(!storage_dir_of_process(pid).exists(), "{run_id} left its engine folder");
         let bundle: WritesBundle = load_bundle(&results.path().join(run_id)).unwrap();
         assert_eq!((bundle.status, bundle.run_id.as_str()), (RunStatus::Complete, run_id));
@@ -411,7 +411,6 @@ fn a_target_that_runs_one_insert_at_a_time_elsewhere_runs_level_1_only_and_says_
 /// bundle and an `fsync` one compare without `--force`, the durability said under what
 /// differs rather than refused.
 #[test]
-#[ignore = "defect: compare refuses --durability none against fsync: their durability_*.sql files differ"]
 fn a_none_and_an_fsync_bundle_compare_saying_the_durability_differs() {
     let results = tempfile::tempdir().unwrap();
     let flags = |durability| {

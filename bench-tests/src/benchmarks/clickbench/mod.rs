@@ -331,7 +331,7 @@ impl Benchmark for ClickBenchBenchmark {
 
     /// The run's database goes, with the table it loaded.
     fn clean_up(&self, run: &mut ClickBenchRun<'_>) -> Result<()> {
-        let database = database(run);
+        let database = run.database();
         run.target.execute(&format!("DROP DATABASE IF EXISTS {database} SYNC")).with_context(|| {
             format!("database {database} may be left on the target: drop it with DROP DATABASE {database} SYNC")
         })
@@ -470,15 +470,10 @@ fn hits_file_statement(read: HitsFileRead, official: &Official) -> Statement {
     Statement { sql, file: format!("--hits-file {}", shown(&official.hits_file)), line: 1 }
 }
 
-/// The run's own database, so that two runs on one server never share one.
-fn database(run: &ClickBenchRun<'_>) -> String {
-    format!("chbench_{}", run.run_id().replace(['.', '-'], "_"))
-}
-
 impl ClickBenchBenchmark {
     fn load(&self, run: &mut ClickBenchRun<'_>) -> Result<()> {
         let started = Instant::now();
-        run.target.use_fresh_database(&database(run))?;
+        run.target.use_fresh_database(&run.database())?;
         let (insert, loaded) = match self.official()? {
             Some(official) => {
                 run.progress.start(&format!("load: {} into hits", shown(&official.hits_file)), None);

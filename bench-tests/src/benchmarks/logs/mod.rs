@@ -241,7 +241,7 @@ impl Benchmark for LogsBenchmark {
     /// The run's database goes: on a shared server it would hold a copy of the dataset
     /// for nothing (the measurements are in the bundle).
     fn clean_up(&self, run: &mut LogsRun<'_>) -> Result<()> {
-        let database = database(run);
+        let database = run.database();
         run.target.execute(&format!("DROP DATABASE IF EXISTS {database} SYNC")).with_context(|| {
             format!("database {database} may be left on the target: drop it with DROP DATABASE {database} SYNC")
         })
@@ -282,11 +282,6 @@ impl Benchmark for LogsBenchmark {
 /// What a phase of this benchmark works with.
 type LogsRun<'a> = Run<'a, LogsResults>;
 
-/// The run's own database, so that two runs on one server never share one.
-fn database(run: &LogsRun<'_>) -> String {
-    format!("chbench_{}", run.run_id().replace(['.', '-'], "_"))
-}
-
 impl LogsBenchmark {
     /// `{rows}` is the fixtures' one parameter: the generator derives its timestamp step
     /// from it (the step recorded in the results is the same formula, [`step_ms`]).
@@ -303,7 +298,7 @@ impl LogsBenchmark {
 
     fn ingest(&self, run: &mut LogsRun<'_>) -> Result<()> {
         let params = self.params();
-        run.target.use_fresh_database(&database(run))?;
+        run.target.use_fresh_database(&run.database())?;
         let schema = Fixture::load("logs/schema.sql")?;
         let generator = Fixture::load("logs/generator.sql")?.render_one(&params)?;
         let sample_rows = calibration_rows(self.rows);

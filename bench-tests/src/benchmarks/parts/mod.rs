@@ -255,7 +255,7 @@ impl Benchmark for PartsBenchmark {
 
 /// The database of `design` for this run, so that two runs on one server never share one.
 fn database(run: &PartsRun<'_>, design: &str) -> String {
-    format!("chbench_{}_{design}", run.run_id().replace(['.', '-'], "_"))
+    format!("{}_{design}", run.database())
 }
 
 impl PartsBenchmark {

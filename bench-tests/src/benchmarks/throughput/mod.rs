@@ -270,7 +270,7 @@ impl Benchmark for ThroughputBenchmark {
 
     /// The run's database goes: on a shared server it would hold the dataset for nothing.
     fn clean_up(&self, run: &mut ThroughputRun<'_>) -> Result<()> {
-        let database = database(run);
+        let database = run.database();
         run.target.execute(&format!("DROP DATABASE IF EXISTS {database} SYNC")).with_context(|| {
             format!("database {database} may be left on the target: drop it with DROP DATABASE {database} SYNC")
         })
@@ -327,11 +327,6 @@ impl Benchmark for ThroughputBenchmark {
         let results: Vec<&ThroughputResults> = bundles.iter().map(|at| &at.bundle.benchmark).collect();
         Ok(ThroughputComparison::of(&results, &options.thresholds, side_prices(bundles, options)?))
     }
-}
-
-/// The run's own database, so that two runs on one server never share one.
-fn database(run: &ThroughputRun<'_>) -> String {
-    format!("chbench_{}", run.run_id().replace(['.', '-'], "_"))
 }
 
 /// `path` relative to `fixtures/`, if it is under it.
@@ -449,7 +444,7 @@ impl ThroughputBenchmark {
         let pack = Pack::named(&self.pack)?;
         let design = self.design_of(&pack)?;
         let queries = self.run_queries(&pack)?;
-        let dataset = Dataset { database: database(run), ..pack.dataset(&design, self.rows)? };
+        let dataset = Dataset { database: run.database(), ..pack.dataset(&design, self.rows)? };
         run.progress.start(
             &format!("prepare: dataset {} ({} rows), then a warm-up of every query", dataset.name, self.rows),
             None,

@@ -178,7 +178,7 @@ fn known(value: f64, count: u64) -> WritesBundle {
         }],
         notes: vec!["target url runs one statement at a time: measuring at 1 client only".to_string()],
     };
-    example_bundle(value, count, sql_files(Durability::Fsync), results)
+    example_bundle(value, count, sql_files(), results)
 }
 
 /// What a target could not read, unknown with why.
@@ -196,7 +196,7 @@ fn unknown(value: f64, count: u64) -> WritesBundle {
         round.threads =
             ThreadsSampled::Unknown { reason: "the engine's threads are in a server's process".to_string() };
     }
-    bundle.sql_files = sql_files(Durability::None);
+    bundle.sql_files = sql_files();
     bundle.ab_run = None;
     bundle
 }
@@ -218,6 +218,7 @@ fn workload(count: u64, bound: LevelBound, durability: Durability, rate: Option<
     }
 }
 
-fn sql_files(durability: Durability) -> Vec<String> {
-    vec![SCHEMA_FILE.to_string(), durability.fixture().to_string(), INSERT_FILE.to_string()]
+fn sql_files() -> Vec<String> {
+    let durabilities = Durability::ALL.iter().map(|durability| durability.fixture().to_string());
+    [SCHEMA_FILE.to_string()].into_iter().chain(durabilities).chain([INSERT_FILE.to_string()]).collect()
 }

@@ -109,6 +109,8 @@ pub enum Durability {
 }
 
 impl Durability {
+    pub const ALL: [Durability; 2] = [Durability::None, Durability::Fsync];
+
     pub fn name(self) -> &'static str {
         match self {
             Durability::None => "none",
