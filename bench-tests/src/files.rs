@@ -110,6 +110,15 @@ pub fn free_files(folder: &Path) -> Result<Option<u64>> {
     Ok((stat.f_files > 0).then_some(stat.f_favail))
 }
 
+/// `path` relative to `fixtures/`, when it is a file there (links resolved); `None` for a
+/// file elsewhere.
+pub fn fixture_relative(path: &Path) -> Option<String> {
+    let root = fixtures_root();
+    let path = path.canonicalize().ok()?;
+    let root = root.canonicalize().ok()?;
+    path.strip_prefix(root).ok().map(|relative| relative.to_string_lossy().into_owned())
+}
+
 #[cfg(test)]
 mod tests {
     use std::os::unix::fs::PermissionsExt as _;

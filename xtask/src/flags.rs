@@ -122,7 +122,7 @@ fn in_the_users_terms(error: clap::Error, args: &[OsString]) -> clap::Error {
             not_a_flag_of(kind, &flag)
         }
         // A value outside a flag's list (`--durability sometimes`): the values it takes.
-        ErrorKind::InvalidValue => {
+        ErrorKind::InvalidValue if context(ContextKind::InvalidValue).is_some_and(|value| !value.is_empty()) => {
             // `--durability <DURABILITY>`: the flag alone.
             let arg = context(ContextKind::InvalidArg).unwrap_or_default();
             let arg = arg.split(' ').next().unwrap_or_default();
@@ -139,9 +139,19 @@ fn in_the_users_terms(error: clap::Error, args: &[OsString]) -> clap::Error {
                 false => format!("{arg} {value:?} is not one of its values: {}", valid.join(", ")),
             }
         }
+        // A flag another needs (`--design` without `--pack`): clap lists them on lines of
+        // their own, then the usage.
+        ErrorKind::MissingRequiredArgument => {
+            let missing: Vec<String> = match error.get(ContextKind::InvalidArg) {
+                Some(ContextValue::Strings(args)) => args.clone(),
+                Some(other) => vec![other.to_string()],
+                None => Vec::new(),
+            };
+            format!("{} is needed by a flag given; `--help` lists the flags", missing.join(", "))
+        }
         // A flag's value its parser refused, or two flags that exclude each other: clap's
         // first line says which and why; the usage after it would make it several.
-        ErrorKind::ValueValidation | ErrorKind::ArgumentConflict => {
+        ErrorKind::ValueValidation | ErrorKind::ArgumentConflict | ErrorKind::InvalidValue => {
             let rendered = error.render().to_string();
             let first = rendered.lines().next().unwrap_or_default();
             format!("{}; `--help` lists the flags", first.strip_prefix("error: ").unwrap_or(first))

@@ -35,6 +35,14 @@ impl Pack {
         })
     }
 
+    /// The design named (`--design`), or the pack's first when none is.
+    pub fn chosen_design(&self, name: Option<&str>) -> Result<&SqlFile> {
+        match name {
+            Some(name) => self.design(name),
+            None => self.designs.first().with_context(|| format!("pack {} has no design to build", self.name)),
+        }
+    }
+
     /// One case per (query, design, scale), then each broken design at the query's
     /// largest scale.
     pub fn cases(&self) -> Vec<Case> {

@@ -435,3 +435,78 @@ fn a_none_and_an_fsync_bundle_compare_saying_the_durability_differs() {
     assert_eq!(comparison["forced_differences"], serde_json::json!([]));
     assert!(markdown.contains("## Writes"), "{markdown}");
 }
+
+/// A pack made by `new-pack` in a folder of its own, with `insert` as its `insert.sql`
+/// and its design's table of engine `engine` (a MergeTree's sort key kept, any other
+/// engine's clauses dropped): the folder holding it (for `CHBENCH_PACKS_DIR`).
+fn pack_with_insert(insert: &str, engine: &str) -> tempfile::TempDir {
+    let packs = tempfile::tempdir().unwrap();
+    let made = xtask().args(["new-pack", "elsewhere", "--dir"]).arg(packs.path()).output().unwrap();
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    let pack = packs.path().join("elsewhere");
+    let design = pack.join("designs/by_key.sql");
+    if engine != "MergeTree" {
+        let table = format!("CREATE TABLE events (key UInt64, ts DateTime('UTC'), value UInt32) ENGINE = {engine};\n");
+        std::fs::write(&design, table).unwrap();
+    }
+    std::fs::write(pack.join("insert.sql"), insert).unwrap();
+    packs
+}
+
+const PACK_INSERT: &str =
+    "-- New events, {batch} a statement.\nINSERT INTO events SELECT rand64(), now(), number FROM numbers({batch});\n";
+
+/// `--pack`: the design's table (not the logs table) filled with the pack's own INSERT, the
+/// pack, design and table in the bundle.
+#[test]
+fn a_packs_design_is_filled_with_the_packs_insert() {
+    let packs = pack_with_insert(PACK_INSERT, "MergeTree");
+    let results = tempfile::tempdir().unwrap();
+    let flags = ["--pack", "elsewhere", "--concurrency", "1", "--iterations", "3", "--rounds", "1"];
+    let output =
+        writes(results.path(), "packed", &[&flags[..], &["--check-statements", "1", "--batch-rows", "5"]].concat())
+            .env("CHBENCH_PACKS_DIR", packs.path())
+            .output()
+            .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let bundle: WritesBundle = load_bundle(&results.path().join("packed")).unwrap();
+    let workload = &bundle.benchmark.workload;
+    assert_eq!(
+        (workload.pack.as_deref(), workload.design.as_deref(), workload.table.as_str()),
+        (Some("elsewhere"), Some("by_key"), "events")
+    );
+    assert_eq!(workload.statement, "INSERT INTO events SELECT rand64(), now(), number FROM numbers(5)");
+    let round = &bundle.benchmark.rounds[0];
+    assert_eq!((round.closed_loop.completed, round.rows_written), (3, 15));
+    // The engine counted these INSERTs' rows: 5 each.
+    assert_eq!(rise(round, "InsertedRows"), 15);
+    // The observer read the pack's table's parts, not the logs table's.
+    assert!(round.parts.active_parts_max.is_some_and(|parts| parts >= 1), "{:?}", round.parts);
+}
+
+/// A pack whose table is not a MergeTree, or whose INSERT does not take the batch, or
+/// a mix with a pack: each refused in one line.
+#[test]
+fn a_pack_the_write_path_cannot_measure_is_refused_in_one_line() {
+    let results = tempfile::tempdir().unwrap();
+    let refused = |packs: &Path, flags: &[&str]| -> String {
+        let output = writes(results.path(), "refused", &[&["--pack", "elsewhere"][..], flags].concat())
+            .env("CHBENCH_PACKS_DIR", packs)
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(1), "{}", String::from_utf8_lossy(&output.stderr));
+        let errors = error_lines(&output);
+        assert_eq!(errors.len(), 1, "{}", String::from_utf8_lossy(&output.stderr));
+        errors[0].clone()
+    };
+    let memory = pack_with_insert(PACK_INSERT, "Memory");
+    let line = refused(memory.path(), &["--check-statements", "0"]);
+    assert!(line.contains("table events of pack elsewhere's design by_key is a Memory table"), "{line}");
+    let unbatched = pack_with_insert("INSERT INTO events SELECT 1, now(), 2;\n", "MergeTree");
+    assert!(refused(unbatched.path(), &[]).contains("insert.sql has no {batch}"));
+    let elsewhere = pack_with_insert("INSERT INTO other SELECT number, now(), 2 FROM numbers({batch});\n", "MergeTree");
+    let line = refused(elsewhere.path(), &["--check-statements", "0"]);
+    assert!(line.contains("writes to table other, which pack elsewhere's design by_key does not make"), "{line}");
+    let merge_tree = pack_with_insert(PACK_INSERT, "MergeTree");
+    assert!(refused(merge_tree.path(), &["--mix", "inserts=1,reads=1"]).contains("with --pack"));
+}

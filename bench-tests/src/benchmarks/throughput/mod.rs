@@ -38,7 +38,7 @@ use super::{Benchmark, GuardedSql, Run};
 pub use crate::closed_loop::{CHECK_BLOCKS, Levels, MAX_CLIENTS, client_orders, level_round, runner_check};
 use crate::compare::{BundleAt, CompareOptions, Comparison, side_prices};
 use crate::dataset::{BytesPerRow, Dataset, UNMEASURED_BYTES_PER_ROW, check_fits, check_row_bound};
-use crate::files::{fixtures_root, shown};
+use crate::files::{fixture_relative, shown};
 use crate::fixtures::{Fixture, Params, Statement};
 use crate::interrupt::Interrupted;
 pub use crate::levels::{
@@ -329,14 +329,6 @@ impl Benchmark for ThroughputBenchmark {
     }
 }
 
-/// `path` relative to `fixtures/`, if it is under it.
-fn fixture_relative(path: &Path) -> Option<String> {
-    let root = fixtures_root();
-    let path = path.canonicalize().ok()?;
-    let root = root.canonicalize().ok()?;
-    path.strip_prefix(root).ok().map(|relative| relative.to_string_lossy().into_owned())
-}
-
 impl ThroughputBenchmark {
     fn bound(&self) -> LoopBound {
         match (self.iterations, self.duration) {
@@ -347,14 +339,7 @@ impl ThroughputBenchmark {
     }
 
     fn design_of(&self, pack: &Pack) -> Result<String> {
-        match &self.design {
-            Some(design) => Ok(pack.design(design)?.name.clone()),
-            None => pack
-                .designs
-                .first()
-                .map(|design| design.name.clone())
-                .with_context(|| format!("pack {} has no design to build", pack.name)),
-        }
+        Ok(pack.chosen_design(self.design.as_deref())?.name.clone())
     }
 
     /// The pack's queries that run on `design` and are not meant to fail.

@@ -38,6 +38,17 @@ pub struct WritesFlags {
     /// reads (one namespace, the last second), e.g. inserts=8,updates=1,deletes=1,reads=2
     #[arg(long, default_value = "inserts=1")]
     pub mix: String,
+    /// A scenario pack (a folder of fixtures/) whose design's table the INSERTs fill instead
+    /// of the logs table, with the pack's INSERT (its insert.sql, or --insert)
+    #[arg(long)]
+    pub pack: Option<String>,
+    /// The pack's design (default: its first)
+    #[arg(long, requires = "pack")]
+    pub design: Option<String>,
+    /// The pack's INSERT: one INSERT that takes the batch's rows as {batch} (default: the
+    /// pack's insert.sql)
+    #[arg(long, requires = "pack", value_name = "FILE")]
+    pub insert: Option<std::path::PathBuf>,
     /// INSERTs per level in each round, in all clients together, instead of --duration
     #[arg(long, value_parser = parse_iterations)]
     pub iterations: Option<u64>,
@@ -77,6 +88,11 @@ impl WritesFlags {
             stop_on_error: self.stop_on_error,
             rate: self.rate,
             mix: self.mix.clone(),
+            pack: self.pack.as_ref().map(|pack| super::PackTable {
+                pack: pack.clone(),
+                design: self.design.clone(),
+                insert: self.insert.clone(),
+            }),
             ab: (!self.variants.is_empty()).then(|| AbRun {
                 variants: self.variants.clone(),
                 seed: self.seed.unwrap_or_else(random_seed),

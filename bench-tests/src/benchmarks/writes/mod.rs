@@ -22,6 +22,7 @@ mod flags;
 mod mix;
 mod report;
 mod results;
+mod table;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -37,6 +38,7 @@ pub use self::results::{
     CodeErrors, CpuUse, Durability, EventsDelta, INSERT, PartsSampled, RATE_KEPT, StatementFigures, ThreadsSampled,
     WritesBundle, WritesLevel, WritesQueryRuns, WritesResults, WritesRound, WritesVariant, WritesWorkload,
 };
+pub use self::table::{INSERT_FILE, PACK_INSERT_FILE, PackTable, SCHEMA_FILE, WritesTable};
 use super::{Benchmark, GuardedSql, Run};
 use crate::ab_variants::{AbRun, check_variants};
 use crate::closed_loop::{CHECK_BLOCKS, Levels, client_orders, level_round, runner_check};
@@ -52,6 +54,7 @@ use crate::query_runs::{QueryRuns, Sample, SampleKind};
 use crate::report::Section;
 use crate::results::RunBundle;
 use crate::settings::Settings;
+use crate::sql::{sql_string, statement_line};
 use crate::stats::{EngineEvents, StatementTag, StatsSource};
 use crate::targets::{ClosedLoop, Concurrency, LoopBound, ObserverConnection};
 use crate::units::{number, plural, times};
@@ -69,10 +72,6 @@ pub const DEFAULT_DURATION: Duration = Duration::from_secs(2);
 pub const CHECK_BLOCK_STATEMENTS: u64 = 25;
 /// What the runner's rate of INSERTs should reach against the tight loop's.
 pub const CHECK_GOAL: f64 = 0.95;
-/// The table the INSERTs write to.
-pub const SCHEMA_FILE: &str = "logs/schema.sql";
-/// The INSERT, with its `{batch}` placeholder.
-pub const INSERT_FILE: &str = "writes/insert.sql";
 /// How often the observer looks at the engine's threads.
 const THREADS_EVERY: Duration = Duration::from_millis(20);
 /// Every how many looks it also reads the table's parts and merges (a query on the
@@ -126,6 +125,8 @@ pub struct WritesBenchmark {
     pub rate: Option<f64>,
     /// `--mix` as given, read when checked ([`Mix::parse`]).
     pub mix: String,
+    /// A pack's table and INSERT instead of the logs table's (`--pack`).
+    pub pack: Option<PackTable>,
 }
 
 /// The seed of each client's order of a mix's statements: fixed, so that every run of a
@@ -195,8 +196,14 @@ impl Benchmark for WritesBenchmark {
         {
             bail!("--rate {rate}: an open loop needs a rate above 0 INSERTs per second, e.g. --rate 100");
         }
-        self.insert()?;
-        self.mix()?;
+        let table = self.table()?;
+        if table.pack.is_some() && !self.mix()?.is_inserts_only() {
+            bail!(
+                "--mix {} with --pack: the mix's UPDATE, DELETE and read are the logs table's; a pack's run sends \
+                 its INSERT alone (drop --mix)",
+                self.mix()?
+            );
+        }
         if let Some(ab) = &self.ab {
             check_variants(&ab.variants)?;
         }
@@ -221,7 +228,10 @@ impl Benchmark for WritesBenchmark {
 
     fn sql_files(&self) -> Vec<String> {
         let mix = self.mix().unwrap_or_default();
-        let mut files = vec![SCHEMA_FILE.to_string()];
+        // A pack or file that does not load was refused by `check` before any bundle.
+        let Ok(table) = self.table() else { return Vec::new() };
+        let table_files = table.fixture_files();
+        let mut files: Vec<String> = table_files.iter().filter(|file| **file == table.schema_file).cloned().collect();
         if mix.updates > 0 {
             files.push(MIX_TABLE_FILE.to_string());
         }
@@ -230,7 +240,7 @@ impl Benchmark for WritesBenchmark {
         // durability is said as what they differ in).
         files.extend(Durability::ALL.iter().map(|durability| durability.fixture().to_string()));
         // The INSERT's file always: the prepare phase and the runner check send it.
-        files.push(INSERT_FILE.to_string());
+        files.extend(table_files.into_iter().filter(|file| *file == table.insert_file));
         let others = mix.statements().into_iter().filter(|&statement| statement != MixStatement::Insert);
         files.extend(others.map(|statement| statement.fixture().to_string()));
         files
@@ -239,14 +249,15 @@ impl Benchmark for WritesBenchmark {
     /// The table, each durability's ALTER and the INSERT, each checked as a pack's dataset
     /// statements are (the INSERT writes rows the engine makes, from a row generator).
     fn guarded_sql(&self) -> Result<GuardedSql> {
-        let mut dataset = Fixture::load(SCHEMA_FILE)?.render(&Params::new())?;
+        let table = self.table()?;
+        let mut dataset = table.schema.clone();
         if self.mix()?.updates > 0 {
             dataset.extend(Fixture::load(MIX_TABLE_FILE)?.render(&Params::new())?);
         }
         for durability in Durability::ALL {
-            dataset.extend(Fixture::load(durability.fixture())?.render(&Params::new())?);
+            dataset.extend(Fixture::load(durability.fixture())?.render(&table.params())?);
         }
-        dataset.push(self.insert()?);
+        dataset.push(table.insert.clone());
         // The mix's writes as a dataset's statements, its reads as a pack's queries.
         let mut queries = Vec::new();
         for (statement, sql) in self.mix_statements()? {
@@ -259,9 +270,11 @@ impl Benchmark for WritesBenchmark {
         Ok(GuardedSql { dataset, queries })
     }
 
-    /// A mix with lightweight UPDATEs needs an engine that has them: refused in one line
-    /// naming its version otherwise.
+    /// The table must be a MergeTree the INSERT writes to, and a mix with lightweight
+    /// UPDATEs needs an engine that has them: each refused in one line (naming the
+    /// engine's version for the UPDATE), before the bundle is made.
     fn check_target(&self, target: &mut crate::targets::Target) -> Result<()> {
+        self.table()?.check_on(target)?;
         if self.mix()?.updates == 0 {
             return Ok(());
         }
@@ -285,11 +298,15 @@ impl Benchmark for WritesBenchmark {
 
     fn new_results(&self) -> WritesResults {
         let concurrency = self.levels.list().unwrap_or_default();
+        let table = self.table().ok();
         WritesResults {
             workload: WritesWorkload {
-                schema_file: SCHEMA_FILE.to_string(),
-                insert_file: INSERT_FILE.to_string(),
-                statement: self.insert().map(|statement| statement.sql).unwrap_or_default(),
+                pack: table.as_ref().and_then(|table| table.pack.clone().map(|(pack, _)| pack)),
+                design: table.as_ref().and_then(|table| table.pack.clone().map(|(_, design)| design)),
+                table: table.as_ref().map_or_else(String::new, |table| table.name.clone()),
+                schema_file: table.as_ref().map_or_else(String::new, |table| table.schema_file.clone()),
+                insert_file: table.as_ref().map_or_else(String::new, |table| table.insert_file.clone()),
+                statement: table.as_ref().map_or_else(String::new, |table| statement_line(&table.insert.sql)),
                 batch_rows: self.batch_rows,
                 durability: self.durability,
                 levels_run: concurrency.clone(),
@@ -438,8 +455,8 @@ impl WritesBenchmark {
     }
 
     /// Puts `durability` in force on the table.
-    fn apply_durability(run: &mut WritesRun<'_>, durability: Durability) -> Result<()> {
-        for statement in Fixture::load(durability.fixture())?.render(&Params::new())? {
+    fn apply_durability(run: &mut WritesRun<'_>, table: &WritesTable, durability: Durability) -> Result<()> {
+        for statement in Fixture::load(durability.fixture())?.render(&table.params())? {
             run.target.execute(&statement).with_context(|| statement.location())?;
         }
         Ok(())
@@ -447,7 +464,12 @@ impl WritesBenchmark {
 
     /// The INSERT every client sends.
     fn insert(&self) -> Result<Statement> {
-        Fixture::load(INSERT_FILE)?.render_one(&Params::new().with("batch", self.batch_rows))
+        Ok(self.table()?.insert)
+    }
+
+    /// The table the run fills, and its INSERT.
+    fn table(&self) -> Result<WritesTable> {
+        WritesTable::load(self.pack.as_ref(), self.batch_rows)
     }
 
     fn mix(&self) -> Result<Mix> {
@@ -476,7 +498,8 @@ impl WritesBenchmark {
             None,
         );
         run.target.use_fresh_database(&database)?;
-        let mut setup = Fixture::load(SCHEMA_FILE)?.render(&Params::new())?;
+        let table = self.table()?;
+        let mut setup = table.schema.clone();
         if self.mix()?.updates > 0 {
             setup.extend(Fixture::load(MIX_TABLE_FILE)?.render(&Params::new())?);
         }
@@ -502,7 +525,7 @@ impl WritesBenchmark {
         let mut warm_ups = vec![(MixStatement::Insert, self.insert()?)];
         warm_ups.extend(self.mix_statements()?.into_iter().filter(|(statement, _)| *statement != MixStatement::Insert));
         for turn in self.turns()? {
-            Self::apply_durability(run, turn.durability)?;
+            Self::apply_durability(run, &table, turn.durability)?;
             for (statement, sql) in &warm_ups {
                 crate::interrupt::check()?;
                 run.target.run(sql, &turn.settings, FORMAT).with_context(|| {
@@ -535,10 +558,11 @@ impl WritesBenchmark {
         if statements == 0 {
             return Ok(());
         }
-        let insert = self.insert()?;
+        let table = self.table()?;
+        let insert = table.insert.clone();
         // In the first configuration (an A/B run's baseline).
         let first = self.turns()?.remove(0);
-        Self::apply_durability(run, first.durability)?;
+        Self::apply_durability(run, &table, first.durability)?;
         run.progress.start(
             &format!(
                 "runner check: {}the INSERT through the runner and on the engine directly, {statements} a block",
@@ -573,6 +597,7 @@ impl WritesBenchmark {
     fn levels(&self, run: &mut WritesRun<'_>) -> Result<()> {
         let statements = self.mix_statements()?;
         let unit = self.mix()?.rate_unit();
+        let table = self.table()?;
         let turns = self.turns()?;
         let levels = run.results().workload.levels_run.clone();
         let run_id = run.run_id();
@@ -598,10 +623,10 @@ impl WritesBenchmark {
                     // A stop between levels records no empty one.
                     crate::interrupt::check()?;
                     if in_force != Some(turn.durability) {
-                        Self::apply_durability(run, turn.durability)?;
+                        Self::apply_durability(run, &table, turn.durability)?;
                         in_force = Some(turn.durability);
                     }
-                    let level = self.level(run, &statements, turn, round, clients)?;
+                    let level = self.level(run, &statements, &table.name, turn, round, clients)?;
                     let interrupted = !level.round.closed_loop.complete;
                     self.record_samples(
                         run,
@@ -707,13 +732,14 @@ impl WritesBenchmark {
         &self,
         run: &mut WritesRun<'_>,
         statements: &[(MixStatement, Statement)],
+        table: &str,
         turn: &Turn,
         round: u32,
         clients: u32,
     ) -> Result<MeasuredLevel> {
         let in_process = run.target.capabilities().engine_in_process;
         let before = run.target.read_events();
-        let observer = run.target.observe(THREADS_EVERY, look(in_process))?;
+        let observer = run.target.observe(THREADS_EVERY, look(in_process, table.to_string()))?;
         // One pass of the mix, each client in its own seeded order of it.
         let pass = self.mix()?.pass();
         let sql_of =
@@ -859,21 +885,27 @@ struct Look {
 }
 
 /// What the observer does at each look.
-fn look(in_process: bool) -> impl FnMut(Option<&mut ObserverConnection>) -> Look + Send + 'static {
+fn look(in_process: bool, table: String) -> impl FnMut(Option<&mut ObserverConnection>) -> Look + Send + 'static {
     let mut looks = 0u64;
     move |connection| {
         let threads = in_process.then(own_task_states).and_then(Result::ok);
-        let parts = looks.is_multiple_of(PARTS_EVERY_LOOKS).then(|| connection.map(parts_and_merges)).flatten();
+        let parts = looks
+            .is_multiple_of(PARTS_EVERY_LOOKS)
+            .then(|| connection.map(|connection| parts_and_merges(connection, &table)))
+            .flatten();
         looks += 1;
         Look { threads, parts }
     }
 }
 
 /// The table's active parts and the merges running on it, in one query.
-fn parts_and_merges(connection: &mut ObserverConnection) -> Result<(u64, u64), String> {
-    let sql = "SELECT (SELECT count() FROM system.parts WHERE database = currentDatabase() AND table = 'logs' AND \
-               active), (SELECT count() FROM system.merges WHERE database = currentDatabase() AND table = 'logs')";
-    let text = connection.query_text(sql).map_err(|error| format!("{error:#}"))?;
+fn parts_and_merges(connection: &mut ObserverConnection, table: &str) -> Result<(u64, u64), String> {
+    let table = sql_string(table);
+    let sql = format!(
+        "SELECT (SELECT count() FROM system.parts WHERE database = currentDatabase() AND table = {table} AND active), \
+         (SELECT count() FROM system.merges WHERE database = currentDatabase() AND table = {table})"
+    );
+    let text = connection.query_text(&sql).map_err(|error| format!("{error:#}"))?;
     let mut fields = text.split_whitespace().map(str::parse::<u64>);
     match (fields.next(), fields.next()) {
         (Some(Ok(parts)), Some(Ok(merges))) => Ok((parts, merges)),
@@ -1129,6 +1161,7 @@ mod tests {
             }),
             rate: None,
             mix: "inserts=1".to_string(),
+            pack: None,
         }
     }
 
@@ -1172,6 +1205,7 @@ mod tests {
             ab: None,
             rate: None,
             mix: "inserts=1".to_string(),
+            pack: None,
         };
         let errors = |name: &str, first: &str| CodeErrors {
             code: Some(1),

@@ -77,11 +77,18 @@ impl KindResults for WritesResults {
 /// What the run was asked to do.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WritesWorkload {
-    /// The table written to, relative to `fixtures/`.
+    /// The scenario pack whose design and INSERT the run used (`--pack`); `None`: the logs
+    /// table.
+    pub pack: Option<String>,
+    /// The pack's design, in pack mode.
+    pub design: Option<String>,
+    /// The table the INSERTs write to.
+    pub table: String,
+    /// The statements that make it: relative to `fixtures/`, or as shown.
     pub schema_file: String,
-    /// The INSERT's file, relative to `fixtures/`.
+    /// The INSERT's file: relative to `fixtures/`, or as shown.
     pub insert_file: String,
-    /// The INSERT every client sends, as run.
+    /// The INSERT every client sends, as run, on one line (past its file's comments).
     pub statement: String,
     /// Rows per INSERT.
     pub batch_rows: u64,
