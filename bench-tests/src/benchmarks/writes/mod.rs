@@ -19,10 +19,13 @@ mod compare;
 mod decomposition;
 mod example;
 mod flags;
+mod level;
 mod mix;
 mod report;
 mod results;
+mod summary;
 mod table;
+mod variants;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -31,32 +34,30 @@ use anyhow::{Context, Result, bail};
 
 pub use self::compare::{WritesComparison, WritesLevelComparison};
 pub use self::decomposition::Decomposition;
-use self::decomposition::{EVENTS, SYSTEM_TIME, USER_TIME};
+use self::decomposition::EVENTS;
 pub use self::flags::WritesFlags;
 pub use self::mix::{Mix, MixStatement};
 pub use self::results::{
     CodeErrors, CpuUse, Durability, EventsDelta, INSERT, PartsSampled, RATE_KEPT, StatementFigures, ThreadsSampled,
     WritesBundle, WritesLevel, WritesQueryRuns, WritesResults, WritesRound, WritesVariant, WritesWorkload,
 };
+use self::summary::level_summary;
 pub use self::table::{INSERT_FILE, PACK_INSERT_FILE, PackTable, SCHEMA_FILE, WritesTable};
+pub use self::variants::DURABILITY_KEY;
 use super::{Benchmark, GuardedSql, Run};
 use crate::ab_variants::{AbRun, check_variants};
-use crate::closed_loop::{CHECK_BLOCKS, Levels, client_orders, level_round, runner_check};
+use crate::closed_loop::{CHECK_BLOCKS, Levels, runner_check};
 use crate::compare::{BundleAt, CompareOptions, Comparison};
 use crate::dataset::{BytesPerRow, UNMEASURED_BYTES_PER_ROW, check_fits, check_row_bound};
-use crate::engine_threads::{TaskStates, ThreadStateMeans, own_task_states};
 use crate::fixtures::{Fixture, Params, Statement};
 use crate::interrupt::Interrupted;
-use crate::levels::{Latency, LevelBound, LevelSummary, Spread, StatementRecord};
-use crate::measure::{closed_loop_stats, engine_events};
-use crate::numbers::ratio;
-use crate::query_runs::{QueryRuns, Sample, SampleKind};
+use crate::levels::LevelBound;
+use crate::measure::engine_events;
 use crate::report::Section;
 use crate::results::RunBundle;
-use crate::settings::Settings;
-use crate::sql::{sql_string, statement_line};
-use crate::stats::{EngineEvents, StatementTag, StatsSource};
-use crate::targets::{ClosedLoop, Concurrency, LoopBound, ObserverConnection};
+use crate::sql::statement_line;
+use crate::stats::{EngineEvents, StatsSource};
+use crate::targets::{Concurrency, LoopBound};
 use crate::units::{number, plural, times};
 
 /// Levels by default: one writer, a few, and more than this machine's cores.
@@ -72,13 +73,8 @@ pub const DEFAULT_DURATION: Duration = Duration::from_secs(2);
 pub const CHECK_BLOCK_STATEMENTS: u64 = 25;
 /// What the runner's rate of INSERTs should reach against the tight loop's.
 pub const CHECK_GOAL: f64 = 0.95;
-/// How often the observer looks at the engine's threads.
-const THREADS_EVERY: Duration = Duration::from_millis(20);
-/// Every how many looks it also reads the table's parts and merges (a query on the
-/// engine, so rarer: every 200 ms).
-const PARTS_EVERY_LOOKS: u64 = 10;
 /// The format the statements' results come back in.
-const FORMAT: &str = "TabSeparated";
+pub(super) const FORMAT: &str = "TabSeparated";
 
 /// The benchmark's phases, in the order it runs them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -131,28 +127,9 @@ pub struct WritesBenchmark {
 
 /// The seed of each client's order of a mix's statements: fixed, so that every run of a
 /// mix sends the same sequences.
-const MIX_SEED: u64 = 1;
+pub(super) const MIX_SEED: u64 = 1;
 /// The fixture that readies the table for lightweight UPDATEs.
 const MIX_TABLE_FILE: &str = "writes/mix_table.sql";
-
-/// The key of a variant that names a durability instead of a setting.
-pub const DURABILITY_KEY: &str = "durability";
-
-/// One configuration the levels run: the run's own, or an A/B variant's.
-#[derive(Debug, Clone, PartialEq)]
-struct Turn {
-    variant: Option<String>,
-    durability: Durability,
-    /// The INSERT's settings.
-    settings: Settings,
-}
-
-impl Turn {
-    /// `variant durable: ` before what a message says of it, nothing for a run without.
-    fn prefix(&self) -> String {
-        self.variant.as_ref().map_or(String::new(), |name| format!("variant {name}: "))
-    }
-}
 
 type WritesRun<'a> = Run<'a, WritesResults>;
 
@@ -412,54 +389,6 @@ impl WritesBenchmark {
             (Some(statements), _) => LoopBound::Statements(statements),
             (None, duration) => LoopBound::Duration(duration.unwrap_or(DEFAULT_DURATION)),
         }
-    }
-
-    /// The configurations the levels run: the run's own, or each A/B variant's (its
-    /// `durability=` key, or `--durability`; its other keys the INSERT's settings). A
-    /// variant that names an engine version, or a durability there is not, is refused.
-    fn turns(&self) -> Result<Vec<Turn>> {
-        let Some(ab) = &self.ab else {
-            return Ok(vec![Turn { variant: None, durability: self.durability, settings: Settings::new() }]);
-        };
-        ab.variants
-            .iter()
-            .map(|variant| {
-                if variant.engine_version.is_some() {
-                    bail!(
-                        "--variant {}: a writes run's variants write to one table of one engine, so they cannot \
-                         name an engine version; compare two runs instead (`cargo xtask compare A B`)",
-                        variant.flag()
-                    );
-                }
-                let mut turn = Turn {
-                    variant: Some(variant.name.clone()),
-                    durability: self.durability,
-                    settings: Settings::new(),
-                };
-                for (name, value) in variant.settings.iter() {
-                    if name != DURABILITY_KEY {
-                        turn.settings = turn.settings.with(name, value);
-                        continue;
-                    }
-                    turn.durability = <Durability as clap::ValueEnum>::from_str(value, false).map_err(|_| {
-                        anyhow::anyhow!(
-                            "--variant {}: {DURABILITY_KEY}={value} is not a durability; write {DURABILITY_KEY}=none \
-                             or {DURABILITY_KEY}=fsync",
-                            variant.flag()
-                        )
-                    })?;
-                }
-                Ok(turn)
-            })
-            .collect()
-    }
-
-    /// Puts `durability` in force on the table.
-    fn apply_durability(run: &mut WritesRun<'_>, table: &WritesTable, durability: Durability) -> Result<()> {
-        for statement in Fixture::load(durability.fixture())?.render(&table.params())? {
-            run.target.execute(&statement).with_context(|| statement.location())?;
-        }
-        Ok(())
     }
 
     /// The INSERT every client sends.
@@ -726,470 +655,11 @@ impl WritesBenchmark {
             )
         })
     }
-
-    /// One level of one round: the loop, with the observer and the counters around it.
-    fn level(
-        &self,
-        run: &mut WritesRun<'_>,
-        statements: &[(MixStatement, Statement)],
-        table: &str,
-        turn: &Turn,
-        round: u32,
-        clients: u32,
-    ) -> Result<MeasuredLevel> {
-        let in_process = run.target.capabilities().engine_in_process;
-        let before = run.target.read_events();
-        let observer = run.target.observe(THREADS_EVERY, look(in_process, table.to_string()))?;
-        // One pass of the mix, each client in its own seeded order of it.
-        let pass = self.mix()?.pass();
-        let sql_of =
-            |kind: MixStatement| statements.iter().find(|(statement, _)| *statement == kind).map(|(_, sql)| sql);
-        let pass_sql: Vec<&str> = pass.iter().filter_map(|&kind| sql_of(kind)).map(|sql| sql.sql.as_str()).collect();
-        let names: Vec<String> = pass.iter().map(|kind| kind.name().to_string()).collect();
-        let orders = client_orders(MIX_SEED, clients, pass.len());
-        let looped = match self.rate {
-            Some(rate) => run.target.run_open_loop(
-                clients as usize,
-                &pass_sql,
-                &orders,
-                self.bound(),
-                rate,
-                &turn.settings,
-                FORMAT,
-            ),
-            None => {
-                run.target.run_closed_loop(clients as usize, &pass_sql, &orders, self.bound(), &turn.settings, FORMAT)
-            }
-        };
-        // The observer stops whatever the loop did.
-        let observed = observer.finish();
-        let looped = looped?;
-        let after = run.target.read_events();
-        let events = match (before, after) {
-            (Ok(before), Ok(after)) => EventsDelta::Known {
-                engine_wide: true,
-                rises: EVENTS
-                    .iter()
-                    .map(|&name| {
-                        let value =
-                            |snapshot: &crate::targets::EventsSnapshot| snapshot.values.get(name).copied().unwrap_or(0);
-                        (name.to_string(), value(&after).saturating_sub(value(&before)))
-                    })
-                    .collect(),
-            },
-            (Err(error), _) | (_, Err(error)) => EventsDelta::Unknown { reason: format!("{error:#}") },
-        };
-        let wall_seconds = looped.wall.as_secs_f64();
-        let closed_loop = level_round(round, clients, &looped, &names);
-        let inserts_completed = looped
-            .statements
-            .iter()
-            .filter(|statement| {
-                statement.outcome.is_ok() && pass.get(statement.query as usize) == Some(&MixStatement::Insert)
-            })
-            .count() as u64;
-        let rows_written = inserts_completed.saturating_mul(self.batch_rows);
-        let (threads, parts) = match observed {
-            Ok(observed) => sampled(&observed.looks, observed.without_connection, in_process),
-            Err(error) => (
-                ThreadsSampled::Unknown { reason: format!("{error:#}") },
-                PartsSampled { unknown: Some(format!("{error:#}")), ..PartsSampled::empty() },
-            ),
-        };
-        let cores = in_process.then(|| std::thread::available_parallelism().ok()).flatten();
-        let cpu = cpu_use(&events, cores.map(|cores| cores.get() as u32), wall_seconds);
-        let round = WritesRound {
-            variant: turn.variant.clone(),
-            rows_per_second: (inserts_completed > 0).then(|| ratio(rows_written as f64, wall_seconds)).flatten(),
-            rows_written,
-            errors_by_code: errors_by_code(&looped),
-            events,
-            threads,
-            cpu,
-            parts,
-            closed_loop,
-        };
-        Ok(MeasuredLevel { round, looped })
-    }
-
-    /// Each completed statement a sample of its (statement, level) query runs, for the
-    /// comparison of latency every kind has.
-    #[allow(clippy::too_many_arguments)]
-    fn record_samples(
-        &self,
-        run: &mut WritesRun<'_>,
-        run_id: &str,
-        statements: &[(MixStatement, Statement)],
-        (turn_index, turn): (usize, &Turn),
-        clients: u32,
-        looped: &ClosedLoop,
-        runs_of: &mut BTreeMap<(usize, usize, u32), usize>,
-    ) -> Result<()> {
-        let pass = self.mix()?.pass();
-        for statement in &looped.statements {
-            let Ok(counters) = &statement.outcome else { continue };
-            let Some(&kind) = pass.get(statement.query as usize) else { continue };
-            let Some((kind_index, (_, sql))) =
-                statements.iter().enumerate().find(|(_, (candidate, _))| *candidate == kind)
-            else {
-                continue;
-            };
-            let index = match runs_of.get(&(turn_index, kind_index, clients)) {
-                Some(&index) => index,
-                None => {
-                    let index = run.writer.start_query(QueryRuns {
-                        query: kind.name().to_string(),
-                        variant: WritesVariant { clients },
-                        ab_variant: turn.variant.clone(),
-                        plan: None,
-                        sql_file: kind.fixture().to_string(),
-                        answer: String::new(),
-                        samples: Vec::new(),
-                    })?;
-                    runs_of.insert((turn_index, kind_index, clients), index);
-                    index
-                }
-            };
-            let attempt = run.results().queries[index].samples.len() as u32 + 1;
-            let variant = turn.variant.as_ref().map_or(String::new(), |name| format!(".{name}"));
-            let name = format!("{}{variant}_c{clients}_{}", kind.name(), statement.client);
-            let tag = StatementTag::new(run_id, "writes", &name, attempt);
-            let stats = closed_loop_stats(tag.to_string(), counters, statement.latency, &sql.sql)?;
-            // Into the bundle directly, as throughput's are: the level is saved whole.
-            run.results().queries[index].samples.push(Sample {
-                kind: SampleKind::Warm,
-                attempt,
-                settings: turn.settings.clone(),
-                stats,
-                breakdown: None,
-                round_position: None,
-                answer: None,
-            });
-        }
-        Ok(())
-    }
-}
-
-/// A level as measured: its record, and the loop its samples come from.
-struct MeasuredLevel {
-    round: WritesRound,
-    looped: ClosedLoop,
-}
-
-/// One look of the observer: the engine's threads (when they are this process's), and
-/// every [`PARTS_EVERY_LOOKS`] looks the table's active parts and running merges.
-#[derive(Debug, Clone, Default)]
-struct Look {
-    threads: Option<TaskStates>,
-    parts: Option<Result<(u64, u64), String>>,
-}
-
-/// What the observer does at each look.
-fn look(in_process: bool, table: String) -> impl FnMut(Option<&mut ObserverConnection>) -> Look + Send + 'static {
-    let mut looks = 0u64;
-    move |connection| {
-        let threads = in_process.then(own_task_states).and_then(Result::ok);
-        let parts = looks
-            .is_multiple_of(PARTS_EVERY_LOOKS)
-            .then(|| connection.map(|connection| parts_and_merges(connection, &table)))
-            .flatten();
-        looks += 1;
-        Look { threads, parts }
-    }
-}
-
-/// The table's active parts and the merges running on it, in one query.
-fn parts_and_merges(connection: &mut ObserverConnection, table: &str) -> Result<(u64, u64), String> {
-    let table = sql_string(table);
-    let sql = format!(
-        "SELECT (SELECT count() FROM system.parts WHERE database = currentDatabase() AND table = {table} AND active), \
-         (SELECT count() FROM system.merges WHERE database = currentDatabase() AND table = {table})"
-    );
-    let text = connection.query_text(&sql).map_err(|error| format!("{error:#}"))?;
-    let mut fields = text.split_whitespace().map(str::parse::<u64>);
-    match (fields.next(), fields.next()) {
-        (Some(Ok(parts)), Some(Ok(merges))) => Ok((parts, merges)),
-        _ => Err(format!("unexpected answer {text:?} to the parts and merges query")),
-    }
-}
-
-/// The threads' and parts' figures of a level from its looks.
-fn sampled(looks: &[Look], without_connection: Option<String>, in_process: bool) -> (ThreadsSampled, PartsSampled) {
-    let states: Vec<TaskStates> = looks.iter().filter_map(|look| look.threads).collect();
-    let threads = if !in_process {
-        ThreadsSampled::Unknown {
-            reason: "the engine's threads are in a server's process, not this one's; their states are not read"
-                .to_string(),
-        }
-    } else if states.is_empty() {
-        ThreadsSampled::Unknown { reason: "no look at /proc/self/task succeeded".to_string() }
-    } else {
-        ThreadsSampled::Known { every_ms: THREADS_EVERY.as_millis() as u64, means: ThreadStateMeans::of(&states) }
-    };
-    let read: Vec<(u64, u64)> = looks.iter().filter_map(|look| look.parts.clone()?.ok()).collect();
-    let first_error = looks.iter().find_map(|look| look.parts.clone()?.err());
-    let unknown = match (read.is_empty(), without_connection, first_error) {
-        (false, _, _) => None,
-        (true, Some(why), _) => Some(format!("the observer had no connection to the engine ({why})")),
-        (true, None, Some(error)) => Some(error),
-        (true, None, None) => Some("the level ended before the first look at the parts".to_string()),
-    };
-    let parts = PartsSampled {
-        looks: read.len() as u64,
-        active_parts_first: read.first().map(|(parts, _)| *parts),
-        active_parts_last: read.last().map(|(parts, _)| *parts),
-        active_parts_max: read.iter().map(|(parts, _)| *parts).max(),
-        merges_max: read.iter().map(|(_, merges)| *merges).max(),
-        unknown,
-    };
-    (threads, parts)
-}
-
-impl PartsSampled {
-    fn empty() -> PartsSampled {
-        PartsSampled {
-            looks: 0,
-            active_parts_first: None,
-            active_parts_last: None,
-            active_parts_max: None,
-            merges_max: None,
-            unknown: None,
-        }
-    }
-}
-
-/// The CPU the engine's threads used over a level against what `cores` offered in it.
-fn cpu_use(events: &EventsDelta, cores: Option<u32>, wall_seconds: f64) -> CpuUse {
-    let used_seconds = match events {
-        EventsDelta::Known { rises, .. } => {
-            let us = rises.get(USER_TIME).zip(rises.get(SYSTEM_TIME)).map(|(user, system)| user + system);
-            us.map(|us| us as f64 / 1e6)
-        }
-        EventsDelta::Unknown { .. } => None,
-    };
-    let offered_seconds = cores.map(|cores| f64::from(cores) * wall_seconds);
-    CpuUse {
-        used_seconds,
-        cores,
-        offered_seconds,
-        share: used_seconds.zip(offered_seconds).and_then(|(used, offered)| ratio(used, offered)),
-    }
-}
-
-/// The failed statements of a loop by error code, in the order first seen.
-fn errors_by_code(looped: &ClosedLoop) -> Vec<CodeErrors> {
-    let mut by_code: Vec<CodeErrors> = Vec::new();
-    for statement in &looped.statements {
-        let Err(message) = &statement.outcome else { continue };
-        let (code, name) = error_code(message);
-        match by_code.iter_mut().find(|errors| errors.code == code && errors.name == name) {
-            Some(errors) => errors.count += 1,
-            None => by_code.push(CodeErrors { code, name, count: 1, first: message.clone() }),
-        }
-    }
-    by_code
-}
-
-/// The engine's code and name of an error message: `Code: 252. DB::Exception: Too many
-/// parts (300). (TOO_MANY_PARTS)` is 252 and `TOO_MANY_PARTS`.
-fn error_code(message: &str) -> (Option<u32>, Option<String>) {
-    let code = message.split("Code: ").nth(1).and_then(|rest| {
-        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-        digits.parse().ok()
-    });
-    let name = message.rmatch_indices('(').find_map(|(start, _)| {
-        let inside = message[start + 1..].split(')').next()?;
-        (inside.len() > 2 && inside.chars().all(|c| c.is_ascii_uppercase() || c == '_' || c.is_ascii_digit()))
-            .then(|| inside.to_string())
-    });
-    (code, name)
-}
-
-/// A level of one configuration (an A/B variant, or the run's one) across its complete
-/// rounds.
-fn level_summary(
-    variant: Option<&str>,
-    clients: u32,
-    rate: Option<f64>,
-    rounds: &[WritesRound],
-    events: &EngineEvents,
-) -> WritesLevel {
-    let complete: Vec<&WritesRound> = rounds
-        .iter()
-        .filter(|round| {
-            round.variant.as_deref() == variant && round.closed_loop.clients == clients && round.closed_loop.complete
-        })
-        .collect();
-    let loops: Vec<_> = complete.iter().map(|round| round.closed_loop.clone()).collect();
-    // The counters' rises of every complete round summed: unknown when one round's are.
-    let mut summed: Option<BTreeMap<String, u64>> = Some(BTreeMap::new());
-    let mut unknown_reason = None;
-    for round in &complete {
-        match (&round.events, summed.as_mut()) {
-            (EventsDelta::Known { rises, .. }, Some(total)) => {
-                for (name, rise) in rises {
-                    let sum = total.entry(name.clone()).or_insert(0);
-                    *sum = sum.saturating_add(*rise);
-                }
-            }
-            (EventsDelta::Unknown { reason }, _) => {
-                summed = None;
-                unknown_reason.get_or_insert(reason.clone());
-            }
-            (_, None) => {}
-        }
-    }
-    let delta = match summed {
-        Some(rises) => EventsDelta::Known { engine_wide: true, rises },
-        None => EventsDelta::Unknown { reason: unknown_reason.unwrap_or_default() },
-    };
-    let mut errors: Vec<CodeErrors> = Vec::new();
-    for round in &complete {
-        for code in &round.errors_by_code {
-            match errors.iter_mut().find(|errors| errors.code == code.code && errors.name == code.name) {
-                Some(errors) => errors.count = errors.count.saturating_add(code.count),
-                None => errors.push(code.clone()),
-            }
-        }
-    }
-    let lags: Vec<f64> = complete
-        .iter()
-        .flat_map(|round| &round.closed_loop.statements)
-        .filter_map(|statement| statement.schedule_lag_us)
-        .map(|us| us as f64 / 1e3)
-        .collect();
-    let asked = rate.filter(|_| !complete.is_empty());
-    WritesLevel {
-        variant: variant.map(str::to_string),
-        schedule_lag: rate.map(|_| Latency::of(lags)),
-        rate_kept: asked.map(|asked| {
-            complete.iter().all(|round| round.closed_loop.qps.is_some_and(|held| held >= RATE_KEPT * asked))
-        }),
-        closed_loop: LevelSummary::of(clients, &loops),
-        rows_per_second: Spread::of(complete.iter().map(|round| round.rows_per_second)),
-        decomposition: Decomposition::of(&delta, events),
-        io_wait_share: Spread::of(complete.iter().map(|round| round.threads.io_wait_share())),
-        cpu_used_seconds: complete.iter().map(|round| round.cpu.used_seconds).sum(),
-        cpu_offered_seconds: complete.iter().map(|round| round.cpu.offered_seconds).sum(),
-        errors_by_code: errors,
-        active_parts_max: complete.iter().filter_map(|round| round.parts.active_parts_max).max(),
-        by_statement: by_statement(&complete),
-    }
-}
-
-/// Each statement's figures of a mix's level, in the order first seen; empty when the
-/// rounds ran INSERTs alone.
-fn by_statement(rounds: &[&WritesRound]) -> Vec<StatementFigures> {
-    let mut names: Vec<&str> = Vec::new();
-    for statement in rounds.iter().flat_map(|round| &round.closed_loop.statements) {
-        if !names.contains(&statement.query.as_str()) {
-            names.push(&statement.query);
-        }
-    }
-    if names.len() < 2 {
-        return Vec::new();
-    }
-    names
-        .into_iter()
-        .map(|name| {
-            let completed = |round: &WritesRound| {
-                statements_of(round, name).filter(|statement| statement.error.is_none()).count() as u64
-            };
-            let errors = |round: &WritesRound| {
-                statements_of(round, name).filter(|statement| statement.error.is_some()).count() as u64
-            };
-            let latencies = rounds
-                .iter()
-                .flat_map(|round| statements_of(round, name))
-                .filter(|statement| statement.error.is_none())
-                .map(|statement| statement.latency_us as f64 / 1e3)
-                .collect();
-            StatementFigures {
-                statement: name.to_string(),
-                completed: rounds.iter().map(|round| completed(round)).sum(),
-                errors: rounds.iter().map(|round| errors(round)).sum(),
-                per_second: Spread::of(
-                    rounds.iter().map(|round| {
-                        round.closed_loop.wall_seconds.and_then(|wall| ratio(completed(round) as f64, wall))
-                    }),
-                ),
-                latency: Latency::of(latencies),
-            }
-        })
-        .collect()
-}
-
-/// A round's statements named `name`.
-fn statements_of<'a>(round: &'a WritesRound, name: &'a str) -> impl Iterator<Item = &'a StatementRecord> + 'a {
-    round.closed_loop.statements.iter().filter(move |statement| statement.query == name)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn an_error_message_gives_its_code_and_name() {
-        assert_eq!(
-            error_code("Code: 252. DB::Exception: Too many parts (300). Merges are slower. (TOO_MANY_PARTS)"),
-            (Some(252), Some("TOO_MANY_PARTS".to_string()))
-        );
-        assert_eq!(
-            error_code(
-                "Code: 243. DB::Exception: Cannot reserve 1.00 MiB, not enough space. (NOT_ENOUGH_SPACE) (version 26.7)"
-            ),
-            (Some(243), Some("NOT_ENOUGH_SPACE".to_string()))
-        );
-        assert_eq!(error_code("connection reset"), (None, None));
-        assert_eq!(error_code("Code: x (ab)"), (None, None));
-    }
-
-    fn with_variants(variants: &[&str]) -> WritesBenchmark {
-        WritesBenchmark {
-            levels: Levels::parse("1"),
-            batch_rows: 1,
-            durability: Durability::None,
-            duration: None,
-            iterations: None,
-            rounds: 1,
-            check_statements: 0,
-            stop_on_error: false,
-            ab: Some(AbRun {
-                variants: variants.iter().map(|text| crate::ab_variants::AbVariant::parse(text).unwrap()).collect(),
-                seed: 1,
-                rounds: 1,
-            }),
-            rate: None,
-            mix: "inserts=1".to_string(),
-            pack: None,
-        }
-    }
-
-    #[test]
-    fn a_variant_names_its_durability_and_the_inserts_settings() {
-        let benchmark = with_variants(&["durable:durability=fsync,max_insert_threads=2", "relaxed:"]);
-        let turns = benchmark.turns().unwrap();
-        assert_eq!(turns.len(), 2);
-        assert_eq!((turns[0].variant.as_deref(), turns[0].durability), (Some("durable"), Durability::Fsync));
-        // The durability is the table's, not a setting sent with the INSERT.
-        assert_eq!(turns[0].settings, Settings::new().with("max_insert_threads", "2"));
-        // Without the key: --durability, no setting.
-        assert_eq!((turns[1].durability, turns[1].settings.is_empty()), (Durability::None, true));
-        // Both durabilities' files, whichever runs, so both are guarded and copied.
-        assert_eq!(
-            benchmark.sql_files(),
-            ["logs/schema.sql", "writes/durability_none.sql", "writes/durability_fsync.sql", "writes/insert.sql"]
-        );
-        assert_eq!(benchmark.run_label(), "writes-1-ab");
-        let error = |variants: &[&str]| with_variants(variants).check().unwrap_err().to_string();
-        assert_eq!(
-            error(&["a:durability=sometimes", "b:"]),
-            "--variant a:durability=sometimes: durability=sometimes is not a durability; write durability=none or \
-             durability=fsync"
-        );
-        assert!(error(&["a:engine_version=26.5.3", "b:"]).contains("cannot name an engine version"));
-        assert!(error(&["a:durability=fsync"]).contains("is the only variant"));
-    }
 
     #[test]
     fn a_full_disk_stops_the_run_and_other_errors_only_when_asked() {

@@ -123,7 +123,8 @@ impl WritesTable {
         let dropped = target.execute(&format!("DROP DATABASE IF EXISTS {scratch} SYNC"));
         target.use_database(&previous)?;
         let engine = engine?;
-        dropped.with_context(|| format!("database {scratch} may be left: drop it with DROP DATABASE {scratch} SYNC"))?;
+        dropped
+            .with_context(|| format!("database {scratch} may be left: drop it with DROP DATABASE {scratch} SYNC"))?;
         let of = match &self.pack {
             Some((pack, design)) => format!("pack {pack}'s design {design}"),
             None => self.schema_file.clone(),
