@@ -143,6 +143,17 @@ pub struct Spread {
 }
 
 impl Spread {
+    /// A rate's spread as a report's cell: `98 (95 to 110)`, or `unknown`.
+    pub fn rate_cell(&self) -> String {
+        match (self.min, self.median, self.max) {
+            (Some(min), Some(median), Some(max)) => {
+                let rate = |value: f64| crate::units::per_second(Some(value));
+                format!("{} ({} to {})", rate(median), rate(min), rate(max))
+            }
+            _ => "unknown".to_string(),
+        }
+    }
+
     /// Of every round's value: unknown when any is (a median of the known ones would
     /// describe other rounds).
     pub fn of(values: impl IntoIterator<Item = Option<f64>>) -> Spread {
@@ -236,6 +247,27 @@ pub fn rate_significance(baseline: &[Option<f64>], candidate: &[Option<f64>], th
         ));
     }
     significance
+}
+
+/// How many levels got each verdict, in a rate's words, the noun once: `1 level higher,
+/// 2 unchanged` (a comparison's headline of levels).
+pub fn levels_by_verdict(verdicts: impl IntoIterator<Item = Verdict>) -> String {
+    let mut counts: Vec<(&str, u64)> = Vec::new();
+    for word in verdicts.into_iter().map(rate_verdict_word) {
+        match counts.iter_mut().find(|(seen, _)| *seen == word) {
+            Some((_, count)) => *count += 1,
+            None => counts.push((word, 1)),
+        }
+    }
+    let parts: Vec<String> = counts
+        .iter()
+        .enumerate()
+        .map(|(at, (word, count))| match at {
+            0 => format!("{} {word}", crate::units::plural(*count, "level")),
+            _ => format!("{count} {word}"),
+        })
+        .collect();
+    parts.join(", ")
 }
 
 /// A rate's verdict in a rate's words: `higher`, `lower`, `unchanged`...

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use anyhow::Result;
 
 use super::results::ThroughputResults;
-use crate::levels::{Latency, LevelBound, LevelSummary, Spread};
+use crate::levels::{Latency, LevelBound, LevelSummary};
 use crate::markdown::Table;
 use crate::report::charts::{self, Line};
 use crate::stats::StatsSource;
@@ -17,15 +17,6 @@ use crate::units::{exact, number, per_second, plural, times};
 
 fn ms(value: Option<f64>) -> String {
     value.map_or("unknown".to_string(), |ms| format!("{} ms", number(ms, 2)))
-}
-
-fn spread(spread: &Spread) -> String {
-    match (spread.min, spread.median, spread.max) {
-        (Some(min), Some(median), Some(max)) => {
-            format!("{} ({} to {})", per_second(Some(median)), per_second(Some(min)), per_second(Some(max)))
-        }
-        _ => "unknown".to_string(),
-    }
 }
 
 fn cpu(us: Option<f64>) -> String {
@@ -106,8 +97,8 @@ pub fn markdown(results: &ThroughputResults, target: &TargetInfo) -> String {
         let mut cells = vec![
             level.clients.to_string(),
             level.rounds.to_string(),
-            spread(&level.qps),
-            spread(&level.rows_per_second),
+            level.qps.rate_cell(),
+            level.rows_per_second.rate_cell(),
         ];
         cells.extend(latency_cells(&level.latency));
         cells.extend([level.completed.to_string(), level.errors.to_string(), cpu(level.runner_cpu_us_per_statement)]);

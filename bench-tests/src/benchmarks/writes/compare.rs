@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Decomposition, WritesLevel, WritesResults};
 use crate::compare::{Comparison, ComparisonSections};
-use crate::levels::{rate_significance, rate_verdict_word};
+use crate::levels::{levels_by_verdict, rate_significance, rate_verdict_word};
 use crate::markdown::Table;
 use crate::significance::{Significance, Thresholds, Verdict};
 use crate::units::{number, p_value, per_second, percent, plural, times};
@@ -160,22 +160,11 @@ impl ComparisonSections for WritesComparison {
         if self.levels.is_empty() {
             return Vec::new();
         }
-        let mut counts: Vec<(&str, usize)> = Vec::new();
-        for level in &self.levels {
-            match counts.iter_mut().find(|(word, _)| *word == level.verdict_word()) {
-                Some((_, count)) => *count += 1,
-                None => counts.push((level.verdict_word(), 1)),
-            }
-        }
-        let parts: Vec<String> = counts
-            .iter()
-            .enumerate()
-            .map(|(at, (word, count))| match at {
-                0 => format!("{} {word}", plural(*count as u64, "level")),
-                _ => format!("{count} {word}"),
-            })
-            .collect();
-        vec![format!("{}: {}", self.unit, parts.join(", "))]
+        vec![format!(
+            "{}: {}",
+            self.unit,
+            levels_by_verdict(self.levels.iter().map(|level| level.significance.verdict))
+        )]
     }
 
     fn markdown_before_queries(&self, _comparison: &Comparison) -> String {

@@ -9,7 +9,7 @@ use anyhow::Result;
 
 use super::decomposition::Decomposition;
 use super::results::{CodeErrors, WritesLevel, WritesResults, WritesRound};
-use crate::levels::{LevelBound, Spread};
+use crate::levels::LevelBound;
 use crate::markdown::Table;
 use crate::report::charts::{self, Line};
 use crate::target_info::TargetInfo;
@@ -21,15 +21,6 @@ fn ms(value: Option<f64>) -> String {
 
 fn us(value: Option<f64>) -> String {
     value.map_or("unknown".to_string(), |us| format!("{} µs", number(us, 0)))
-}
-
-fn spread(spread: &Spread) -> String {
-    match (spread.min, spread.median, spread.max) {
-        (Some(min), Some(median), Some(max)) => {
-            format!("{} ({} to {})", per_second(Some(median)), per_second(Some(min)), per_second(Some(max)))
-        }
-        _ => "unknown".to_string(),
-    }
 }
 
 /// A level as the tables name it: its clients, after its A/B variant in an A/B run
@@ -128,8 +119,8 @@ pub fn markdown(results: &WritesResults, _target: &TargetInfo) -> String {
         table.row([
             level_label(&level.variant, summary.clients),
             summary.rounds.to_string(),
-            spread(&summary.qps),
-            spread(&level.rows_per_second),
+            summary.qps.rate_cell(),
+            level.rows_per_second.rate_cell(),
             ms(summary.latency.p50_ms),
             ms(summary.latency.p90_ms),
             ms(summary.latency.p99_ms),
@@ -152,7 +143,7 @@ pub fn markdown(results: &WritesResults, _target: &TargetInfo) -> String {
             statements.row([
                 level_label(&level.variant, level.closed_loop.clients),
                 figures.statement.clone(),
-                spread(&figures.per_second),
+                figures.per_second.rate_cell(),
                 ms(figures.latency.p50_ms),
                 ms(figures.latency.p99_ms),
                 figures.completed.to_string(),
