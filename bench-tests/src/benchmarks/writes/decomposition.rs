@@ -10,9 +10,10 @@
 //! (background merges above all) counts in CPU and writing too, so the parts can add up to
 //! more than the INSERTs' time; the rest is then unknown, with why, never negative.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
-use super::results::EventsDelta;
 use crate::numbers::ratio;
 use crate::stats::EngineEvents;
 
@@ -57,6 +58,21 @@ pub const EVENTS: [&str; 17] = [
     OS_IO_WAIT,
     OS_CPU_WAIT,
 ];
+
+/// The engine's counters' rise over a level, or why it is unknown.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "state")]
+pub enum EventsDelta {
+    Known {
+        /// Whether the counters are the whole engine's (the embedded engine's
+        /// `system.events`, a server's): other work on it meanwhile counts too.
+        engine_wide: bool,
+        rises: BTreeMap<String, u64>,
+    },
+    Unknown {
+        reason: String,
+    },
+}
 
 /// An INSERT's time split, in microseconds per INSERT; each part unknown when a counter it
 /// needs is (the engine lacks it, or the counters could not be read).

@@ -33,13 +33,13 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 
 pub use self::compare::{WritesComparison, WritesLevelComparison};
-pub use self::decomposition::Decomposition;
 use self::decomposition::EVENTS;
+pub use self::decomposition::{Decomposition, EventsDelta};
 pub use self::flags::WritesFlags;
 pub use self::mix::{Mix, MixStatement};
 pub use self::results::{
-    CodeErrors, CpuUse, Durability, EventsDelta, INSERT, PartsSampled, RATE_KEPT, StatementFigures, ThreadsSampled,
-    WritesBundle, WritesLevel, WritesQueryRuns, WritesResults, WritesRound, WritesVariant, WritesWorkload,
+    CodeErrors, CpuUse, Durability, INSERT, PartsSampled, RATE_KEPT, StatementFigures, ThreadsSampled, WritesBundle,
+    WritesLevel, WritesQueryRuns, WritesResults, WritesRound, WritesVariant, WritesWorkload,
 };
 use self::summary::level_summary;
 pub use self::table::{INSERT_FILE, PACK_INSERT_FILE, PackTable, SCHEMA_FILE, WritesTable};

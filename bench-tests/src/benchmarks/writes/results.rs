@@ -4,11 +4,9 @@
 //! its parts, each level across rounds, and the completed INSERTs as query runs (one per
 //! level) for the comparison of two bundles.
 
-use std::collections::BTreeMap;
-
 use serde::{Deserialize, Serialize};
 
-use super::decomposition::Decomposition;
+use super::decomposition::{Decomposition, EventsDelta};
 use crate::engine_threads::ThreadStateMeans;
 use crate::levels::{Latency, LevelBound, LevelRound, LevelSummary, RunnerCheck, Spread};
 use crate::query_runs::QueryRuns;
@@ -153,21 +151,6 @@ pub struct WritesRound {
     pub threads: ThreadsSampled,
     pub cpu: CpuUse,
     pub parts: PartsSampled,
-}
-
-/// The engine's counters' rise over a level, or why it is unknown.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", tag = "state")]
-pub enum EventsDelta {
-    Known {
-        /// Whether the counters are the whole engine's (the embedded engine's
-        /// `system.events`, a server's): other work on it meanwhile counts too.
-        engine_wide: bool,
-        rises: BTreeMap<String, u64>,
-    },
-    Unknown {
-        reason: String,
-    },
 }
 
 /// Failed statements of one error code in a level.
