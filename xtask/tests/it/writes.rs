@@ -510,3 +510,40 @@ fn a_pack_the_write_path_cannot_measure_is_refused_in_one_line() {
     let merge_tree = pack_with_insert(PACK_INSERT, "MergeTree");
     assert!(refused(merge_tree.path(), &["--mix", "inserts=1,reads=1"]).contains("with --pack"));
 }
+
+/// `--async-insert`: every INSERT sends one batch's rows inline with asynchronous insert
+/// settings, and each one's rows are written before it returns (`wait_for_async_insert`):
+/// the engine counted every completed INSERT's rows.
+#[test]
+fn asynchronous_inserts_send_the_batch_inline_and_wait_for_its_rows() {
+    let results = tempfile::tempdir().unwrap();
+    let bundle = run(
+        results.path(),
+        "async",
+        &[
+            "--async-insert",
+            "--concurrency",
+            "2",
+            "--iterations",
+            "6",
+            "--rounds",
+            "1",
+            "--check-statements",
+            "0",
+            "--batch-rows",
+            "7",
+        ],
+    );
+    let workload = &bundle.benchmark.workload;
+    assert!(workload.async_insert);
+    assert!(
+        workload.statement.starts_with("INSERT INTO logs FORMAT Values with one batch's rows inline ("),
+        "{}",
+        workload.statement
+    );
+    let round = &bundle.benchmark.rounds[0];
+    assert_eq!((round.closed_loop.completed, round.rows_written), (6, 42));
+    assert_eq!(rise(round, "InsertedRows"), 42);
+    let settings = &bundle.benchmark.queries[0].samples[0].settings;
+    assert_eq!((settings.get("async_insert"), settings.get("wait_for_async_insert")), (Some("1"), Some("1")));
+}

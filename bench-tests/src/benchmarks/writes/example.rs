@@ -220,6 +220,7 @@ fn workload(count: u64, bound: LevelBound, durability: Durability, rate: Option<
         rounds: clients,
         rate,
         mix: Mix { inserts: clients, updates: clients, deletes: clients, reads: clients },
+        async_insert: pack,
     }
 }
 

@@ -60,6 +60,11 @@ pub struct WritesFlags {
     /// loop on the engine, in interleaved blocks); 0 skips the check
     #[arg(long, default_value_t = super::CHECK_BLOCK_STATEMENTS)]
     pub check_statements: u64,
+    /// Send each INSERT's rows inline (INSERT ... FORMAT Values, one batch the engine made
+    /// from the INSERT) with async_insert = 1, wait_for_async_insert = 1: the engine buffers
+    /// them and writes parts in the background; at most 100,000 rows a batch
+    #[arg(long)]
+    pub async_insert: bool,
     /// Stop the run after a level in which an INSERT failed (the levels done are kept);
     /// without it, failures are counted by error code and the run goes on
     #[arg(long)]
@@ -88,6 +93,8 @@ impl WritesFlags {
             stop_on_error: self.stop_on_error,
             rate: self.rate,
             mix: self.mix.clone(),
+            async_insert: self.async_insert,
+            inline: std::sync::OnceLock::new(),
             pack: self.pack.as_ref().map(|pack| super::PackTable {
                 pack: pack.clone(),
                 design: self.design.clone(),

@@ -42,7 +42,7 @@ pub use self::results::{
     WritesLevel, WritesQueryRuns, WritesResults, WritesRound, WritesVariant, WritesWorkload,
 };
 use self::summary::level_summary;
-pub use self::table::{INSERT_FILE, PACK_INSERT_FILE, PackTable, SCHEMA_FILE, WritesTable};
+pub use self::table::{INSERT_FILE, InlineInsert, PACK_INSERT_FILE, PackTable, SCHEMA_FILE, WritesTable};
 pub use self::variants::DURABILITY_KEY;
 use super::{Benchmark, GuardedSql, Run};
 use crate::ab_variants::{AbRun, check_variants};
@@ -55,6 +55,7 @@ use crate::levels::LevelBound;
 use crate::measure::engine_events;
 use crate::report::Section;
 use crate::results::RunBundle;
+use crate::settings::Settings;
 use crate::sql::statement_line;
 use crate::stats::{EngineEvents, StatsSource};
 use crate::targets::{Concurrency, LoopBound};
@@ -69,8 +70,11 @@ pub const DEFAULT_BATCH_ROWS: u64 = 1_000;
 pub const DEFAULT_ROUNDS: u32 = 5;
 /// A level's duration by default: three levels, five rounds, 30 s of writing.
 pub const DEFAULT_DURATION: Duration = Duration::from_secs(2);
-/// INSERTs per block of the runner check: 32 blocks of 25, about 4 s at 5 ms an INSERT.
-pub const CHECK_BLOCK_STATEMENTS: u64 = 25;
+/// INSERTs per block of the runner check: 32 blocks of 50, 800 a side, about 25 s at 15 ms
+/// an INSERT. Fewer left the ratio within noise of the goal: an INSERT's time varies by a
+/// few per cent from block to block (merges run beside it), while the runner's own cost is
+/// about 15 µs of it.
+pub const CHECK_BLOCK_STATEMENTS: u64 = 50;
 /// What the runner's rate of INSERTs should reach against the tight loop's.
 pub const CHECK_GOAL: f64 = 0.95;
 /// The format the statements' results come back in.
@@ -123,7 +127,15 @@ pub struct WritesBenchmark {
     pub mix: String,
     /// A pack's table and INSERT instead of the logs table's (`--pack`).
     pub pack: Option<PackTable>,
+    /// `--async-insert`: the INSERT's rows inline, with asynchronous insert settings.
+    pub async_insert: bool,
+    /// The INSERT with its rows inline, made in the prepare phase when `async_insert`.
+    pub inline: std::sync::OnceLock<InlineInsert>,
 }
+
+/// The most rows a batch sent inline may hold: its text (about 250 bytes a row of the
+/// logs table) is in memory once and sent by every INSERT.
+pub const MAX_INLINE_ROWS: u64 = 100_000;
 
 /// The seed of each client's order of a mix's statements: fixed, so that every run of a
 /// mix sends the same sequences.
@@ -172,6 +184,13 @@ impl Benchmark for WritesBenchmark {
             && !(rate.is_finite() && rate > 0.0)
         {
             bail!("--rate {rate}: an open loop needs a rate above 0 INSERTs per second, e.g. --rate 100");
+        }
+        if self.async_insert && self.batch_rows > MAX_INLINE_ROWS {
+            bail!(
+                "--async-insert with --batch-rows {}: a batch sent inline is held as text and sent by every INSERT; \
+                 give at most {MAX_INLINE_ROWS} rows",
+                self.batch_rows
+            );
         }
         let table = self.table()?;
         if table.pack.is_some() && !self.mix()?.is_inserts_only() {
@@ -237,7 +256,7 @@ impl Benchmark for WritesBenchmark {
         dataset.push(table.insert.clone());
         // The mix's writes as a dataset's statements, its reads as a pack's queries.
         let mut queries = Vec::new();
-        for (statement, sql) in self.mix_statements()? {
+        for (statement, sql) in self.mix_statements(self.insert()?)? {
             match statement {
                 MixStatement::Insert => {}
                 MixStatement::Update | MixStatement::Delete => dataset.push(sql),
@@ -295,6 +314,7 @@ impl Benchmark for WritesBenchmark {
                 rounds: self.rounds,
                 rate: self.rate,
                 mix: self.mix().unwrap_or_default(),
+                async_insert: self.async_insert,
             },
             engine_events: EngineEvents::Unknown { reason: "not read yet".to_string() },
             statement_records: StatsSource::ResultCounters,
@@ -396,6 +416,25 @@ impl WritesBenchmark {
         Ok(self.table()?.insert)
     }
 
+    /// The INSERT as the clients send it: with its rows inline under `--async-insert` (made
+    /// in the prepare phase), else the table's.
+    fn sent_insert(&self) -> Result<Statement> {
+        match (self.async_insert, self.inline.get()) {
+            (false, _) => self.insert(),
+            (true, Some(inline)) => Ok(inline.statement.clone()),
+            (true, None) => bail!("the INSERT with its rows inline was not made: the prepare phase did not run"),
+        }
+    }
+
+    /// The settings every statement of the run's levels takes: asynchronous inserts' under
+    /// `--async-insert`, none otherwise (an A/B variant's go on top).
+    fn run_settings(&self) -> Settings {
+        match self.async_insert {
+            true => Settings::new().with("async_insert", 1).with("wait_for_async_insert", 1),
+            false => Settings::new(),
+        }
+    }
+
     /// The table the run fills, and its INSERT.
     fn table(&self) -> Result<WritesTable> {
         WritesTable::load(self.pack.as_ref(), self.batch_rows)
@@ -405,14 +444,15 @@ impl WritesBenchmark {
         Mix::parse(&self.mix)
     }
 
-    /// Each statement of the mix with its SQL, in [`MixStatement::ALL`]'s order.
-    fn mix_statements(&self) -> Result<Vec<(MixStatement, Statement)>> {
+    /// Each statement of the mix with its SQL, in [`MixStatement::ALL`]'s order, the INSERT
+    /// as `insert`.
+    fn mix_statements(&self, insert: Statement) -> Result<Vec<(MixStatement, Statement)>> {
         self.mix()?
             .statements()
             .into_iter()
             .map(|statement| {
                 let sql = match statement {
-                    MixStatement::Insert => self.insert()?,
+                    MixStatement::Insert => insert.clone(),
                     other => Fixture::load(other.fixture())?.render_one(&Params::new())?,
                 };
                 Ok((statement, sql))
@@ -451,8 +491,18 @@ impl WritesBenchmark {
         // Each statement once in each configuration, the INSERT first (the others find its
         // rows): a setting the engine refuses is one line here, not every statement of every
         // level failing.
-        let mut warm_ups = vec![(MixStatement::Insert, self.insert()?)];
-        warm_ups.extend(self.mix_statements()?.into_iter().filter(|(statement, _)| *statement != MixStatement::Insert));
+        if self.async_insert {
+            let inline = table.inline_insert(run.target)?;
+            run.results().workload.statement = inline.sent_as.clone();
+            // Set once: a run prepares once.
+            let _ = self.inline.set(inline);
+        }
+        let mut warm_ups = vec![(MixStatement::Insert, self.sent_insert()?)];
+        warm_ups.extend(
+            self.mix_statements(self.insert()?)?
+                .into_iter()
+                .filter(|(statement, _)| *statement != MixStatement::Insert),
+        );
         for turn in self.turns()? {
             Self::apply_durability(run, &table, turn.durability)?;
             for (statement, sql) in &warm_ups {
@@ -524,7 +574,7 @@ impl WritesBenchmark {
     }
 
     fn levels(&self, run: &mut WritesRun<'_>) -> Result<()> {
-        let statements = self.mix_statements()?;
+        let statements = self.mix_statements(self.sent_insert()?)?;
         let unit = self.mix()?.rate_unit();
         let table = self.table()?;
         let turns = self.turns()?;
@@ -676,6 +726,8 @@ mod tests {
             rate: None,
             mix: "inserts=1".to_string(),
             pack: None,
+            async_insert: false,
+            inline: std::sync::OnceLock::new(),
         };
         let errors = |name: &str, first: &str| CodeErrors {
             code: Some(1),

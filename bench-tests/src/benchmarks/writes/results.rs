@@ -101,6 +101,9 @@ pub struct WritesWorkload {
     pub rate: Option<f64>,
     /// The statements the clients send, at their shares (`--mix`).
     pub mix: super::Mix,
+    /// `--async-insert`: the INSERT's rows sent inline, with `async_insert = 1,
+    /// wait_for_async_insert = 1`.
+    pub async_insert: bool,
 }
 
 /// Whether an INSERT returns before or after its part is on stable storage.

@@ -157,10 +157,61 @@ impl WritesTable {
         target.query_text(&sql).with_context(|| format!("cannot read table {}'s engine", self.name))
     }
 
+    /// Its INSERT writing to `other` instead of its table (the same rows, to render them).
+    pub fn insert_into(&self, other: &str) -> Result<Statement> {
+        let sql = &self.insert.sql;
+        let into = code_words(sql)
+            .into_iter()
+            .find(|word| word.text.eq_ignore_ascii_case("INTO"))
+            .with_context(|| format!("{}: the INSERT has no INTO", self.insert.location()))?;
+        let after = into.offset + into.text.len();
+        let at = sql[after..]
+            .find(self.name.as_str())
+            .map(|at| after + at)
+            .with_context(|| format!("{}: cannot find table {} after INTO", self.insert.location(), self.name))?;
+        let sql = format!("{}{other}{}", &sql[..at], &sql[at + self.name.len()..]);
+        Ok(Statement { sql, ..self.insert.clone() })
+    }
+
+    /// The INSERT as its rows sent inline (`INSERT INTO t FORMAT Values (...), ...`), as an
+    /// application sends a batch and as asynchronous inserts need (an `INSERT ... SELECT`
+    /// is run at once, whatever `async_insert` says): the rows of one batch made by the
+    /// engine from the INSERT into a scratch table, read back as `Values`, which every
+    /// INSERT then sends. `sent_as` describes it for the bundle (the text is large).
+    pub fn inline_insert(&self, target: &mut Target) -> Result<InlineInsert> {
+        let scratch = "chbench_inline_batch";
+        target.execute(&format!("DROP TABLE IF EXISTS {scratch}"))?;
+        target
+            .execute(&format!("CREATE TABLE {scratch} AS {} ENGINE = Memory", self.name))
+            .with_context(|| format!("cannot make a table like {} to render the batch in", self.name))?;
+        let rendered = self.insert_into(scratch).and_then(|insert| {
+            target.execute(&insert).with_context(|| insert.location())?;
+            Ok(target.run(&format!("SELECT * FROM {scratch}"), &crate::settings::Settings::new(), "Values")?.body)
+        });
+        target.execute(&format!("DROP TABLE IF EXISTS {scratch}"))?;
+        let rows = rendered?;
+        let sql = format!("INSERT INTO {} FORMAT Values {rows}", self.name);
+        let sent_as = format!(
+            "INSERT INTO {} FORMAT Values with one batch's rows inline ({} bytes), made by {}",
+            self.name,
+            sql.len(),
+            self.insert_file
+        );
+        Ok(InlineInsert { statement: Statement { sql, ..self.insert.clone() }, sent_as })
+    }
+
     /// The parameters its table's fixtures take (`{table}`).
     pub fn params(&self) -> Params {
         Params::new().with("table", &self.name)
     }
+}
+
+/// An INSERT with its batch's rows inline ([`WritesTable::inline_insert`]).
+#[derive(Debug, Clone)]
+pub struct InlineInsert {
+    pub statement: Statement,
+    /// What the bundle says of it, on one line.
+    pub sent_as: String,
 }
 
 /// The INSERT of `path`: one statement, an INSERT, taking the batch's rows as `{batch}`.
@@ -225,6 +276,11 @@ mod tests {
         assert_eq!((logs.name.as_str(), logs.schema_file.as_str()), ("logs", SCHEMA_FILE));
         assert!(logs.insert.sql.contains("numbers(7)"), "{}", logs.insert.sql);
         assert_eq!(logs.fixture_files(), [SCHEMA_FILE, INSERT_FILE]);
+        // The same INSERT into another table: only the name after INTO changes, not the word
+        // `logs` in the file's comments before it.
+        let elsewhere = logs.insert_into("chbench_scratch").unwrap();
+        assert!(elsewhere.sql.contains("INSERT INTO chbench_scratch (timestamp,"), "{}", elsewhere.sql);
+        assert_eq!(elsewhere.sql.replacen("chbench_scratch", "logs", 1), logs.insert.sql);
         let folder = tempfile::tempdir().unwrap();
         let write = |text: &str| {
             let path = folder.path().join("insert.sql");

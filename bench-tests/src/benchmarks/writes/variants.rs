@@ -33,7 +33,7 @@ impl WritesBenchmark {
     /// variant that names an engine version, or a durability there is not, is refused.
     pub(super) fn turns(&self) -> Result<Vec<Turn>> {
         let Some(ab) = &self.ab else {
-            return Ok(vec![Turn { variant: None, durability: self.durability, settings: Settings::new() }]);
+            return Ok(vec![Turn { variant: None, durability: self.durability, settings: self.run_settings() }]);
         };
         ab.variants
             .iter()
@@ -48,7 +48,7 @@ impl WritesBenchmark {
                 let mut turn = Turn {
                     variant: Some(variant.name.clone()),
                     durability: self.durability,
-                    settings: Settings::new(),
+                    settings: self.run_settings(),
                 };
                 for (name, value) in variant.settings.iter() {
                     if name != DURABILITY_KEY {
@@ -102,6 +102,8 @@ mod tests {
             rate: None,
             mix: "inserts=1".to_string(),
             pack: None,
+            async_insert: false,
+            inline: std::sync::OnceLock::new(),
         }
     }
 
