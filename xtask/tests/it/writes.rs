@@ -547,3 +547,44 @@ fn asynchronous_inserts_send_the_batch_inline_and_wait_for_its_rows() {
     let settings = &bundle.benchmark.queries[0].samples[0].settings;
     assert_eq!((settings.get("async_insert"), settings.get("wait_for_async_insert")), (Some("1"), Some("1")));
 }
+
+/// A pack's table that refuses INSERTs past 3 active parts, its merges stopped: the
+/// INSERTs past that fail as TOO_MANY_PARTS, counted by code, and the run goes on to the
+/// end (exit 0, the level having completed some); with `--stop-on-error` it stops after
+/// the level, in one line, the level kept.
+#[test]
+fn too_many_parts_are_counted_by_code_and_stop_the_run_only_when_asked() {
+    let packs = pack_with_insert(PACK_INSERT, "MergeTree");
+    let design = packs.path().join("elsewhere/designs/by_key.sql");
+    let table = "CREATE TABLE events (key UInt64, ts DateTime('UTC'), value UInt32) ENGINE = MergeTree ORDER BY key \
+                 SETTINGS parts_to_delay_insert = 2, parts_to_throw_insert = 3;\nSYSTEM STOP MERGES events;\n";
+    std::fs::write(&design, table).unwrap();
+    let results = tempfile::tempdir().unwrap();
+    let flags = ["--pack", "elsewhere", "--iterations", "8", "--rounds", "1", "--check-statements", "0"];
+    let going_on = writes(results.path(), "going_on", &[&flags[..], &["--concurrency", "1"]].concat())
+        .env("CHBENCH_PACKS_DIR", packs.path())
+        .output()
+        .unwrap();
+    assert!(going_on.status.success(), "{}", String::from_utf8_lossy(&going_on.stderr));
+    let bundle: WritesBundle = load_bundle(&results.path().join("going_on")).unwrap();
+    let round = &bundle.benchmark.rounds[0];
+    let codes: Vec<(Option<u32>, Option<&str>)> =
+        round.errors_by_code.iter().map(|errors| (errors.code, errors.name.as_deref())).collect();
+    assert_eq!(codes, [(Some(252), Some("TOO_MANY_PARTS"))], "{:?}", round.errors_by_code);
+    assert!(
+        round.closed_loop.completed >= 1 && round.closed_loop.errors >= 1,
+        "{:?}",
+        round.closed_loop.errors_by_query
+    );
+    assert_eq!(round.closed_loop.completed + round.closed_loop.errors, 8);
+    assert_eq!(bundle.benchmark.levels[0].errors_by_code[0].count, round.closed_loop.errors);
+    let stopping = [&flags[..], &["--stop-on-error", "--concurrency", "1,2"]].concat();
+    let stopped = writes(results.path(), "stopped", &stopping).env("CHBENCH_PACKS_DIR", packs.path()).output().unwrap();
+    assert_eq!(stopped.status.code(), Some(1), "{}", String::from_utf8_lossy(&stopped.stderr));
+    let errors = error_lines(&stopped);
+    assert_eq!(errors.len(), 1, "{}", String::from_utf8_lossy(&stopped.stderr));
+    assert!(errors[0].contains("--stop-on-error: ") && errors[0].contains("TOO_MANY_PARTS"), "{}", errors[0]);
+    let bundle: WritesBundle = load_bundle(&results.path().join("stopped")).unwrap();
+    // The level that failed is kept; the next one never ran.
+    assert_eq!((bundle.status, bundle.benchmark.rounds.len()), (RunStatus::Incomplete, 1));
+}

@@ -305,8 +305,25 @@ fn error_code(message: &str) -> (Option<u32>, Option<String>) {
         (inside.len() > 2 && inside.chars().all(|c| c.is_ascii_uppercase() || c == '_' || c.is_ascii_digit()))
             .then(|| inside.to_string())
     });
+    // A long message is shortened before its name at the end: the codes a write path meets
+    // are named from the code.
+    let name = name.or_else(|| {
+        let code = code?;
+        WRITE_PATH_CODES.iter().find(|(known, _)| *known == code).map(|(_, name)| name.to_string())
+    });
     (code, name)
 }
+
+/// The engine's error codes an INSERT under load meets, by name (ClickHouse's
+/// `src/Common/ErrorCodes.cpp`).
+const WRITE_PATH_CODES: [(u32, &str); 6] = [
+    (159, "TIMEOUT_EXCEEDED"),
+    (202, "TOO_MANY_SIMULTANEOUS_QUERIES"),
+    (241, "MEMORY_LIMIT_EXCEEDED"),
+    (243, "NOT_ENOUGH_SPACE"),
+    (252, "TOO_MANY_PARTS"),
+    (394, "QUERY_WAS_CANCELLED"),
+];
 
 #[cfg(test)]
 mod tests {
@@ -325,6 +342,11 @@ mod tests {
             (Some(243), Some("NOT_ENOUGH_SPACE".to_string()))
         );
         assert_eq!(error_code("connection reset"), (None, None));
+        // Shortened before its name: named from the code.
+        assert_eq!(
+            error_code("Code: 252. DB::Exception: Too many parts (3 with average size of 12.17 KiB) in table ..."),
+            (Some(252), Some("TOO_MANY_PARTS".to_string()))
+        );
         assert_eq!(error_code("Code: x (ab)"), (None, None));
     }
 }

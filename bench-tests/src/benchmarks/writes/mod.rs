@@ -697,10 +697,20 @@ impl WritesBenchmark {
             ));
         }
         self.stop_on_error.then(|| {
+            let codes: Vec<String> = round
+                .errors_by_code
+                .iter()
+                .map(|errors| match (&errors.name, errors.code) {
+                    (Some(name), Some(code)) => format!("{} {name} ({code})", errors.count),
+                    (None, Some(code)) => format!("{} of code {code}", errors.count),
+                    _ => format!("{} without a code", errors.count),
+                })
+                .collect();
             format!(
-                "--stop-on-error: {} INSERTs failed at {} (first: {}); the levels done are kept",
+                "--stop-on-error: {} INSERTs failed at {}: {} (first: {}); the levels done are kept",
                 round.closed_loop.errors,
                 plural(round.closed_loop.clients, "client"),
+                codes.join(", "),
                 first.first
             )
         })
