@@ -31,3 +31,4 @@ mod results_bundle;
 mod server;
 mod storage_baseline;
 mod throughput;
+mod writes;

@@ -165,6 +165,7 @@ fn known(value: f64, count: u64) -> WritesBundle {
             goal: Some(0.95),
             runner_cpu_us_per_statement: Some(value),
         }),
+        os_io_wait_unknown: Some("the kernel's delay accounting is off".to_string()),
         rounds: vec![round],
         levels: vec![level],
         queries: vec![QueryRuns {

@@ -136,6 +136,20 @@ pub struct WritesBenchmark {
 /// The most rows a batch sent inline may hold: its text (about 250 bytes a row of the
 /// logs table) is in memory once and sent by every INSERT.
 pub const MAX_INLINE_ROWS: u64 = 100_000;
+/// The engine's count of INSERTs it queued as asynchronous ones.
+const ASYNC_INSERTS: &str = "AsyncInsertQuery";
+
+/// Why this machine's kernel does not account tasks' block I/O delays, which the engine's
+/// `OSIOWaitMicroseconds` reads, when it does not (`kernel.task_delayacct = 0`, the default
+/// of recent kernels); `None` when it does, or when that cannot be read.
+fn delay_accounting_off() -> Option<String> {
+    let setting = std::fs::read_to_string("/proc/sys/kernel/task_delayacct").ok()?;
+    (setting.trim() == "0").then(|| {
+        "the kernel's delay accounting is off (sysctl kernel.task_delayacct = 0), so the counter never moves; \
+         turn it on with sysctl -w kernel.task_delayacct=1 to have it"
+            .to_string()
+    })
+}
 
 /// The seed of each client's order of a mix's statements: fixed, so that every run of a
 /// mix sends the same sequences.
@@ -184,6 +198,23 @@ impl Benchmark for WritesBenchmark {
             && !(rate.is_finite() && rate > 0.0)
         {
             bail!("--rate {rate}: an open loop needs a rate above 0 INSERTs per second, e.g. --rate 100");
+        }
+        let mix = self.mix()?;
+        if mix.inserts == 0 {
+            bail!(
+                "--mix {mix}: the mix's UPDATEs, DELETEs and reads find the rows its INSERTs write; give inserts a share \
+                 above 0 (e.g. --mix inserts=8,{mix})"
+            );
+        }
+        if let (Some(rate), LoopBound::Duration(duration)) = (self.rate, self.bound())
+            && rate * duration.as_secs_f64() < 1.0
+        {
+            bail!(
+                "--rate {rate} schedules no INSERT after the first in a level of {} s: give at least {} INSERTs a \
+                 second, or a longer --duration",
+                duration.as_secs_f64(),
+                1.0 / duration.as_secs_f64()
+            );
         }
         if self.async_insert && self.batch_rows > MAX_INLINE_ROWS {
             bail!(
@@ -270,7 +301,8 @@ impl Benchmark for WritesBenchmark {
     /// UPDATEs needs an engine that has them: each refused in one line (naming the
     /// engine's version for the UPDATE), before the bundle is made.
     fn check_target(&self, target: &mut crate::targets::Target) -> Result<()> {
-        self.table()?.check_on(target)?;
+        let table = self.table()?;
+        table.check_on(target, |target| self.try_inserts(target, &table))?;
         if self.mix()?.updates == 0 {
             return Ok(());
         }
@@ -319,6 +351,7 @@ impl Benchmark for WritesBenchmark {
             engine_events: EngineEvents::Unknown { reason: "not read yet".to_string() },
             statement_records: StatsSource::ResultCounters,
             runner_check: None,
+            os_io_wait_unknown: None,
             rounds: Vec::new(),
             levels: Vec::new(),
             queries: Vec::new(),
@@ -378,7 +411,7 @@ impl Benchmark for WritesBenchmark {
 
     fn report(bundle: &RunBundle<WritesResults>) -> Result<Section> {
         Ok(Section {
-            markdown: report::markdown(&bundle.benchmark, &bundle.target),
+            markdown: report::markdown(&bundle.benchmark, &bundle.target, bundle.ab_run.as_ref()),
             charts: report::charts(&bundle.benchmark)?,
         })
     }
@@ -414,6 +447,43 @@ impl WritesBenchmark {
     /// The INSERT every client sends.
     fn insert(&self) -> Result<Statement> {
         Ok(self.table()?.insert)
+    }
+
+    /// Sends the INSERT once in each configuration on `table` (made in a scratch database),
+    /// so that a setting the engine refuses is one line before the bundle, not every INSERT
+    /// of every level failing; and with `--async-insert`, refuses an engine that runs the
+    /// INSERT at once (the embedded engine has no queue for asynchronous inserts), which
+    /// would otherwise measure synchronous INSERTs under the asynchronous name.
+    fn try_inserts(&self, target: &mut crate::targets::Target, table: &WritesTable) -> Result<()> {
+        let insert = match self.async_insert {
+            true => table.inline_insert(target)?.statement,
+            false => table.insert.clone(),
+        };
+        for turn in self.turns()? {
+            for statement in Fixture::load(turn.durability.fixture())?.render(&table.params())? {
+                target.execute(&statement).with_context(|| statement.location())?;
+            }
+            let asynchronous = turn.settings.get("async_insert") == Some("1");
+            let before = asynchronous.then(|| target.read_events()).transpose()?;
+            target.run(&insert, &turn.settings, FORMAT).with_context(|| {
+                format!("{}the INSERT failed with the run's settings ({})", turn.prefix(), insert.location())
+            })?;
+            if let Some(before) = before {
+                let after = target.read_events()?;
+                let counted = |events: &crate::targets::EventsSnapshot| events.values.get(ASYNC_INSERTS).copied();
+                if counted(&after).unwrap_or(0) <= counted(&before).unwrap_or(0) {
+                    bail!(
+                        "{}--async-insert: ClickHouse {} on target {} ran the INSERT at once ({ASYNC_INSERTS} did not \
+                         move): it has no queue for asynchronous inserts; run on a server target (--target url, \
+                         container or eks), or drop --async-insert",
+                        turn.prefix(),
+                        target.info().engine_version,
+                        target.info().kind
+                    );
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The INSERT as the clients send it: with its rows inline under `--async-insert` (made
@@ -462,10 +532,7 @@ impl WritesBenchmark {
 
     fn prepare(&self, run: &mut WritesRun<'_>) -> Result<()> {
         let database = run.database();
-        run.progress.start(
-            &format!("prepare: the logs table in {database}, durability {}, one INSERT", self.durability.name()),
-            None,
-        );
+        run.progress.start(&format!("prepare: table {} in {database}, each statement once", self.table()?.name), None);
         run.target.use_fresh_database(&database)?;
         let table = self.table()?;
         let mut setup = table.schema.clone();
@@ -522,13 +589,21 @@ impl WritesBenchmark {
             run.results().notes.push(note);
             run.results().workload.levels_run = vec![1];
         }
+        if run.target.capabilities().engine_in_process
+            && let Some(why) = delay_accounting_off()
+        {
+            run.results()
+                .notes
+                .push(format!("the engine's count of I/O wait (OSIOWaitMicroseconds) is unknown: {why}"));
+            run.results().os_io_wait_unknown = Some(why);
+        }
         if !run.target.capabilities().engine_in_process {
             let note = "the engine's threads are not in this process: their states (I/O wait) and its cores are \
                         unknown on this target"
                 .to_string();
             run.results().notes.push(note);
         }
-        run.progress.finish(&format!("prepare: logs table ready, durability {}", self.durability.name()));
+        run.progress.finish(&format!("prepare: table {} ready", table.name));
         Ok(())
     }
 
@@ -607,15 +682,19 @@ impl WritesBenchmark {
                     }
                     let level = self.level(run, &statements, &table.name, turn, round, clients)?;
                     let interrupted = !level.round.closed_loop.complete;
-                    self.record_samples(
-                        run,
-                        &run_id,
-                        &statements,
-                        (turn_index, turn),
-                        clients,
-                        &level.looped,
-                        &mut runs_of,
-                    )?;
+                    // A stopped level counts in no summary: its statements stay in its round's
+                    // record, not as samples a comparison would take.
+                    if !interrupted {
+                        self.record_samples(
+                            run,
+                            &run_id,
+                            &statements,
+                            (turn_index, turn),
+                            clients,
+                            &level.looped,
+                            &mut runs_of,
+                        )?;
+                    }
                     let record = level.round;
                     run.progress.advance(&format!("{}{}", turn.prefix(), report::round_line(&record, unit)));
                     if let Some(first) = record.errors_by_code.first() {
@@ -645,12 +724,19 @@ impl WritesBenchmark {
                     let stop = self.stop_after(&record);
                     run.results().rounds.push(record);
                     let events = run.results().engine_events.clone();
+                    let os_io_wait_unknown = run.results().os_io_wait_unknown.clone();
                     let rounds = &run.results().rounds;
                     let summaries: Vec<WritesLevel> = turns
                         .iter()
                         .flat_map(|turn| levels.iter().map(move |&clients| (turn, clients)))
                         .map(|(turn, clients)| {
                             level_summary(turn.variant.as_deref(), clients, self.rate, rounds, &events)
+                        })
+                        .map(|mut level| {
+                            if os_io_wait_unknown.is_some() {
+                                level.decomposition.os_io_wait_us = None;
+                            }
+                            level
                         })
                         .collect();
                     run.results().levels = summaries;

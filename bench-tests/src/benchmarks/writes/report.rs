@@ -9,6 +9,7 @@ use anyhow::Result;
 
 use super::decomposition::Decomposition;
 use super::results::{CodeErrors, WritesLevel, WritesResults, WritesRound};
+use crate::ab_variants::AbRun;
 use crate::levels::LevelBound;
 use crate::markdown::Table;
 use crate::report::charts::{self, Line};
@@ -48,7 +49,7 @@ fn codes(errors: &[CodeErrors]) -> String {
     each.join(", ")
 }
 
-pub fn markdown(results: &WritesResults, _target: &TargetInfo) -> String {
+pub fn markdown(results: &WritesResults, _target: &TargetInfo, ab_run: Option<&AbRun>) -> String {
     let workload = &results.workload;
     let unit = workload.mix.rate_unit();
     let mut out = String::new();
@@ -77,21 +78,39 @@ pub fn markdown(results: &WritesResults, _target: &TargetInfo) -> String {
             workload.mix
         )
     };
+    // An A/B run's variants each put their own durability in force (`--durability` where
+    // they name none).
+    let durability = match ab_run {
+        Some(ab) => {
+            let each: Vec<String> = ab
+                .variants
+                .iter()
+                .map(|variant| {
+                    let durability = variant.settings.get(super::DURABILITY_KEY).unwrap_or(workload.durability.name());
+                    format!("`{durability}` for {}", variant.name)
+                })
+                .collect();
+            each.join(", ")
+        }
+        None => format!("`{}`", workload.durability.name()),
+    };
+    let sent = if workload.async_insert { "; rows sent inline, as asynchronous inserts" } else { "" };
+    let levels: Vec<String> = workload.levels_run.iter().map(u32::to_string).collect();
     let _ = writeln!(
         out,
-        "{pacing}. INSERTs of {} into the table of `{}`; durability `{}`; levels of {} clients; {bound}; {} (every \
-         level once a round).{mix}\n",
+        "{pacing}. INSERTs of {} into table `{}` (`{}`){sent}; durability {durability}; clients at once per \
+         level: {}; {bound}; {} (every level once a round).{mix}\n",
         plural(workload.batch_rows, "row"),
+        workload.table,
         workload.schema_file,
-        workload.durability.name(),
-        workload.levels_run.iter().map(u32::to_string).collect::<Vec<_>>().join(", "),
+        levels.join(", "),
         plural(workload.rounds, "round"),
     );
     let _ = writeln!(
         out,
-        "INSERTs/s is completed INSERTs over the level's wall time, rows/s the rows they wrote over it. Latency is \
-         the client's wall time around each completed INSERT (nearest-rank percentiles). A failed INSERT is \
-         counted apart, by the engine's error code.\n"
+        "{unit} is the completed statements over the level's wall time, rows/s the rows the INSERTs wrote over \
+         it. Latency is the client's wall time around each completed statement (nearest-rank percentiles). A \
+         failed statement is counted apart, by the engine's error code.\n"
     );
     if let Some(variants) = variants_line(results) {
         let _ = writeln!(out, "{variants}\n");

@@ -33,6 +33,9 @@ pub struct WritesResults {
     /// ProfileEvents per statement; the time split is per level, from the events' delta).
     pub statement_records: StatsSource,
     pub runner_check: Option<RunnerCheck>,
+    /// Why the engine's own count of its threads' I/O wait (`OSIOWaitMicroseconds`) is
+    /// unknown on this run, when it is: the kernel's delay accounting that feeds it is off.
+    pub os_io_wait_unknown: Option<String>,
     /// Every (round, level) measured, in the order they ran.
     pub rounds: Vec<WritesRound>,
     /// Each level across its complete rounds, recomputed after every level.

@@ -64,6 +64,13 @@ pub(super) fn level_summary(
         .map(|us| us as f64 / 1e3)
         .collect();
     let asked = rate.filter(|_| !complete.is_empty());
+    let mut decomposition = Decomposition::of(&delta, events);
+    if complete.is_empty() {
+        decomposition = Decomposition {
+            unknown: Some("no complete round (the level was stopped, or did not run)".to_string()),
+            ..Decomposition::default()
+        };
+    }
     WritesLevel {
         variant: variant.map(str::to_string),
         schedule_lag: rate.map(|_| Latency::of(lags)),
@@ -72,7 +79,7 @@ pub(super) fn level_summary(
         }),
         closed_loop: LevelSummary::of(clients, &loops),
         rows_per_second: Spread::of(complete.iter().map(|round| round.rows_per_second)),
-        decomposition: Decomposition::of(&delta, events),
+        decomposition,
         io_wait_share: Spread::of(complete.iter().map(|round| round.threads.io_wait_share())),
         cpu_used_seconds: complete.iter().map(|round| round.cpu.used_seconds).sum(),
         cpu_offered_seconds: complete.iter().map(|round| round.cpu.offered_seconds).sum(),

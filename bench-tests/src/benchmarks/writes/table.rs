@@ -112,19 +112,24 @@ impl WritesTable {
     }
 
     /// Refuses, in one line, a table the write path cannot measure: one that is not a
-    /// MergeTree (it measures parts, merges and fsync), or one the schema does not make.
-    /// The schema is made in a scratch database of this process and dropped, and the
-    /// target is back in its database after.
-    pub fn check_on(&self, target: &mut Target) -> Result<()> {
+    /// MergeTree (it measures parts, merges and fsync), or one the schema does not make;
+    /// then runs `trial` on the table made (the run's INSERTs as they will be sent). The
+    /// schema is made in a scratch database of this process and dropped, and the target is
+    /// back in its database after.
+    pub fn check_on(&self, target: &mut Target, trial: impl FnOnce(&mut Target) -> Result<()>) -> Result<()> {
         let previous = target.database().to_string();
         let scratch = format!("chbench_table_check_p{}", std::process::id());
         target.use_fresh_database(&scratch)?;
-        let engine = self.engine_made(target);
+        let outcome =
+            self.engine_made(target).and_then(|engine| self.check_engine(&engine)).and_then(|()| trial(target));
         let dropped = target.execute(&format!("DROP DATABASE IF EXISTS {scratch} SYNC"));
         target.use_database(&previous)?;
-        let engine = engine?;
-        dropped
-            .with_context(|| format!("database {scratch} may be left: drop it with DROP DATABASE {scratch} SYNC"))?;
+        outcome?;
+        dropped.with_context(|| format!("database {scratch} may be left: drop it with DROP DATABASE {scratch} SYNC"))
+    }
+
+    /// `engine` is the table's, read after its schema ran: refused unless a MergeTree.
+    fn check_engine(&self, engine: &str) -> Result<()> {
         let of = match &self.pack {
             Some((pack, design)) => format!("pack {pack}'s design {design}"),
             None => self.schema_file.clone(),
@@ -217,6 +222,8 @@ pub struct InlineInsert {
 /// The INSERT of `path`: one statement, an INSERT, taking the batch's rows as `{batch}`.
 fn insert_of(path: &Path, batch: &Params) -> Result<Statement> {
     let fixture = Fixture::read(path)?;
+    // One statement first (an empty or comment-only file says so), then its placeholder.
+    let insert = fixture.render_one(batch)?;
     if !fixture.text.contains("{batch}") {
         bail!(
             "{} has no {{batch}}: the rows of each INSERT are --batch-rows, put in its place (e.g. FROM \
@@ -224,7 +231,6 @@ fn insert_of(path: &Path, batch: &Params) -> Result<Statement> {
             shown(path)
         );
     }
-    let insert = fixture.render_one(batch)?;
     if first_keyword(&insert.sql) != "INSERT" {
         bail!(
             "{}: {} is not an INSERT; the write path sends one INSERT",
