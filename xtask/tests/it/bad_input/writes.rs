@@ -33,6 +33,25 @@ fn flags_out_of_range_are_refused_before_anything_runs() {
             &["--iterations", "1", "--concurrency", "1,4"],
             "error: --iterations 1 is fewer than the 4 clients of level 4: each client needs an INSERT",
         ),
+        // An open loop's rate: above 0, finite, and one that schedules more than the first INSERT.
+        (&["--rate", "0"], "error: --rate 0: an open loop needs a rate above 0 INSERTs per second"),
+        (&["--rate", "-3"], "error: --rate -3: an open loop needs a rate above 0 INSERTs per second"),
+        (&["--rate", "NaN"], "error: --rate NaN: an open loop needs a rate above 0 INSERTs per second"),
+        (&["--rate", "inf"], "error: --rate inf: an open loop needs a rate above 0 INSERTs per second"),
+        (
+            &["--rate", "0.1", "--duration", "2s"],
+            "error: --rate 0.1 schedules no INSERT after the first in a level of 2 s",
+        ),
+        // A mix: its keys, and INSERTs to find rows for its other statements.
+        (&["--mix", "writes=3"], "error: --mix \"writes=3\": \"writes\" is not a statement of the mix"),
+        (
+            &["--mix", "updates=1"],
+            "error: --mix updates=1: the mix's UPDATEs, DELETEs and reads find the rows its INSERTs write",
+        ),
+        (
+            &["--async-insert", "--batch-rows", "200K"],
+            "error: --async-insert with --batch-rows 200000: a batch sent inline",
+        ),
     ] {
         let output = writes_without_an_engine(results.path(), flags);
         let line = error_line(&output);
