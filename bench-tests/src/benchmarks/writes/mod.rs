@@ -359,9 +359,25 @@ impl Benchmark for WritesBenchmark {
         }
     }
 
+    /// `writes-1K-none`, then what sets the run apart from the default, so that bundles in
+    /// one results folder tell apart: `-ab`, the pack, `-mix`, `-async`, `-rate100`.
     fn run_label(&self) -> String {
         let configuration = if self.ab.is_some() { "ab" } else { self.durability.name() };
-        format!("writes-{}-{configuration}", crate::units::short_count(self.batch_rows))
+        let mut label = format!("writes-{}-{configuration}", crate::units::short_count(self.batch_rows));
+        if let Some(pack) = &self.pack {
+            label.push_str(&format!("-{}", pack.pack));
+        }
+        if self.mix().is_ok_and(|mix| !mix.is_inserts_only()) {
+            label.push_str("-mix");
+        }
+        if self.async_insert {
+            label.push_str("-async");
+        }
+        if let Some(rate) = self.rate {
+            // A run id holds letters, digits, `_` and `-`: the rate's whole part.
+            label.push_str(&format!("-rate{}", rate.round() as u64));
+        }
+        label
     }
 
     fn run_phase(&self, phase: WritesPhase, run: &mut WritesRun<'_>) -> Result<()> {
@@ -806,6 +822,35 @@ impl WritesBenchmark {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_runs_label_says_what_sets_it_apart_from_the_default() {
+        let plain = WritesBenchmark {
+            levels: Levels::parse("1"),
+            batch_rows: 1000,
+            durability: Durability::Fsync,
+            duration: None,
+            iterations: None,
+            rounds: 1,
+            check_statements: 0,
+            stop_on_error: false,
+            ab: None,
+            rate: None,
+            mix: "inserts=1".to_string(),
+            pack: None,
+            async_insert: false,
+            inline: std::sync::OnceLock::new(),
+        };
+        assert_eq!(plain.run_label(), "writes-1K-fsync");
+        let every = WritesBenchmark {
+            rate: Some(99.6),
+            mix: "inserts=4,reads=1".to_string(),
+            pack: Some(PackTable { pack: "tenants".to_string(), design: None, insert: None }),
+            async_insert: true,
+            ..plain
+        };
+        assert_eq!(every.run_label(), "writes-1K-fsync-tenants-mix-async-rate100");
+    }
 
     #[test]
     fn a_full_disk_stops_the_run_and_other_errors_only_when_asked() {
