@@ -87,7 +87,8 @@ pub(super) fn why<Variant>(
     let with_events = |runs: &QueryRuns<Variant>| runs.warm_samples().any(|sample| sample.breakdown.is_some());
     let events_unknown = (!with_events(baseline) || !with_events(candidate)).then(|| {
         "a side's samples hold no ProfileEvents (their records hold the result's counters alone, as under several \
-         clients at once on an engine whose counters are the process's, or in a throughput run)"
+         clients at once on an engine whose counters are the process's, or in a run of concurrent clients: \
+         throughput, writes)"
             .to_string()
     });
     let (moved_events, counted_on_one_side) = if events_unknown.is_none() {

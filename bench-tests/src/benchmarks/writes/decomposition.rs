@@ -191,7 +191,7 @@ impl Decomposition {
 
     /// The INSERT's own time, its parts and the rest, as a comparison's table lists them.
     pub fn with_totals(&self) -> Vec<(&'static str, Option<f64>)> {
-        let mut rows = vec![("INSERT", self.insert_us)];
+        let mut rows = vec![("INSERT's own time", self.insert_us)];
         rows.extend(self.parts());
         rows.push(("rest", self.rest_us));
         rows

@@ -228,7 +228,7 @@ pub fn markdown(results: &WritesResults, _target: &TargetInfo, ab_run: Option<&A
     );
     let mut split = Table::new([
         "clients",
-        "INSERT",
+        "INSERT's own time",
         "CPU",
         "write",
         "fsync",
