@@ -168,6 +168,15 @@ impl<Results> Run<'_, Results> {
         format!("chbench_{}_p{}", self.writer.bundle.run_id.replace(['.', '-'], "_"), std::process::id())
     }
 
+    /// Drops [`Run::database`], the clean-up of a kind that works in it: on a shared server
+    /// it would hold the run's tables for nothing. An error says how to drop it by hand.
+    pub fn drop_database(&mut self) -> Result<()> {
+        let database = self.database();
+        self.target.execute(&format!("DROP DATABASE IF EXISTS {database} SYNC")).with_context(|| {
+            format!("database {database} may be left on the target: drop it with DROP DATABASE {database} SYNC")
+        })
+    }
+
     /// The kind's results in the bundle being written.
     pub fn results(&mut self) -> &mut Results {
         &mut self.writer.bundle.benchmark

@@ -331,10 +331,7 @@ impl Benchmark for ClickBenchBenchmark {
 
     /// The run's database goes, with the table it loaded.
     fn clean_up(&self, run: &mut ClickBenchRun<'_>) -> Result<()> {
-        let database = run.database();
-        run.target.execute(&format!("DROP DATABASE IF EXISTS {database} SYNC")).with_context(|| {
-            format!("database {database} may be left on the target: drop it with DROP DATABASE {database} SYNC")
-        })
+        run.drop_database()
     }
 
     /// ClickBench's relative score, and the cost of a query-set run at each side's price.

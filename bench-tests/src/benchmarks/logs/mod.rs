@@ -241,10 +241,7 @@ impl Benchmark for LogsBenchmark {
     /// The run's database goes: on a shared server it would hold a copy of the dataset
     /// for nothing (the measurements are in the bundle).
     fn clean_up(&self, run: &mut LogsRun<'_>) -> Result<()> {
-        let database = run.database();
-        run.target.execute(&format!("DROP DATABASE IF EXISTS {database} SYNC")).with_context(|| {
-            format!("database {database} may be left on the target: drop it with DROP DATABASE {database} SYNC")
-        })
+        run.drop_database()
     }
 
     fn run_phase(&self, phase: LogsPhase, run: &mut LogsRun<'_>) -> Result<()> {

@@ -270,10 +270,7 @@ impl Benchmark for ThroughputBenchmark {
 
     /// The run's database goes: on a shared server it would hold the dataset for nothing.
     fn clean_up(&self, run: &mut ThroughputRun<'_>) -> Result<()> {
-        let database = run.database();
-        run.target.execute(&format!("DROP DATABASE IF EXISTS {database} SYNC")).with_context(|| {
-            format!("database {database} may be left on the target: drop it with DROP DATABASE {database} SYNC")
-        })
+        run.drop_database()
     }
 
     /// A run in which some query completed no statement at some level exits non-zero,

@@ -391,10 +391,7 @@ impl Benchmark for WritesBenchmark {
 
     /// The run's database goes: on a shared server it would hold the rows for nothing.
     fn clean_up(&self, run: &mut WritesRun<'_>) -> Result<()> {
-        let database = run.database();
-        run.target.execute(&format!("DROP DATABASE IF EXISTS {database} SYNC")).with_context(|| {
-            format!("database {database} may be left on the target: drop it with DROP DATABASE {database} SYNC")
-        })
+        run.drop_database()
     }
 
     /// A run in which a level completed no INSERT exits non-zero, after its bundle and
