@@ -21,6 +21,45 @@ pub struct Section {
     pub charts: Vec<(&'static str, String)>,
 }
 
+/// How a kind names the statement its runner check sends, in the report's words.
+#[derive(Debug, Clone, Copy)]
+pub struct CheckWords<'a> {
+    /// The statement as the report opens on it (`` `SELECT 1` ``, `The INSERT`).
+    pub shown: &'a str,
+    /// One of them, and a count of them (`statement`, `statements`).
+    pub one: &'a str,
+    pub many: &'a str,
+    /// The unit of their rate (`QPS`, `INSERTs/s`).
+    pub rate: &'a str,
+}
+
+/// The `### Runner check` section of a kind that runs closed loops: both rates, their
+/// ratio against the goal and the runner's own CPU, or why the check did not run.
+pub fn runner_check_section(check: Option<&crate::levels::RunnerCheck>, words: CheckWords<'_>) -> String {
+    use crate::units::{per_second, times};
+    let CheckWords { shown, one, many, rate } = words;
+    let Some(check) = check else {
+        return "### Runner check\n\nNot run: `--check-statements 0` asked for none, or the run stopped before it.\n\n"
+            .to_string();
+    };
+    let verdict = match check.ratio {
+        Some(ratio) if check.goal.is_some_and(|goal| ratio >= goal) => "the runner is not the bottleneck".to_string(),
+        Some(_) => format!("below the goal: the runner costs {rate}"),
+        None => "unknown".to_string(),
+    };
+    let cpu = check.runner_cpu_us_per_statement.map_or("unknown".to_string(), |us| format!("{} µs", number(us, 1)));
+    format!(
+        "### Runner check\n\n{shown} at one client, {} {many} a side in interleaved blocks: {} {rate} through the \
+         runner, {} {rate} in a tight loop on the engine, ratio {} (goal {}: {verdict}). The runner's own CPU: {cpu} \
+         per {one}.\n\n",
+        check.statements_per_side,
+        per_second(check.runner_qps),
+        per_second(check.direct_qps),
+        times(check.ratio),
+        times(check.goal),
+    )
+}
+
 /// The envelope's part: title, whether the run is complete, target, settings, storage
 /// baseline, machine. `phase` is how the kind says the phase the bundle stopped in.
 pub fn header<Results: KindResults>(bundle: &RunBundle<Results>, phase: &str) -> String {

@@ -10,10 +10,11 @@ use super::results::ThroughputResults;
 use crate::levels::{Latency, LevelBound, LevelSummary};
 use crate::markdown::Table;
 use crate::report::charts::{self, Line};
+use crate::report::{CheckWords, runner_check_section};
 use crate::stats::StatsSource;
 use crate::target_info::TargetInfo;
 use crate::targets::Concurrency;
-use crate::units::{exact, number, per_second, plural, times};
+use crate::units::{exact, number, per_second, plural};
 
 fn ms(value: Option<f64>) -> String {
     value.map_or("unknown".to_string(), |ms| format!("{} ms", number(ms, 2)))
@@ -154,32 +155,9 @@ pub fn markdown(results: &ThroughputResults, target: &TargetInfo) -> String {
         let _ = writeln!(out, "### Errors\n\n{}\n", errors.join("\n"));
     }
 
-    let _ = writeln!(out, "### Runner check\n");
-    match &results.runner_check {
-        Some(check) => {
-            let verdict = match check.ratio {
-                Some(ratio) if check.goal.is_some_and(|goal| ratio >= goal) => "the runner is not the bottleneck",
-                Some(_) => "below the goal: the runner costs QPS",
-                None => "unknown",
-            };
-            let _ = writeln!(
-                out,
-                "`{}` at one client, {} statements a side in interleaved blocks: {} QPS through the runner, {} QPS \
-                 in a tight loop on the engine, ratio {} (goal {}: {verdict}). The runner's own CPU: {} per \
-                 statement.\n",
-                check.query,
-                check.statements_per_side,
-                per_second(check.runner_qps),
-                per_second(check.direct_qps),
-                times(check.ratio),
-                times(check.goal),
-                cpu(check.runner_cpu_us_per_statement)
-            );
-        }
-        None => {
-            let _ = writeln!(out, "Not run: `--check-statements 0` asked for none, or the run stopped before it.\n");
-        }
-    }
+    let shown = results.runner_check.as_ref().map_or(String::new(), |check| format!("`{}`", check.query));
+    let words = CheckWords { shown: &shown, one: "statement", many: "statements", rate: "QPS" };
+    out.push_str(&runner_check_section(results.runner_check.as_ref(), words));
     out
 }
 

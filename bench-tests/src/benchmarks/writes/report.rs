@@ -13,8 +13,9 @@ use crate::ab_variants::AbRun;
 use crate::levels::LevelBound;
 use crate::markdown::Table;
 use crate::report::charts::{self, Line};
+use crate::report::{CheckWords, runner_check_section};
 use crate::target_info::TargetInfo;
-use crate::units::{exact, number, per_second, percent, plural, times};
+use crate::units::{exact, number, per_second, percent, plural};
 
 fn ms(value: Option<f64>) -> String {
     value.map_or("unknown".to_string(), |ms| format!("{} ms", number(ms, 2)))
@@ -295,30 +296,8 @@ pub fn markdown(results: &WritesResults, _target: &TargetInfo, ab_run: Option<&A
         let _ = writeln!(out, "{rounds}");
     }
 
-    let _ = writeln!(out, "### Runner check\n");
-    match &results.runner_check {
-        Some(check) => {
-            let verdict = match check.ratio {
-                Some(ratio) if check.goal.is_some_and(|goal| ratio >= goal) => "the runner is not the bottleneck",
-                Some(_) => "below the goal: the runner costs INSERTs",
-                None => "unknown",
-            };
-            let _ = writeln!(
-                out,
-                "The INSERT at one client, {} a side in interleaved blocks: {} INSERTs/s through the runner, {} in \
-                 a tight loop on the engine, ratio {} (goal {}: {verdict}). The runner's own CPU: {} per INSERT.\n",
-                check.statements_per_side,
-                per_second(check.runner_qps),
-                per_second(check.direct_qps),
-                times(check.ratio),
-                times(check.goal),
-                check.runner_cpu_us_per_statement.map_or("unknown".to_string(), |us| format!("{} µs", number(us, 1)))
-            );
-        }
-        None => {
-            let _ = writeln!(out, "Not run: `--check-statements 0` asked for none, or the run stopped before it.\n");
-        }
-    }
+    let words = CheckWords { shown: "The INSERT", one: "INSERT", many: "INSERTs", rate: "INSERTs/s" };
+    out.push_str(&runner_check_section(results.runner_check.as_ref(), words));
     out
 }
 
