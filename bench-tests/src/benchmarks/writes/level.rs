@@ -107,7 +107,7 @@ impl WritesBenchmark {
             parts,
             closed_loop,
         };
-        Ok(MeasuredLevel { round, looped })
+        Ok(MeasuredLevel { round, looped, pass })
     }
 
     /// Each completed statement a sample of its (statement, level) query runs, for the
@@ -120,13 +120,12 @@ impl WritesBenchmark {
         statements: &[(MixStatement, Statement)],
         (turn_index, turn): (usize, &Turn),
         clients: u32,
-        looped: &ClosedLoop,
+        level: &MeasuredLevel,
         runs_of: &mut BTreeMap<(usize, usize, u32), usize>,
     ) -> Result<()> {
-        let pass = self.mix()?.pass();
-        for statement in &looped.statements {
+        for statement in &level.looped.statements {
             let Ok(counters) = &statement.outcome else { continue };
-            let Some(&kind) = pass.get(statement.query as usize) else { continue };
+            let Some(&kind) = level.pass.get(statement.query as usize) else { continue };
             let Some((kind_index, (_, sql))) =
                 statements.iter().enumerate().find(|(_, (candidate, _))| *candidate == kind)
             else {
@@ -173,10 +172,13 @@ const THREADS_EVERY: Duration = Duration::from_millis(20);
 /// Every how many looks it also reads the table's parts and merges (a query on the
 /// engine, so rarer: every 200 ms).
 const PARTS_EVERY_LOOKS: u64 = 10;
-/// A level as measured: its record, and the loop its samples come from.
+/// A level as measured: its record, and the loop its samples come from with the list of
+/// statements it ran.
 pub(super) struct MeasuredLevel {
     pub(super) round: WritesRound,
     pub(super) looped: ClosedLoop,
+    /// The statements of the loop's list, by index: one pass of the mix.
+    pub(super) pass: Vec<MixStatement>,
 }
 
 /// One look of the observer: the engine's threads (when they are this process's), and

@@ -704,7 +704,7 @@ impl WritesBenchmark {
                             &statements,
                             (turn_index, turn),
                             clients,
-                            &level.looped,
+                            &level,
                             &mut runs_of,
                         )?;
                     }
