@@ -108,3 +108,13 @@ impl WritesFlags {
         }
     }
 }
+
+/// The benchmark `cargo xtask bench writes ARGS` asks for, its flags read as the command
+/// line reads them (the defaults where ARGS gives none).
+#[cfg(test)]
+pub(super) fn benchmark_of(args: &[&str]) -> WritesBenchmark {
+    use clap::FromArgMatches;
+    let command = <WritesFlags as clap::Args>::augment_args(clap::Command::new("writes"));
+    let matches = command.try_get_matches_from(std::iter::once("writes").chain(args.iter().copied())).unwrap();
+    WritesFlags::from_arg_matches(&matches).unwrap().benchmark()
+}

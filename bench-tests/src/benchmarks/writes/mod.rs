@@ -818,55 +818,29 @@ impl WritesBenchmark {
 
 #[cfg(test)]
 mod tests {
+    use super::flags::benchmark_of;
     use super::*;
 
     #[test]
     fn a_runs_label_says_what_sets_it_apart_from_the_default() {
-        let plain = WritesBenchmark {
-            levels: Levels::parse("1"),
-            batch_rows: 1000,
-            durability: Durability::Fsync,
-            duration: None,
-            iterations: None,
-            rounds: 1,
-            check_statements: 0,
-            stop_on_error: false,
-            ab: None,
-            rate: None,
-            mix: "inserts=1".to_string(),
-            pack: None,
-            async_insert: false,
-            inline: std::sync::OnceLock::new(),
-        };
-        assert_eq!(plain.run_label(), "writes-1K-fsync");
-        let every = WritesBenchmark {
-            rate: Some(99.6),
-            mix: "inserts=4,reads=1".to_string(),
-            pack: Some(PackTable { pack: "tenants".to_string(), design: None, insert: None }),
-            async_insert: true,
-            ..plain
-        };
+        assert_eq!(benchmark_of(&["--durability", "fsync"]).run_label(), "writes-1K-fsync");
+        let every = benchmark_of(&[
+            "--durability",
+            "fsync",
+            "--rate",
+            "99.6",
+            "--mix",
+            "inserts=4,reads=1",
+            "--pack",
+            "tenants",
+            "--async-insert",
+        ]);
         assert_eq!(every.run_label(), "writes-1K-fsync-tenants-mix-async-rate100");
     }
 
     #[test]
     fn a_full_disk_stops_the_run_and_other_errors_only_when_asked() {
-        let benchmark = WritesBenchmark {
-            levels: Levels::parse("1"),
-            batch_rows: 1,
-            durability: Durability::None,
-            duration: None,
-            iterations: None,
-            rounds: 1,
-            check_statements: 0,
-            stop_on_error: false,
-            ab: None,
-            rate: None,
-            mix: "inserts=1".to_string(),
-            pack: None,
-            async_insert: false,
-            inline: std::sync::OnceLock::new(),
-        };
+        let benchmark = benchmark_of(&[]);
         let errors = |name: &str, first: &str| CodeErrors {
             code: Some(1),
             name: Some(name.to_string()),

@@ -79,32 +79,16 @@ impl WritesBenchmark {
 
 #[cfg(test)]
 mod tests {
+    use super::super::flags::benchmark_of;
     use super::*;
-    use crate::ab_variants::AbRun;
-    use crate::benchmarks::Benchmark;
-    use crate::closed_loop::Levels;
 
+    use crate::benchmarks::Benchmark;
+
+    /// A run of these variants, one row a batch.
     fn with_variants(variants: &[&str]) -> WritesBenchmark {
-        WritesBenchmark {
-            levels: Levels::parse("1"),
-            batch_rows: 1,
-            durability: Durability::None,
-            duration: None,
-            iterations: None,
-            rounds: 1,
-            check_statements: 0,
-            stop_on_error: false,
-            ab: Some(AbRun {
-                variants: variants.iter().map(|text| crate::ab_variants::AbVariant::parse(text).unwrap()).collect(),
-                seed: 1,
-                rounds: 1,
-            }),
-            rate: None,
-            mix: "inserts=1".to_string(),
-            pack: None,
-            async_insert: false,
-            inline: std::sync::OnceLock::new(),
-        }
+        let mut args = vec!["--batch-rows", "1"];
+        args.extend(variants.iter().flat_map(|variant| ["--variant", variant]));
+        benchmark_of(&args)
     }
 
     #[test]
