@@ -287,7 +287,7 @@ impl Benchmark for WritesBenchmark {
         dataset.push(table.insert.clone());
         // The mix's writes as a dataset's statements, its reads as a pack's queries.
         let mut queries = Vec::new();
-        for (statement, sql) in self.mix_statements(self.insert()?)? {
+        for (statement, sql) in self.mix_statements(table.insert.clone())? {
             match statement {
                 MixStatement::Insert => {}
                 MixStatement::Update | MixStatement::Delete => dataset.push(sql),
@@ -545,9 +545,9 @@ impl WritesBenchmark {
 
     fn prepare(&self, run: &mut WritesRun<'_>) -> Result<()> {
         let database = run.database();
-        run.progress.start(&format!("prepare: table {} in {database}, each statement once", self.table()?.name), None);
-        run.target.use_fresh_database(&database)?;
         let table = self.table()?;
+        run.progress.start(&format!("prepare: table {} in {database}, each statement once", table.name), None);
+        run.target.use_fresh_database(&database)?;
         let mut setup = table.schema.clone();
         if self.mix()?.updates > 0 {
             setup.extend(Fixture::load(MIX_TABLE_FILE)?.render(&Params::new())?);
@@ -579,7 +579,7 @@ impl WritesBenchmark {
         }
         let mut warm_ups = vec![(MixStatement::Insert, self.sent_insert()?)];
         warm_ups.extend(
-            self.mix_statements(self.insert()?)?
+            self.mix_statements(table.insert.clone())?
                 .into_iter()
                 .filter(|(statement, _)| *statement != MixStatement::Insert),
         );
