@@ -366,7 +366,7 @@ const STATS_RECORDS: [&str; 1] = ["benchmark.points[].builds[].insert"];
 
 /// Fields whose values are names a reader must know: each value a bundle holds is
 /// documented in its kind's section, as `value`.
-const NAMED_VALUES: [&str; 11] = [
+const NAMED_VALUES: [&str; 14] = [
     "benchmark.dataset.source",
     "benchmark.max_threads.source",
     "benchmark.checks[].outcome",
@@ -378,6 +378,9 @@ const NAMED_VALUES: [&str; 11] = [
     "benchmark.engine_events.state",
     "benchmark.fits[].fitted",
     "benchmark.fits[].quality.verdict",
+    "benchmark.levels[].decomposition.counted",
+    "benchmark.rounds[].threads.state",
+    "benchmark.rounds[].inserts_own.state",
 ];
 
 /// Every field path of `value`, e.g. `benchmark.queries[].samples[].stats.read_rows`.

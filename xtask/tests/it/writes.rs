@@ -408,11 +408,17 @@ fn a_target_that_runs_one_insert_at_a_time_elsewhere_runs_level_1_only_and_says_
     let round = &writes.rounds[0];
     assert_eq!((round.closed_loop.statements.len(), round.rows_written), (4, round.closed_loop.completed));
     assert!(
-        matches!(&round.threads, ThreadsSampled::Unknown { reason } if reason.contains("not this one's")),
+        matches!(&round.threads, ThreadsSampled::Unknown { reason } if reason.contains("not this process's")),
         "{:?}",
         round.threads
     );
     assert_eq!((round.cpu.cores, round.cpu.offered_seconds, round.cpu.share), (None, None, None));
+    // The engine in the worker has no system.asynchronous_metrics to read its cores from.
+    assert!(
+        round.cpu.cores_unknown.as_deref().is_some_and(|why| why.contains("asynchronous_metrics")),
+        "{:?}",
+        round.cpu
+    );
     assert_eq!(writes.levels[0].io_wait_share.median, None);
 }
 

@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Decomposition, WritesLevel, WritesResults};
+use super::{Counted, Decomposition, WritesLevel, WritesResults};
 use crate::compare::{Comparison, ComparisonSections};
 use crate::levels::{levels_by_verdict, rate_significance, rate_verdict_word};
 use crate::markdown::Table;
@@ -129,7 +129,7 @@ impl WritesComparison {
             }
         }
         let mut threads =
-            Table::new(["clients", "A in I/O wait", "B in I/O wait", "A CPU used / offered", "B CPU used / offered"]);
+            Table::new(["clients", "A in I/O", "B in I/O", "A CPU used / offered", "B CPU used / offered"]);
         let cpu = |level: &WritesLevel| {
             format!("{} s / {} s", number(level.cpu_used_seconds, 1), number(level.cpu_offered_seconds, 1))
         };
@@ -143,13 +143,30 @@ impl WritesComparison {
                 cpu(b),
             ]);
         }
+        // Each side's split is of the INSERTs' own records (a server's query_log) or of the
+        // engine's counters over the level; a side says which.
+        let counted = |side: fn(&WritesLevelComparison) -> Option<&WritesLevel>| {
+            let levels: Vec<&WritesLevel> = self.levels.iter().filter_map(side).collect();
+            if !levels.is_empty() && levels.iter().all(|level| level.decomposition.counted == Counted::InsertRecords) {
+                "each INSERT's own counters from its query_log record (work beside the INSERTs not counted)"
+            } else {
+                "the engine's counters over every complete round of the level (the whole engine's: background \
+                 merges count in CPU and write)"
+            }
+        };
+        let (a_counted, b_counted) =
+            (counted(|level| level.baseline.as_ref()), counted(|level| level.candidate.as_ref()));
+        let counted = if a_counted == b_counted {
+            format!("Per INSERT, from {a_counted}")
+        } else {
+            format!("Per INSERT, on A from {a_counted}, on B from {b_counted}, so the parts are not alike")
+        };
         format!(
-            "## Where an INSERT's time went\n\nPer INSERT, from the engine's counters over every complete round of the \
-             level (the whole engine's: background merges count in CPU and write); the part that moved most is in \
-             bold. An unknown rest means the parts add up to more than the INSERTs' own time.\n\n{table}\n\n## Threads \
-             and CPU\n\nThe median share of the engine's busy threads (running or in I/O wait) that were in I/O \
-             wait, and the CPU-seconds its threads used against those its cores offered, every complete round \
-             together.\n\n{threads}"
+            "## Where an INSERT's time went\n\n{counted}; the part that moved most is in bold. An unknown rest means \
+             the parts add up to more than the INSERTs' own time.\n\n{table}\n\n## Threads and CPU\n\nThe median \
+             share of the engine's busy threads that were in I/O (on the embedded engine: in I/O wait, of those \
+             running or waiting; on a server: inside a read or write call, of its pool's threads at work), and the \
+             CPU-seconds its threads used against those its cores offered, every complete round together.\n\n{threads}"
         )
     }
 }

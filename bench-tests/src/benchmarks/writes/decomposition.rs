@@ -4,11 +4,13 @@
 //! directories), lock waits (the parts lock and the table's read-write lock), throttling
 //! (`DelayedInsertsMilliseconds`: the engine slowing INSERTs down for too many parts),
 //! waiting for a CPU (`OSCPUWaitMicroseconds`: ready to run, with every core busy), and the
-//! rest of the INSERTs' own time. Each is per INSERT, averaged over the level: the
-//! counters' rise over the level divided by the INSERTs the engine counted. On a target
-//! whose counters are the whole engine's (every target here), work beside the INSERTs
-//! (background merges above all) counts in CPU and writing too, so the parts can add up to
-//! more than the INSERTs' time; the rest is then unknown, with why, never negative.
+//! rest of the INSERTs' own time. Each is per INSERT, averaged over the level: either the
+//! INSERTs' own counters summed from their records (a server's `system.query_log`), or the
+//! whole engine's counters' rise over the level divided by the INSERTs it counted (the
+//! embedded engine, which keeps no record of a statement). In the engine's counters, work
+//! beside the INSERTs (background merges above all) counts in CPU and writing too, so the
+//! parts can add up to more than the INSERTs' time; the rest is then unknown, with why,
+//! never negative.
 
 use std::collections::BTreeMap;
 
@@ -74,10 +76,32 @@ pub enum EventsDelta {
     },
 }
 
+impl EventsDelta {
+    /// A round recorded before the INSERTs' own counters were read.
+    pub fn not_recorded() -> EventsDelta {
+        EventsDelta::Unknown { reason: "not recorded in this bundle".to_string() }
+    }
+}
+
+/// Which counters a split is of.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Counted {
+    /// The whole engine's over the level (`system.events`): work beside the INSERTs counts.
+    #[default]
+    EngineCounters,
+    /// The INSERTs' own, each from its record (a server's `system.query_log`): a mean of
+    /// per-statement figures.
+    InsertRecords,
+}
+
 /// An INSERT's time split, in microseconds per INSERT; each part unknown when a counter it
 /// needs is (the engine lacks it, or the counters could not be read).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Decomposition {
+    /// Whose counters it is of.
+    #[serde(default)]
+    pub counted: Counted,
     /// INSERTs the engine counted over the levels it is of.
     pub inserts: Option<u64>,
     /// The INSERTs' own time (`InsertQueryTimeMicroseconds`).
@@ -104,8 +128,8 @@ impl Decomposition {
     /// Of counters' rises (one level's, or several summed), read on an engine that has
     /// `events`.
     pub fn of(delta: &EventsDelta, events: &EngineEvents) -> Decomposition {
-        let rises = match delta {
-            EventsDelta::Known { rises, .. } => rises,
+        let (rises, engine_wide) = match delta {
+            EventsDelta::Known { rises, engine_wide } => (rises, *engine_wide),
             EventsDelta::Unknown { reason } => {
                 return Decomposition {
                     unknown: Some(format!("the engine's counters are unknown ({reason})")),
@@ -139,6 +163,7 @@ impl Decomposition {
         let (file_syncs, directory_syncs, os_io_wait) = (count(FILE_SYNCS), count(DIRECTORY_SYNCS), count(OS_IO_WAIT));
         let per_insert = |total: Option<f64>| total.zip(inserts).and_then(|(total, inserts)| ratio(total, inserts));
         let mut decomposition = Decomposition {
+            counted: if engine_wide { Counted::EngineCounters } else { Counted::InsertRecords },
             inserts: inserts.map(|inserts| inserts as u64),
             insert_us: per_insert(insert_time),
             cpu_us: per_insert(cpu),
@@ -164,9 +189,13 @@ impl Decomposition {
                     decomposition.rest_us = Some(insert - parts);
                     None
                 }
-                Some((insert, parts)) => Some(format!(
+                Some((insert, parts)) if engine_wide => Some(format!(
                     "the parts add up to {parts:.0} µs, more than an INSERT's own {insert:.0} µs: work beside the \
                      INSERTs (background merges) counts in them, so the rest is unknown"
+                )),
+                Some((insert, parts)) => Some(format!(
+                    "the parts add up to {parts:.0} µs, more than an INSERT's own {insert:.0} µs: its threads \
+                     worked in parallel, so their times overlap and the rest is unknown"
                 )),
                 None => Some("the engine's counters are unknown".to_string()),
             }

@@ -9,9 +9,9 @@ use std::collections::BTreeMap;
 use super::decomposition::EVENTS;
 use super::mix::Mix;
 use super::{
-    CodeErrors, CpuUse, Decomposition, Durability, EventsDelta, INSERT, INSERT_FILE, PartsSampled, SCHEMA_FILE,
-    StatementFigures, ThreadsSampled, WritesBundle, WritesLevel, WritesResults, WritesRound, WritesVariant,
-    WritesWorkload,
+    CodeErrors, Counted, CpuUse, Decomposition, Durability, EventsDelta, GaugeMeans, INSERT, INSERT_FILE, PartsSampled,
+    SCHEMA_FILE, StatementFigures, ThreadsSampled, WritesBundle, WritesLevel, WritesResults, WritesRound,
+    WritesVariant, WritesWorkload,
 };
 use crate::engine_threads::ThreadStateMeans;
 use crate::levels::{
@@ -63,6 +63,7 @@ fn known(value: f64, count: u64) -> WritesBundle {
         CodeErrors { code: Some(252), name: Some("TOO_MANY_PARTS".to_string()), count, first: failure.to_string() };
     let rises: BTreeMap<String, u64> = EVENTS.iter().map(|name| (name.to_string(), count)).collect();
     let decomposition = Decomposition {
+        counted: Counted::InsertRecords,
         inserts: Some(count),
         insert_us: Some(value),
         cpu_us: Some(value),
@@ -90,11 +91,15 @@ fn known(value: f64, count: u64) -> WritesBundle {
         rows_written: count,
         rows_per_second: Some(value),
         errors_by_code: vec![errors.clone()],
-        events: EventsDelta::Known { engine_wide: true, rises },
+        events: EventsDelta::Known { engine_wide: true, rises: rises.clone() },
+        inserts_own: EventsDelta::Known { engine_wide: false, rises },
         threads: ThreadsSampled::Known { every_ms: count, means },
         cpu: CpuUse {
             used_seconds: Some(value),
-            cores: Some(clients),
+            cores: Some(value),
+            cores_unknown: Some(
+                "system.asynchronous_metrics has neither CGroupMaxCPU nor NumberOfCPUCores".to_string(),
+            ),
             offered_seconds: Some(value),
             share: Some(value),
         },
@@ -107,6 +112,18 @@ fn known(value: f64, count: u64) -> WritesBundle {
             unknown: Some("the observer had no connection to the engine".to_string()),
         },
     };
+    // A server's round: its thread gauges in place of the threads' states.
+    let gauges = GaugeMeans {
+        looks: count,
+        active_threads: Some(value),
+        in_io: Some(value),
+        lock_waiting: Some(value),
+        queries: Some(value),
+        delayed_inserts: Some(value),
+        io_share: Some(value),
+    };
+    let server_round =
+        WritesRound { threads: ThreadsSampled::Gauges { every_ms: count, means: gauges }, ..round.clone() };
     let level = WritesLevel {
         variant: Some("durable".to_string()),
         schedule_lag: Some(latency),
@@ -166,7 +183,7 @@ fn known(value: f64, count: u64) -> WritesBundle {
             runner_cpu_us_per_statement: Some(value),
         }),
         os_io_wait_unknown: Some("the kernel's delay accounting is off".to_string()),
-        rounds: vec![round],
+        rounds: vec![round, server_round],
         levels: vec![level],
         queries: vec![QueryRuns {
             query: INSERT.to_string(),
@@ -190,12 +207,15 @@ fn unknown(value: f64, count: u64) -> WritesBundle {
     results.engine_events = EngineEvents::Unknown { reason: "system.events could not be read".to_string() };
     for level in &mut results.levels {
         level.variant = None;
+        level.decomposition.counted = Counted::EngineCounters;
     }
     for round in &mut results.rounds {
         round.variant = None;
         round.events = EventsDelta::Unknown { reason: "system.events could not be read".to_string() };
+        round.inserts_own = EventsDelta::Unknown { reason: "the embedded engine has no query_log".to_string() };
         round.threads =
             ThreadsSampled::Unknown { reason: "the engine's threads are in a server's process".to_string() };
+        round.cpu.cores = None;
     }
     bundle.sql_files = sql_files();
     bundle.ab_run = None;

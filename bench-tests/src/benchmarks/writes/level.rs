@@ -1,8 +1,9 @@
 //! One level of one round as measured: the clients' loop (closed, or open at `--rate`) with
-//! an observer beside it (the engine's threads every 20 ms, the table's parts and merges
-//! every 200 ms) and the engine's counters read before and after; its record
-//! ([`WritesRound`]), failures by the engine's error code, and each completed statement a
-//! sample of its query runs.
+//! an observer beside it (the engine's threads every 20 ms when they are this process's;
+//! the table's parts and merges, and a server's thread gauges, every 200 ms) and the
+//! engine's counters read before and after, and on a server the INSERTs' own records
+//! after; its record ([`WritesRound`]), failures by the engine's error code, and each
+//! completed statement a sample of its query runs.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -10,6 +11,7 @@ use std::time::Duration;
 use anyhow::Result;
 
 use super::decomposition::{EVENTS, SYSTEM_TIME, USER_TIME};
+use super::server::{self, GaugeLook, GaugeMeans};
 use super::variants::Turn;
 use super::{
     CodeErrors, CpuUse, EventsDelta, FORMAT, MIX_SEED, MixStatement, PartsSampled, ThreadsSampled, WritesBenchmark,
@@ -21,8 +23,9 @@ use crate::fixtures::Statement;
 use crate::measure::closed_loop_stats;
 use crate::numbers::ratio;
 use crate::query_runs::{QueryRuns, Sample, SampleKind};
+use crate::settings::Settings;
 use crate::sql::sql_string;
-use crate::stats::StatementTag;
+use crate::stats::{StatementTag, StatsSource};
 use crate::targets::{ClosedLoop, EventsSnapshot, ObserverConnection};
 
 impl WritesBenchmark {
@@ -36,7 +39,21 @@ impl WritesBenchmark {
         round: u32,
         clients: u32,
     ) -> Result<MeasuredLevel> {
-        let in_process = run.target.capabilities().engine_in_process;
+        let capabilities = *run.target.capabilities();
+        let in_process = capabilities.engine_in_process;
+        // Where the target keeps a record of each statement while others run (a server's
+        // query_log), the level's statements carry a tag of their own that finds the
+        // INSERTs' records after it. An asynchronous INSERT's record holds its wait for the
+        // queue, not the flush that writes its part, so those are not read.
+        let keeps_records = capabilities.concurrent_stats_source() == StatsSource::QueryLog;
+        let level_tag = (keeps_records && !self.async_insert).then(|| {
+            let variant = turn.variant.as_ref().map_or(String::new(), |name| format!("{name}_"));
+            StatementTag::new(&run.run_id(), "writes", &format!("{variant}c{clients}_r{round}"), 1).to_string()
+        });
+        let settings = match &level_tag {
+            Some(tag) => turn.settings.merged(&Settings::new().with("log_comment", tag)),
+            None => turn.settings.clone(),
+        };
         let before = run.target.read_events();
         let observer = run.target.observe(THREADS_EVERY, look(in_process, table.to_string()))?;
         // One pass of the mix, each client in its own seeded order of it.
@@ -47,18 +64,10 @@ impl WritesBenchmark {
         let names: Vec<String> = pass.iter().map(|kind| kind.name().to_string()).collect();
         let orders = client_orders(MIX_SEED, clients, pass.len());
         let looped = match self.rate {
-            Some(rate) => run.target.run_open_loop(
-                clients as usize,
-                &pass_sql,
-                &orders,
-                self.bound(),
-                rate,
-                &turn.settings,
-                FORMAT,
-            ),
-            None => {
-                run.target.run_closed_loop(clients as usize, &pass_sql, &orders, self.bound(), &turn.settings, FORMAT)
+            Some(rate) => {
+                run.target.run_open_loop(clients as usize, &pass_sql, &orders, self.bound(), rate, &settings, FORMAT)
             }
+            None => run.target.run_closed_loop(clients as usize, &pass_sql, &orders, self.bound(), &settings, FORMAT),
         };
         // The observer stops whatever the loop did.
         let observed = observer.finish();
@@ -94,14 +103,34 @@ impl WritesBenchmark {
                 PartsSampled { unknown: Some(format!("{error:#}")), ..PartsSampled::empty() },
             ),
         };
-        let cores = in_process.then(|| std::thread::available_parallelism().ok()).flatten();
-        let cpu = cpu_use(&events, cores.map(|cores| cores.get() as u32), wall_seconds);
+        let inserts_own = match &level_tag {
+            Some(tag) => server::inserts_own(run.target, tag, inserts_completed),
+            None if keeps_records => EventsDelta::Unknown {
+                reason: "with --async-insert an INSERT's own record holds its wait for the queue, not the flush \
+                         that writes its part"
+                    .to_string(),
+            },
+            None => EventsDelta::Unknown {
+                reason: "the target keeps no record of each statement while others run (the embedded engine has no \
+                         query_log)"
+                    .to_string(),
+            },
+        };
+        let cores = if in_process {
+            std::thread::available_parallelism()
+                .map(|cores| cores.get() as f64)
+                .map_err(|error| format!("this process's available parallelism is unknown: {error}"))
+        } else {
+            server::server_cores(run.target)
+        };
+        let cpu = cpu_use(&events, cores, wall_seconds);
         let round = WritesRound {
             variant: turn.variant.clone(),
             rows_per_second: (inserts_completed > 0).then(|| ratio(rows_written as f64, wall_seconds)).flatten(),
             rows_written,
             errors_by_code: errors_by_code(&looped),
             events,
+            inserts_own,
             threads,
             cpu,
             parts,
@@ -182,24 +211,25 @@ pub(super) struct MeasuredLevel {
 }
 
 /// One look of the observer: the engine's threads (when they are this process's), and
-/// every [`PARTS_EVERY_LOOKS`] looks the table's active parts and running merges.
+/// every [`PARTS_EVERY_LOOKS`] looks the table's active parts and running merges, and a
+/// server's thread gauges (when its threads are not).
 #[derive(Debug, Clone, Default)]
 struct Look {
     threads: Option<TaskStates>,
     parts: Option<Result<(u64, u64), String>>,
+    gauges: Option<Result<GaugeLook, String>>,
 }
 
 /// What the observer does at each look.
 fn look(in_process: bool, table: String) -> impl FnMut(Option<&mut ObserverConnection>) -> Look + Send + 'static {
     let mut looks = 0u64;
-    move |connection| {
+    move |mut connection: Option<&mut ObserverConnection>| {
         let threads = in_process.then(own_task_states).and_then(Result::ok);
-        let parts = looks
-            .is_multiple_of(PARTS_EVERY_LOOKS)
-            .then(|| connection.map(|connection| parts_and_merges(connection, &table)))
-            .flatten();
+        let rarer = looks.is_multiple_of(PARTS_EVERY_LOOKS);
+        let parts = rarer.then(|| connection.as_deref_mut().map(|connection| parts_and_merges(connection, &table)));
+        let gauges = (rarer && !in_process).then(|| connection.map(server::look_at_gauges));
         looks += 1;
-        Look { threads, parts }
+        Look { threads, parts: parts.flatten(), gauges: gauges.flatten() }
     }
 }
 
@@ -221,10 +251,25 @@ fn parts_and_merges(connection: &mut ObserverConnection, table: &str) -> Result<
 /// The threads' and parts' figures of a level from its looks.
 fn sampled(looks: &[Look], without_connection: Option<String>, in_process: bool) -> (ThreadsSampled, PartsSampled) {
     let states: Vec<TaskStates> = looks.iter().filter_map(|look| look.threads).collect();
+    let gauges: Vec<GaugeLook> = looks.iter().filter_map(|look| look.gauges.clone()?.ok()).collect();
     let threads = if !in_process {
-        ThreadsSampled::Unknown {
-            reason: "the engine's threads are in a server's process, not this one's; their states are not read"
-                .to_string(),
+        match (gauges.is_empty(), &without_connection, looks.iter().find_map(|look| look.gauges.clone()?.err())) {
+            (false, _, _) => ThreadsSampled::Gauges {
+                every_ms: (THREADS_EVERY * PARTS_EVERY_LOOKS as u32).as_millis() as u64,
+                means: GaugeMeans::of(&gauges),
+            },
+            (true, Some(why), _) => ThreadsSampled::Unknown {
+                reason: format!(
+                    "the engine's threads are not this process's, and the observer had no connection to the engine \
+                     for its thread gauges ({why})"
+                ),
+            },
+            (true, None, Some(error)) => {
+                ThreadsSampled::Unknown { reason: format!("the engine's thread gauges could not be read: {error}") }
+            }
+            (true, None, None) => {
+                ThreadsSampled::Unknown { reason: "the level ended before the first look at the gauges".to_string() }
+            }
         }
     } else if states.is_empty() {
         ThreadsSampled::Unknown { reason: "no look at /proc/self/task succeeded".to_string() }
@@ -264,7 +309,7 @@ impl PartsSampled {
 }
 
 /// The CPU the engine's threads used over a level against what `cores` offered in it.
-fn cpu_use(events: &EventsDelta, cores: Option<u32>, wall_seconds: f64) -> CpuUse {
+fn cpu_use(events: &EventsDelta, cores: Result<f64, String>, wall_seconds: f64) -> CpuUse {
     let used_seconds = match events {
         EventsDelta::Known { rises, .. } => {
             let us = rises.get(USER_TIME).zip(rises.get(SYSTEM_TIME)).map(|(user, system)| user + system);
@@ -272,10 +317,11 @@ fn cpu_use(events: &EventsDelta, cores: Option<u32>, wall_seconds: f64) -> CpuUs
         }
         EventsDelta::Unknown { .. } => None,
     };
-    let offered_seconds = cores.map(|cores| f64::from(cores) * wall_seconds);
+    let offered_seconds = cores.as_ref().ok().map(|cores| cores * wall_seconds);
     CpuUse {
         used_seconds,
-        cores,
+        cores: cores.as_ref().ok().copied(),
+        cores_unknown: cores.err(),
         offered_seconds,
         share: used_seconds.zip(offered_seconds).and_then(|(used, offered)| ratio(used, offered)),
     }

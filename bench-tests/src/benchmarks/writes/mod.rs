@@ -11,9 +11,10 @@
 //! 3. [`WritesPhase::Levels`]: `--rounds` rounds, each running every level once: K
 //!    clients, each on its own connection, sending the INSERT as soon as their last one
 //!    returned, until the level's duration or statement budget; meanwhile an observer
-//!    looks at the engine's threads and the table's parts ([`Target::observe`]), and the
-//!    engine's counters are read before and after. Each level is recorded and the bundle
-//!    saved as it ends, so a stop keeps the levels done.
+//!    looks at the engine's threads (a server's thread gauges) and the table's parts
+//!    ([`Target::observe`]), and the engine's counters are read before and after, and on a
+//!    server the INSERTs' own records after (`server.rs`). Each level is recorded and the
+//!    bundle saved as it ends, so a stop keeps the levels done.
 
 mod compare;
 mod decomposition;
@@ -23,6 +24,7 @@ mod level;
 mod mix;
 mod report;
 mod results;
+mod server;
 mod summary;
 mod table;
 mod variants;
@@ -34,13 +36,14 @@ use anyhow::{Context, Result, bail};
 
 pub use self::compare::{WritesComparison, WritesLevelComparison};
 use self::decomposition::EVENTS;
-pub use self::decomposition::{Decomposition, EventsDelta};
+pub use self::decomposition::{Counted, Decomposition, EventsDelta};
 pub use self::flags::WritesFlags;
 pub use self::mix::{Mix, MixStatement};
 pub use self::results::{
     CodeErrors, CpuUse, Durability, INSERT, PartsSampled, RATE_KEPT, StatementFigures, ThreadsSampled, WritesBundle,
     WritesLevel, WritesQueryRuns, WritesResults, WritesRound, WritesVariant, WritesWorkload,
 };
+pub use self::server::GaugeMeans;
 use self::summary::level_summary;
 pub use self::table::{INSERT_FILE, InlineInsert, PACK_INSERT_FILE, PackTable, SCHEMA_FILE, WritesTable};
 pub use self::variants::DURABILITY_KEY;
@@ -611,8 +614,8 @@ impl WritesBenchmark {
             run.results().os_io_wait_unknown = Some(why);
         }
         if !run.target.capabilities().engine_in_process {
-            let note = "the engine's threads are not in this process: their states (I/O wait) and its cores are \
-                        unknown on this target"
+            let note = "the engine's threads are not in this process: in place of their states, its own thread \
+                        gauges (system.metrics) are sampled"
                 .to_string();
             run.results().notes.push(note);
         }

@@ -7,8 +7,9 @@ use std::fmt::Write as _;
 
 use anyhow::Result;
 
-use super::decomposition::Decomposition;
-use super::results::{CodeErrors, WritesLevel, WritesResults, WritesRound};
+use super::decomposition::{Counted, Decomposition, EventsDelta};
+use super::results::{CodeErrors, ThreadsSampled, WritesLevel, WritesResults, WritesRound};
+use super::server::GaugeMeans;
 use crate::ab_variants::AbRun;
 use crate::levels::LevelBound;
 use crate::markdown::Table;
@@ -219,14 +220,7 @@ pub fn markdown(results: &WritesResults, _target: &TargetInfo, ab_run: Option<&A
         }
     }
 
-    let _ = writeln!(
-        out,
-        "### Where an INSERT's time went\n\nPer INSERT, averaged over every complete round of the level: the \
-         engine's counters' rise over the level divided by the INSERTs it counted. These are not per-statement \
-         figures: the counters are the whole engine's, so background merges count in CPU and write. Lock waits are \
-         the parts lock and the table's read-write lock; throttling is the engine delaying INSERTs for too many \
-         parts; CPU wait is the engine's threads ready to run with every core busy.\n"
-    );
+    let _ = writeln!(out, "### Where an INSERT's time went\n\n{}\n", split_intro(results));
     let mut split = Table::new([
         "clients",
         "INSERT's own time",
@@ -246,32 +240,64 @@ pub fn markdown(results: &WritesResults, _target: &TargetInfo, ab_run: Option<&A
     if !split.is_empty() {
         let _ = writeln!(out, "{split}");
     }
+    let some_from_records = results.levels.iter().any(|level| level.decomposition.counted == Counted::InsertRecords);
     let unknown: Vec<String> = results
         .levels
         .iter()
-        .filter_map(|level| {
-            let why = level.decomposition.unknown.as_ref()?;
+        .flat_map(|level| {
             let variant = level.variant.as_ref().map_or(String::new(), |name| format!("variant {name}, "));
-            Some(format!("- {variant}{}: {why}", plural(level.closed_loop.clients, "client")))
+            let clients = plural(level.closed_loop.clients, "client");
+            // Beside levels split from their INSERTs' own records, one that is not says so.
+            let counters = (some_from_records && level.decomposition.counted == Counted::EngineCounters).then(|| {
+                format!("- {variant}{clients}: from the engine's counters over the level, not the INSERTs' own")
+            });
+            let why = level.decomposition.unknown.as_ref().map(|why| format!("- {variant}{clients}: {why}"));
+            counters.into_iter().chain(why)
         })
         .collect();
     if !unknown.is_empty() {
         let _ = writeln!(out, "Unknown parts:\n\n{}\n", unknown.join("\n"));
     }
 
-    let _ = writeln!(
-        out,
-        "### Threads and CPU\n\nThe share of the engine's busy threads (running or in I/O wait, state `D`) that were \
-         in I/O wait, looked at every few milliseconds through each level (median across rounds), and the \
-         CPU-seconds the engine's threads used against those its cores offered (cores x wall time), every complete \
-         round together.\n"
-    );
-    let mut threads = Table::new(["clients", "in I/O wait (min to max)", "CPU used", "CPU offered", "used / offered"]);
+    let gauges = results.rounds.iter().any(|round| matches!(round.threads, ThreadsSampled::Gauges { .. }));
+    let threads_intro = if gauges {
+        "The server's threads are not this process's: in place of their states, its own thread gauges \
+         (`system.metrics`), read every 200 ms through each level. \"in I/O\" is the share of the threads of its \
+         global pool running a task (`GlobalThreadActive`) that were inside a read or write system call (`Read + \
+         Write`), over every look (median across rounds); the means of those gauges, of the threads waiting for a \
+         table's read-write lock, and of the queries running (the look's own excluded) are every complete round's \
+         looks together. CPU is the CPU-seconds the server's threads used (`system.events`) against those its cores \
+         offered (its cgroup's CPU limit, or its machine's cores, x wall time)."
+    } else {
+        "The share of the engine's busy threads (running or in I/O wait, state `D`) that were in I/O wait, looked \
+         at every few milliseconds through each level (median across rounds), and the CPU-seconds the engine's \
+         threads used against those its cores offered (cores x wall time), every complete round together."
+    };
+    let _ = writeln!(out, "### Threads and CPU\n\n{threads_intro}\n");
+    let mut header = vec!["clients", "in I/O (min to max)", "CPU used", "CPU offered", "used / offered"];
+    if gauges {
+        header.extend([
+            "active threads (mean)",
+            "in a read or write (mean)",
+            "waiting for a lock (mean)",
+            "queries (mean)",
+        ]);
+    }
+    let mut threads = Table::new(header);
     for level in &results.levels {
-        threads.row(threads_cells(level));
+        let mut cells = threads_cells(level).to_vec();
+        if gauges {
+            cells.extend(gauge_cells(results, level));
+        }
+        threads.row(cells);
     }
     if !threads.is_empty() {
         let _ = writeln!(out, "{threads}");
+    }
+    let cores_unknown: Vec<&str> =
+        results.rounds.iter().filter_map(|round| round.cpu.cores_unknown.as_deref()).collect();
+    if let Some(first) = cores_unknown.first() {
+        let _ = writeln!(out, "The cores are unknown in {} of the rounds: {first}\n", cores_unknown.len());
     }
 
     let _ = writeln!(out, "### Rounds\n");
@@ -285,7 +311,7 @@ pub fn markdown(results: &WritesResults, _target: &TargetInfo, ab_run: Option<&A
         "rows/s",
         "p50",
         "p99",
-        "in I/O wait",
+        "in I/O",
         "active parts (first to last, max)",
         "merges (max)",
     ]);
@@ -361,6 +387,64 @@ fn threads_cells(level: &WritesLevel) -> [String; 5] {
             "unknown",
         ),
     ]
+}
+
+/// What a level's rounds' server gauges averaged: every complete round's looks together.
+fn gauge_cells(results: &WritesResults, level: &WritesLevel) -> [String; 4] {
+    let means: Vec<&GaugeMeans> = results
+        .rounds
+        .iter()
+        .filter(|round| {
+            round.closed_loop.complete
+                && round.closed_loop.clients == level.closed_loop.clients
+                && round.variant == level.variant
+        })
+        .filter_map(|round| match &round.threads {
+            ThreadsSampled::Gauges { means, .. } => Some(means),
+            _ => None,
+        })
+        .collect();
+    let looks: u64 = means.iter().map(|means| means.looks).sum();
+    // Weighted by each round's looks: every look together. Unknown when a round's is.
+    let mean = |gauge: fn(&GaugeMeans) -> Option<f64>| {
+        let total: Option<f64> = means.iter().map(|means| gauge(means).map(|mean| mean * means.looks as f64)).sum();
+        total
+            .and_then(|total| crate::numbers::ratio(total, looks as f64))
+            .map_or("unknown".to_string(), |mean| number(mean, 1))
+    };
+    [
+        mean(|means| means.active_threads),
+        mean(|means| means.in_io),
+        mean(|means| means.lock_waiting),
+        mean(|means| means.queries),
+    ]
+}
+
+/// How the time split was counted, as the report introduces it: from the INSERTs' own
+/// records when every level was, from the engine's counters otherwise (with why not their
+/// records, when a round says).
+fn split_intro(results: &WritesResults) -> String {
+    let parts = "Lock waits are the parts lock and the table's read-write lock; throttling is the engine delaying \
+                 INSERTs for too many parts; CPU wait is the engine's threads ready to run with every core busy.";
+    let levels = &results.levels;
+    if !levels.is_empty() && levels.iter().all(|level| level.decomposition.counted == Counted::InsertRecords) {
+        return format!(
+            "Per INSERT, averaged over every complete round of the level: each INSERT's own counters, from its record \
+             in the server's `system.query_log` (found by the level's `log_comment`), summed and divided by the \
+             INSERTs logged. Work beside the INSERTs (background merges, other queries) does not count in them; an \
+             INSERT's threads work in parallel, so its CPU can exceed its own time. {parts}"
+        );
+    }
+    let why_not_records = results.rounds.iter().find_map(|round| match &round.inserts_own {
+        EventsDelta::Unknown { reason } if reason != "not recorded in this bundle" => Some(reason.as_str()),
+        _ => None,
+    });
+    let why = why_not_records.map_or(String::new(), |why| format!(" Not from each INSERT's own record: {why}."));
+    format!(
+        "Per INSERT, averaged over every complete round of the level: the engine's counters' rise over the level \
+         divided by the INSERTs it counted. These are not per-statement figures: the counters are the whole \
+         engine's, so background merges count in CPU and write.{why} {parts}"
+    )
 }
 
 fn round_cells(round: &WritesRound) -> [String; 12] {
@@ -439,7 +523,7 @@ pub fn charts(results: &WritesResults) -> Result<Vec<(&'static str, String)>> {
 }
 
 /// One level of a round, as progress says it: `4 clients: 812 INSERTs/s, 812,000 rows/s,
-/// p50 4.21 ms, 1,624 completed, 0 failed, 31 % of busy threads in I/O wait`.
+/// p50 4.21 ms, 1,624 completed, 0 failed, 31 % of busy threads in I/O`.
 pub(super) fn round_line(round: &WritesRound, unit: &str) -> String {
     let looped = &round.closed_loop;
     let rate = match looped.qps {
@@ -447,7 +531,7 @@ pub(super) fn round_line(round: &WritesRound, unit: &str) -> String {
         None => format!("{unit} unknown: {}", looped.unknown.as_deref().unwrap_or("none completed")),
     };
     format!(
-        "{}: {rate}, {} rows/s, p50 {}, {} completed, {} failed, {} of busy threads in I/O wait{}",
+        "{}: {rate}, {} rows/s, p50 {}, {} completed, {} failed, {} of busy threads in I/O{}",
         plural(looped.clients, "client"),
         per_second(round.rows_per_second),
         ms(looped.latency.p50_ms),

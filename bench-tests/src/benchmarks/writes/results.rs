@@ -7,6 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::decomposition::{Decomposition, EventsDelta};
+use super::server::GaugeMeans;
 use crate::engine_threads::ThreadStateMeans;
 use crate::levels::{Latency, LevelBound, LevelRound, LevelSummary, RunnerCheck, Spread};
 use crate::query_runs::QueryRuns;
@@ -154,6 +155,11 @@ pub struct WritesRound {
     /// The engine's counters over the level: what they rose by, for the counters the
     /// time split reads (a counter the engine lacks is absent, one that did not move is 0).
     pub events: EventsDelta,
+    /// The level's INSERTs' own counters, summed from each one's record (a server's
+    /// `system.query_log` row, found by the level's `log_comment`), or why there are none
+    /// (the embedded engine keeps no record of a statement; `--async-insert`).
+    #[serde(default = "EventsDelta::not_recorded")]
+    pub inserts_own: EventsDelta,
     pub threads: ThreadsSampled,
     pub cpu: CpuUse,
     pub parts: PartsSampled,
@@ -180,6 +186,13 @@ pub enum ThreadsSampled {
         every_ms: u64,
         means: ThreadStateMeans,
     },
+    /// A server's own thread gauges (`system.metrics`), where its threads are not this
+    /// process's.
+    Gauges {
+        /// Milliseconds between looks.
+        every_ms: u64,
+        means: GaugeMeans,
+    },
     Unknown {
         reason: String,
     },
@@ -189,19 +202,24 @@ impl ThreadsSampled {
     pub fn io_wait_share(&self) -> Option<f64> {
         match self {
             ThreadsSampled::Known { means, .. } => means.io_wait_share,
+            ThreadsSampled::Gauges { means, .. } => means.io_share,
             ThreadsSampled::Unknown { .. } => None,
         }
     }
 }
 
 /// The CPU the engine used in a level against what its cores offered.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CpuUse {
     /// User and system CPU of the engine's threads (`UserTimeMicroseconds` and
     /// `SystemTimeMicroseconds` over the level), background merges included.
     pub used_seconds: Option<f64>,
-    /// The cores the engine could use.
-    pub cores: Option<u32>,
+    /// The cores the engine could use: this process's available parallelism for the
+    /// embedded engine, a server's cgroup limit or machine's cores (fractional under a limit).
+    pub cores: Option<f64>,
+    /// Why `cores` is unknown, when it is.
+    #[serde(default)]
+    pub cores_unknown: Option<String>,
     /// `cores` times the level's wall time.
     pub offered_seconds: Option<f64>,
     /// `used_seconds / offered_seconds`.

@@ -1,6 +1,7 @@
 //! Each level across its complete rounds ([`WritesLevel`]), recomputed after every level:
 //! its closed loop's figures, rows written per second, an INSERT's time split from the
-//! counters' rises summed, the I/O-wait share and CPU, failures by code, and with a mix each
+//! counters' rises summed (the INSERTs' own where every round has them, the engine's
+//! otherwise), the I/O-wait share and CPU, failures by code, and with a mix each
 //! statement's own rate and latency.
 
 use std::collections::BTreeMap;
@@ -26,27 +27,10 @@ pub(super) fn level_summary(
         })
         .collect();
     let loops: Vec<_> = complete.iter().map(|round| round.closed_loop.clone()).collect();
-    // The counters' rises of every complete round summed: unknown when one round's are.
-    let mut summed: Option<BTreeMap<String, u64>> = Some(BTreeMap::new());
-    let mut unknown_reason = None;
-    for round in &complete {
-        match (&round.events, summed.as_mut()) {
-            (EventsDelta::Known { rises, .. }, Some(total)) => {
-                for (name, rise) in rises {
-                    let sum = total.entry(name.clone()).or_insert(0);
-                    *sum = sum.saturating_add(*rise);
-                }
-            }
-            (EventsDelta::Unknown { reason }, _) => {
-                summed = None;
-                unknown_reason.get_or_insert(reason.clone());
-            }
-            (_, None) => {}
-        }
-    }
-    let delta = match summed {
-        Some(rises) => EventsDelta::Known { engine_wide: true, rises },
-        None => EventsDelta::Unknown { reason: unknown_reason.unwrap_or_default() },
+    // The INSERTs' own counters when every complete round has them, the engine's otherwise.
+    let delta = match summed(complete.iter().map(|round| &round.inserts_own), false) {
+        own @ EventsDelta::Known { .. } if !complete.is_empty() => own,
+        _ => summed(complete.iter().map(|round| &round.events), true),
     };
     let mut errors: Vec<CodeErrors> = Vec::new();
     for round in &complete {
@@ -87,6 +71,23 @@ pub(super) fn level_summary(
         active_parts_max: complete.iter().filter_map(|round| round.parts.active_parts_max).max(),
         by_statement: by_statement(&complete),
     }
+}
+
+/// Counters' rises summed over rounds: unknown, with the first reason, when one round's are.
+fn summed<'a>(deltas: impl Iterator<Item = &'a EventsDelta>, engine_wide: bool) -> EventsDelta {
+    let mut total: BTreeMap<String, u64> = BTreeMap::new();
+    for delta in deltas {
+        match delta {
+            EventsDelta::Known { rises, .. } => {
+                for (name, rise) in rises {
+                    let sum = total.entry(name.clone()).or_insert(0);
+                    *sum = sum.saturating_add(*rise);
+                }
+            }
+            EventsDelta::Unknown { reason } => return EventsDelta::Unknown { reason: reason.clone() },
+        }
+    }
+    EventsDelta::Known { engine_wide, rises: total }
 }
 
 /// Each statement's figures of a mix's level, in the order first seen; empty when the
@@ -134,4 +135,42 @@ fn by_statement(rounds: &[&WritesRound]) -> Vec<StatementFigures> {
 /// A round's statements named `name`.
 fn statements_of<'a>(round: &'a WritesRound, name: &'a str) -> impl Iterator<Item = &'a StatementRecord> + 'a {
     round.closed_loop.statements.iter().filter(move |statement| statement.query == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::benchmarks::writes::decomposition::{Counted, EVENTS, INSERT_QUERIES, INSERT_TIME};
+
+    fn round_with(inserts_own: EventsDelta) -> WritesRound {
+        let example = &super::super::example::examples(1.5, 7)[0];
+        let mut round = example.benchmark.rounds[0].clone();
+        round.variant = None;
+        round.inserts_own = inserts_own;
+        round
+    }
+
+    fn own(inserts: u64, insert_us: u64) -> EventsDelta {
+        let mut rises: BTreeMap<String, u64> = EVENTS.iter().map(|name| (name.to_string(), 0)).collect();
+        rises.insert(INSERT_QUERIES.to_string(), inserts);
+        rises.insert(INSERT_TIME.to_string(), insert_us);
+        EventsDelta::Known { engine_wide: false, rises }
+    }
+
+    #[test]
+    fn the_split_is_of_the_inserts_own_records_only_when_every_round_has_them() {
+        let events = EngineEvents::Known { names: EVENTS.iter().map(|name| name.to_string()).collect() };
+        // Two rounds of 10 and 30 INSERTs, 100 and 500 µs each: 16,000 µs over 40 INSERTs.
+        let rounds = [round_with(own(10, 1_000)), round_with(own(30, 15_000))];
+        let level = level_summary(None, 7, None, &rounds, &events);
+        assert_eq!(level.decomposition.counted, Counted::InsertRecords);
+        assert_eq!((level.decomposition.inserts, level.decomposition.insert_us), (Some(40), Some(400.0)));
+        // One round without its records: the engine's counters for the level, never half of each.
+        let why = "system.query_log holds 0 of the level's 30 completed INSERTs";
+        let rounds = [round_with(own(10, 1_000)), round_with(EventsDelta::Unknown { reason: why.to_string() })];
+        let level = level_summary(None, 7, None, &rounds, &events);
+        assert_eq!(level.decomposition.counted, Counted::EngineCounters);
+        // The example's engine counters: 7 of each counter a round, 14 over two.
+        assert_eq!(level.decomposition.inserts, Some(14));
+    }
 }
