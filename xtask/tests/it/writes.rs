@@ -4,7 +4,9 @@
 //! keeps the levels done; two runs at once each write only into their own engine and
 //! database; two bundles compare level by level with the time split side by side, and a
 //! durability against the other compares saying so; a target that runs one statement at
-//! a time in another process runs level 1 only, its threads and cores unknown. Each run
+//! a time in another process runs level 1 only, its threads and cores unknown; a disk that
+//! fills in a level ends the run after it, the levels done kept (a real full file system,
+//! mounted for the test: run by `.ci/run`, as it needs root). Each run
 //! is tiny (200 ms levels or a few INSERTs, one round, a runner check of 2 INSERTs a
 //! block, if any): the facts asserted are structural, never a time.
 
@@ -20,7 +22,7 @@ use chbench::results::{RunStatus, load_bundle};
 use chbench::stats::{EngineEvents, StatsSource};
 use chbench::targets::embedded::storage_dir_of_process;
 
-use crate::common::{Said, error_lines, xtask};
+use crate::common::{Said, error_line, error_lines, xtask};
 
 /// The smallest run that still has two levels, a runner check and a report.
 const TINY: [&str; 10] =
@@ -583,4 +585,86 @@ fn too_many_parts_are_counted_by_code_and_stop_the_run_only_when_asked() {
     let bundle: WritesBundle = load_bundle(&results.path().join("stopped")).unwrap();
     // The level that failed is kept; the next one never ran.
     assert_eq!((bundle.status, bundle.benchmark.rounds.len()), (RunStatus::Incomplete, 1));
+}
+
+/// A small file system of its own, on a loop device, unmounted and its image removed on drop.
+struct SmallDisk {
+    _scratch: tempfile::TempDir,
+    mount: std::path::PathBuf,
+}
+
+impl SmallDisk {
+    fn new(mebibytes: u64) -> SmallDisk {
+        let scratch = tempfile::tempdir().unwrap();
+        let image = scratch.path().join("disk.img");
+        let mount = scratch.path().join("target");
+        std::fs::File::create(&image).unwrap().set_len(mebibytes << 20).unwrap();
+        std::fs::create_dir(&mount).unwrap();
+        let mkfs = Command::new("mkfs.ext4").args(["-q", "-F"]).arg(&image).output().unwrap();
+        assert!(mkfs.status.success(), "mkfs.ext4: {}", String::from_utf8_lossy(&mkfs.stderr));
+        let mounted = Command::new("mount").args(["-o", "loop"]).arg(&image).arg(&mount).output().unwrap();
+        assert!(
+            mounted.status.success(),
+            "mount (needs root and a loop device): {}",
+            String::from_utf8_lossy(&mounted.stderr)
+        );
+        SmallDisk { _scratch: scratch, mount }
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.mount).status();
+    }
+}
+
+/// The engine's folder on a 96 MiB file system: 20 INSERTs of 20,000 rows a level (about
+/// 50 MiB a level, measured), so level 1 fits and level 4 fills the disk. The run stops after that
+/// level with one line, exit 1, and its bundle keeps level 1 whole and the full level with its
+/// failures by code.
+#[test]
+#[ignore = "mounts a file system on a loop device, which needs root: .ci/run runs it"]
+fn a_disk_that_fills_in_a_level_ends_the_run_after_it_keeping_the_levels_done() {
+    let disk = SmallDisk::new(96);
+    let library = chbench::engine::provision(&|_| {}).unwrap();
+    let results = tempfile::tempdir().unwrap();
+    let flags = [
+        "--concurrency",
+        "1,4",
+        "--batch-rows",
+        "20000",
+        "--iterations",
+        "20",
+        "--rounds",
+        "3",
+        "--check-statements",
+        "0",
+    ];
+    // The engine's folder is under the target directory; the engine itself stays where it is.
+    let output = writes(results.path(), "full", &flags)
+        .env("CARGO_TARGET_DIR", &disk.mount)
+        .env("CHBENCH_LIBCHDB", &library)
+        .output()
+        .unwrap();
+    let line = error_line(&output);
+    assert!(
+        line.contains("the disk is full: ") && line.contains("the levels done are kept, free space and run again"),
+        "{line}"
+    );
+    let bundle: WritesBundle = load_bundle(&results.path().join("full")).unwrap();
+    assert_eq!(bundle.status, RunStatus::Incomplete);
+    let rounds = &bundle.benchmark.rounds;
+    let (full, done) = rounds.split_last().unwrap();
+    assert!(!done.is_empty(), "the disk filled in the first level: give the file system more room");
+    for round in done {
+        assert!(round.errors_by_code.is_empty(), "{:?}", round.errors_by_code);
+        assert_eq!(round.closed_loop.completed, 20);
+        assert_level_recorded(round, 20_000);
+    }
+    let codes: Vec<(Option<u32>, Option<&str>)> =
+        full.errors_by_code.iter().map(|errors| (errors.code, errors.name.as_deref())).collect();
+    assert!(codes.contains(&(Some(243), Some("NOT_ENOUGH_SPACE"))), "{:?}", full.errors_by_code);
+    // The level done is summed; the full level counts its INSERTs that completed before the disk filled.
+    let level_1 = bundle.benchmark.levels.iter().find(|level| level.closed_loop.clients == 1).unwrap();
+    assert_eq!((level_1.closed_loop.rounds, level_1.closed_loop.completed), (1, 20));
 }

@@ -791,9 +791,8 @@ impl WritesBenchmark {
         });
         if let Some(full) = disk_full {
             return Some(format!(
-                "the disk is full: {} INSERTs failed at {} (first: {}); the levels done are kept, free space and run \
-                 again",
-                full.count,
+                "the disk is full: {} failed at {} (first: {}); the levels done are kept, free space and run again",
+                plural(full.count, "INSERT"),
                 plural(round.closed_loop.clients, "client"),
                 full.first
             ));
@@ -809,8 +808,8 @@ impl WritesBenchmark {
                 })
                 .collect();
             format!(
-                "--stop-on-error: {} INSERTs failed at {}: {} (first: {}); the levels done are kept",
-                round.closed_loop.errors,
+                "--stop-on-error: {} failed at {}: {} (first: {}); the levels done are kept",
+                plural(round.closed_loop.errors, "INSERT"),
                 plural(round.closed_loop.clients, "client"),
                 codes.join(", "),
                 first.first
