@@ -164,8 +164,9 @@ impl WritesComparison {
         format!(
             "## Where an INSERT's time went\n\n{counted}; the part that moved most is in bold. An unknown rest means \
              the parts add up to more than the INSERTs' own time.\n\n{table}\n\n## Threads and CPU\n\nThe median \
-             share of the engine's busy threads that were in I/O (on the embedded engine: in I/O wait, of those \
-             running or waiting; on a server: inside a read or write call, of its pool's threads at work), and the \
+             share of the busy threads that were in I/O (on the embedded engine: its own threads in I/O wait, of \
+             those running or waiting; on a server: its machine's threads blocked on I/O, of those running or \
+             blocked, so a server's run against the embedded engine's compares two different figures), and the \
              CPU-seconds its threads used against those its cores offered, every complete round together.\n\n{threads}"
         )
     }

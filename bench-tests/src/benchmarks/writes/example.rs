@@ -120,6 +120,8 @@ fn known(value: f64, count: u64) -> WritesBundle {
         lock_waiting: Some(value),
         queries: Some(value),
         delayed_inserts: Some(value),
+        machine_running: Some(value),
+        machine_blocked: Some(value),
         io_share: Some(value),
     };
     let server_round =

@@ -46,9 +46,12 @@ impl WritesBenchmark {
         // INSERTs' records after it. An asynchronous INSERT's record holds its wait for the
         // queue, not the flush that writes its part, so those are not read.
         let keeps_records = capabilities.concurrent_stats_source() == StatsSource::QueryLog;
+        // The tag names the level for people; a nonce makes it the level's alone, whatever
+        // else the server logged under the same run id.
         let level_tag = (keeps_records && !self.async_insert).then(|| {
             let variant = turn.variant.as_ref().map_or(String::new(), |name| format!("{name}_"));
-            StatementTag::new(&run.run_id(), "writes", &format!("{variant}c{clients}_r{round}"), 1).to_string()
+            let tag = StatementTag::new(&run.run_id(), "writes", &format!("{variant}c{clients}_r{round}"), 1);
+            format!("{tag}/{}", uuid::Uuid::new_v4().simple())
         });
         let settings = match &level_tag {
             Some(tag) => turn.settings.merged(&Settings::new().with("log_comment", tag)),
@@ -103,8 +106,16 @@ impl WritesBenchmark {
                 PartsSampled { unknown: Some(format!("{error:#}")), ..PartsSampled::empty() },
             ),
         };
+        let inserts_sent = looped
+            .statements
+            .iter()
+            .filter(|statement| pass.get(statement.query as usize) == Some(&MixStatement::Insert))
+            .count() as u64;
+        // A stopped level is not summarised: nothing more is asked of the engine for it.
+        let stopped = || EventsDelta::Unknown { reason: "the level was stopped".to_string() };
         let inserts_own = match &level_tag {
-            Some(tag) => server::inserts_own(run.target, tag, inserts_completed),
+            _ if looped.interrupted => stopped(),
+            Some(tag) => server::inserts_own(run.target, tag, inserts_completed, inserts_sent),
             None if keeps_records => EventsDelta::Unknown {
                 reason: "with --async-insert an INSERT's own record holds its wait for the queue, not the flush \
                          that writes its part"
@@ -120,6 +131,8 @@ impl WritesBenchmark {
             std::thread::available_parallelism()
                 .map(|cores| cores.get() as f64)
                 .map_err(|error| format!("this process's available parallelism is unknown: {error}"))
+        } else if looped.interrupted {
+            Err("the level was stopped".to_string())
         } else {
             server::server_cores(run.target)
         };

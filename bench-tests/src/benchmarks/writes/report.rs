@@ -261,13 +261,15 @@ pub fn markdown(results: &WritesResults, _target: &TargetInfo, ab_run: Option<&A
 
     let gauges = results.rounds.iter().any(|round| matches!(round.threads, ThreadsSampled::Gauges { .. }));
     let threads_intro = if gauges {
-        "The server's threads are not this process's: in place of their states, its own thread gauges \
-         (`system.metrics`), read every 200 ms through each level. \"in I/O\" is the share of the threads of its \
-         global pool running a task (`GlobalThreadActive`) that were inside a read or write system call (`Read + \
-         Write`), over every look (median across rounds); the means of those gauges, of the threads waiting for a \
-         table's read-write lock, and of the queries running (the look's own excluded) are every complete round's \
-         looks together. CPU is the CPU-seconds the server's threads used (`system.events`) against those its cores \
-         offered (its cgroup's CPU limit, or its machine's cores, x wall time)."
+        "The engine's threads are not this process's: in place of their states, its gauges, read every 200 ms \
+         through each level. \"in I/O\" is the share of its machine's busy threads (running or blocked on I/O, \
+         `OSProcessesRunning` and `OSProcessesBlocked`: every process of the machine, not the engine's alone) that \
+         were blocked on I/O, over every look (median across rounds). The engine's own gauges (`system.metrics`), \
+         every complete round's looks together: threads of its global pool running a task, threads inside a read or \
+         write system call (an fsync is not one), threads waiting for a table's read-write lock, and queries \
+         running (the look's own excluded). CPU is the CPU-seconds the engine's threads used (`system.events`, \
+         background merges and every other query on it included) against those its cores offered (a server's cgroup \
+         CPU limit, or its machine's CPUs, x wall time)."
     } else {
         "The share of the engine's busy threads (running or in I/O wait, state `D`) that were in I/O wait, looked \
          at every few milliseconds through each level (median across rounds), and the CPU-seconds the engine's \
