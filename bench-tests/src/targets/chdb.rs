@@ -95,11 +95,38 @@ fn api() -> Result<&'static Api> {
         let progress = |line: &str| crate::say!("chbench: {line}");
         let library = engine::library(&progress).map_err(|error| format!("{error:#}"))?;
         let api = load(&library).map_err(|error| format!("{error:#}"))?;
+        hide_stdin().map_err(|error| format!("{error:#}"))?;
         interrupt::on_stop(cancel_running_statements);
         Ok(api)
     })
     .as_ref()
     .map_err(|error| anyhow!("{error}"))
+}
+
+/// Points this process's standard input at `/dev/null`. The engine is `clickhouse-local`
+/// inside: when its standard input is not a terminal and holds data, it takes that data as
+/// an INSERT's (`echo x | cargo xtask bench writes --async-insert` failed with "Processing
+/// async inserts with both inlined and external data"), and a statement could read a
+/// protocol's bytes meant for this process. Nothing this tool runs reads its standard
+/// input, but the engine worker, which takes a copy first ([`take_stdin`]).
+fn hide_stdin() -> Result<()> {
+    let null = std::fs::File::open("/dev/null").context("cannot open /dev/null to keep the engine off stdin")?;
+    // SAFETY: dup2 on two open descriptors; `null` is closed on drop, fd 0 stays open.
+    if unsafe { libc::dup2(std::os::fd::AsRawFd::as_raw_fd(&null), 0) } < 0 {
+        bail!("cannot point stdin at /dev/null: {}", std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// A copy of this process's standard input, taken before the engine is loaded (which
+/// points it at `/dev/null`, [`hide_stdin`]): for a process whose requests come on it.
+pub fn take_stdin() -> Result<std::fs::File> {
+    if API.get().is_some() {
+        bail!("the engine is loaded: its standard input is /dev/null already");
+    }
+    let stdin = std::io::stdin();
+    let copy = std::os::fd::AsFd::as_fd(&stdin).try_clone_to_owned().context("cannot copy stdin")?;
+    Ok(std::fs::File::from(copy))
 }
 
 /// Checks the library file, loads it and resolves every symbol we use. A failure names

@@ -143,6 +143,8 @@ enum Response {
 /// statement is an answer.
 pub fn serve(storage: &Storage) -> Result<()> {
     let mut stdout = std::io::stdout();
+    // The requests' pipe, kept from the engine, which is given /dev/null as its stdin.
+    let requests = std::io::BufReader::new(super::chdb::take_stdin()?);
     let mut backend = match super::embedded::open(storage) {
         Ok(backend) => backend,
         Err(error) => {
@@ -151,7 +153,7 @@ pub fn serve(storage: &Storage) -> Result<()> {
         }
     };
     send(&mut stdout, &Response::Ready { endpoint: backend.endpoint() })?;
-    for line in std::io::stdin().lock().lines() {
+    for line in requests.lines() {
         let line = line.context("cannot read the engine worker's requests")?;
         let Some(request) = line.strip_prefix(PROTOCOL_MARK) else { continue };
         let request: Request = serde_json::from_str(request).context("unreadable request to the engine worker")?;

@@ -534,7 +534,15 @@ fn a_pack_the_write_path_cannot_measure_is_refused_in_one_line() {
 #[test]
 fn asynchronous_inserts_are_refused_where_the_engine_runs_them_at_once() {
     let results = tempfile::tempdir().unwrap();
-    let output = writes(results.path(), "async", &["--async-insert", "--check-statements", "0"]).output().unwrap();
+    // With data on its standard input, which the engine would take as the INSERT's.
+    let mut child = writes(results.path(), "async", &["--async-insert", "--check-statements", "0"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), b"1\t2\n").unwrap();
+    let output = child.wait_with_output().unwrap();
     assert_eq!(output.status.code(), Some(1), "{}", String::from_utf8_lossy(&output.stderr));
     let errors = error_lines(&output);
     assert_eq!(errors.len(), 1, "{}", String::from_utf8_lossy(&output.stderr));
