@@ -26,7 +26,9 @@ pub struct WritesFlags {
     pub durability: Durability,
     /// How long each level runs in each round (500ms, 2s, 1m); an INSERT running at the end
     /// is finished and counted [default: 2s, unless --iterations]
-    #[arg(long, value_parser = parse_duration, conflicts_with = "iterations")]
+    // allow_hyphen_values: `-1s` reaches the parser, which says a duration is positive,
+    // rather than clap taking it for a flag.
+    #[arg(long, value_parser = parse_duration, conflicts_with = "iterations", allow_hyphen_values = true)]
     pub duration: Option<Duration>,
     /// An open loop instead of a closed one: INSERTs per second over all clients, each
     /// scheduled in advance and its latency measured from its scheduled start; the run says
@@ -50,15 +52,15 @@ pub struct WritesFlags {
     #[arg(long, requires = "pack", value_name = "FILE")]
     pub insert: Option<std::path::PathBuf>,
     /// INSERTs per level in each round, in all clients together, instead of --duration
-    #[arg(long, value_parser = parse_iterations)]
+    #[arg(long, value_parser = parse_iterations, allow_negative_numbers = true)]
     pub iterations: Option<u64>,
     /// Rounds: every level once per round; the spread of the rates across rounds is
     /// reported, and 5 or more a side let two bundles' rates be tested
-    #[arg(long, default_value_t = DEFAULT_ROUNDS, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = DEFAULT_ROUNDS, value_parser = clap::value_parser!(u32).range(1..), allow_negative_numbers = true)]
     pub rounds: u32,
     /// INSERTs per block of the runner check (the INSERT through the runner against a tight
     /// loop on the engine, in interleaved blocks); 0 skips the check
-    #[arg(long, default_value_t = super::CHECK_BLOCK_STATEMENTS)]
+    #[arg(long, default_value_t = super::CHECK_BLOCK_STATEMENTS, allow_negative_numbers = true)]
     pub check_statements: u64,
     /// Send each INSERT's rows inline (INSERT ... FORMAT Values, one batch the engine made
     /// from the INSERT) with async_insert = 1, wait_for_async_insert = 1: the engine buffers

@@ -114,7 +114,7 @@ impl WritesBenchmark {
         // A stopped level is not summarised: nothing more is asked of the engine for it.
         let stopped = || EventsDelta::Unknown { reason: "the level was stopped".to_string() };
         let inserts_own = match &level_tag {
-            _ if looped.interrupted => stopped(),
+            Some(_) if looped.interrupted => stopped(),
             Some(tag) => server::inserts_own(run.target, tag, inserts_completed, inserts_sent),
             None if keeps_records => EventsDelta::Unknown {
                 reason: "with --async-insert an INSERT's own record holds its wait for the queue, not the flush \

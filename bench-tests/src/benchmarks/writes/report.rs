@@ -437,15 +437,22 @@ fn split_intro(results: &WritesResults) -> String {
              INSERT's threads work in parallel, so its CPU can exceed its own time. {parts}"
         );
     }
-    let why_not_records = results.rounds.iter().find_map(|round| match &round.inserts_own {
-        EventsDelta::Unknown { reason } if reason != "not recorded in this bundle" => Some(reason.as_str()),
-        _ => None,
-    });
+    // The first complete round's reason: a stopped level's says only that it stopped.
+    let why_not_records =
+        results.rounds.iter().filter(|round| round.closed_loop.complete).find_map(|round| match &round.inserts_own {
+            EventsDelta::Unknown { reason } if reason != "not recorded in this bundle" => Some(reason.as_str()),
+            _ => None,
+        });
+    let beside = if results.workload.mix.is_inserts_only() {
+        "background merges count in CPU and write"
+    } else {
+        "background merges, and the mix's UPDATEs, DELETEs and reads, count in CPU, write and fsync"
+    };
     let why = why_not_records.map_or(String::new(), |why| format!(" Not from each INSERT's own record: {why}."));
     format!(
         "Per INSERT, averaged over every complete round of the level: the engine's counters' rise over the level \
          divided by the INSERTs it counted. These are not per-statement figures: the counters are the whole \
-         engine's, so background merges count in CPU and write.{why} {parts}"
+         engine's, so {beside}.{why} {parts}"
     )
 }
 
@@ -557,7 +564,7 @@ pub(super) fn summary_line(level: &WritesLevel, unit: &str) -> String {
     };
     format!(
         "{}: {} {unit} ({}–{} across {}){lag}, {} rows/s, p50 {}, p99 {}, {} completed, {} failed; per INSERT: \
-         CPU {}, write {}, fsync {}, lock waits {}, throttling {}, CPU wait {}",
+         CPU {}, write {}, fsync {}, lock waits {}, throttling {}, CPU wait {} ({})",
         plural(summary.clients, "client"),
         rate(summary.qps.median),
         rate(summary.qps.min),
@@ -574,5 +581,9 @@ pub(super) fn summary_line(level: &WritesLevel, unit: &str) -> String {
         us(split.lock_wait_us),
         us(split.throttle_us),
         us(split.cpu_wait_us),
+        match split.counted {
+            Counted::InsertRecords => "each INSERT's own record",
+            Counted::EngineCounters => "the engine's counters over the level, not per statement",
+        },
     )
 }

@@ -65,8 +65,17 @@ pub(super) fn level_summary(
         rows_per_second: Spread::of(complete.iter().map(|round| round.rows_per_second)),
         decomposition,
         io_wait_share: Spread::of(complete.iter().map(|round| round.threads.io_wait_share())),
-        cpu_used_seconds: complete.iter().map(|round| round.cpu.used_seconds).sum(),
-        cpu_offered_seconds: complete.iter().map(|round| round.cpu.offered_seconds).sum(),
+        // Unknown without a complete round (an empty sum would be 0, here -0).
+        cpu_used_seconds: complete
+            .iter()
+            .map(|round| round.cpu.used_seconds)
+            .sum::<Option<f64>>()
+            .filter(|_| !complete.is_empty()),
+        cpu_offered_seconds: complete
+            .iter()
+            .map(|round| round.cpu.offered_seconds)
+            .sum::<Option<f64>>()
+            .filter(|_| !complete.is_empty()),
         errors_by_code: errors,
         active_parts_max: complete.iter().filter_map(|round| round.parts.active_parts_max).max(),
         by_statement: by_statement(&complete),
