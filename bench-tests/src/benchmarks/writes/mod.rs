@@ -139,6 +139,8 @@ pub struct WritesBenchmark {
 /// The most rows a batch sent inline may hold: its text (about 250 bytes a row of the
 /// logs table) is in memory once and sent by every INSERT.
 pub const MAX_INLINE_ROWS: u64 = 100_000;
+/// A batch from which the prepare phase says how much each INSERT writes.
+const LARGE_BATCH_ROWS: u64 = 10_000_000;
 /// The engine's count of INSERTs it queued as asynchronous ones.
 const ASYNC_INSERTS: &str = "AsyncInsertQuery";
 
@@ -305,6 +307,9 @@ impl Benchmark for WritesBenchmark {
     /// engine's version for the UPDATE), before the bundle is made.
     fn check_target(&self, target: &mut crate::targets::Target) -> Result<()> {
         let table = self.table()?;
+        if self.batch_rows >= LARGE_BATCH_ROWS {
+            crate::say!("chbench: trying the INSERT once in each configuration{}", self.large_batch_note());
+        }
         table.check_on(target, |target| self.try_inserts(target, &table))?;
         if self.mix()?.updates == 0 {
             return Ok(());
@@ -502,6 +507,20 @@ impl WritesBenchmark {
         Ok(())
     }
 
+    /// What a large batch's INSERT writes, said before one runs, so that a quiet terminal
+    /// is not taken for a hang; empty for a batch below [`LARGE_BATCH_ROWS`].
+    fn large_batch_note(&self) -> String {
+        if self.batch_rows < LARGE_BATCH_ROWS {
+            return String::new();
+        }
+        let bytes = self.batch_rows.saturating_mul(UNMEASURED_BYTES_PER_ROW);
+        format!(
+            " (an INSERT of {} rows writes up to about {}: minutes each)",
+            number(Some(self.batch_rows as f64), 0),
+            crate::units::human_bytes(bytes)
+        )
+    }
+
     /// The INSERT as the clients send it: with its rows inline under `--async-insert` (made
     /// in the prepare phase), else the table's.
     fn sent_insert(&self) -> Result<Statement> {
@@ -549,7 +568,10 @@ impl WritesBenchmark {
     fn prepare(&self, run: &mut WritesRun<'_>) -> Result<()> {
         let database = run.database();
         let table = self.table()?;
-        run.progress.start(&format!("prepare: table {} in {database}, each statement once", table.name), None);
+        run.progress.start(
+            &format!("prepare: table {} in {database}, each statement once{}", table.name, self.large_batch_note()),
+            None,
+        );
         run.target.use_fresh_database(&database)?;
         let mut setup = table.schema.clone();
         if self.mix()?.updates > 0 {
