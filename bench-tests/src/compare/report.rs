@@ -190,6 +190,27 @@ pub fn markdown(compared: &Compared) -> String {
         out.push('\n');
     }
 
+    // Bundles whose samples carry no counters at all (every statement measured while other
+    // clients ran, on a target whose counters are process-wide) have no figure for either
+    // table: one sentence says so instead of two tables of unknowns.
+    let without_counters = |side: &Side| side.cpu.samples_without_counters > 0 && side.cpu.cpu_seconds == 0.0;
+    if without_counters(a)
+        && without_counters(b)
+        && comparison
+            .queries
+            .iter()
+            .all(|query| query.baseline.breakdown.is_none() && query.candidate.breakdown.is_none())
+    {
+        let _ = writeln!(
+            out,
+            "## Where the time went\n\nUnknown for these bundles: none of their {} and {} samples carries the \
+             engine's counters (each was measured while other clients ran, on a target whose counters are the whole \
+             engine's). A kind that splits a level's time from the engine's counters says so in its own section \
+             above.\n",
+            a.cpu.samples_without_counters, b.cpu.samples_without_counters
+        );
+        return method_section(out, comparison);
+    }
     let mut breakdown = Table::new(["query", "A CPU", "A read wait", "A other", "B CPU", "B read wait", "B other"]);
     for query in &comparison.queries {
         let cells = |side: &super::QuerySide| match &side.breakdown {
@@ -231,6 +252,11 @@ pub fn markdown(compared: &Compared) -> String {
         out,
         "CPU-seconds the warm runs used against the cores x the time they ran (what the node offered):\n\n{cpu}"
     );
+    method_section(out, comparison)
+}
+
+/// The comparison's closing section: how the verdicts were reached.
+fn method_section(mut out: String, comparison: &Comparison) -> String {
     let method = &comparison.method;
     let _ = writeln!(
         out,
