@@ -409,7 +409,8 @@ mod tests {
                     Some(deployment) => eks::endpoint(deployment, "http://127.0.0.1:5"),
                     None => "http://127.0.0.1:8123".to_string(),
                 };
-                let target = TargetInfo { kind, engine_version: "26.3.1.1".into(), endpoint, deployment };
+                let target =
+                    TargetInfo { kind, engine_version: "26.3.1.1".into(), endpoint, deployment, storage: None };
                 write_head(name, serde_json::to_value(target).unwrap(), started, finished);
             };
         let write = |name: &str, kind: TargetKind, deployment: Option<KubernetesDeployment>, started: i64| {

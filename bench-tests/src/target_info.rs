@@ -1,6 +1,7 @@
 //! What a run records about the target it measured: its kind, as `--target` and
 //! `CHBENCH_TARGET` name it ([`TargetKind`], the one list of target names), and its
-//! description ([`TargetInfo`]). Opening a target is `targets`'s.
+//! description ([`TargetInfo`]), with the storage profile's volume its engine's folder was
+//! on ([`StorageVolume`]). Opening a target, and making a volume, is `targets`'s.
 
 use std::fmt;
 
@@ -88,6 +89,10 @@ pub struct TargetInfo {
     /// targets, and in bundles written before the field existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deployment: Option<KubernetesDeployment>,
+    /// The storage profile's volume the engine kept its folder on (`--storage`); none on
+    /// the machine's own disk, and in bundles written before the field existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage: Option<StorageVolume>,
 }
 
 /// Which Kubernetes deployment a target ran on, as data (never parsed back out of the
@@ -107,6 +112,57 @@ pub struct KubernetesDeployment {
     /// comparison; none where the target did not read it (bundles before the field).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instance_type: Option<String>,
+}
+
+/// What the report says of every profile's volume.
+pub const APPROXIMATION: &str = "approximation: IOPS and bandwidth limits only, no network latency per I/O";
+
+/// A profile's limits on the volume, per direction; `None` is unlimited.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Limits {
+    /// The profile's name: `gp3`, or `custom` for limits given as numbers.
+    pub name: String,
+    pub read_iops: Option<u64>,
+    pub write_iops: Option<u64>,
+    pub read_bytes_per_second: Option<u64>,
+    pub write_bytes_per_second: Option<u64>,
+}
+
+impl fmt::Display for Limits {
+    /// `gp3 (read 3000 IOPS and 125 MiB/s, write 3000 IOPS and 125 MiB/s)`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let side = |iops: Option<u64>, bytes: Option<u64>| {
+            let iops = iops.map_or("unlimited IOPS".to_string(), |iops| format!("{iops} IOPS"));
+            let bandwidth = bytes.map_or("unlimited MiB/s".to_string(), |bytes| {
+                format!("{} MiB/s", crate::units::number(Some(bytes as f64 / 1_048_576.0), 1))
+            });
+            format!("{iops} and {bandwidth}")
+        };
+        write!(
+            f,
+            "{} (read {}, write {})",
+            self.name,
+            side(self.read_iops, self.read_bytes_per_second),
+            side(self.write_iops, self.write_bytes_per_second)
+        )
+    }
+}
+
+/// What a run's bundle records of the volume its engine's folder was on
+/// ([`TargetInfo::storage`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StorageVolume {
+    /// The profile asked for, and the limits applied from it.
+    pub limits: Limits,
+    /// The loop device, `/dev/loop3 (7:3)`.
+    pub device: String,
+    /// The image's size: the most the file system can hold (sparse: only what is written
+    /// takes room).
+    pub image_bytes: u64,
+    /// The cgroup and its controller, `cgroup v1 blkio /sys/fs/cgroup/blkio/chbench-1234`.
+    pub cgroup: String,
+    /// [`APPROXIMATION`].
+    pub approximation: String,
 }
 
 impl fmt::Display for TargetInfo {

@@ -58,6 +58,8 @@ fn run(flags: &RunFlags, kind_name: &str, benchmark: &dyn AnyBenchmark) -> Resul
     if chbench::targets::spec(kind).capabilities.engine_in_process {
         benchmark.check_storage(&chbench::files::chbench_dir())?;
     }
+    // Before the target opens, and dropped after it closes: the engine's folder is on it.
+    let _volume = flags.storage.activate_for(flags.target.target)?;
     prepare_results_folder(&flags.results_dir)?;
     if let Some(run_id) = &flags.run_id {
         refuse_a_taken_run_id(&flags.results_dir, run_id)?;

@@ -390,6 +390,39 @@ impl EngineVersionFlag {
     }
 }
 
+// Where an engine in this process keeps its data. (A `//` comment: a doc comment would
+// become the about text of the commands that take it.)
+#[derive(Debug, Clone, Args)]
+pub struct StorageFlag {
+    /// Where the embedded engine keeps its data: local (the machine's own disk), gp3 (a
+    /// volume of its own held to 3000 IOPS and 125 MiB/s), or limits like iops=500,mibps=20
+    /// (read_iops, write_iops, read_mibps, write_mibps for one direction); a volume needs
+    /// Linux and root (docs/storage-profiles.md)
+    #[arg(long, env = chbench::targets::volume::PROFILE_ENV, value_name = "PROFILE",
+          value_parser = chbench::targets::volume::parse_profile, default_value = "local")]
+    pub storage: chbench::targets::volume::StorageProfile,
+}
+
+impl StorageFlag {
+    /// Makes the profile's volume for this process before the engine opens, and returns
+    /// what removes it (kept for as long as the engine's folder is used); refused in one
+    /// line when `target` keeps its data on a machine of its own.
+    pub fn activate_for(&self, target: TargetKind) -> anyhow::Result<Option<chbench::targets::volume::VolumeGuard>> {
+        if self.storage == chbench::targets::volume::StorageProfile::Local {
+            return Ok(None);
+        }
+        let kind = chbench::targets::resolve_kind(target);
+        if !chbench::targets::spec(kind).capabilities.engine_in_process {
+            anyhow::bail!(
+                "--storage (or {}) puts the embedded engine's folder on a volume of its own, and the target is \
+                 {kind}, whose data is on its own machine: drop it, or use --target embedded",
+                chbench::targets::volume::PROFILE_ENV
+            );
+        }
+        chbench::targets::volume::activate(&self.storage)
+    }
+}
+
 /// `--engine-version`'s parser: a pinned npm version, or one line listing them.
 fn parse_engine_version(text: &str) -> Result<&'static chbench::engine::EngineVersion, String> {
     chbench::engine::engine_version_named(text).map_err(|error| error.to_string())
@@ -513,6 +546,8 @@ pub struct RunFlags {
     pub target: TargetFlag,
     #[command(flatten)]
     pub engine: EngineVersionFlag,
+    #[command(flatten)]
+    pub storage: StorageFlag,
     /// Where results bundles go (one folder per run).
     #[arg(long, default_value = "results")]
     pub results_dir: PathBuf,
@@ -588,6 +623,8 @@ pub struct Measure {
     pub target: TargetFlag,
     #[command(flatten)]
     pub engine: EngineVersionFlag,
+    #[command(flatten)]
+    pub storage: StorageFlag,
     /// SQL files (the first one must exist or end in .sql; every statement but the last
     /// is set-up, the last is measured), or a pack's name and one of its queries.
     #[arg(required = true, value_name = "FILE.sql | PACK QUERY")]

@@ -37,6 +37,8 @@ use crate::flags::Measure;
 impl Measure {
     pub fn run(self) -> Result<()> {
         self.engine.choose_for(self.target.target)?;
+        // Before the target opens, and dropped after it closes: the engine's folder is on it.
+        let _volume = self.storage.activate_for(self.target.target)?;
         if names_files(&self.args) { self.run_files() } else { self.run_pack() }
     }
 

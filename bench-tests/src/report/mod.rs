@@ -87,6 +87,13 @@ pub fn header<Results: KindResults>(bundle: &RunBundle<Results>, phase: &str) ->
             .collect::<Vec<_>>()
             .join(", ")
     );
+    if let Some(volume) = &bundle.target.storage {
+        let _ = writeln!(
+            out,
+            "- storage profile: {} on {} through {}; {}",
+            volume.limits, volume.device, volume.cgroup, volume.approximation
+        );
+    }
     let _ = writeln!(out, "- storage baseline (fio on the target's volume): {}", bundle.storage_baseline);
     out.push('\n');
     machine_section(&mut out, bundle);

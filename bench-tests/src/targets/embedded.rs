@@ -118,6 +118,11 @@ impl Backend for EmbeddedTarget {
         Some(self.folder.clone())
     }
 
+    fn storage_volume(&self) -> Option<super::volume::StorageVolume> {
+        let on_volume = super::volume::active_engine_folder().is_some_and(|volume| self.folder.starts_with(volume));
+        on_volume.then(super::volume::active_record).flatten()
+    }
+
     fn use_database(&mut self, name: &str) -> Result<()> {
         self.connection.query(&format!("USE {name}"), "TabSeparated")?;
         Ok(())
@@ -219,15 +224,23 @@ pub fn hard_link_copy(from: &Path, to: &Path) -> Result<()> {
             std::os::unix::fs::symlink(link, &destination)
                 .with_context(|| format!("cannot link {}", destination.display()))?;
         } else if entry.file_name() != "status" {
-            fs::hard_link(&source, &destination).with_context(|| format!("cannot link {}", destination.display()))?;
+            // A storage profile's volume is another file system: there, a copy.
+            fs::hard_link(&source, &destination)
+                .or_else(|error| match error.kind() {
+                    std::io::ErrorKind::CrossesDevices => fs::copy(&source, &destination).map(|_| ()),
+                    _ => Err(error),
+                })
+                .with_context(|| format!("cannot link {}", destination.display()))?;
         }
     }
     Ok(())
 }
 
-/// Where the embedded engines of this process keep their data.
+/// Where the embedded engines of this process keep their data: on the storage profile's
+/// volume while one is active (`--storage`), else in this process's folder beside the
+/// others'.
 fn process_storage_dir() -> PathBuf {
-    storage_dir_of_process(std::process::id())
+    super::volume::active_engine_folder().unwrap_or_else(|| storage_dir_of_process(std::process::id()))
 }
 
 /// Where the embedded engines of process `pid` keep (or kept) their data.

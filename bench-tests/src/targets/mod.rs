@@ -22,6 +22,7 @@ pub mod embedded;
 mod observer;
 pub mod server;
 mod versions;
+pub mod volume;
 pub mod worker;
 
 use std::collections::BTreeMap;
@@ -232,6 +233,12 @@ pub trait Backend {
         None
     }
 
+    /// The storage profile's volume the engine keeps its data on (`--storage`): `None` on
+    /// the machine's own disk, and for a target whose data is elsewhere (the default).
+    fn storage_volume(&self) -> Option<volume::StorageVolume> {
+        None
+    }
+
     /// How a concurrent client gets a connection of its own to the same engine, with the
     /// session defaults in force (its database is set by the caller). Only for targets whose
     /// [`Capabilities::concurrent_queries`] is [`Concurrency::Parallel`].
@@ -308,10 +315,11 @@ impl Target {
     fn from_backend(kind: TargetKind, capabilities: Capabilities, backend: Box<dyn Backend>) -> Result<Target> {
         let endpoint = backend.endpoint();
         let deployment = backend.deployment();
+        let storage = backend.storage_volume();
         let mut target = Target {
             backend,
             capabilities,
-            info: TargetInfo { kind, engine_version: String::new(), endpoint, deployment },
+            info: TargetInfo { kind, engine_version: String::new(), endpoint, deployment, storage },
             database: "default".to_string(),
             statement_time: StatementTime::default(),
             scenario_databases: Vec::new(),

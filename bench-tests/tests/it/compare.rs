@@ -90,6 +90,7 @@ fn bundle(run_id: &str, queries: Vec<LogsQueryRuns>) -> LogsBundle {
             engine_version: "26.7.3.1".to_string(),
             endpoint: "libchdb".to_string(),
             deployment: None,
+            storage: None,
         },
         storage_baseline: StorageBaselineRecord::Unknown { reason: "none".to_string() },
         session_settings: Settings::session_defaults(),

@@ -24,6 +24,7 @@ mod measure_pack;
 mod new_pack;
 mod parts_sweep;
 mod stops;
+mod storage_profiles;
 mod throughput;
 mod workflows;
 mod writes;

@@ -1,0 +1,275 @@
+//! Storage profiles (docs/storage-profiles.md): with `--storage PROFILE`, the embedded
+//! engine keeps its folder on a file system of its own, on a loop device over a sparse
+//! image file ([`device`]), and this process is in a cgroup that holds its I/O on that
+//! device to the profile's IOPS and bandwidth ([`throttle`]). An approximation of a
+//! network volume on one machine: limits only, no latency added per I/O.
+//!
+//! [`activate`] makes the volume and returns the guard that removes it (unmounted, the
+//! loop device detached, the image and the cgroup removed); a process killed before its
+//! guard ran leaves them to the next activation, which removes every dead process's.
+
+mod device;
+mod throttle;
+
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use anyhow::{Context, Result, bail};
+
+use self::device::Device;
+use self::throttle::Throttle;
+pub use crate::target_info::{APPROXIMATION, Limits, StorageVolume};
+
+/// The variable `--storage` reads, as the tests do.
+pub const PROFILE_ENV: &str = "CHBENCH_STORAGE";
+
+/// A volume smaller than this is refused: the engine's own files and one dataset's parts
+/// need room.
+const SMALLEST_VOLUME: u64 = 1 << 30;
+
+/// Where the engine keeps its data.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StorageProfile {
+    /// The machine's own disk, as without `--storage`.
+    Local,
+    /// A volume of its own held to `limits`.
+    Limited(Limits),
+}
+
+/// AWS's gp3 baseline: 3,000 IOPS and 125 MiB/s, read and write alike (docs/sources.md).
+pub const GP3_IOPS: u64 = 3_000;
+pub const GP3_MIB_PER_SECOND: u64 = 125;
+
+const MIB: f64 = 1_048_576.0;
+
+/// `--storage`'s parser: `local`, `gp3`, or limits as `iops=N,mibps=M` (read and write
+/// alike) and `read_iops`, `write_iops`, `read_mibps`, `write_mibps` (one direction; a
+/// direction's own limit wins over the shared one). A limit not given is none; at least
+/// one must be.
+pub fn parse_profile(text: &str) -> Result<StorageProfile, String> {
+    match text.trim() {
+        "local" => return Ok(StorageProfile::Local),
+        "gp3" => {
+            let bytes = GP3_MIB_PER_SECOND * (1 << 20);
+            return Ok(StorageProfile::Limited(Limits {
+                name: "gp3".to_string(),
+                read_iops: Some(GP3_IOPS),
+                write_iops: Some(GP3_IOPS),
+                read_bytes_per_second: Some(bytes),
+                write_bytes_per_second: Some(bytes),
+            }));
+        }
+        _ => {}
+    }
+    let usage = "give local, gp3, or limits like iops=3000,mibps=125 (or read_iops, write_iops, read_mibps, \
+                 write_mibps)";
+    let mut given: Vec<(&str, f64)> = Vec::new();
+    for pair in text.split(',') {
+        let Some((key, value)) = pair.split_once('=') else {
+            return Err(format!("{pair:?} is not a profile or a limit; {usage}"));
+        };
+        let (key, value) = (key.trim(), value.trim());
+        if !["iops", "mibps", "read_iops", "write_iops", "read_mibps", "write_mibps"].contains(&key) {
+            return Err(format!("{key} is not a limit; {usage}"));
+        }
+        let number = value.parse::<f64>().ok().filter(|number| number.is_finite() && *number > 0.0);
+        let Some(number) = number else {
+            return Err(format!("{key}={value} is not a limit above 0; {usage}"));
+        };
+        if key.ends_with("iops") && number.fract() != 0.0 {
+            return Err(format!("{key}={value} is not a whole number of operations; {usage}"));
+        }
+        if given.iter().any(|(seen, _)| *seen == key) {
+            return Err(format!("{key} is given twice"));
+        }
+        given.push((key, number));
+    }
+    let limit = |own: &str, shared: &str| {
+        given
+            .iter()
+            .find(|(key, _)| *key == own)
+            .or_else(|| given.iter().find(|(key, _)| *key == shared))
+            .map(|(_, n)| *n)
+    };
+    // A limit of a fraction of a byte a second, or beyond what a u64 holds, is no limit a
+    // kernel takes.
+    let bytes = |mibps: Option<f64>| -> Result<Option<u64>, String> {
+        mibps
+            .map(|mibps| {
+                let bytes = (mibps * MIB).round();
+                (1.0..1e18)
+                    .contains(&bytes)
+                    .then_some(bytes as u64)
+                    .ok_or_else(|| format!("{mibps} MiB/s is not a bandwidth a kernel can hold a device to"))
+            })
+            .transpose()
+    };
+    let iops = |value: Option<f64>| -> Result<Option<u64>, String> {
+        value
+            .map(|iops| (iops < 1e15).then_some(iops as u64).ok_or_else(|| format!("{iops} IOPS is beyond any device")))
+            .transpose()
+    };
+    Ok(StorageProfile::Limited(Limits {
+        name: "custom".to_string(),
+        read_iops: iops(limit("read_iops", "iops"))?,
+        write_iops: iops(limit("write_iops", "iops"))?,
+        read_bytes_per_second: bytes(limit("read_mibps", "mibps"))?,
+        write_bytes_per_second: bytes(limit("write_mibps", "mibps"))?,
+    }))
+}
+
+/// The volume of this process, while its guard lives.
+static ACTIVE: Mutex<Option<(PathBuf, StorageVolume)>> = Mutex::new(None);
+
+/// The folder the embedded engine keeps its data in while a volume is active: on it.
+pub fn active_engine_folder() -> Option<PathBuf> {
+    ACTIVE.lock().ok()?.as_ref().map(|(folder, _)| folder.clone())
+}
+
+/// The active volume's record, for a target whose folder is on it.
+pub fn active_record() -> Option<StorageVolume> {
+    ACTIVE.lock().ok()?.as_ref().map(|(_, record)| record.clone())
+}
+
+/// The volume, for as long as it lives: dropped, it is removed (this process out of its
+/// cgroup, the file system unmounted, the loop device detached, the image deleted).
+pub struct VolumeGuard {
+    device: Option<Device>,
+    throttle: Option<Throttle>,
+}
+
+impl Drop for VolumeGuard {
+    fn drop(&mut self) {
+        if let Ok(mut active) = ACTIVE.lock() {
+            *active = None;
+        }
+        // Best effort, each step whatever the last did: what is left, the next activation
+        // removes.
+        if let Some(throttle) = self.throttle.take()
+            && let Err(error) = throttle.remove()
+        {
+            crate::say!("chbench: warning: {error:#}");
+        }
+        if let Some(device) = self.device.take()
+            && let Err(error) = device.remove()
+        {
+            crate::say!("chbench: warning: {error:#}");
+        }
+    }
+}
+
+/// Puts `profile` in force for this process: nothing for `local`; otherwise the checks
+/// (Linux, root, a controller, loop devices, free disk: each refusal one line naming what
+/// is missing), what dead processes left removed, then the volume made and this process
+/// throttled on it. The embedded engine opened after this keeps its folder on the volume.
+pub fn activate(profile: &StorageProfile) -> Result<Option<VolumeGuard>> {
+    let StorageProfile::Limited(limits) = profile else { return Ok(None) };
+    let without = "or run without --storage (the machine's own disk)";
+    if !cfg!(target_os = "linux") {
+        bail!("--storage {}: storage profiles need Linux (loop devices and cgroups); {without}", limits.name);
+    }
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        bail!(
+            "--storage {}: a storage profile mounts a file system and makes a cgroup, which needs root: run as root \
+             (sudo -E cargo xtask ...), {without}",
+            limits.name
+        );
+    }
+    let controller = throttle::detect().with_context(|| format!("--storage {}: {without}", limits.name))?;
+    device::check_tools().with_context(|| format!("--storage {}: {without}", limits.name))?;
+    device::remove_stale();
+    throttle::remove_stale(&controller);
+    let folder = device::volumes_dir();
+    std::fs::create_dir_all(&folder).with_context(|| format!("cannot create {}", folder.display()))?;
+    let free = crate::files::free_bytes(&folder)?;
+    // Sparse, and smaller than the free disk: the volume fills before the disk under it.
+    let size = free / 10 * 9;
+    if size < SMALLEST_VOLUME {
+        bail!(
+            "--storage {}: {} has {} free, and a volume needs {} at least; free space, {without}",
+            limits.name,
+            folder.display(),
+            crate::units::human_bytes(free),
+            crate::units::human_bytes(SMALLEST_VOLUME)
+        );
+    }
+    let mut guard = VolumeGuard { device: None, throttle: None };
+    let device = device::make(std::process::id(), size)?;
+    let engine_folder = device.mount.join("engine");
+    let (major, minor) = (device.major, device.minor);
+    let device_text = format!("{} ({major}:{minor})", device.loop_device.display());
+    guard.device = Some(device);
+    let throttle = throttle::apply(&controller, std::process::id(), (major, minor), limits)?;
+    let cgroup = throttle.describe();
+    guard.throttle = Some(throttle);
+    let record = StorageVolume {
+        limits: limits.clone(),
+        device: device_text,
+        image_bytes: size,
+        cgroup,
+        approximation: APPROXIMATION.to_string(),
+    };
+    crate::say!(
+        "chbench: storage {} on {}, a {} sparse volume, through {}; {APPROXIMATION}",
+        record.limits,
+        record.device,
+        crate::units::human_bytes(size),
+        record.cgroup
+    );
+    *ACTIVE.lock().map_err(|_| anyhow::anyhow!("the volume's record is poisoned"))? = Some((engine_folder, record));
+    Ok(Some(guard))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits(profile: &str) -> Limits {
+        match parse_profile(profile) {
+            Ok(StorageProfile::Limited(limits)) => limits,
+            other => panic!("{profile}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn profiles_are_local_gp3_or_limits_shared_or_per_direction() {
+        assert_eq!(parse_profile("local"), Ok(StorageProfile::Local));
+        let gp3 = limits("gp3");
+        assert_eq!((gp3.read_iops, gp3.write_iops), (Some(3_000), Some(3_000)));
+        assert_eq!((gp3.read_bytes_per_second, gp3.write_bytes_per_second), (Some(131_072_000), Some(131_072_000)));
+        assert_eq!(gp3.to_string(), "gp3 (read 3000 IOPS and 125.0 MiB/s, write 3000 IOPS and 125.0 MiB/s)");
+        let custom = limits("iops=200, mibps=10,write_iops=50");
+        assert_eq!(custom.name, "custom");
+        assert_eq!((custom.read_iops, custom.write_iops), (Some(200), Some(50)));
+        assert_eq!(custom.read_bytes_per_second, Some(10 << 20));
+        let one_way = limits("read_mibps=0.5");
+        assert_eq!((one_way.read_bytes_per_second, one_way.write_bytes_per_second), (Some(524_288), None));
+        assert_eq!(one_way.read_iops, None);
+        assert_eq!(
+            one_way.to_string(),
+            "custom (read unlimited IOPS and 0.5 MiB/s, write unlimited IOPS and unlimited MiB/s)"
+        );
+    }
+
+    #[test]
+    fn a_profile_with_a_zero_negative_or_non_finite_limit_is_refused_in_one_line() {
+        for (profile, why) in [
+            ("", "is not a profile or a limit"),
+            ("gp2", "is not a profile or a limit"),
+            ("iops=0", "iops=0 is not a limit above 0"),
+            ("iops=-5", "iops=-5 is not a limit above 0"),
+            ("mibps=inf", "mibps=inf is not a limit above 0"),
+            ("mibps=NaN", "mibps=NaN is not a limit above 0"),
+            ("iops=1.5", "iops=1.5 is not a whole number"),
+            ("iops=1,iops=2", "iops is given twice"),
+            ("latency=5", "latency is not a limit"),
+            ("mibps=1e-9", "is not a bandwidth a kernel can hold a device to"),
+            ("iops=1e300", "IOPS is beyond any device"),
+        ] {
+            let error = parse_profile(profile).unwrap_err();
+            assert!(error.contains(why), "{profile}: {error}");
+            assert!(!error.contains('\n'), "{error}");
+        }
+    }
+}

@@ -1,0 +1,248 @@
+//! A volume's throttle: a cgroup of this process's own (`chbench-<pid>`) holding its I/O
+//! on the volume's device to a profile's limits, through cgroup v2's `io.max` where the io
+//! controller is there (GitHub's Ubuntu runners), else cgroup v1's `blkio.throttle.*`
+//! files. The process moves in (all its threads, and the processes it starts later), and
+//! back to the cgroup it came from before the cgroup is removed.
+//!
+//! Under cgroup v1 the kernel charges a cgroup for its reads, its direct I/O and the writes
+//! an fsync forces, not for background writeback of the page cache: buffered writes that
+//! no fsync waits for are not held to the write limits (docs/storage-profiles.md).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+
+use super::Limits;
+
+/// Where the cgroup file systems are mounted.
+const CGROUP_ROOT: &str = "/sys/fs/cgroup";
+
+/// The cgroup controller that throttles block I/O.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Controller {
+    /// cgroup v2's io controller, the unified hierarchy at `root`.
+    V2 { root: PathBuf },
+    /// cgroup v1's blkio controller, its hierarchy at `root`.
+    V1 { root: PathBuf },
+}
+
+/// The controller this machine has, or one line saying it has none.
+pub fn detect() -> Result<Controller> {
+    detect_in(Path::new(CGROUP_ROOT))
+}
+
+fn detect_in(base: &Path) -> Result<Controller> {
+    let v2_controllers = std::fs::read_to_string(base.join("cgroup.controllers")).unwrap_or_default();
+    if v2_controllers.split_whitespace().any(|controller| controller == "io") {
+        return Ok(Controller::V2 { root: base.to_path_buf() });
+    }
+    let blkio = base.join("blkio");
+    if blkio.join("blkio.throttle.read_iops_device").is_file() {
+        return Ok(Controller::V1 { root: blkio });
+    }
+    bail!("a storage profile needs cgroup v2's io controller or cgroup v1's blkio, and {} has neither", base.display())
+}
+
+impl Controller {
+    fn root(&self) -> &Path {
+        match self {
+            Controller::V2 { root } | Controller::V1 { root } => root,
+        }
+    }
+
+    /// Process `pid`'s cgroup.
+    fn cgroup_of(&self, pid: u32) -> PathBuf {
+        self.root().join(format!("chbench-{pid}"))
+    }
+}
+
+/// The files that hold device `major:minor` to `limits`, and what each gets. A limit the
+/// profile does not set is left as it is (v1) or `max` (v2).
+pub fn limit_files(
+    controller: &Controller,
+    (major, minor): (u32, u32),
+    limits: &Limits,
+) -> Vec<(&'static str, String)> {
+    match controller {
+        Controller::V1 { .. } => [
+            ("blkio.throttle.read_iops_device", limits.read_iops),
+            ("blkio.throttle.write_iops_device", limits.write_iops),
+            ("blkio.throttle.read_bps_device", limits.read_bytes_per_second),
+            ("blkio.throttle.write_bps_device", limits.write_bytes_per_second),
+        ]
+        .into_iter()
+        .filter_map(|(file, limit)| Some((file, format!("{major}:{minor} {}", limit?))))
+        .collect(),
+        Controller::V2 { .. } => {
+            let value = |limit: Option<u64>| limit.map_or("max".to_string(), |limit| limit.to_string());
+            vec![(
+                "io.max",
+                format!(
+                    "{major}:{minor} riops={} wiops={} rbps={} wbps={}",
+                    value(limits.read_iops),
+                    value(limits.write_iops),
+                    value(limits.read_bytes_per_second),
+                    value(limits.write_bytes_per_second)
+                ),
+            )]
+        }
+    }
+}
+
+/// The cgroup a process is in under `controller`, from its `/proc/<pid>/cgroup` text: the
+/// v2 line (`0::/path`) or the v1 line naming blkio (`7:blkio:/path`).
+fn own_cgroup(controller: &Controller, proc_cgroup: &str) -> Option<String> {
+    proc_cgroup.lines().find_map(|line| {
+        let mut fields = line.splitn(3, ':');
+        let (_, controllers, path) = (fields.next()?, fields.next()?, fields.next()?);
+        let ours = match controller {
+            Controller::V2 { .. } => controllers.is_empty(),
+            Controller::V1 { .. } => controllers.split(',').any(|name| name == "blkio"),
+        };
+        ours.then(|| path.to_string())
+    })
+}
+
+/// This process in its own throttled cgroup, until [`Throttle::remove`].
+#[derive(Debug)]
+pub struct Throttle {
+    controller: Controller,
+    dir: PathBuf,
+    /// The `cgroup.procs` of the cgroup the process came from.
+    back_to: PathBuf,
+    pid: u32,
+}
+
+/// Puts process `pid` in a cgroup of its own that holds device `device` to `limits`.
+pub fn apply(controller: &Controller, pid: u32, device: (u32, u32), limits: &Limits) -> Result<Throttle> {
+    let proc_cgroup = std::fs::read_to_string(format!("/proc/{pid}/cgroup"))
+        .with_context(|| format!("cannot read the cgroups of process {pid}"))?;
+    let Some(own) = own_cgroup(controller, &proc_cgroup) else {
+        bail!("process {pid} is in no cgroup of {} ({proc_cgroup:?})", controller.root().display());
+    };
+    let back_to = controller.root().join(own.trim_start_matches('/')).join("cgroup.procs");
+    if let Controller::V2 { root } = controller {
+        // The io controller must be enabled for the root's children (it often is).
+        let subtree = root.join("cgroup.subtree_control");
+        let enabled = std::fs::read_to_string(&subtree).unwrap_or_default();
+        if !enabled.split_whitespace().any(|name| name == "io") {
+            std::fs::write(&subtree, "+io")
+                .with_context(|| format!("cannot enable the io controller in {}", subtree.display()))?;
+        }
+    }
+    let dir = controller.cgroup_of(pid);
+    std::fs::create_dir(&dir).with_context(|| format!("cannot create the cgroup {}", dir.display()))?;
+    let throttle = Throttle { controller: controller.clone(), dir, back_to, pid };
+    let limited = (|| -> Result<()> {
+        for (file, value) in limit_files(controller, device, limits) {
+            let path = throttle.dir.join(file);
+            std::fs::write(&path, &value).with_context(|| format!("cannot write {value:?} to {}", path.display()))?;
+        }
+        let procs = throttle.dir.join("cgroup.procs");
+        std::fs::write(&procs, pid.to_string())
+            .with_context(|| format!("cannot move process {pid} into {}", procs.display()))
+    })();
+    match limited {
+        Ok(()) => Ok(throttle),
+        Err(error) => {
+            let _ = throttle.remove();
+            Err(error)
+        }
+    }
+}
+
+impl Throttle {
+    /// `cgroup v1 blkio /sys/fs/cgroup/blkio/chbench-1234`.
+    pub fn describe(&self) -> String {
+        let controller = match self.controller {
+            Controller::V2 { .. } => "cgroup v2 io",
+            Controller::V1 { .. } => "cgroup v1 blkio",
+        };
+        format!("{controller} {}", self.dir.display())
+    }
+
+    /// The process back where it came from, then the cgroup removed (it must be empty).
+    pub fn remove(&self) -> Result<()> {
+        let moved = std::fs::write(&self.back_to, self.pid.to_string())
+            .with_context(|| format!("cannot move process {} back to {}", self.pid, self.back_to.display()));
+        let removed = std::fs::remove_dir(&self.dir).or_else(|error| match error.kind() {
+            std::io::ErrorKind::NotFound => Ok(()),
+            _ => Err(error),
+        });
+        moved?;
+        removed.with_context(|| format!("cannot remove the cgroup {}", self.dir.display()))
+    }
+}
+
+/// Removes the cgroups of processes that no longer run (empty since they ended).
+pub fn remove_stale(controller: &Controller) {
+    let Ok(entries) = std::fs::read_dir(controller.root()) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().to_string();
+        let Some(pid) = name.strip_prefix("chbench-").and_then(|pid| pid.parse::<u32>().ok()) else { continue };
+        if pid != std::process::id() && !Path::new("/proc").join(pid.to_string()).exists() {
+            let _ = std::fs::remove_dir(entry.path());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits() -> Limits {
+        Limits {
+            name: "custom".to_string(),
+            read_iops: Some(3_000),
+            write_iops: None,
+            read_bytes_per_second: Some(131_072_000),
+            write_bytes_per_second: Some(1_048_576),
+        }
+    }
+
+    #[test]
+    fn the_limits_are_written_as_each_cgroup_version_takes_them() {
+        let v1 = Controller::V1 { root: PathBuf::from("/sys/fs/cgroup/blkio") };
+        assert_eq!(
+            limit_files(&v1, (7, 3), &limits()),
+            [
+                ("blkio.throttle.read_iops_device", "7:3 3000".to_string()),
+                ("blkio.throttle.read_bps_device", "7:3 131072000".to_string()),
+                ("blkio.throttle.write_bps_device", "7:3 1048576".to_string()),
+            ]
+        );
+        let v2 = Controller::V2 { root: PathBuf::from("/sys/fs/cgroup") };
+        assert_eq!(
+            limit_files(&v2, (7, 3), &limits()),
+            [("io.max", "7:3 riops=3000 wiops=max rbps=131072000 wbps=1048576".to_string())]
+        );
+        assert_eq!(v2.cgroup_of(42), PathBuf::from("/sys/fs/cgroup/chbench-42"));
+    }
+
+    #[test]
+    fn a_process_cgroup_is_read_from_its_proc_file_for_the_controller() {
+        let hybrid = "9:name=systemd:/\n7:blkio:/runner\n4:memory:/x\n0::/user.slice/job\n";
+        let v1 = Controller::V1 { root: PathBuf::from("/sys/fs/cgroup/blkio") };
+        let v2 = Controller::V2 { root: PathBuf::from("/sys/fs/cgroup") };
+        assert_eq!(own_cgroup(&v1, hybrid).as_deref(), Some("/runner"));
+        assert_eq!(own_cgroup(&v2, hybrid).as_deref(), Some("/user.slice/job"));
+        assert_eq!(own_cgroup(&v1, "3:cpu,blkio:/a\n").as_deref(), Some("/a"));
+        assert_eq!(own_cgroup(&v1, "0::/only-v2\n"), None);
+    }
+
+    #[test]
+    fn the_controller_is_v2_io_where_enabled_else_v1_blkio_else_one_line() {
+        let base = tempfile::tempdir().unwrap();
+        let error = detect_in(base.path()).unwrap_err().to_string();
+        assert!(error.contains("needs cgroup v2's io controller or cgroup v1's blkio"), "{error}");
+        std::fs::create_dir(base.path().join("blkio")).unwrap();
+        std::fs::write(base.path().join("blkio/blkio.throttle.read_iops_device"), "").unwrap();
+        assert_eq!(detect_in(base.path()).unwrap(), Controller::V1 { root: base.path().join("blkio") });
+        // A unified hierarchy without io (as mounted beside v1 here) is not enough...
+        std::fs::write(base.path().join("cgroup.controllers"), "cpu memory pids\n").unwrap();
+        assert!(matches!(detect_in(base.path()).unwrap(), Controller::V1 { .. }));
+        // ...one with it wins.
+        std::fs::write(base.path().join("cgroup.controllers"), "cpuset cpu io memory pids\n").unwrap();
+        assert_eq!(detect_in(base.path()).unwrap(), Controller::V2 { root: base.path().to_path_buf() });
+    }
+}

@@ -1,0 +1,189 @@
+//! `--storage PROFILE` on a real volume: a loop device, an ext4 file system and a cgroup of
+//! the run's own. The bundle records the profile and the limits applied, and nothing is
+//! left behind: after a run that ends, after one killed with SIGKILL (the next run removes
+//! what it left), and with two runs at once. These need root, so they are ignored in a
+//! laptop's `cargo nextest run`; `.ci/run` runs them. Each run has a target folder of its
+//! own (`CARGO_TARGET_DIR`), so that one test's volumes are not another's; the engine is
+//! the tests' own (`CHBENCH_LIBCHDB`). Bad profiles, refused before anything, are tested
+//! without root.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use chbench::benchmarks::writes::WritesBundle;
+use chbench::results::{RunStatus, load_bundle};
+
+use crate::common::{error_lines, xtask};
+
+/// A tiny writes run with every INSERT fsynced (so that writes reach the throttled
+/// device), in a target folder of its own.
+fn writes(target_dir: &Path, results: &Path, run_id: &str, storage: &str, iterations: &str) -> Command {
+    let library = chbench::engine::provision(&|_| {}).unwrap();
+    let mut command = xtask();
+    command
+        .args(["bench", "writes", "--target", "embedded", "--storage", storage, "--run-id", run_id])
+        .args(["--durability", "fsync", "--concurrency", "1", "--rounds", "1", "--check-statements", "0"])
+        .args(["--iterations", iterations, "--batch-rows", "100", "--results-dir"])
+        .arg(results)
+        .env("CARGO_TARGET_DIR", target_dir)
+        .env("CHBENCH_LIBCHDB", library);
+    command
+}
+
+/// What a run with a volume may leave behind, under `target_dir` and the cgroup roots:
+/// empty when it left nothing.
+fn left_behind(target_dir: &Path, pid: u32) -> Vec<String> {
+    let volumes = target_dir.join("chbench/volumes");
+    let mut left: Vec<String> = std::fs::read_dir(&volumes)
+        .map(|entries| entries.flatten().map(|entry| entry.path().display().to_string()).collect())
+        .unwrap_or_default();
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    left.extend(mounts.lines().filter(|line| line.contains(&*volumes.to_string_lossy())).map(str::to_string));
+    let loops = Command::new("losetup").arg("-a").output().unwrap();
+    left.extend(
+        String::from_utf8_lossy(&loops.stdout)
+            .lines()
+            .filter(|line| line.contains(&*volumes.to_string_lossy()))
+            .map(str::to_string),
+    );
+    for root in ["/sys/fs/cgroup/blkio", "/sys/fs/cgroup"] {
+        let cgroup = PathBuf::from(root).join(format!("chbench-{pid}"));
+        if cgroup.exists() {
+            left.push(cgroup.display().to_string());
+        }
+    }
+    left
+}
+
+fn run(command: &mut Command) -> (Output, u32) {
+    let child = command.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let pid = child.id();
+    (child.wait_with_output().unwrap(), pid)
+}
+
+#[test]
+#[ignore = "mounts a volume and makes a cgroup, which needs root: .ci/run runs it"]
+fn a_run_on_a_profile_records_its_volume_and_leaves_nothing_behind() {
+    let (target_dir, results) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (output, pid) = run(&mut writes(target_dir.path(), results.path(), "limited", "iops=100,mibps=5", "10"));
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("approximation: IOPS and bandwidth limits only, no network latency per I/O"), "{stderr}");
+    let bundle: WritesBundle = load_bundle(&results.path().join("limited")).unwrap();
+    assert_eq!(bundle.status, RunStatus::Complete);
+    let storage = bundle.target.storage.expect("the bundle records the volume");
+    assert_eq!((storage.limits.read_iops, storage.limits.write_iops), (Some(100), Some(100)));
+    assert_eq!(storage.limits.write_bytes_per_second, Some(5 << 20));
+    assert!(storage.device.starts_with("/dev/loop"), "{}", storage.device);
+    assert!(storage.cgroup.ends_with(&format!("chbench-{pid}")), "{}", storage.cgroup);
+    // The engine's counters saw every INSERT fsynced on the volume.
+    assert_eq!(bundle.benchmark.rounds[0].closed_loop.completed, 10);
+    assert_eq!(left_behind(target_dir.path(), pid), Vec::<String>::new());
+}
+
+/// Waits until `target_dir` holds a mounted volume, or the child ends.
+fn wait_for_volume(child: &mut Child, target_dir: &Path) {
+    let volumes = target_dir.join("chbench/volumes");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while Instant::now() < deadline {
+        let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+        if mounts.contains(&*volumes.to_string_lossy()) {
+            return;
+        }
+        assert!(child.try_wait().unwrap().is_none(), "the run ended before its volume was mounted");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("no volume mounted in 120 s");
+}
+
+#[test]
+#[ignore = "mounts a volume and makes a cgroup, which needs root: .ci/run runs it"]
+fn a_run_killed_on_a_profile_leaves_its_volume_to_the_next_run_which_removes_it() {
+    let (target_dir, results) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let mut killed = writes(target_dir.path(), results.path(), "killed", "gp3", "100000")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let killed_pid = killed.id();
+    wait_for_volume(&mut killed, target_dir.path());
+    killed.kill().unwrap();
+    killed.wait().unwrap();
+    assert!(!left_behind(target_dir.path(), killed_pid).is_empty(), "SIGKILL left nothing to clean up");
+    let (output, pid) = run(&mut writes(target_dir.path(), results.path(), "next", "gp3", "2"));
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(left_behind(target_dir.path(), killed_pid), Vec::<String>::new());
+    assert_eq!(left_behind(target_dir.path(), pid), Vec::<String>::new());
+}
+
+#[test]
+#[ignore = "mounts a volume and makes a cgroup, which needs root: .ci/run runs it"]
+fn two_runs_at_once_on_profiles_each_have_their_own_volume_and_leave_nothing() {
+    let (target_dir, results) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let start = |run_id: &str| {
+        writes(target_dir.path(), results.path(), run_id, "iops=300,mibps=20", "20")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (first, second) = (start("first"), start("second"));
+    let pids = (first.id(), second.id());
+    let (first, second) = (first.wait_with_output().unwrap(), second.wait_with_output().unwrap());
+    for output in [&first, &second] {
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    }
+    let device = |run_id: &str| {
+        let bundle: WritesBundle = load_bundle(&results.path().join(run_id)).unwrap();
+        bundle.target.storage.unwrap().device
+    };
+    assert_ne!(device("first"), device("second"));
+    assert_eq!(left_behind(target_dir.path(), pids.0), Vec::<String>::new());
+    assert_eq!(left_behind(target_dir.path(), pids.1), Vec::<String>::new());
+}
+
+/// Refused before anything, as any user (no root needed): a bad profile, and a profile on
+/// a target whose data is on its own machine.
+#[test]
+fn a_bad_profile_or_one_on_a_server_target_is_one_line_before_anything_runs() {
+    let results = tempfile::tempdir().unwrap();
+    // A value the flag's parser refuses is a usage error (exit 2), as every flag's.
+    for (storage, target, code, expected) in [
+        ("iops=0", "embedded", 2, "invalid value 'iops=0' for '--storage <PROFILE>': iops=0 is not a limit above 0"),
+        ("mibps=-1", "embedded", 2, "mibps=-1 is not a limit above 0"),
+        ("gp2", "embedded", 2, "\"gp2\" is not a profile or a limit; give local, gp3, or limits like"),
+        ("gp3", "url", 1, "--storage (or CHBENCH_STORAGE) puts the embedded engine's folder on a volume of its own"),
+    ] {
+        let output = xtask()
+            .args(["bench", "writes", "--storage", storage, "--target", target, "--results-dir"])
+            .arg(results.path())
+            .env("CHBENCH_URL", "http://127.0.0.1:9")
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(code), "{}", String::from_utf8_lossy(&output.stderr));
+        let errors = error_lines(&output);
+        assert_eq!(errors.len(), 1, "{}", String::from_utf8_lossy(&output.stderr));
+        assert!(errors[0].contains(expected), "{storage} on {target}: {}", errors[0]);
+    }
+    assert_eq!(std::fs::read_dir(results.path()).unwrap().count(), 0, "a bundle was made");
+}
+
+#[test]
+#[ignore = "mounts a volume and makes a cgroup, which needs root: .ci/run runs it"]
+fn sigterm_and_ctrl_c_in_a_run_on_a_profile_leave_nothing_behind() {
+    for signal in ["TERM", "INT"] {
+        let (target_dir, results) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let mut child = writes(target_dir.path(), results.path(), "stopped", "gp3", "100000")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        wait_for_volume(&mut child, target_dir.path());
+        assert!(Command::new("kill").args(["-s", signal, &pid.to_string()]).status().unwrap().success());
+        let output = child.wait_with_output().unwrap();
+        assert_eq!(output.status.code(), Some(130), "{}", String::from_utf8_lossy(&output.stderr));
+        assert_eq!(left_behind(target_dir.path(), pid), Vec::<String>::new(), "after signal {signal}");
+    }
+}
