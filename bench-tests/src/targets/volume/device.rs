@@ -1,16 +1,22 @@
 //! A volume's device: a sparse image file under `target/chbench/volumes/`, a loop device
 //! over it, an ext4 file system on that, mounted beside the image. Named by the process
-//! that made it (`<pid>.img`, `<pid>/`), so that what a killed process left is found and
-//! removed. The system's own tools do the work (`losetup`, `mkfs.ext4`, `mount`,
-//! `umount`), through xshell.
+//! that made it (`<pid>.img`, `<pid>/`), which holds an exclusive lock on `<pid>.lock`
+//! for as long as the volume lives: a volume whose lock can be taken is a dead process's
+//! (killed before it could remove it; a pid reused, or seen from another pid namespace,
+//! changes nothing), and the next activation removes it. The system's own tools do the work
+//! (`losetup`, `mkfs.ext4`, `mount`, `umount`), from the system's folders, never from the
+//! user's `PATH`: this runs as root.
 
-use std::os::unix::fs::MetadataExt as _;
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, anyhow, bail};
 
-/// The tools a volume needs, each found on `PATH`.
+/// The tools a volume needs.
 const TOOLS: [&str; 4] = ["losetup", "mkfs.ext4", "mount", "umount"];
+/// Where they are looked for, in order.
+const SYSTEM_FOLDERS: [&str; 4] = ["/usr/sbin", "/sbin", "/usr/bin", "/bin"];
 
 /// One process's volume.
 #[derive(Debug)]
@@ -27,19 +33,20 @@ pub fn volumes_dir() -> PathBuf {
     crate::files::chbench_dir().join("volumes")
 }
 
+/// The system's `tool`, or one line saying it has none.
+fn tool(tool: &str) -> Result<PathBuf> {
+    SYSTEM_FOLDERS.iter().map(|folder| Path::new(folder).join(tool)).find(|path| path.is_file()).ok_or_else(|| {
+        anyhow!(
+            "a storage profile needs {tool} (util-linux, e2fsprogs) in {}, and this machine has none",
+            SYSTEM_FOLDERS.join(", ")
+        )
+    })
+}
+
 /// Refuses, in one line, a machine without the tools or the loop devices a volume needs.
 pub fn check_tools() -> Result<()> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let missing: Vec<&str> = TOOLS
-        .iter()
-        .copied()
-        .filter(|tool| !std::env::split_paths(&path).any(|folder| folder.join(tool).is_file()))
-        .collect();
-    if !missing.is_empty() {
-        bail!(
-            "a storage profile needs {} on PATH (util-linux, e2fsprogs), and this machine has none",
-            missing.join(", ")
-        );
+    for name in TOOLS {
+        tool(name)?;
     }
     if !Path::new("/dev/loop-control").exists() {
         bail!("a storage profile needs loop devices (/dev/loop-control), and this machine has none (modprobe loop)");
@@ -47,15 +54,54 @@ pub fn check_tools() -> Result<()> {
     Ok(())
 }
 
-/// Makes process `pid`'s volume of `size` bytes; on a failure, undoes what it did.
-pub fn make(pid: u32, size: u64) -> Result<Device> {
-    let image = volumes_dir().join(format!("{pid}.img"));
-    let mount = volumes_dir().join(pid.to_string());
-    let file = std::fs::File::create(&image).with_context(|| format!("cannot create the image {}", image.display()))?;
+/// The volumes' folder, made if need be, and refused when it is not a plain folder of its
+/// own (a link there would have root write wherever it points).
+pub fn prepare_dir() -> Result<PathBuf> {
+    let folder = volumes_dir();
+    std::fs::create_dir_all(&folder).with_context(|| format!("cannot create {}", folder.display()))?;
+    let metadata = std::fs::symlink_metadata(&folder).with_context(|| format!("cannot read {}", folder.display()))?;
+    if !metadata.file_type().is_dir() {
+        bail!("{} is not a folder (a link?): remove it, and run again", folder.display());
+    }
+    folder.canonicalize().with_context(|| format!("cannot resolve {}", folder.display()))
+}
+
+/// The lock a process holds on its volume while it lives ([`File`]'s drop releases it).
+pub fn lock(folder: &Path, pid: u32) -> Result<File> {
+    let path = folder.join(format!("{pid}.lock"));
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&path)
+        .with_context(|| format!("cannot open the volume's lock {}", path.display()))?;
+    // SAFETY: flock on an open descriptor.
+    if unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&file), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        bail!("{} is locked by another process: is a run with this pid still going?", path.display());
+    }
+    Ok(file)
+}
+
+/// Makes process `pid`'s volume of `size` bytes in `folder` (from [`prepare_dir`], with the
+/// pid's [`lock`] held); on a failure, undoes what it did.
+pub fn make(folder: &Path, pid: u32, size: u64) -> Result<Device> {
+    let image = folder.join(format!("{pid}.img"));
+    let mount = folder.join(pid.to_string());
+    // Whatever an earlier process with this pid left (its lock is ours now).
+    remove_volume(&image, &mount);
+    // A new file, never one that is there (nor a link's target).
+    let file = OpenOptions::new()
+        .create_new(true)
+        .write(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&image)
+        .with_context(|| format!("cannot create the image {}", image.display()))?;
     file.set_len(size).with_context(|| format!("cannot size the image {}", image.display()))?;
     drop(file);
     let shell = xshell::Shell::new().context("cannot start a shell for losetup")?;
-    let attached = xshell::cmd!(shell, "losetup --find --show {image}").quiet().ignore_stderr().read();
+    let losetup = tool("losetup")?;
+    let attached = xshell::cmd!(shell, "{losetup} --find --show {image}").quiet().ignore_stderr().read();
     let loop_device = match attached {
         Ok(name) => PathBuf::from(name.trim()),
         Err(error) => {
@@ -79,13 +125,15 @@ fn finish(shell: &xshell::Shell, mut device: Device) -> std::result::Result<Devi
     let loop_device = device.loop_device.clone();
     let mount = device.mount.clone();
     let made = (|| -> Result<(u32, u32)> {
-        xshell::cmd!(shell, "mkfs.ext4 -q -F -m 0 {loop_device}")
+        let (mkfs, mount_tool) = (tool("mkfs.ext4")?, tool("mount")?);
+        xshell::cmd!(shell, "{mkfs} -q -F -m 0 {loop_device}")
             .quiet()
             .ignore_stdout()
             .run()
             .with_context(|| format!("cannot make a file system on {}", loop_device.display()))?;
-        std::fs::create_dir_all(&mount).with_context(|| format!("cannot create {}", mount.display()))?;
-        xshell::cmd!(shell, "mount {loop_device} {mount}")
+        std::fs::create_dir(&mount).with_context(|| format!("cannot create {}", mount.display()))?;
+        // noinit_itable: no background zeroing of inode tables while a run measures.
+        xshell::cmd!(shell, "{mount_tool} -o noinit_itable {loop_device} {mount}")
             .quiet()
             .run()
             .with_context(|| format!("cannot mount {} on {}", loop_device.display(), mount.display()))?;
@@ -107,11 +155,16 @@ fn finish(shell: &xshell::Shell, mut device: Device) -> std::result::Result<Devi
 
 impl Device {
     /// Unmounts, detaches and deletes, each step whatever the last did; the first failure
-    /// is the error.
+    /// is the error. The mount point is removed only once nothing is mounted on it.
     pub fn remove(&self) -> Result<()> {
-        let outcomes =
-            [unmount(&self.mount), detach(&self.loop_device), remove_path(&self.image), remove_path(&self.mount)];
-        outcomes.into_iter().collect::<Result<Vec<()>>>().map(|_| ())
+        let unmounted = unmount(&self.mount);
+        let detached = detach(&self.loop_device, &self.image);
+        let image = remove_file(&self.image);
+        let mount = match is_mounted(&self.mount) {
+            true => Err(anyhow!("{} is still mounted: unmount it (umount {0})", self.mount.display())),
+            false => remove_empty_dir(&self.mount),
+        };
+        unmounted.and(detached).and(image).and(mount)
     }
 }
 
@@ -122,34 +175,44 @@ fn unmount(mount: &Path) -> Result<()> {
         return Ok(());
     }
     let shell = xshell::Shell::new().context("cannot start a shell for umount")?;
-    if xshell::cmd!(shell, "umount {mount}").quiet().ignore_stderr().run().is_ok() {
+    let umount = tool("umount")?;
+    if xshell::cmd!(shell, "{umount} {mount}").quiet().ignore_stderr().run().is_ok() {
         return Ok(());
     }
-    xshell::cmd!(shell, "umount --lazy {mount}")
+    xshell::cmd!(shell, "{umount} --lazy {mount}")
         .quiet()
         .run()
         .with_context(|| format!("cannot unmount the volume at {}", mount.display()))
 }
 
-/// Whether `mount` is a mount point now (`/proc/self/mountinfo`'s fifth field).
+/// Whether a file system is mounted on `mount`: it is on another device than its parent.
 fn is_mounted(mount: &Path) -> bool {
-    let Ok(table) = std::fs::read_to_string("/proc/self/mountinfo") else { return false };
-    let wanted = mount.to_string_lossy();
-    table.lines().any(|line| line.split(' ').nth(4) == Some(wanted.as_ref()))
+    let device = |path: &Path| std::fs::symlink_metadata(path).ok().filter(|m| m.file_type().is_dir()).map(|m| m.dev());
+    match (device(mount), mount.parent().and_then(device)) {
+        (Some(own), Some(parent)) => own != parent,
+        _ => false,
+    }
 }
 
-fn detach(loop_device: &Path) -> Result<()> {
+/// Detaches `loop_device` if it is still `image`'s (`/sys/block/loopN/loop/backing_file`).
+fn detach(loop_device: &Path, image: &Path) -> Result<()> {
+    let Some(name) = loop_device.file_name() else { return Ok(()) };
+    let backing = Path::new("/sys/block").join(name).join("loop/backing_file");
+    let backing = std::fs::read_to_string(&backing).unwrap_or_default();
+    if Path::new(backing.trim()) != image {
+        return Ok(());
+    }
     let shell = xshell::Shell::new().context("cannot start a shell for losetup")?;
-    xshell::cmd!(shell, "losetup --detach {loop_device}")
+    let losetup = tool("losetup")?;
+    xshell::cmd!(shell, "{losetup} --detach {loop_device}")
         .quiet()
         .ignore_stderr()
         .run()
         .with_context(|| format!("cannot detach {}", loop_device.display()))
 }
 
-fn remove_path(path: &Path) -> Result<()> {
-    let removed = if path.is_dir() { std::fs::remove_dir_all(path) } else { std::fs::remove_file(path) };
-    match removed {
+fn remove_file(path: &Path) -> Result<()> {
+    match std::fs::remove_file(path) {
         Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
             Err(anyhow!(error).context(format!("cannot remove {}", path.display())))
         }
@@ -157,29 +220,58 @@ fn remove_path(path: &Path) -> Result<()> {
     }
 }
 
-/// The loop devices attached to `image` (`losetup --associated`).
+/// Removes a mount point once unmounted: an empty folder (never a tree: were a file system
+/// still mounted there, its contents would go).
+fn remove_empty_dir(path: &Path) -> Result<()> {
+    match std::fs::remove_dir(path) {
+        Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
+            Err(anyhow!(error).context(format!("cannot remove {}", path.display())))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The loop devices attached to `image` (`losetup --associated`), a plain file.
 fn loop_devices_of(image: &Path) -> Vec<PathBuf> {
-    let Ok(shell) = xshell::Shell::new() else { return Vec::new() };
-    let listed = xshell::cmd!(shell, "losetup --associated {image}").quiet().ignore_stderr().read().unwrap_or_default();
+    let plain = std::fs::symlink_metadata(image).is_ok_and(|metadata| metadata.file_type().is_file());
+    let (Ok(shell), Ok(losetup)) = (xshell::Shell::new(), tool("losetup")) else { return Vec::new() };
+    if !plain {
+        return Vec::new();
+    }
+    let listed =
+        xshell::cmd!(shell, "{losetup} --associated {image}").quiet().ignore_stderr().read().unwrap_or_default();
     listed.lines().filter_map(|line| line.split(':').next()).map(PathBuf::from).collect()
 }
 
-/// Removes the volumes of processes that no longer run (Linux: `/proc/<pid>`): a process
-/// killed before its guard ran left its mount, loop device and image.
-pub fn remove_stale() {
-    let Ok(entries) = std::fs::read_dir(volumes_dir()) else { return };
+/// Everything of one volume, whatever state it was left in.
+fn remove_volume(image: &Path, mount: &Path) {
+    let _ = unmount(mount);
+    for loop_device in loop_devices_of(image) {
+        let _ = detach(&loop_device, image);
+    }
+    if !is_mounted(mount) {
+        let _ = remove_empty_dir(mount);
+    }
+    let _ = remove_file(image);
+}
+
+/// Removes the volumes whose process is gone (its lock can be taken), and returns their
+/// pids, whose cgroups are to go too.
+pub fn remove_stale(folder: &Path) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir(folder) else { return Vec::new() };
+    let mut stale = Vec::new();
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().to_string();
-        let Some(pid) = name.strip_suffix(".img").unwrap_or(&name).parse::<u32>().ok() else { continue };
-        if pid == std::process::id() || Path::new("/proc").join(pid.to_string()).exists() {
+        let Some(pid) = name.strip_suffix(".lock").and_then(|pid| pid.parse::<u32>().ok()) else { continue };
+        if pid == std::process::id() || entry.file_type().map_or(true, |kind| !kind.is_file()) {
             continue;
         }
-        let (image, mount) = (volumes_dir().join(format!("{pid}.img")), volumes_dir().join(pid.to_string()));
-        let _ = unmount(&mount);
-        for loop_device in loop_devices_of(&image) {
-            let _ = detach(&loop_device);
-        }
-        let _ = remove_path(&mount);
-        let _ = remove_path(&image);
+        // Taken at once only when no process holds it.
+        let Ok(lock) = lock(folder, pid) else { continue };
+        remove_volume(&folder.join(format!("{pid}.img")), &folder.join(pid.to_string()));
+        let _ = std::fs::remove_file(folder.join(&name));
+        drop(lock);
+        stale.push(pid);
     }
+    stale
 }

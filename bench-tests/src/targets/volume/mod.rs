@@ -26,6 +26,10 @@ pub const PROFILE_ENV: &str = "CHBENCH_STORAGE";
 /// A volume smaller than this is refused: the engine's own files and one dataset's parts
 /// need room.
 const SMALLEST_VOLUME: u64 = 1 << 30;
+/// The share of the free space a volume may take: under half, so that two runs at once
+/// cannot promise more than the disk has, and each volume fills before the disk under it
+/// (a full disk under a loop device fails its writes with I/O errors, not "no space").
+const VOLUME_SHARE_OF_FREE: f64 = 0.45;
 
 /// Where the engine keeps its data.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -136,6 +140,8 @@ pub fn active_record() -> Option<StorageVolume> {
 pub struct VolumeGuard {
     device: Option<Device>,
     throttle: Option<Throttle>,
+    /// The process's lock on its volume, and its file: released and removed last.
+    lock: Option<(std::fs::File, PathBuf)>,
 }
 
 impl Drop for VolumeGuard {
@@ -154,6 +160,10 @@ impl Drop for VolumeGuard {
             && let Err(error) = device.remove()
         {
             crate::say!("chbench: warning: {error:#}");
+        }
+        if let Some((lock, path)) = self.lock.take() {
+            let _ = std::fs::remove_file(path);
+            drop(lock);
         }
     }
 }
@@ -178,29 +188,32 @@ pub fn activate(profile: &StorageProfile) -> Result<Option<VolumeGuard>> {
     }
     let controller = throttle::detect().with_context(|| format!("--storage {}: {without}", limits.name))?;
     device::check_tools().with_context(|| format!("--storage {}: {without}", limits.name))?;
-    device::remove_stale();
+    let folder = device::prepare_dir()?;
+    device::remove_stale(&folder);
     throttle::remove_stale(&controller);
-    let folder = device::volumes_dir();
-    std::fs::create_dir_all(&folder).with_context(|| format!("cannot create {}", folder.display()))?;
     let free = crate::files::free_bytes(&folder)?;
-    // Sparse, and smaller than the free disk: the volume fills before the disk under it.
-    let size = free / 10 * 9;
+    // Sparse: only what is written takes room.
+    let size = (free as f64 * VOLUME_SHARE_OF_FREE) as u64;
     if size < SMALLEST_VOLUME {
         bail!(
-            "--storage {}: {} has {} free, and a volume needs {} at least; free space, {without}",
+            "--storage {}: {} has {} free, and a volume needs {} at least ({} of the free space); free space, {without}",
             limits.name,
             folder.display(),
             crate::units::human_bytes(free),
-            crate::units::human_bytes(SMALLEST_VOLUME)
+            crate::units::human_bytes(SMALLEST_VOLUME),
+            crate::units::percent(Some(VOLUME_SHARE_OF_FREE), "")
         );
     }
-    let mut guard = VolumeGuard { device: None, throttle: None };
-    let device = device::make(std::process::id(), size)?;
+    let pid = std::process::id();
+    let lock = device::lock(&folder, pid)?;
+    let mut guard =
+        VolumeGuard { device: None, throttle: None, lock: Some((lock, folder.join(format!("{pid}.lock")))) };
+    let device = device::make(&folder, pid, size)?;
     let engine_folder = device.mount.join("engine");
     let (major, minor) = (device.major, device.minor);
     let device_text = format!("{} ({major}:{minor})", device.loop_device.display());
     guard.device = Some(device);
-    let throttle = throttle::apply(&controller, std::process::id(), (major, minor), limits)?;
+    let throttle = throttle::apply(&controller, pid, (major, minor), limits)?;
     let cgroup = throttle.describe();
     guard.throttle = Some(throttle);
     let record = StorageVolume {

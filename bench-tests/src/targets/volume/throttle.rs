@@ -34,6 +34,17 @@ pub fn detect() -> Result<Controller> {
 fn detect_in(base: &Path) -> Result<Controller> {
     let v2_controllers = std::fs::read_to_string(base.join("cgroup.controllers")).unwrap_or_default();
     if v2_controllers.split_whitespace().any(|controller| controller == "io") {
+        // The io controller must be enabled for the root's children: enabling it is the
+        // system's (systemd's) choice, not a benchmark's, which could not undo it safely.
+        let subtree = std::fs::read_to_string(base.join("cgroup.subtree_control")).unwrap_or_default();
+        if !subtree.split_whitespace().any(|controller| controller == "io") {
+            bail!(
+                "cgroup v2's io controller is not enabled for {}'s children (its cgroup.subtree_control): enable it \
+                 (echo +io > {}/cgroup.subtree_control)",
+                base.display(),
+                base.display()
+            );
+        }
         return Ok(Controller::V2 { root: base.to_path_buf() });
     }
     let blkio = base.join("blkio");
@@ -121,15 +132,6 @@ pub fn apply(controller: &Controller, pid: u32, device: (u32, u32), limits: &Lim
         bail!("process {pid} is in no cgroup of {} ({proc_cgroup:?})", controller.root().display());
     };
     let back_to = controller.root().join(own.trim_start_matches('/')).join("cgroup.procs");
-    if let Controller::V2 { root } = controller {
-        // The io controller must be enabled for the root's children (it often is).
-        let subtree = root.join("cgroup.subtree_control");
-        let enabled = std::fs::read_to_string(&subtree).unwrap_or_default();
-        if !enabled.split_whitespace().any(|name| name == "io") {
-            std::fs::write(&subtree, "+io")
-                .with_context(|| format!("cannot enable the io controller in {}", subtree.display()))?;
-        }
-    }
     let dir = controller.cgroup_of(pid);
     std::fs::create_dir(&dir).with_context(|| format!("cannot create the cgroup {}", dir.display()))?;
     let throttle = Throttle { controller: controller.clone(), dir, back_to, pid };
@@ -161,9 +163,11 @@ impl Throttle {
         format!("{controller} {}", self.dir.display())
     }
 
-    /// The process back where it came from, then the cgroup removed (it must be empty).
+    /// The process back where it came from (or to the root, when that cgroup is gone),
+    /// then the cgroup removed (it must be empty).
     pub fn remove(&self) -> Result<()> {
         let moved = std::fs::write(&self.back_to, self.pid.to_string())
+            .or_else(|_| std::fs::write(self.controller.root().join("cgroup.procs"), self.pid.to_string()))
             .with_context(|| format!("cannot move process {} back to {}", self.pid, self.back_to.display()));
         let removed = std::fs::remove_dir(&self.dir).or_else(|error| match error.kind() {
             std::io::ErrorKind::NotFound => Ok(()),
@@ -174,13 +178,14 @@ impl Throttle {
     }
 }
 
-/// Removes the cgroups of processes that no longer run (empty since they ended).
+/// Removes the cgroups whose processes are gone: the kernel removes only an empty cgroup,
+/// so a live run's (whatever its pid looks like from here) stays.
 pub fn remove_stale(controller: &Controller) {
     let Ok(entries) = std::fs::read_dir(controller.root()) else { return };
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().to_string();
         let Some(pid) = name.strip_prefix("chbench-").and_then(|pid| pid.parse::<u32>().ok()) else { continue };
-        if pid != std::process::id() && !Path::new("/proc").join(pid.to_string()).exists() {
+        if pid != std::process::id() {
             let _ = std::fs::remove_dir(entry.path());
         }
     }
@@ -241,8 +246,11 @@ mod tests {
         // A unified hierarchy without io (as mounted beside v1 here) is not enough...
         std::fs::write(base.path().join("cgroup.controllers"), "cpu memory pids\n").unwrap();
         assert!(matches!(detect_in(base.path()).unwrap(), Controller::V1 { .. }));
-        // ...one with it wins.
+        // ...one with it wins, once enabled for the root's children.
         std::fs::write(base.path().join("cgroup.controllers"), "cpuset cpu io memory pids\n").unwrap();
+        let error = detect_in(base.path()).unwrap_err().to_string();
+        assert!(error.contains("io controller is not enabled for") && error.contains("echo +io >"), "{error}");
+        std::fs::write(base.path().join("cgroup.subtree_control"), "cpu io memory\n").unwrap();
         assert_eq!(detect_in(base.path()).unwrap(), Controller::V2 { root: base.path().to_path_buf() });
     }
 }
