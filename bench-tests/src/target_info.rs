@@ -78,7 +78,7 @@ impl fmt::Display for TargetKind {
 }
 
 /// What a run records about the target it measured. Never holds a credential.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TargetInfo {
     pub kind: TargetKind,
     /// `SELECT version()` on the target.
@@ -150,7 +150,7 @@ impl fmt::Display for Limits {
 
 /// What a run's bundle records of the volume its engine's folder was on
 /// ([`TargetInfo::storage`]).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StorageVolume {
     /// The profile asked for, and the limits applied from it.
     pub limits: Limits,
@@ -163,6 +163,84 @@ pub struct StorageVolume {
     pub cgroup: String,
     /// [`APPROXIMATION`].
     pub approximation: String,
+    /// What the volume gave before the benchmark, against the limits; `None` with
+    /// `probe_unknown` when the probe failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe: Option<VolumeProbe>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe_unknown: Option<String>,
+}
+
+/// The volume measured before the benchmark (docs/storage-profiles.md): four passes of
+/// direct I/O, one request at a time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VolumeProbe {
+    /// What measured it.
+    pub tool: String,
+    pub ms_per_pass: u64,
+    /// 1 MiB reads in order, bytes a second, against the read bandwidth limit.
+    pub sequential_read_bytes_per_second: ProbedRate,
+    /// 4 KiB reads at random offsets, a second, against the read IOPS limit.
+    pub random_read_iops: ProbedRate,
+    /// 1 MiB writes in order, against the write bandwidth limit.
+    pub sequential_write_bytes_per_second: ProbedRate,
+    /// 4 KiB writes at random offsets, against the write IOPS limit.
+    pub random_write_iops: ProbedRate,
+}
+
+impl VolumeProbe {
+    fn rates(&self) -> [(&'static str, &ProbedRate, bool); 4] {
+        [
+            ("sequential read", &self.sequential_read_bytes_per_second, true),
+            ("random read", &self.random_read_iops, false),
+            ("sequential write", &self.sequential_write_bytes_per_second, true),
+            ("random write", &self.random_write_iops, false),
+        ]
+    }
+
+    /// `sequential read 125.0 MiB/s (limit 125.0, held); random read 2990 IOPS (...)...`.
+    pub fn summary(&self) -> String {
+        let shown = |rate: Option<f64>, bytes: bool| match bytes {
+            true => format!("{} MiB/s", crate::units::number(rate.map(|rate| rate / 1_048_576.0), 1)),
+            false => format!("{} IOPS", crate::units::number(rate, 0)),
+        };
+        let parts: Vec<String> = self
+            .rates()
+            .iter()
+            .map(|(name, rate, bytes)| {
+                let limit = rate
+                    .limit
+                    .map_or("no limit".to_string(), |limit| format!("limit {}", shown(Some(limit as f64), *bytes)));
+                format!("{name} {} ({limit}, {})", shown(rate.measured, *bytes), rate.verdict)
+            })
+            .collect();
+        parts.join("; ")
+    }
+
+    /// A line for each rate the throttle let past its limit.
+    pub fn warnings(&self) -> Vec<String> {
+        self.rates()
+            .iter()
+            .filter(|(_, rate, _)| rate.verdict.starts_with("above"))
+            .map(|(name, _, _)| {
+                format!(
+                    "the storage profile's throttle did not hold: {name} was more than 10 % above its limit ({})",
+                    self.summary()
+                )
+            })
+            .collect()
+    }
+}
+
+/// One measured rate against its limit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProbedRate {
+    pub measured: Option<f64>,
+    /// The limit it is held to; `None` for none.
+    pub limit: Option<u64>,
+    /// `held` (within 10 %), `above the limit: ...` (the throttle did not hold), `below the
+    /// limit: ...` (one request at a time does not reach it on this disk), or `no limit`.
+    pub verdict: String,
 }
 
 impl fmt::Display for TargetInfo {

@@ -93,6 +93,18 @@ pub fn header<Results: KindResults>(bundle: &RunBundle<Results>, phase: &str) ->
             "- storage profile: {} on {} through {}; {}",
             volume.limits, volume.device, volume.cgroup, volume.approximation
         );
+        match (&volume.probe, &volume.probe_unknown) {
+            (Some(probe), _) => {
+                let _ = writeln!(out, "- the volume measured ({}): {}", probe.tool, probe.summary());
+                for warning in probe.warnings() {
+                    let _ = writeln!(out, "- **warning**: {warning}");
+                }
+            }
+            (None, Some(why)) => {
+                let _ = writeln!(out, "- the volume measured: unknown ({why})");
+            }
+            (None, None) => {}
+        }
     }
     let _ = writeln!(out, "- storage baseline (fio on the target's volume): {}", bundle.storage_baseline);
     out.push('\n');

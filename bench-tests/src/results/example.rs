@@ -25,6 +25,8 @@ pub fn example_bundle<Results: KindResults>(
     benchmark: Results,
 ) -> RunBundle<Results> {
     let load = LoadAverage { one: Some(value), five: Some(value), fifteen: Some(value) };
+    let rate =
+        || crate::target_info::ProbedRate { measured: Some(value), limit: Some(count), verdict: "held".to_string() };
     RunBundle {
         schema_version: SCHEMA_VERSION,
         run_id: "extreme".to_string(),
@@ -57,6 +59,15 @@ pub fn example_bundle<Results: KindResults>(
                 image_bytes: count,
                 cgroup: "cgroup v1 blkio /sys/fs/cgroup/blkio/chbench-1234".to_string(),
                 approximation: crate::target_info::APPROXIMATION.to_string(),
+                probe: Some(crate::target_info::VolumeProbe {
+                    tool: "chbench's probe".to_string(),
+                    ms_per_pass: count,
+                    sequential_read_bytes_per_second: rate(),
+                    random_read_iops: rate(),
+                    sequential_write_bytes_per_second: rate(),
+                    random_write_iops: rate(),
+                }),
+                probe_unknown: Some("the probe failed".to_string()),
             }),
         },
         storage_baseline: StorageBaselineRecord::Measured(Box::new(example_baseline(value, count))),

@@ -77,6 +77,16 @@ fn a_run_on_a_profile_records_its_volume_and_leaves_nothing_behind() {
     assert_eq!(storage.limits.write_bytes_per_second, Some(5 << 20));
     assert!(storage.device.starts_with("/dev/loop"), "{}", storage.device);
     assert!(storage.cgroup.ends_with(&format!("chbench-{pid}")), "{}", storage.cgroup);
+    // The probe measured the volume, and the throttle let no rate past its limit.
+    let probe = storage.probe.expect("the volume was probed");
+    for rate in [
+        &probe.sequential_read_bytes_per_second,
+        &probe.random_read_iops,
+        &probe.sequential_write_bytes_per_second,
+        &probe.random_write_iops,
+    ] {
+        assert!(rate.measured.is_some() && !rate.did_not_hold(), "{}", probe.summary());
+    }
     // The engine's counters saw every INSERT fsynced on the volume.
     assert_eq!(bundle.benchmark.rounds[0].closed_loop.completed, 10);
     assert_eq!(left_behind(target_dir.path(), pid), Vec::<String>::new());

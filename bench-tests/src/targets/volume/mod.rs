@@ -9,6 +9,7 @@
 //! guard ran leaves them to the next activation, which removes every dead process's.
 
 mod device;
+mod probe;
 mod throttle;
 
 use std::path::PathBuf;
@@ -212,16 +213,29 @@ pub fn activate(profile: &StorageProfile) -> Result<Option<VolumeGuard>> {
     let engine_folder = device.mount.join("engine");
     let (major, minor) = (device.major, device.minor);
     let device_text = format!("{} ({major}:{minor})", device.loop_device.display());
+    // The probe's file is written before the throttle: making it costs no limit.
+    let probe_file = probe::prepare(&device.mount);
     guard.device = Some(device);
     let throttle = throttle::apply(&controller, pid, (major, minor), limits)?;
     let cgroup = throttle.describe();
     guard.throttle = Some(throttle);
+    let probed = probe_file.and_then(|file| {
+        let probed = probe::run(&file, limits);
+        let _ = std::fs::remove_file(&file);
+        probed
+    });
+    let (probe, probe_unknown) = match probed {
+        Ok(probe) => (Some(probe), None),
+        Err(error) => (None, Some(format!("the probe failed: {error:#}"))),
+    };
     let record = StorageVolume {
         limits: limits.clone(),
         device: device_text,
         image_bytes: size,
         cgroup,
         approximation: APPROXIMATION.to_string(),
+        probe,
+        probe_unknown,
     };
     crate::say!(
         "chbench: storage {} on {}, a {} sparse volume, through {}; {APPROXIMATION}",
@@ -230,6 +244,16 @@ pub fn activate(profile: &StorageProfile) -> Result<Option<VolumeGuard>> {
         crate::units::human_bytes(size),
         record.cgroup
     );
+    match (&record.probe, &record.probe_unknown) {
+        (Some(probe), _) => {
+            crate::say!("chbench: the volume measured: {}", probe.summary());
+            for warning in probe.warnings() {
+                crate::say!("chbench: warning: {warning}");
+            }
+        }
+        (None, Some(why)) => crate::say!("chbench: warning: the volume was not measured: {why}"),
+        (None, None) => {}
+    }
     *ACTIVE.lock().map_err(|_| anyhow::anyhow!("the volume's record is poisoned"))? = Some((engine_folder, record));
     Ok(Some(guard))
 }
