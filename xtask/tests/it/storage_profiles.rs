@@ -1,11 +1,11 @@
 //! `--storage PROFILE` on a real volume: a loop device, an ext4 file system and a cgroup of
-//! the run's own. The bundle records the profile and the limits applied, and nothing is
-//! left behind: after a run that ends, after one killed with SIGKILL (the next run removes
-//! what it left), and with two runs at once. These need root, so they are ignored in a
-//! laptop's `cargo nextest run`; `.ci/run` runs them. Each run has a target folder of its
-//! own (`CARGO_TARGET_DIR`), so that one test's volumes are not another's; the engine is
-//! the tests' own (`CHBENCH_LIBCHDB`). Bad profiles, refused before anything, are tested
-//! without root.
+//! the run's own. The bundle records the profile, the limits applied and the probe's rates,
+//! and nothing is left behind: after a run that ends, one that fails, one stopped by
+//! SIGTERM or Ctrl-C, one killed with SIGKILL (the next run removes what it left), and two
+//! runs at once. These need root, so they are ignored in a laptop's `cargo nextest run`;
+//! `.ci/run` runs them. Each run has a target folder of its own (`CARGO_TARGET_DIR`), so
+//! that one test's volumes are not another's; the engine is the tests' own
+//! (`CHBENCH_LIBCHDB`). Bad profiles, refused before anything, are tested without root.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -196,4 +196,22 @@ fn sigterm_and_ctrl_c_in_a_run_on_a_profile_leave_nothing_behind() {
         assert_eq!(output.status.code(), Some(130), "{}", String::from_utf8_lossy(&output.stderr));
         assert_eq!(left_behind(target_dir.path(), pid), Vec::<String>::new(), "after signal {signal}");
     }
+}
+
+#[test]
+#[ignore = "mounts a volume and makes a cgroup, which needs root: .ci/run runs it"]
+fn a_run_that_fails_on_a_profile_leaves_nothing_behind() {
+    let target_dir = tempfile::tempdir().unwrap();
+    let sql = target_dir.path().join("fails.sql");
+    std::fs::write(&sql, "SELECT no_such_function(1)\n").unwrap();
+    let library = chbench::engine::provision(&|_| {}).unwrap();
+    let (output, pid) = run(xtask()
+        .args(["measure", "--target", "embedded", "--storage", "gp3"])
+        .arg(&sql)
+        .env("CARGO_TARGET_DIR", target_dir.path())
+        .env("CHBENCH_LIBCHDB", library));
+    assert_eq!(output.status.code(), Some(1), "{}", String::from_utf8_lossy(&output.stderr));
+    let errors = error_lines(&output);
+    assert!(errors.len() == 1 && errors[0].contains("no_such_function"), "{errors:?}");
+    assert_eq!(left_behind(target_dir.path(), pid), Vec::<String>::new());
 }
