@@ -91,13 +91,13 @@ impl WritesBenchmark {
         };
         let wall_seconds = looped.wall.as_secs_f64();
         let closed_loop = level_round(round, clients, &looped, &names);
-        let inserts_completed = looped
+        let inserts: Vec<_> = looped
             .statements
             .iter()
-            .filter(|statement| {
-                statement.outcome.is_ok() && pass.get(statement.query as usize) == Some(&MixStatement::Insert)
-            })
-            .count() as u64;
+            .filter(|statement| pass.get(statement.query as usize) == Some(&MixStatement::Insert))
+            .collect();
+        let inserts_sent = inserts.len() as u64;
+        let inserts_completed = inserts.iter().filter(|statement| statement.outcome.is_ok()).count() as u64;
         let rows_written = inserts_completed.saturating_mul(self.batch_rows);
         let (threads, parts) = match observed {
             Ok(observed) => sampled(&observed.looks, observed.without_connection, in_process),
@@ -106,11 +106,6 @@ impl WritesBenchmark {
                 PartsSampled { unknown: Some(format!("{error:#}")), ..PartsSampled::empty() },
             ),
         };
-        let inserts_sent = looped
-            .statements
-            .iter()
-            .filter(|statement| pass.get(statement.query as usize) == Some(&MixStatement::Insert))
-            .count() as u64;
         // A stopped level is not summarised: nothing more is asked of the engine for it.
         let stopped = || EventsDelta::Unknown { reason: "the level was stopped".to_string() };
         let inserts_own = match &level_tag {

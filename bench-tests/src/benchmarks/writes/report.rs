@@ -440,8 +440,9 @@ fn split_intro(results: &WritesResults) -> String {
     // The first complete round's reason: a stopped level's says only that it stopped.
     let why_not_records =
         results.rounds.iter().filter(|round| round.closed_loop.complete).find_map(|round| match &round.inserts_own {
-            EventsDelta::Unknown { reason } if reason != "not recorded in this bundle" => Some(reason.as_str()),
-            _ => None,
+            unknown if *unknown == EventsDelta::not_recorded() => None,
+            EventsDelta::Unknown { reason } => Some(reason.as_str()),
+            EventsDelta::Known { .. } => None,
         });
     let beside = if results.workload.mix.is_inserts_only() {
         "background merges count in CPU and write"

@@ -122,13 +122,22 @@ pub(super) struct GaugeLook {
     machine: Option<(f64, f64)>,
 }
 
+/// `names` quoted for an `IN (...)` list.
+fn sql_list(names: &[&str]) -> String {
+    names.iter().map(|name| sql_string(name)).collect::<Vec<_>>().join(", ")
+}
+
+/// The engine's own gauges alone: what an engine without `system.asynchronous_metrics` is
+/// asked.
+fn metrics_sql() -> String {
+    format!("SELECT metric, toFloat64(value) FROM system.metrics WHERE metric IN ({})", sql_list(&GAUGES))
+}
+
 pub(super) fn gauges_sql() -> String {
-    let names = |names: &[&str]| names.iter().map(|name| sql_string(name)).collect::<Vec<_>>().join(", ");
     format!(
-        "SELECT metric, toFloat64(value) FROM system.metrics WHERE metric IN ({}) UNION ALL SELECT metric, value \
-         FROM system.asynchronous_metrics WHERE metric IN ({})",
-        names(&GAUGES),
-        names(&MACHINE_THREADS)
+        "{} UNION ALL SELECT metric, value FROM system.asynchronous_metrics WHERE metric IN ({})",
+        metrics_sql(),
+        sql_list(&MACHINE_THREADS)
     )
 }
 
@@ -168,8 +177,7 @@ pub(super) fn look_at_gauges(connection: &mut ObserverConnection) -> Result<Gaug
         if !format!("{error:#}").contains("asynchronous_metrics") {
             return Err(error);
         }
-        let metrics_only = gauges_sql().split(" UNION ALL ").next().unwrap_or_default().to_string();
-        connection.query_text(&metrics_only)
+        connection.query_text(&metrics_sql())
     });
     answer.map_err(|error| format!("{error:#}")).and_then(|answer| gauges_of(&answer))
 }

@@ -159,10 +159,10 @@ impl Device {
     pub fn remove(&self) -> Result<()> {
         let unmounted = unmount(&self.mount);
         let detached = detach(&self.loop_device, &self.image);
-        let image = remove_file(&self.image);
+        let image = super::gone(&self.image, std::fs::remove_file(&self.image));
         let mount = match is_mounted(&self.mount) {
             true => Err(anyhow!("{} is still mounted: unmount it (umount {0})", self.mount.display())),
-            false => remove_empty_dir(&self.mount),
+            false => super::gone(&self.mount, std::fs::remove_dir(&self.mount)),
         };
         unmounted.and(detached).and(image).and(mount)
     }
@@ -211,26 +211,6 @@ fn detach(loop_device: &Path, image: &Path) -> Result<()> {
         .with_context(|| format!("cannot detach {}", loop_device.display()))
 }
 
-fn remove_file(path: &Path) -> Result<()> {
-    match std::fs::remove_file(path) {
-        Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
-            Err(anyhow!(error).context(format!("cannot remove {}", path.display())))
-        }
-        _ => Ok(()),
-    }
-}
-
-/// Removes a mount point once unmounted: an empty folder (never a tree: were a file system
-/// still mounted there, its contents would go).
-fn remove_empty_dir(path: &Path) -> Result<()> {
-    match std::fs::remove_dir(path) {
-        Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
-            Err(anyhow!(error).context(format!("cannot remove {}", path.display())))
-        }
-        _ => Ok(()),
-    }
-}
-
 /// The loop devices attached to `image` (`losetup --associated`), a plain file.
 fn loop_devices_of(image: &Path) -> Vec<PathBuf> {
     let plain = std::fs::symlink_metadata(image).is_ok_and(|metadata| metadata.file_type().is_file());
@@ -250,9 +230,9 @@ fn remove_volume(image: &Path, mount: &Path) {
         let _ = detach(&loop_device, image);
     }
     if !is_mounted(mount) {
-        let _ = remove_empty_dir(mount);
+        let _ = std::fs::remove_dir(mount);
     }
-    let _ = remove_file(image);
+    let _ = std::fs::remove_file(image);
 }
 
 /// Removes the volumes whose process is gone (its lock can be taken), and returns their

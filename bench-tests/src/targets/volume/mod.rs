@@ -12,7 +12,7 @@ mod device;
 mod probe;
 mod throttle;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use anyhow::{Context, Result, bail};
@@ -121,6 +121,18 @@ pub fn parse_profile(text: &str) -> Result<StorageProfile, String> {
         read_bytes_per_second: bytes(limit("read_mibps", "mibps"))?,
         write_bytes_per_second: bytes(limit("write_mibps", "mibps"))?,
     }))
+}
+
+/// What removing `path` came to: done, or nothing there to remove, is done; the error
+/// names the path. For a mount point, removal is `remove_dir`, never a tree's: were a file
+/// system still mounted there, its contents would go.
+fn gone(path: &Path, removal: std::io::Result<()>) -> Result<()> {
+    match removal {
+        Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
+            Err(anyhow::Error::from(error).context(format!("cannot remove {}", path.display())))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// The volume of this process, while its guard lives.

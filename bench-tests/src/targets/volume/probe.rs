@@ -127,14 +127,8 @@ pub fn run(path: &Path, limits: &Limits) -> Result<VolumeProbe> {
             (state >> 33) % blocks(block) * block as u64
         }
     };
-    let sequential = |_: u64| {
-        let mut next = 0u64;
-        move |_| {
-            let offset = next % blocks(SEQUENTIAL_BLOCK) * SEQUENTIAL_BLOCK as u64;
-            next += 1;
-            offset
-        }
-    };
+    // The file's blocks in order, over again: the request's count is its block.
+    let sequential = |sent: u64| sent % blocks(SEQUENTIAL_BLOCK) * SEQUENTIAL_BLOCK as u64;
     let rate = |(requests, elapsed): (u64, Duration), bytes: Option<usize>, limit: Option<u64>| {
         let seconds = elapsed.as_secs_f64();
         let measured = match bytes {
@@ -147,13 +141,13 @@ pub fn run(path: &Path, limits: &Limits) -> Result<VolumeProbe> {
         tool: "chbench's probe: one request at a time, direct I/O".to_string(),
         ms_per_pass: PASS_TIME.as_millis() as u64,
         sequential_read_bytes_per_second: rate(
-            pass(&file, SEQUENTIAL_BLOCK, false, sequential(0))?,
+            pass(&file, SEQUENTIAL_BLOCK, false, sequential)?,
             Some(SEQUENTIAL_BLOCK),
             limits.read_bytes_per_second,
         ),
         random_read_iops: rate(pass(&file, RANDOM_BLOCK, false, random(RANDOM_BLOCK))?, None, limits.read_iops),
         sequential_write_bytes_per_second: rate(
-            pass(&file, SEQUENTIAL_BLOCK, true, sequential(0))?,
+            pass(&file, SEQUENTIAL_BLOCK, true, sequential)?,
             Some(SEQUENTIAL_BLOCK),
             limits.write_bytes_per_second,
         ),

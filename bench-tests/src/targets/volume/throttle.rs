@@ -169,12 +169,9 @@ impl Throttle {
         let moved = std::fs::write(&self.back_to, self.pid.to_string())
             .or_else(|_| std::fs::write(self.controller.root().join("cgroup.procs"), self.pid.to_string()))
             .with_context(|| format!("cannot move process {} back to {}", self.pid, self.back_to.display()));
-        let removed = std::fs::remove_dir(&self.dir).or_else(|error| match error.kind() {
-            std::io::ErrorKind::NotFound => Ok(()),
-            _ => Err(error),
-        });
+        let removed = super::gone(&self.dir, std::fs::remove_dir(&self.dir));
         moved?;
-        removed.with_context(|| format!("cannot remove the cgroup {}", self.dir.display()))
+        removed.context("cannot remove the cgroup")
     }
 }
 
