@@ -1,9 +1,11 @@
 //! The storage baseline: what fio measured on the volume ClickHouse keeps its data on
-//! (sequential read MiB/s, random read IOPS and latency, direct I/O), the parser of
-//! fio's JSON report, the baseline's place in a results bundle, and the verdict a report
-//! gives a scan against it (volume-bound or not). Always built: bundles are read and
-//! reported without the `eks` feature, which only runs the fio Job
-//! (`cluster::baseline`). docs/storage-baseline.md says what is measured and why.
+//! (sequential read MiB/s, random read IOPS and latency, direct I/O), the fio job file
+//! ([`fio_job_file`]), the parser of fio's JSON report, the baseline's place in a results
+//! bundle, and the verdict a report gives a scan against it (volume-bound or not). Always
+//! built: bundles are read and reported without the `eks` feature, which only runs the
+//! fio Job (`cluster::baseline`); a storage profile's volume runs the same job file, or
+//! the tool's own probe where fio is not installed (`targets::volume`).
+//! docs/storage-baseline.md says what is measured and why.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -27,11 +29,14 @@ pub const RAND_READ_JOB: &str = "rand_read";
 /// differ by. It is a judgement, not a measured constant: docs/storage-baseline.md.
 pub const VOLUME_BOUND_SHARE: f64 = 0.9;
 
-/// What fio measured on one volume.
+/// What fio (or the tool's own probe) measured on one volume.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StorageBaseline {
-    /// As fio prints it, e.g. `fio-3.33`.
-    pub fio_version: String,
+    /// What measured it: fio's version as fio prints it (`fio-3.33`), or the tool's own
+    /// probe. Bundles written before the probe could measure a baseline call it
+    /// `fio_version`.
+    #[serde(alias = "fio_version")]
+    pub tool: String,
     /// When fio ran (its report's own timestamp).
     pub measured_at: jiff::Timestamp,
     pub device: Device,
@@ -47,11 +52,12 @@ pub struct StorageBaseline {
 /// Where fio ran.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Device {
-    /// The deployment's variant: `eks-gp3`, `eks-nvme` or `kind`.
+    /// The deployment's variant: `eks-gp3`, `eks-nvme` or `kind`; on the embedded
+    /// target, `storage profile <name>`.
     pub variant: String,
     /// The volume, e.g. `gp3 EBS volume of StorageClass chbench-gp3 (3000 IOPS, 125 MiB/s), 100 GiB`.
     pub description: String,
-    /// The Kubernetes node, the ClickHouse pod's.
+    /// The Kubernetes node, the ClickHouse pod's; on the embedded target, the machine.
     pub node: String,
     /// The node's instance type (`node.kubernetes.io/instance-type`), where it has the
     /// label: what a comparison prices an eks bundle by.
@@ -108,7 +114,7 @@ impl StorageBaseline {
             number(rand.latency_us.mean, 1),
             number(rand.latency_us.p50, 1),
             number(rand.latency_us.p99, 1),
-            self.fio_version,
+            self.tool,
             if self.direct { "" } else { "no " },
             human_bytes(self.file_size_bytes),
             self.device.variant,
@@ -131,7 +137,8 @@ pub enum StorageBaselineRecord {
 pub const NOT_RECORDED_BEFORE: &str = "the bundle was written before chbench recorded storage baselines";
 /// Why a target without a baseline has none.
 pub const TARGET_HAS_NONE: &str = "the target measures no storage baseline; the eks target reads the one \
-                                   `cargo xtask eks up` measured";
+                                   `cargo xtask eks up` measured, and the embedded target measures one with \
+                                   --storage PROFILE";
 
 impl Default for StorageBaselineRecord {
     /// What a bundle without the field (an older one) reads as.
@@ -219,6 +226,34 @@ impl ReadVerdict {
             ReadVerdict::NoFileReads => "unknown (nothing read from files)".to_string(),
         }
     }
+}
+
+/// The folder under `manifests/` whose `fio.yaml` holds the job file a storage profile's
+/// volume runs: every variant's is the same (a test keeps them so).
+pub const JOB_FILE_VARIANT: &str = "eks-gp3";
+
+/// The fio job file of `manifests/<variant>/fio.yaml` (its ConfigMap's `baseline.fio`), as
+/// fio reads it. Read by hand, not by a YAML parser: the parser is in the `eks` build
+/// only, and the block is a literal one, each line indented under its key.
+pub fn fio_job_file(variant: &str) -> Result<String> {
+    let path = crate::files::workspace_root().join("manifests").join(variant).join("fio.yaml");
+    let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
+    let key = "  baseline.fio: |\n";
+    let Some((_, block)) = text.split_once(key) else {
+        bail!("{} has no {:?} block: the storage baseline's job file is missing", path.display(), key.trim());
+    };
+    let lines: Vec<&str> = block
+        .lines()
+        .take_while(|line| line.trim().is_empty() || line.starts_with("    "))
+        .map(|line| line.strip_prefix("    ").unwrap_or(""))
+        .collect();
+    let job = lines.join("\n").trim().to_string();
+    for section in [SEQ_READ_JOB, RAND_READ_JOB] {
+        if !job.lines().any(|line| line.trim() == format!("[{section}]")) {
+            bail!("the job file in {} has no [{section}] job", path.display());
+        }
+    }
+    Ok(job + "\n")
 }
 
 /// fio's JSON report (`--output-format=json`), the fields the baseline takes.
@@ -320,7 +355,7 @@ fn parse(output: &str, device: Device) -> Result<StorageBaseline> {
             .with_context(|| format!("fio job {RAND_READ_JOB} has no {at}th latency percentile"))
     };
     Ok(StorageBaseline {
-        fio_version: report.fio_version.clone(),
+        tool: report.fio_version.clone(),
         measured_at: jiff::Timestamp::from_second(report.timestamp)
             .with_context(|| format!("its timestamp {} is not a time", report.timestamp))?,
         device,
@@ -382,7 +417,7 @@ mod tests {
 
     fn baseline(seq_mib_per_s: Option<f64>) -> StorageBaseline {
         StorageBaseline {
-            fio_version: "fio-3.33".into(),
+            tool: "fio-3.33".into(),
             measured_at: jiff::Timestamp::UNIX_EPOCH,
             device: Device {
                 variant: "eks-gp3".into(),

@@ -159,6 +159,10 @@ pub struct StorageVolume {
     /// The image's size: the most the file system can hold (sparse: only what is written
     /// takes room).
     pub image_bytes: u64,
+    /// How that size was chosen: from the run's estimate of its data, or a share of the
+    /// free space. Empty in bundles written before volumes were sized.
+    #[serde(default)]
+    pub sized_by: String,
     /// The cgroup and its controller, `cgroup v1 blkio /sys/fs/cgroup/blkio/chbench-1234`.
     pub cgroup: String,
     /// [`APPROXIMATION`].
@@ -172,12 +176,15 @@ pub struct StorageVolume {
 }
 
 /// The volume measured before the benchmark (docs/storage-profiles.md): four passes of
-/// direct I/O, one request at a time.
+/// direct I/O, with as many requests in flight as the storage baseline's fio job.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct VolumeProbe {
     /// What measured it.
     pub tool: String,
     pub ms_per_pass: u64,
+    /// Requests in flight in the sequential passes (1 MiB each) and the random ones (4 KiB).
+    pub sequential_in_flight: u32,
+    pub random_in_flight: u32,
     /// 1 MiB reads in order, bytes a second, against the read bandwidth limit.
     pub sequential_read_bytes_per_second: ProbedRate,
     /// 4 KiB reads at random offsets, a second, against the read IOPS limit.
@@ -239,7 +246,7 @@ pub struct ProbedRate {
     /// The limit it is held to; `None` for none.
     pub limit: Option<u64>,
     /// `held` (within 10 %), `above the limit: ...` (the throttle did not hold), `below the
-    /// limit: ...` (one request at a time does not reach it on this disk), or `no limit`.
+    /// limit: ...` (the disk under the volume does not reach it), or `no limit`.
     pub verdict: String,
 }
 

@@ -58,8 +58,12 @@ fn run(flags: &RunFlags, kind_name: &str, benchmark: &dyn AnyBenchmark) -> Resul
     if chbench::targets::spec(kind).capabilities.engine_in_process {
         benchmark.check_storage(&chbench::files::chbench_dir())?;
     }
-    // Before the target opens, and dropped after it closes: the engine's folder is on it.
-    let _volume = flags.storage.activate_for(flags.target.target)?;
+    // Before the target opens, and dropped after it closes: the engine's folder is on it,
+    // sized for the run's data, which must then fit on it too (a kind may count files).
+    let _volume = flags.storage.activate_for(flags.target.target, benchmark.disk_bytes_needed()?, true)?;
+    if let Some(folder) = chbench::targets::volume::active_engine_folder() {
+        benchmark.check_storage(&folder)?;
+    }
     prepare_results_folder(&flags.results_dir)?;
     if let Some(run_id) = &flags.run_id {
         refuse_a_taken_run_id(&flags.results_dir, run_id)?;
@@ -134,7 +138,8 @@ fn matrix(file: &Path, fail_fast: bool, matches: &clap::ArgMatches) -> Result<()
         .find(|id| !MATRIX_RUN_FLAGS.contains(id) && matches.value_source(id) == Some(ValueSource::CommandLine))
     {
         bail!(
-            "--{} with --matrix: the kind, its flags, settings and engine versions are the matrix file's ({}); give              it there",
+            "--{} with --matrix: the kind, its flags, settings, engine versions and storage are the matrix file's \
+             ({}); give it there",
             given.replace('_', "-"),
             file.display()
         );
@@ -142,8 +147,8 @@ fn matrix(file: &Path, fail_fast: bool, matches: &clap::ArgMatches) -> Result<()
     let flags = RunFlags::from_arg_matches(matches).context("cannot read the run's flags")?;
     if flags.storage.storage != chbench::targets::volume::StorageProfile::Local {
         bail!(
-            "{} with --matrix: storage profiles in a matrix are not built yet; unset it, or run each profile with \
-             bench --storage",
+            "{} with --matrix: a matrix's storage profiles are its variants' (storage = \"gp3\" in a [[variant]], \
+             docs/matrix.md); unset it, and give them there",
             chbench::targets::volume::PROFILE_ENV
         );
     }

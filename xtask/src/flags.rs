@@ -404,10 +404,17 @@ pub struct StorageFlag {
 }
 
 impl StorageFlag {
-    /// Makes the profile's volume for this process before the engine opens, and returns
-    /// what removes it (kept for as long as the engine's folder is used); refused in one
-    /// line when `target` keeps its data on a machine of its own.
-    pub fn activate_for(&self, target: TargetKind) -> anyhow::Result<Option<chbench::targets::volume::VolumeGuard>> {
+    /// Makes the profile's volume for this process before the engine opens, sized for
+    /// `needed` bytes of the run's data when the run estimates them, its storage baseline
+    /// measured by fio where installed and `use_fio`, and returns what removes it (kept for
+    /// as long as the engine's folder is used); refused in one line when `target` keeps its
+    /// data on a machine of its own.
+    pub fn activate_for(
+        &self,
+        target: TargetKind,
+        needed: Option<u64>,
+        use_fio: bool,
+    ) -> anyhow::Result<Option<chbench::targets::volume::VolumeGuard>> {
         if self.storage == chbench::targets::volume::StorageProfile::Local {
             return Ok(None);
         }
@@ -419,7 +426,7 @@ impl StorageFlag {
                 chbench::targets::volume::PROFILE_ENV
             );
         }
-        chbench::targets::volume::activate(&self.storage)
+        chbench::targets::volume::activate(&self.storage, needed, use_fio)
     }
 }
 

@@ -30,6 +30,7 @@ use anyhow::{Context, Result};
 
 use crate::ab_variants::AbRun;
 use crate::compare::{BundleAt, CompareOptions, Comparison, ComparisonSections};
+use crate::dataset::DiskEstimate;
 use crate::files::write_atomically;
 use crate::fixtures::Statement;
 use crate::guard;
@@ -73,10 +74,19 @@ pub trait Benchmark: Sized + 'static {
     /// Refuses inputs that would put meaningless numbers in the results, before the
     /// engine starts.
     fn check(&self) -> Result<()>;
+    /// What the run's data will take at its peak, from its inputs, when the kind can say:
+    /// what [`Benchmark::check_storage`] holds against the free space, and what a storage
+    /// profile's volume is sized by.
+    fn disk_estimate(&self) -> Result<Option<DiskEstimate>> {
+        Ok(None)
+    }
     /// Refuses inputs that would not fit in `folder`, where an in-process engine keeps its
     /// data, before it starts (a server's disk is not this machine's: not called there).
-    fn check_storage(&self, _folder: &Path) -> Result<()> {
-        Ok(())
+    fn check_storage(&self, folder: &Path) -> Result<()> {
+        match self.disk_estimate()? {
+            Some(estimate) => estimate.check_fits(folder),
+            None => Ok(()),
+        }
     }
     /// Refuses inputs the opened target cannot take (a setting it does not know, a
     /// capability it lacks), before the bundle is made, so that such a mistake is one line
@@ -333,6 +343,8 @@ pub trait AnyBenchmark {
     fn sql_files(&self) -> Vec<String>;
     fn guarded_sql(&self) -> Result<GuardedSql>;
     fn check_storage(&self, folder: &Path) -> Result<()>;
+    /// [`Benchmark::disk_estimate`]'s bytes.
+    fn disk_bytes_needed(&self) -> Result<Option<u64>>;
     fn run_label(&self) -> String;
     /// Creates the bundle at `place`, runs every phase into it, and finishes it and its
     /// report whatever happened. An error is returned only when there is no bundle to keep
@@ -347,6 +359,10 @@ impl<B: Benchmark> AnyBenchmark for B {
 
     fn check_storage(&self, folder: &Path) -> Result<()> {
         Benchmark::check_storage(self, folder)
+    }
+
+    fn disk_bytes_needed(&self) -> Result<Option<u64>> {
+        Ok(Benchmark::disk_estimate(self)?.map(|estimate| estimate.bytes()))
     }
 
     fn sql_files(&self) -> Vec<String> {

@@ -333,6 +333,27 @@ pub struct BytesPerRow {
     pub basis: String,
 }
 
+/// What a run's data takes at its peak, from its inputs: `rows` of `per_row` bytes.
+/// `what` names the input (`--rows 20G`). A run checks it against the free space before
+/// it starts ([`DiskEstimate::check_fits`]), and a storage profile sizes its volume by it.
+#[derive(Debug, Clone)]
+pub struct DiskEstimate {
+    pub what: String,
+    pub rows: u64,
+    pub per_row: BytesPerRow,
+}
+
+impl DiskEstimate {
+    pub fn bytes(&self) -> u64 {
+        self.rows.saturating_mul(self.per_row.bytes)
+    }
+
+    /// [`check_fits`] of the estimate in `folder`.
+    pub fn check_fits(&self, folder: &Path) -> Result<()> {
+        check_fits(&self.what, self.rows, &self.per_row, folder)
+    }
+}
+
 /// Refuses more than [`MAX_ROWS`]; `what` names the input (`--rows 20G`, `dataset x`).
 pub fn check_row_bound(what: &str, rows: u64) -> Result<()> {
     if rows > MAX_ROWS {

@@ -274,6 +274,16 @@ fn check_variant(
         ("max_threads", variant.max_threads.as_ref().map(Spanned::span)),
     ];
     let Some(eks) = eks else {
+        // On an engine in this process, `storage` is a storage profile.
+        let storage_profile = match &variant.storage {
+            Some(profile) if engine_in_process => {
+                crate::targets::volume::parse_profile(profile.get_ref())
+                    .map_err(|error| in_variant(profile.span(), format!("storage {:?}: {error}", profile.get_ref())))?;
+                Some(profile.get_ref().trim().to_string())
+            }
+            _ => None,
+        };
+        let eks_keys = eks_keys.into_iter().filter(|(key, _)| !(engine_in_process && *key == "storage"));
         if let Some((key, Some(span))) = eks_keys.into_iter().find(|(_, span)| span.is_some()) {
             return Err(in_variant(
                 span,
@@ -283,7 +293,7 @@ fn check_variant(
                 ),
             ));
         }
-        return Ok(MatrixVariant { name, settings, engine_version, deployment: None });
+        return Ok(MatrixVariant { name, settings, engine_version, storage_profile, deployment: None });
     };
     let storage = match &variant.storage {
         Some(storage) => Variant::from_str(storage.get_ref(), false).map_err(|_| {
@@ -361,6 +371,7 @@ fn check_variant(
         name,
         settings,
         engine_version,
+        storage_profile: None,
         deployment: Some(VariantDeployment { storage, values, max_threads }),
     })
 }

@@ -79,6 +79,10 @@ pub struct MatrixVariant {
     pub settings: Settings,
     /// The embedded engine's version it runs on; `None`: this process's.
     pub engine_version: Option<&'static EngineVersion>,
+    /// On a target whose engine is in the process, the storage profile it runs on
+    /// (`bench --storage`, docs/storage-profiles.md), as the file gives it; `None`: the
+    /// machine's own disk.
+    pub storage_profile: Option<String>,
     /// On the eks target, the deployment it runs on.
     pub deployment: Option<VariantDeployment>,
 }
@@ -105,6 +109,9 @@ impl MatrixVariant {
         parts.extend(self.settings.iter().map(|(name, value)| format!("{name}={value}")));
         if let Some(engine) = self.engine_version {
             parts.push(format!("engine {}", engine.npm_version));
+        }
+        if let Some(profile) = &self.storage_profile {
+            parts.push(format!("storage {profile}"));
         }
         if parts.is_empty() { "the defaults".to_string() } else { parts.join(", ") }
     }
@@ -151,6 +158,9 @@ impl PlannedVariant<'_> {
         }
         if let Some(engine) = self.variant.engine_version {
             args.extend(["--engine-version".to_string(), engine.npm_version.to_string()]);
+        }
+        if let Some(profile) = &self.variant.storage_profile {
+            args.extend(["--storage".to_string(), profile.clone()]);
         }
         args
     }

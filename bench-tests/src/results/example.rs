@@ -57,11 +57,14 @@ pub fn example_bundle<Results: KindResults>(
                 },
                 device: "/dev/loop3 (7:3)".to_string(),
                 image_bytes: count,
+                sized_by: "the run's data estimated at 1.00 GiB".to_string(),
                 cgroup: "cgroup v1 blkio /sys/fs/cgroup/blkio/chbench-1234".to_string(),
                 approximation: crate::target_info::APPROXIMATION.to_string(),
                 probe: Some(crate::target_info::VolumeProbe {
                     tool: "chbench's probe".to_string(),
                     ms_per_pass: count,
+                    sequential_in_flight: u32::try_from(count).unwrap_or(u32::MAX),
+                    random_in_flight: u32::try_from(count).unwrap_or(u32::MAX),
                     sequential_read_bytes_per_second: rate(),
                     random_read_iops: rate(),
                     sequential_write_bytes_per_second: rate(),
@@ -139,7 +142,7 @@ pub fn example_sample(value: f64, count: u64, attempt: u32) -> Sample {
 fn example_baseline(value: f64, count: u64) -> StorageBaseline {
     let depth = u32::try_from(count).unwrap_or(u32::MAX);
     StorageBaseline {
-        fio_version: "fio-3.33".to_string(),
+        tool: "fio-3.33".to_string(),
         measured_at: jiff::Timestamp::from_second(1_796_007_000).unwrap_or(jiff::Timestamp::UNIX_EPOCH),
         device: Device {
             variant: "eks-gp3".to_string(),

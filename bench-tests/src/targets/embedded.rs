@@ -111,6 +111,11 @@ impl EmbeddedTarget {
         }
         Ok(target)
     }
+
+    /// Whether the engine's folder is on the storage profile's volume.
+    fn on_volume(&self) -> bool {
+        super::volume::active_engine_folder().is_some_and(|volume| self.folder.starts_with(volume))
+    }
 }
 
 impl Backend for EmbeddedTarget {
@@ -119,8 +124,13 @@ impl Backend for EmbeddedTarget {
     }
 
     fn storage_volume(&self) -> Option<super::volume::StorageVolume> {
-        let on_volume = super::volume::active_engine_folder().is_some_and(|volume| self.folder.starts_with(volume));
-        on_volume.then(super::volume::active_record).flatten()
+        self.on_volume().then(super::volume::active_record).flatten()
+    }
+
+    /// The storage profile's volume's baseline, when the folder is on one: measured when
+    /// the volume was made (fio's job, or the probe where fio is not installed).
+    fn storage_baseline(&mut self) -> Result<Option<crate::storage_baseline::StorageBaseline>> {
+        if self.on_volume() { super::volume::active_baseline() } else { Ok(None) }
     }
 
     fn use_database(&mut self, name: &str) -> Result<()> {

@@ -8,7 +8,7 @@
 use std::path::Path;
 
 use chbench::cluster::Variant;
-use chbench::matrix::parse_matrix;
+use chbench::matrix::{PlannedVariant, parse_matrix};
 use chbench::measure::measure;
 use chbench::settings::{Settings, choose_run_settings};
 use chbench::stats::StatementTag;
@@ -37,13 +37,28 @@ settings = { max_threads = 1, use_uncompressed_cache = true }
 [[variant]]
 name = "v26_5"
 engine_version = "26.5.3"
+
+[[variant]]
+name = "gp3"
+storage = "gp3"
 "#;
     let matrix = parse_matrix(Path::new(FILE), text, TargetKind::Embedded).unwrap();
     assert_eq!((matrix.kind.name, matrix.target, matrix.eks.is_none()), ("logs", TargetKind::Embedded, true));
     assert_eq!(matrix.flags, ["--rows", "100K", "--runs", "5"]);
     let changes: Vec<String> = matrix.variants.iter().map(|variant| variant.changes()).collect();
-    assert_eq!(changes, ["the defaults", "max_threads=1, use_uncompressed_cache=1", "engine 26.5.3"]);
+    assert_eq!(changes, ["the defaults", "max_threads=1, use_uncompressed_cache=1", "engine 26.5.3", "storage gp3"]);
     assert_eq!(matrix.variants[2].engine_version.map(|engine| engine.npm_version), Some("26.5.3"));
+    assert_eq!(matrix.variants[3].storage_profile.as_deref(), Some("gp3"));
+    // The variant's bench runs on its profile; the others on the machine's disk.
+    let run = |index: usize| PlannedVariant {
+        matrix: &matrix,
+        variant: &matrix.variants[index],
+        run_id: "m-x".to_string(),
+        results_dir: "results".into(),
+    };
+    let args = run(3).bench_args();
+    assert!(args.windows(2).any(|pair| pair == ["--storage", "gp3"]), "{args:?}");
+    assert!(!run(0).bench_args().contains(&"--storage".to_string()));
 }
 
 #[test]
@@ -121,6 +136,16 @@ fn each_mistake_in_a_matrix_file_is_one_line_naming_the_file_its_line_and_the_ke
             "kind = \"logs\"\n[[variant]]\nname = \"a\"\nbogus = 1\n[[variant]]\nname = \"b\"\n".to_string(),
             TargetKind::Embedded,
             "m.toml:4: unknown field `bogus`",
+        ),
+        (
+            "kind = \"logs\"\n[[variant]]\nname = \"a\"\nstorage = \"gp2\"\n[[variant]]\nname = \"b\"\n".to_string(),
+            TargetKind::Embedded,
+            "m.toml:4: variant \"a\": storage \"gp2\": \"gp2\" is not a profile or a limit; give local, gp3",
+        ),
+        (
+            "kind = \"logs\"\n[[variant]]\nname = \"a\"\nstorage = \"gp3\"\n[[variant]]\nname = \"b\"\n".to_string(),
+            TargetKind::Url,
+            "m.toml:4: variant \"a\": storage is a deployment's, for the eks target, and the matrix runs on url",
         ),
         (
             format!("kind = \"logs\"\nflags = [\"--run-id\", \"x\"]\n{two}"),

@@ -4,7 +4,7 @@
 //! a whole fio report is one error line. No engine and no cluster are needed.
 
 use chbench::files::workspace_root;
-use chbench::storage_baseline::{Device, parse_fio_output};
+use chbench::storage_baseline::{Device, JOB_FILE_VARIANT, fio_job_file, parse_fio_output};
 use serde_json::Value;
 
 fn fixture(name: &str) -> String {
@@ -26,7 +26,7 @@ fn real_fio_output_parses_to_its_own_numbers() {
     let job = |name: &str| report["jobs"].as_array().unwrap().iter().find(|job| job["jobname"] == name).unwrap();
     let (seq, rand) = (&job("seq_read")["read"], &job("rand_read")["read"]);
     let baseline = parse_fio_output(&output, device()).unwrap();
-    assert_eq!(baseline.fio_version, report["fio version"].as_str().unwrap());
+    assert_eq!(baseline.tool, report["fio version"].as_str().unwrap());
     assert_eq!(baseline.measured_at.as_second(), report["timestamp"].as_i64().unwrap());
     assert_eq!(baseline.device, device());
     assert!(baseline.direct);
@@ -55,16 +55,14 @@ fn real_fio_output_parses_to_its_own_numbers() {
 #[test]
 fn the_fixture_ran_the_jobs_job_file() {
     let job_file = |variant: &str| {
-        let text = std::fs::read_to_string(workspace_root().join("manifests").join(variant).join("fio.yaml")).unwrap();
-        let block = text.split("  baseline.fio: |\n").nth(1).unwrap_or_else(|| panic!("{variant}: no job file"));
-        block
+        fio_job_file(variant)
+            .unwrap()
             .lines()
-            .take_while(|line| line.is_empty() || line.starts_with("    "))
             .map(|line| line.trim_start().to_string())
             .filter(|line| !line.is_empty())
             .collect::<Vec<_>>()
     };
-    let jobs = job_file("eks-gp3");
+    let jobs = job_file(JOB_FILE_VARIANT);
     assert_eq!(job_file("eks-nvme"), jobs);
     assert_eq!(job_file("kind"), jobs);
     let shortened = ["size=", "ramp_time=", "runtime="];

@@ -340,11 +340,30 @@ fn a_bad_matrix_command_line_or_file_is_one_line_before_anything_runs() {
     let two = matrix_file(results.path(), "two", "[[variant]]\nname = \"a\"\n[[variant]]\nname = \"b\"\n");
     let line = error_line(&run_matrix(results.path(), &two, "two", &["--rows", "1M"]));
     assert!(
-        line.starts_with("error: --rows with --matrix: the kind, its flags, settings and engine versions"),
+        line.starts_with("error: --rows with --matrix: the kind, its flags, settings, engine versions and storage"),
         "{line}"
     );
     let line = error_line(&run_matrix(results.path(), &two, "two", &["--setting", "max_threads=1"]));
     assert!(line.starts_with("error: --setting with --matrix"), "{line}");
+    // Storage profiles are the variants': not the command line's, nor the environment's.
+    let line = error_line(&run_matrix(results.path(), &two, "two", &["--storage", "gp3"]));
+    assert!(line.starts_with("error: --storage with --matrix"), "{line}");
+    let output = matrix_command(results.path(), &two, "two", &[]).env("CHBENCH_STORAGE", "gp3").output().unwrap();
+    let line = error_line(&output);
+    assert!(line.starts_with("error: CHBENCH_STORAGE with --matrix: a matrix's storage profiles are its variants'"));
+    let bad_profile = matrix_file(
+        results.path(),
+        "profile",
+        "[[variant]]\nname = \"a\"\n[[variant]]\nname = \"b\"\nstorage = \"iops=0\"\n",
+    );
+    let line = error_line(&run_matrix(results.path(), &bad_profile, "profile", &[]));
+    assert!(
+        line.starts_with(&format!(
+            "error: {}:8: variant \"b\": storage \"iops=0\": iops=0 is not a limit above 0",
+            bad_profile.display()
+        )),
+        "{line}"
+    );
     let missing = results.path().join("missing.toml");
     let line = error_line(&run_matrix(results.path(), &missing, "x", &[]));
     assert!(line.starts_with(&format!("error: cannot read the matrix file {}", missing.display())), "{line}");

@@ -11,23 +11,32 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use chbench::benchmarks::logs::LogsBundle;
 use chbench::benchmarks::writes::WritesBundle;
 use chbench::results::{RunStatus, load_bundle};
+use chbench::storage_baseline::StorageBaselineRecord;
+use chbench::targets::volume::NO_FIO_ENV;
 
 use crate::common::{error_lines, xtask};
+
+/// An xtask command in a target folder of its own, on the tests' engine, its volume's
+/// baseline the probe's (fio, where installed, takes half a minute: one test runs it).
+fn on_a_volume(target_dir: &Path) -> Command {
+    let library = chbench::engine::provision(&|_| {}).unwrap();
+    let mut command = xtask();
+    command.env("CARGO_TARGET_DIR", target_dir).env("CHBENCH_LIBCHDB", library).env(NO_FIO_ENV, "1");
+    command
+}
 
 /// A tiny writes run with every INSERT fsynced (so that writes reach the throttled
 /// device), in a target folder of its own.
 fn writes(target_dir: &Path, results: &Path, run_id: &str, storage: &str, iterations: &str) -> Command {
-    let library = chbench::engine::provision(&|_| {}).unwrap();
-    let mut command = xtask();
+    let mut command = on_a_volume(target_dir);
     command
         .args(["bench", "writes", "--target", "embedded", "--storage", storage, "--run-id", run_id])
         .args(["--durability", "fsync", "--concurrency", "1", "--rounds", "1", "--check-statements", "0"])
         .args(["--iterations", iterations, "--batch-rows", "100", "--results-dir"])
-        .arg(results)
-        .env("CARGO_TARGET_DIR", target_dir)
-        .env("CHBENCH_LIBCHDB", library);
+        .arg(results);
     command
 }
 
@@ -204,14 +213,124 @@ fn a_run_that_fails_on_a_profile_leaves_nothing_behind() {
     let target_dir = tempfile::tempdir().unwrap();
     let sql = target_dir.path().join("fails.sql");
     std::fs::write(&sql, "SELECT no_such_function(1)\n").unwrap();
-    let library = chbench::engine::provision(&|_| {}).unwrap();
-    let (output, pid) = run(xtask()
-        .args(["measure", "--target", "embedded", "--storage", "gp3"])
-        .arg(&sql)
-        .env("CARGO_TARGET_DIR", target_dir.path())
-        .env("CHBENCH_LIBCHDB", library));
+    let (output, pid) =
+        run(on_a_volume(target_dir.path()).args(["measure", "--target", "embedded", "--storage", "gp3"]).arg(&sql));
     assert_eq!(output.status.code(), Some(1), "{}", String::from_utf8_lossy(&output.stderr));
     let errors = error_lines(&output);
     assert!(errors.len() == 1 && errors[0].contains("no_such_function"), "{errors:?}");
     assert_eq!(left_behind(target_dir.path(), pid), Vec::<String>::new());
+}
+
+/// The volume's storage baseline is the probe's where fio is not used, and with it the logs
+/// report holds each direct-I/O run against the volume and against the source's gp3
+/// figures; the volume is sized from the run's `--rows`.
+#[test]
+#[ignore = "mounts a volume and makes a cgroup, which needs root: .ci/run runs it"]
+fn a_logs_run_on_gp3_holds_its_direct_io_runs_against_the_volumes_baseline_and_the_sources() {
+    let (target_dir, results) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let mut command = on_a_volume(target_dir.path());
+    command
+        .args(["bench", "logs", "--target", "embedded", "--storage", "gp3", "--rows", "100K", "--runs", "1"])
+        .args(["--run-id", "logs", "--results-dir"])
+        .arg(results.path());
+    let (output, pid) = run(&mut command);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let bundle: LogsBundle = load_bundle(&results.path().join("logs")).unwrap();
+    let storage = bundle.target.storage.expect("the bundle records the volume");
+    assert!(storage.sized_by.starts_with("the run's data estimated at"), "{}", storage.sized_by);
+    // 100 K rows of 245 bytes, 512 MiB for the engine, 64 MiB for the probe: 1 GiB at least.
+    assert_eq!(storage.image_bytes, 1 << 30);
+    let StorageBaselineRecord::Measured(baseline) = &bundle.storage_baseline else {
+        panic!("no baseline: {}", bundle.storage_baseline)
+    };
+    assert!(baseline.tool.starts_with("chbench's probe"), "{}", baseline.tool);
+    assert_eq!(baseline.device.variant, "storage profile gp3");
+    assert_eq!((baseline.seq_read.iodepth, baseline.rand_read.iodepth), (16, 64));
+    // The throttle holds the baseline's rates to gp3's.
+    let sequential = baseline.seq_read.mib_per_s.unwrap();
+    assert!(sequential <= 125.0 * 1.1, "{}", baseline.summary());
+    assert!(baseline.rand_read.iops.unwrap() <= 3_000.0 * 1.1, "{}", baseline.summary());
+    let report = std::fs::read_to_string(results.path().join("logs/report.md")).unwrap();
+    assert!(report.contains("## Direct I/O against the source's gp3 volume"), "{report}");
+    assert!(!report.contains("unknown (no storage baseline)"), "{report}");
+    assert!(report.contains("of 125.3 MiB/s)") || report.contains(" MiB/s)"), "{report}");
+    assert_eq!(left_behind(target_dir.path(), pid), Vec::<String>::new());
+}
+
+/// Where fio is installed, the volume's baseline is the eks target's fio job, run on the
+/// volume; a stop while fio runs ends fio too and leaves nothing.
+#[test]
+#[ignore = "mounts a volume and makes a cgroup, which needs root: .ci/run runs it (and installs fio)"]
+fn where_fio_is_installed_the_baseline_is_its_job_and_a_stop_during_it_ends_it() {
+    assert!(
+        ["/usr/bin/fio", "/usr/sbin/fio", "/bin/fio", "/sbin/fio"].iter().any(|path| Path::new(path).is_file()),
+        "fio is not installed (apt-get install fio): this test is of the baseline fio measures"
+    );
+    let (target_dir, results) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (output, pid) = run(writes(target_dir.path(), results.path(), "fio", "gp3", "2").env_remove(NO_FIO_ENV));
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let bundle: WritesBundle = load_bundle(&results.path().join("fio")).unwrap();
+    let StorageBaselineRecord::Measured(baseline) = &bundle.storage_baseline else {
+        panic!("no baseline: {}", bundle.storage_baseline)
+    };
+    assert!(baseline.tool.starts_with("fio-"), "{}", baseline.tool);
+    assert_eq!(baseline.file_size_bytes, 2 << 30);
+    assert!(baseline.seq_read.mib_per_s.unwrap() <= 125.0 * 1.1, "{}", baseline.summary());
+    assert_eq!(left_behind(target_dir.path(), pid), Vec::<String>::new());
+
+    let mut child = writes(target_dir.path(), results.path(), "stopped", "gp3", "2")
+        .env_remove(NO_FIO_ENV)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut said = String::new();
+    while !said.contains("with fio") {
+        said.clear();
+        assert_ne!(std::io::BufRead::read_line(&mut stderr, &mut said).unwrap(), 0, "the run ended before fio ran");
+    }
+    let stopped = Instant::now();
+    assert!(Command::new("kill").args(["-s", "TERM", &pid.to_string()]).status().unwrap().success());
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    assert!(stopped.elapsed() < Duration::from_secs(10), "fio was waited for: {:?}", stopped.elapsed());
+    let fio_left = Command::new("pgrep").args(["-f", &*target_dir.path().to_string_lossy()]).output().unwrap();
+    assert!(fio_left.stdout.is_empty(), "{}", String::from_utf8_lossy(&fio_left.stdout));
+    assert_eq!(left_behind(target_dir.path(), pid), Vec::<String>::new());
+}
+
+/// A matrix file gives each variant its profile: one on the machine's disk, one on a
+/// volume, compared.
+#[test]
+#[ignore = "mounts a volume and makes a cgroup, which needs root: .ci/run runs it"]
+fn a_matrix_runs_each_variant_on_its_own_storage_profile() {
+    let (target_dir, results) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let file = results.path().join("storage.toml");
+    std::fs::write(
+        &file,
+        "kind = \"writes\"\nflags = [\"--durability\", \"fsync\", \"--concurrency\", \"1\", \"--rounds\", \"1\", \
+         \"--check-statements\", \"0\", \"--iterations\", \"5\", \"--batch-rows\", \"100\"]\ntarget = \"embedded\"\n\
+         [[variant]]\nname = \"local\"\n[[variant]]\nname = \"slow\"\nstorage = \"iops=300,mibps=20\"\n",
+    )
+    .unwrap();
+    let mut command = on_a_volume(target_dir.path());
+    command.args(["bench", "--matrix"]).arg(&file).args(["--run-id", "storage", "--results-dir"]).arg(results.path());
+    let (output, _) = run(&mut command);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let folder = results.path().join("storage");
+    let storage = |variant: &str| {
+        let bundle: WritesBundle = load_bundle(&folder.join(format!("storage-{variant}"))).unwrap();
+        bundle.target.storage
+    };
+    assert_eq!(storage("local"), None);
+    let slow = storage("slow").expect("the second variant ran on a volume");
+    assert_eq!((slow.limits.read_iops, slow.limits.write_bytes_per_second), (Some(300), Some(20 << 20)));
+    let summary = std::fs::read_to_string(folder.join("matrix.md")).unwrap();
+    assert!(summary.contains("storage iops=300,mibps=20"), "{summary}");
+    assert!(folder.join("compare-local-vs-slow").is_dir() || summary.contains("compare"), "{summary}");
+    let volumes = target_dir.path().join("chbench/volumes");
+    let left: Vec<_> = std::fs::read_dir(&volumes).map(|entries| entries.flatten().collect()).unwrap_or_default();
+    assert!(left.is_empty(), "{left:?}");
 }

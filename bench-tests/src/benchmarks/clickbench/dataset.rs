@@ -2,11 +2,7 @@
 //! it needs, and the prepared dataset the tests share ([`shipped_dataset`], built once per
 //! row count and engine by [`crate::dataset`]).
 
-use std::path::Path;
-
-use anyhow::Result;
-
-use crate::dataset::{BytesPerRow, Dataset, check_fits};
+use crate::dataset::{BytesPerRow, Dataset, DiskEstimate};
 use crate::fixtures::Params;
 
 /// The fixtures that create and fill the shipped table, in order.
@@ -24,10 +20,10 @@ pub fn shipped_dataset(rows: u64) -> Dataset {
 }
 
 /// Refuses `--rows` whose table would not fit in `folder`, where the engine keeps its data.
-pub fn check_rows_fit(rows: u64, folder: &Path) -> Result<()> {
+pub fn run_disk_estimate(rows: u64) -> DiskEstimate {
     let per_row = BytesPerRow {
         bytes: RUN_PEAK_BYTES_PER_ROW,
         basis: "the shipped table's bytes/row at a run's peak, with room for merges".to_string(),
     };
-    check_fits(&format!("--rows {rows}"), rows, &per_row, folder)
+    DiskEstimate { what: format!("--rows {rows}"), rows, per_row }
 }

@@ -24,7 +24,7 @@ mod flags;
 pub mod report;
 mod results;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
@@ -230,11 +230,11 @@ impl Benchmark for ClickBenchBenchmark {
         Ok(())
     }
 
-    fn check_storage(&self, folder: &Path) -> Result<()> {
-        match self.source {
-            Source::Shipped { rows } => dataset::check_rows_fit(rows, folder),
-            Source::Checkout { .. } => Ok(()),
-        }
+    fn disk_estimate(&self) -> Result<Option<crate::dataset::DiskEstimate>> {
+        Ok(match self.source {
+            Source::Shipped { rows } => Some(dataset::run_disk_estimate(rows)),
+            Source::Checkout { .. } => None,
+        })
     }
 
     /// The hits file's columns against the checkout's create.sql, on the engine that will

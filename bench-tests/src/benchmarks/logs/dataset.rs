@@ -15,11 +15,9 @@
 //! A run's `--rows` is checked before the engine starts: at most [`crate::dataset::MAX_ROWS`], and within
 //! the free space of the engine's folder by [`RUN_PEAK_BYTES_PER_ROW`].
 
-use std::path::Path;
-
 use anyhow::Result;
 
-use crate::dataset::{BytesPerRow, Dataset, check_fits, check_row_bound};
+use crate::dataset::{BytesPerRow, Dataset, DiskEstimate, check_row_bound};
 use crate::fixtures::{Fixture, Params};
 use crate::packs::Pack;
 
@@ -58,16 +56,15 @@ pub fn check_run_inputs(rows: u64) -> Result<()> {
     Ok(())
 }
 
-/// Refuses a run's `--rows` whose peak would not fit in `folder`, where the engine keeps
-/// its data, with the estimate and the free space.
-pub fn check_rows_fit(rows: u64, folder: &Path) -> Result<()> {
+/// What a run of `rows` rows takes at its peak.
+pub fn run_disk_estimate(rows: u64) -> DiskEstimate {
     let per_row = BytesPerRow {
         bytes: RUN_PEAK_BYTES_PER_ROW * (100 + RUN_HEADROOM_PERCENT) / 100,
         basis: format!(
             "{RUN_PEAK_BYTES_PER_ROW} bytes/row measured at a run's peak at 100 M rows, plus {RUN_HEADROOM_PERCENT} %"
         ),
     };
-    check_fits(&format!("--rows {rows}"), rows, &per_row, folder)
+    DiskEstimate { what: format!("--rows {rows}"), rows, per_row }
 }
 
 /// What builds the ZSTD(3) copy of the source's table, after the table is settled.

@@ -178,8 +178,8 @@ impl Benchmark for LogsBenchmark {
         Ok(())
     }
 
-    fn check_storage(&self, folder: &std::path::Path) -> Result<()> {
-        dataset::check_rows_fit(self.rows, folder)
+    fn disk_estimate(&self) -> Result<Option<crate::dataset::DiskEstimate>> {
+        Ok(Some(dataset::run_disk_estimate(self.rows)))
     }
 
     /// An A/B run's variants on this target: a variant on another engine version needs the
@@ -270,7 +270,11 @@ impl Benchmark for LogsBenchmark {
 
     fn report(bundle: &RunBundle<LogsResults>) -> Result<Section> {
         Ok(Section {
-            markdown: report::markdown(&bundle.benchmark, bundle.storage_baseline.measured()),
+            markdown: report::markdown(
+                &bundle.benchmark,
+                bundle.storage_baseline.measured(),
+                bundle.target.storage.as_ref(),
+            ),
             charts: report::charts(&bundle.benchmark)?,
         })
     }

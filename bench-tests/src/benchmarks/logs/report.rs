@@ -13,6 +13,7 @@ use crate::numbers::ratio;
 use crate::query_runs::Sample;
 use crate::report::charts::{self, Bars};
 use crate::storage_baseline::{ReadVerdict, StorageBaseline, VOLUME_BOUND_SHARE};
+use crate::target_info::StorageVolume;
 use crate::units::{exact, human_bytes, milliseconds, number, per_second, percent, times};
 
 /// What the ClickHouse on EKS field benchmark (docs/sources.md) reported: one m5.xlarge (3.5 vCPU limit), gp3 100 GiB at
@@ -39,6 +40,17 @@ pub mod source {
     pub const LZ4_TOTAL: &str = "15.37 GiB -> 7.82 GiB (1.97x)";
     pub const ZSTD_TOTAL: &str = "15.37 GiB -> 4.16 GiB (3.7x), 47 % less than LZ4";
     pub const ZSTD_REINSERT_SECONDS: f64 = 120.0;
+    /// The source's gp3 volume, the one a run on `--storage gp3` is held to.
+    pub const VOLUME: &str = "a gp3 EBS volume of 3,000 IOPS and 125 MiB/s";
+    /// The direct-I/O runs as numbers: query, milliseconds, rows read (the same figures as
+    /// [`QUERIES`] prints; a test keeps them so).
+    pub const DIRECT_IO: [(&str, f64, u64); 5] = [
+        ("q1", 13.0, 16_385),
+        ("q2", 570.0, 28_000_000),
+        ("q3", 31_500.0, 100_000_000),
+        ("q4", 1_340.0, 100_000_000),
+        ("q5", 24_300.0, 100_000_000),
+    ];
     /// Query, direct-I/O time, warm time (min of 3), read_rows.
     pub const QUERIES: [(&str, &str, &str, &str); 5] = [
         ("q1", "13 ms", "4 ms", "16,385"),
@@ -55,8 +67,9 @@ pub mod source {
 
 /// The section: dataset, ingest, storage, queries, bloom filter, cost; each part only
 /// when it was measured. `baseline` is the bundle's storage baseline, which each query's
-/// direct-I/O read rate is compared with.
-pub fn markdown(logs: &LogsResults, baseline: Option<&StorageBaseline>) -> String {
+/// direct-I/O read rate is compared with; `volume` the storage profile's volume the run
+/// was on, whose direct-I/O runs are then set against the source's.
+pub fn markdown(logs: &LogsResults, baseline: Option<&StorageBaseline>, volume: Option<&StorageVolume>) -> String {
     let mut out = String::new();
     let variants = ab_variants(logs);
     let runs = if variants.is_empty() {
@@ -81,10 +94,63 @@ pub fn markdown(logs: &LogsResults, baseline: Option<&StorageBaseline>) -> Strin
         ab_queries(&mut out, logs, &variants);
     }
     queries(&mut out, logs, baseline);
+    against_the_sources_volume(&mut out, logs, volume);
     bloom_filter(&mut out, logs);
     cost(&mut out, logs);
     run_time(&mut out, logs);
     out
+}
+
+/// On a storage profile's volume: each query's direct-I/O run beside the source's, whose
+/// volume was gp3, with the source's time scaled by the rows each read (a scan the volume
+/// holds back takes time in proportion to what it reads). Only a run of one
+/// configuration: an A/B run's direct-I/O runs are its variants'.
+fn against_the_sources_volume(out: &mut String, logs: &LogsResults, volume: Option<&StorageVolume>) {
+    let Some(volume) = volume else { return };
+    if logs.queries.iter().any(|runs| runs.ab_variant.is_some()) {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "## Direct I/O against the source's gp3 volume\n\nThis run's data was on storage profile {} ({}); the \
+         source's on {}, at 100 M rows. The source's direct-I/O time is scaled by the rows each query read here \
+         against there: a scan the volume holds back takes time in proportion to what it reads. The two volumes \
+         have the same limits only when the profile is gp3.\n",
+        volume.limits,
+        volume.approximation,
+        source::VOLUME
+    );
+    let mut table = Table::new([
+        "query",
+        "direct I/O",
+        "read_rows",
+        "read MiB/s",
+        "source direct I/O",
+        "source read_rows",
+        "source, scaled to these rows",
+        "this run / scaled source",
+    ]);
+    for runs in logs.queries.iter().filter(|runs| runs.variant != QueryVariant::BloomFilter) {
+        let Some((_, source_ms, source_rows)) = source::DIRECT_IO.iter().find(|(name, ..)| *name == runs.query) else {
+            continue;
+        };
+        let direct = runs.direct_io();
+        let direct_ms = direct.map(|sample| sample.stats.server_ms());
+        let read_rows = direct.map(|sample| sample.stats.read_rows);
+        let scaled_ms = read_rows.map(|rows| source_ms * rows as f64 / *source_rows as f64);
+        let read_mib_per_s = direct.and_then(|sample| sample.breakdown.as_ref()?.read_mib_per_s);
+        table.row([
+            runs.query.clone(),
+            milliseconds(direct_ms),
+            read_rows.map_or("-".to_string(), |rows| rows.to_string()),
+            number(read_mib_per_s, 1),
+            milliseconds(Some(*source_ms)),
+            source_rows.to_string(),
+            milliseconds(scaled_ms),
+            times(direct_ms.zip(scaled_ms).and_then(|(ms, scaled)| ratio(ms, scaled))),
+        ]);
+    }
+    let _ = writeln!(out, "{table}");
 }
 
 /// The run's wall time against the engine's time in the statements it ran, so that
@@ -588,4 +654,26 @@ fn breakdown_chart(logs: &LogsResults) -> Result<String> {
         }
     }
     charts::shares("Share of thread time", ["CPU", "read wait", "other"], &rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::source;
+
+    /// The numbers the gp3 table scales are the figures the source printed.
+    #[test]
+    fn the_sources_direct_io_numbers_are_the_ones_it_printed() {
+        assert_eq!(source::DIRECT_IO.len(), source::QUERIES.len());
+        for ((name, ms, rows), (printed_name, direct, _, printed_rows)) in source::DIRECT_IO.iter().zip(source::QUERIES)
+        {
+            assert_eq!(*name, printed_name);
+            let printed_ms = match direct.split_once(' ') {
+                Some((value, "ms")) => value.parse::<f64>().unwrap(),
+                Some((value, "s")) => value.parse::<f64>().unwrap() * 1e3,
+                _ => panic!("{direct}"),
+            };
+            assert!((printed_ms - ms).abs() < 1e-6, "{name}: {direct} against {ms} ms");
+            assert_eq!(printed_rows.replace(',', "").parse::<u64>().unwrap(), *rows, "{name}");
+        }
+    }
 }

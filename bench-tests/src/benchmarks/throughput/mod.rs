@@ -23,7 +23,7 @@ pub mod report;
 mod results;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
@@ -37,7 +37,7 @@ pub use self::results::{
 use super::{Benchmark, GuardedSql, Run};
 pub use crate::closed_loop::{CHECK_BLOCKS, Levels, MAX_CLIENTS, client_orders, level_round, runner_check};
 use crate::compare::{BundleAt, CompareOptions, Comparison, side_prices};
-use crate::dataset::{BytesPerRow, Dataset, UNMEASURED_BYTES_PER_ROW, check_fits, check_row_bound};
+use crate::dataset::{BytesPerRow, Dataset, DiskEstimate, UNMEASURED_BYTES_PER_ROW, check_row_bound};
 use crate::files::{fixture_relative, shown};
 use crate::fixtures::{Fixture, Params, Statement};
 use crate::interrupt::Interrupted;
@@ -195,12 +195,12 @@ impl Benchmark for ThroughputBenchmark {
         Ok(GuardedSql { dataset: dataset.chain(setup).collect(), queries: measured })
     }
 
-    fn check_storage(&self, folder: &Path) -> Result<()> {
+    fn disk_estimate(&self) -> Result<Option<DiskEstimate>> {
         let per_row = BytesPerRow {
             bytes: UNMEASURED_BYTES_PER_ROW,
             basis: "the largest figure measured for any dataset of this project".to_string(),
         };
-        check_fits(&format!("--rows {}", self.rows), self.rows, &per_row, folder)
+        Ok(Some(DiskEstimate { what: format!("--rows {}", self.rows), rows: self.rows, per_row }))
     }
 
     /// The pack's design, generator and queries run, relative to `fixtures/`; a `--sql`

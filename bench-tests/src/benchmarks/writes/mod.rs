@@ -51,7 +51,7 @@ use super::{Benchmark, GuardedSql, Run};
 use crate::ab_variants::{AbRun, check_variants};
 use crate::closed_loop::{CHECK_BLOCKS, Levels, runner_check};
 use crate::compare::{BundleAt, CompareOptions, Comparison};
-use crate::dataset::{BytesPerRow, UNMEASURED_BYTES_PER_ROW, check_fits, check_row_bound};
+use crate::dataset::{BytesPerRow, DiskEstimate, UNMEASURED_BYTES_PER_ROW, check_row_bound};
 use crate::fixtures::{Fixture, Params, Statement};
 use crate::interrupt::Interrupted;
 use crate::levels::LevelBound;
@@ -243,19 +243,11 @@ impl Benchmark for WritesBenchmark {
         Ok(())
     }
 
-    /// The first INSERT of every client of the largest level must fit at once: rows that
-    /// could not be written even once are refused before anything runs.
+    /// The first INSERTs must fit ([`WritesBenchmark::first_inserts`]). No `disk_estimate`:
+    /// what a level writes depends on the rate it reaches, unknown before it runs (a
+    /// storage profile's volume then takes a share of the free space).
     fn check_storage(&self, folder: &std::path::Path) -> Result<()> {
-        let most = self.levels.list()?.into_iter().max().unwrap_or(1);
-        let rows = self.batch_rows.saturating_mul(u64::from(most));
-        let per_row = BytesPerRow {
-            bytes: UNMEASURED_BYTES_PER_ROW,
-            basis: format!(
-                "the first INSERT of {} at once, at the largest figure measured for any dataset of this project",
-                plural(most, "client")
-            ),
-        };
-        check_fits(&format!("--batch-rows {} at {}", self.batch_rows, plural(most, "client")), rows, &per_row, folder)
+        self.first_inserts()?.check_fits(folder)
     }
 
     fn sql_files(&self) -> Vec<String> {
@@ -458,6 +450,22 @@ impl Benchmark for WritesBenchmark {
 }
 
 impl WritesBenchmark {
+    /// The first INSERT of every client of the largest level, which must fit at once: rows
+    /// that could not be written even once are refused before anything runs.
+    fn first_inserts(&self) -> Result<DiskEstimate> {
+        let most = self.levels.list()?.into_iter().max().unwrap_or(1);
+        let rows = self.batch_rows.saturating_mul(u64::from(most));
+        let per_row = BytesPerRow {
+            bytes: UNMEASURED_BYTES_PER_ROW,
+            basis: format!(
+                "the first INSERT of {} at once, at the largest figure measured for any dataset of this project",
+                plural(most, "client")
+            ),
+        };
+        let what = format!("--batch-rows {} at {}", self.batch_rows, plural(most, "client"));
+        Ok(DiskEstimate { what, rows, per_row })
+    }
+
     fn bound(&self) -> LoopBound {
         match (self.iterations, self.duration) {
             (Some(statements), _) => LoopBound::Statements(statements),

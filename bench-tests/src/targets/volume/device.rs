@@ -34,7 +34,7 @@ pub fn volumes_dir() -> PathBuf {
 }
 
 /// The system's `tool`, or one line saying it has none.
-fn tool(tool: &str) -> Result<PathBuf> {
+pub fn system_tool(tool: &str) -> Result<PathBuf> {
     SYSTEM_FOLDERS.iter().map(|folder| Path::new(folder).join(tool)).find(|path| path.is_file()).ok_or_else(|| {
         anyhow!(
             "a storage profile needs {tool} (util-linux, e2fsprogs) in {}, and this machine has none",
@@ -46,7 +46,7 @@ fn tool(tool: &str) -> Result<PathBuf> {
 /// Refuses, in one line, a machine without the tools or the loop devices a volume needs.
 pub fn check_tools() -> Result<()> {
     for name in TOOLS {
-        tool(name)?;
+        system_tool(name)?;
     }
     if !Path::new("/dev/loop-control").exists() {
         bail!("a storage profile needs loop devices (/dev/loop-control), and this machine has none (modprobe loop)");
@@ -100,7 +100,7 @@ pub fn make(folder: &Path, pid: u32, size: u64) -> Result<Device> {
     file.set_len(size).with_context(|| format!("cannot size the image {}", image.display()))?;
     drop(file);
     let shell = xshell::Shell::new().context("cannot start a shell for losetup")?;
-    let losetup = tool("losetup")?;
+    let losetup = system_tool("losetup")?;
     let attached = xshell::cmd!(shell, "{losetup} --find --show {image}").quiet().ignore_stderr().read();
     let loop_device = match attached {
         Ok(name) => PathBuf::from(name.trim()),
@@ -125,7 +125,7 @@ fn finish(shell: &xshell::Shell, mut device: Device) -> std::result::Result<Devi
     let loop_device = device.loop_device.clone();
     let mount = device.mount.clone();
     let made = (|| -> Result<(u32, u32)> {
-        let (mkfs, mount_tool) = (tool("mkfs.ext4")?, tool("mount")?);
+        let (mkfs, mount_tool) = (system_tool("mkfs.ext4")?, system_tool("mount")?);
         xshell::cmd!(shell, "{mkfs} -q -F -m 0 {loop_device}")
             .quiet()
             .ignore_stdout()
@@ -175,7 +175,7 @@ fn unmount(mount: &Path) -> Result<()> {
         return Ok(());
     }
     let shell = xshell::Shell::new().context("cannot start a shell for umount")?;
-    let umount = tool("umount")?;
+    let umount = system_tool("umount")?;
     if xshell::cmd!(shell, "{umount} {mount}").quiet().ignore_stderr().run().is_ok() {
         return Ok(());
     }
@@ -203,7 +203,7 @@ fn detach(loop_device: &Path, image: &Path) -> Result<()> {
         return Ok(());
     }
     let shell = xshell::Shell::new().context("cannot start a shell for losetup")?;
-    let losetup = tool("losetup")?;
+    let losetup = system_tool("losetup")?;
     xshell::cmd!(shell, "{losetup} --detach {loop_device}")
         .quiet()
         .ignore_stderr()
@@ -214,7 +214,7 @@ fn detach(loop_device: &Path, image: &Path) -> Result<()> {
 /// The loop devices attached to `image` (`losetup --associated`), a plain file.
 fn loop_devices_of(image: &Path) -> Vec<PathBuf> {
     let plain = std::fs::symlink_metadata(image).is_ok_and(|metadata| metadata.file_type().is_file());
-    let (Ok(shell), Ok(losetup)) = (xshell::Shell::new(), tool("losetup")) else { return Vec::new() };
+    let (Ok(shell), Ok(losetup)) = (xshell::Shell::new(), system_tool("losetup")) else { return Vec::new() };
     if !plain {
         return Vec::new();
     }

@@ -4,11 +4,14 @@
 //! device to the profile's IOPS and bandwidth ([`throttle`]). An approximation of a
 //! network volume on one machine: limits only, no latency added per I/O.
 //!
-//! [`activate`] makes the volume and returns the guard that removes it (unmounted, the
+//! [`activate`] makes the volume, sized for the run, measures it (the [`probe`] against
+//! the limits, and the storage baseline: fio's job where fio is installed ([`fio`]), the
+//! probe's read passes otherwise), and returns the guard that removes it (unmounted, the
 //! loop device detached, the image and the cgroup removed); a process killed before its
 //! guard ran leaves them to the next activation, which removes every dead process's.
 
 mod device;
+mod fio;
 mod probe;
 mod throttle;
 
@@ -18,8 +21,11 @@ use std::sync::Mutex;
 use anyhow::{Context, Result, bail};
 
 use self::device::Device;
+pub use self::fio::NO_FIO_ENV;
 use self::throttle::Throttle;
+use crate::storage_baseline::StorageBaseline;
 pub use crate::target_info::{APPROXIMATION, Limits, StorageVolume};
+use crate::units::human_bytes;
 
 /// The variable `--storage` reads, as the tests do.
 pub const PROFILE_ENV: &str = "CHBENCH_STORAGE";
@@ -27,10 +33,17 @@ pub const PROFILE_ENV: &str = "CHBENCH_STORAGE";
 /// A volume smaller than this is refused: the engine's own files and one dataset's parts
 /// need room.
 const SMALLEST_VOLUME: u64 = 1 << 30;
-/// The share of the free space a volume may take: under half, so that two runs at once
-/// cannot promise more than the disk has, and each volume fills before the disk under it
-/// (a full disk under a loop device fails its writes with I/O errors, not "no space").
+/// The share of the free space a volume takes when the run gives no estimate of its
+/// data: under half, so that two runs at once cannot promise more than the disk has, and
+/// each volume fills before the disk under it (a full disk under a loop device fails its
+/// writes with I/O errors, not "no space").
 const VOLUME_SHARE_OF_FREE: f64 = 0.45;
+/// What a volume holds beside the run's data: the engine's own files and logs, and the
+/// file system's journal and tables.
+const ENGINE_ROOM: u64 = 512 << 20;
+/// What ext4 keeps of a volume for itself, in percent of what is put on it: its inode
+/// tables (256 bytes per 16 KiB, 1.6 %), its journal and its group descriptors.
+const FILE_SYSTEM_PERCENT: u64 = 3;
 
 /// Where the engine keeps its data.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -136,16 +149,84 @@ fn gone(path: &Path, removal: std::io::Result<()>) -> Result<()> {
 }
 
 /// The volume of this process, while its guard lives.
-static ACTIVE: Mutex<Option<(PathBuf, StorageVolume)>> = Mutex::new(None);
+struct Active {
+    /// Where the engine keeps its folder: on the volume.
+    engine_folder: PathBuf,
+    record: StorageVolume,
+    /// The volume's storage baseline, or why it has none.
+    baseline: std::result::Result<StorageBaseline, String>,
+}
+
+static ACTIVE: Mutex<Option<Active>> = Mutex::new(None);
 
 /// The folder the embedded engine keeps its data in while a volume is active: on it.
 pub fn active_engine_folder() -> Option<PathBuf> {
-    ACTIVE.lock().ok()?.as_ref().map(|(folder, _)| folder.clone())
+    ACTIVE.lock().ok()?.as_ref().map(|active| active.engine_folder.clone())
 }
 
 /// The active volume's record, for a target whose folder is on it.
 pub fn active_record() -> Option<StorageVolume> {
-    ACTIVE.lock().ok()?.as_ref().map(|(_, record)| record.clone())
+    ACTIVE.lock().ok()?.as_ref().map(|active| active.record.clone())
+}
+
+/// The active volume's storage baseline (an error saying why it has none), for a target
+/// whose folder is on it; `Ok(None)` without a volume.
+pub fn active_baseline() -> Result<Option<StorageBaseline>> {
+    let active = ACTIVE.lock().map_err(|_| anyhow::anyhow!("the volume's record is poisoned"))?;
+    match active.as_ref().map(|active| &active.baseline) {
+        None => Ok(None),
+        Some(Ok(baseline)) => Ok(Some(baseline.clone())),
+        Some(Err(why)) => bail!("{why}"),
+    }
+}
+
+/// How large the volume is made: from the bytes the run's data needs at its peak (the
+/// kind's estimate for its `--rows`), with room for the engine, the probe's file and
+/// fio's, or, without an estimate, a share of the free space. Refused in one line when
+/// the disk under it has not that much free.
+fn volume_size(profile: &str, needed: Option<u64>, uses_fio: bool, folder: &Path, free: u64) -> Result<(u64, String)> {
+    let without = "or run without --storage (the machine's own disk)";
+    let Some(needed) = needed else {
+        let size = (free as f64 * VOLUME_SHARE_OF_FREE) as u64;
+        if size < SMALLEST_VOLUME {
+            bail!(
+                "--storage {profile}: {} has {} free, and a volume needs {} at least ({} of the free space); free \
+                 space, {without}",
+                folder.display(),
+                human_bytes(free),
+                human_bytes(SMALLEST_VOLUME),
+                crate::units::percent(Some(VOLUME_SHARE_OF_FREE), "")
+            );
+        }
+        let basis = format!(
+            "{} of the {} free: the run gives no estimate of its data",
+            crate::units::percent(Some(VOLUME_SHARE_OF_FREE), ""),
+            human_bytes(free)
+        );
+        return Ok((size, basis));
+    };
+    let measuring = probe::FILE_BYTES + if uses_fio { fio::FILE_BYTES } else { 0 };
+    let contents = needed.saturating_add(ENGINE_ROOM).saturating_add(measuring);
+    let size = (contents / 100).saturating_mul(100 + FILE_SYSTEM_PERCENT).max(SMALLEST_VOLUME);
+    if size > free {
+        bail!(
+            "--storage {profile}: the run's volume needs {} (its data's estimate {}, the engine and the \
+             measurements {}), and {} has {} free; give fewer rows or free space, {without}",
+            human_bytes(size),
+            human_bytes(needed),
+            human_bytes(ENGINE_ROOM + measuring),
+            folder.display(),
+            human_bytes(free)
+        );
+    }
+    let basis = format!(
+        "the run's data estimated at {}, with {} for the engine and {} for the measurements{}",
+        human_bytes(needed),
+        human_bytes(ENGINE_ROOM),
+        human_bytes(measuring),
+        if size == SMALLEST_VOLUME { format!(", at least {}", human_bytes(SMALLEST_VOLUME)) } else { String::new() }
+    );
+    Ok((size, basis))
 }
 
 /// The volume, for as long as it lives: dropped, it is removed (this process out of its
@@ -183,9 +264,13 @@ impl Drop for VolumeGuard {
 
 /// Puts `profile` in force for this process: nothing for `local`; otherwise the checks
 /// (Linux, root, a controller, loop devices, free disk: each refusal one line naming what
-/// is missing), what dead processes left removed, then the volume made and this process
-/// throttled on it. The embedded engine opened after this keeps its folder on the volume.
-pub fn activate(profile: &StorageProfile) -> Result<Option<VolumeGuard>> {
+/// is missing), what dead processes left removed, then the volume made (sized for
+/// `needed` bytes of the run's data, when the run estimates them), this process throttled
+/// on it, and the volume measured: the probe, and the storage baseline, fio's job where
+/// fio is installed and `use_fio` (a command that records no baseline spares its half a
+/// minute), the probe's reads otherwise. The embedded engine opened after this keeps its
+/// folder on the volume.
+pub fn activate(profile: &StorageProfile, needed: Option<u64>, use_fio: bool) -> Result<Option<VolumeGuard>> {
     let StorageProfile::Limited(limits) = profile else { return Ok(None) };
     let without = "or run without --storage (the machine's own disk)";
     if !cfg!(target_os = "linux") {
@@ -204,19 +289,9 @@ pub fn activate(profile: &StorageProfile) -> Result<Option<VolumeGuard>> {
     let folder = device::prepare_dir()?;
     device::remove_stale(&folder);
     throttle::remove_stale(&controller);
+    let fio_program = fio::program().filter(|_| use_fio);
     let free = crate::files::free_bytes(&folder)?;
-    // Sparse: only what is written takes room.
-    let size = (free as f64 * VOLUME_SHARE_OF_FREE) as u64;
-    if size < SMALLEST_VOLUME {
-        bail!(
-            "--storage {}: {} has {} free, and a volume needs {} at least ({} of the free space); free space, {without}",
-            limits.name,
-            folder.display(),
-            crate::units::human_bytes(free),
-            crate::units::human_bytes(SMALLEST_VOLUME),
-            crate::units::percent(Some(VOLUME_SHARE_OF_FREE), "")
-        );
-    }
+    let (size, sized_by) = volume_size(&limits.name, needed, fio_program.is_some(), &folder, free)?;
     let pid = std::process::id();
     let lock = device::lock(&folder, pid)?;
     let mut guard =
@@ -225,37 +300,59 @@ pub fn activate(profile: &StorageProfile) -> Result<Option<VolumeGuard>> {
     let engine_folder = device.mount.join("engine");
     let (major, minor) = (device.major, device.minor);
     let device_text = format!("{} ({major}:{minor})", device.loop_device.display());
-    // The probe's file is written before the throttle: making it costs no limit.
+    // The measurements' files are written before the throttle: making them costs no limit.
     let probe_file = probe::prepare(&device.mount);
+    let fio_run = fio_program.map(|program| fio::lay_out(program, &device.mount));
     guard.device = Some(device);
     let throttle = throttle::apply(&controller, pid, (major, minor), limits)?;
     let cgroup = throttle.describe();
     guard.throttle = Some(throttle);
+    crate::say!(
+        "chbench: storage {} on {device_text}, a {} sparse volume ({sized_by}), through {cgroup}; {APPROXIMATION}",
+        limits,
+        human_bytes(size),
+    );
+    crate::say!("chbench: measuring the volume (direct I/O, 4 passes of 1.8 s)");
     let probed = probe_file.and_then(|file| {
         let probed = probe::run(&file, limits);
         let _ = std::fs::remove_file(&file);
         probed
     });
+    crate::interrupt::check()?;
+    let baseline_device = crate::storage_baseline::Device {
+        variant: format!("storage profile {}", limits.name),
+        description: format!("ext4 on loop device {device_text}, through {cgroup}"),
+        node: sysinfo::System::host_name().unwrap_or_else(|| "this machine".to_string()),
+        instance_type: None,
+    };
+    let baseline = match (fio_run, &probed) {
+        (Some(Ok(run)), _) => {
+            crate::say!("chbench: measuring the storage baseline with fio (the eks target's job file, about 40 s)");
+            let measured = run.measure(baseline_device);
+            run.remove();
+            crate::interrupt::check()?;
+            measured.map_err(|error| format!("fio's storage baseline failed: {error:#}"))
+        }
+        (Some(Err(error)), _) => Err(format!("fio could not lay out its file on the volume: {error:#}")),
+        (None, Ok(measured)) => Ok(measured.baseline(baseline_device)),
+        (None, Err(error)) => {
+            Err(format!("the probe, which measures the baseline where fio is not installed, failed: {error:#}"))
+        }
+    };
     let (probe, probe_unknown) = match probed {
-        Ok(probe) => (Some(probe), None),
+        Ok(measured) => (Some(measured.probe), None),
         Err(error) => (None, Some(format!("the probe failed: {error:#}"))),
     };
     let record = StorageVolume {
         limits: limits.clone(),
         device: device_text,
         image_bytes: size,
+        sized_by,
         cgroup,
         approximation: APPROXIMATION.to_string(),
         probe,
         probe_unknown,
     };
-    crate::say!(
-        "chbench: storage {} on {}, a {} sparse volume, through {}; {APPROXIMATION}",
-        record.limits,
-        record.device,
-        crate::units::human_bytes(size),
-        record.cgroup
-    );
     match (&record.probe, &record.probe_unknown) {
         (Some(probe), _) => {
             crate::say!("chbench: the volume measured: {}", probe.summary());
@@ -266,7 +363,12 @@ pub fn activate(profile: &StorageProfile) -> Result<Option<VolumeGuard>> {
         (None, Some(why)) => crate::say!("chbench: warning: the volume was not measured: {why}"),
         (None, None) => {}
     }
-    *ACTIVE.lock().map_err(|_| anyhow::anyhow!("the volume's record is poisoned"))? = Some((engine_folder, record));
+    // A run says the baseline it records; only its absence is said here.
+    if let Err(why) = &baseline {
+        crate::say!("chbench: warning: the volume has no storage baseline: {why}");
+    }
+    *ACTIVE.lock().map_err(|_| anyhow::anyhow!("the volume's record is poisoned"))? =
+        Some(Active { engine_folder, record, baseline });
     Ok(Some(guard))
 }
 

@@ -1,21 +1,27 @@
 //! The volume measured before the benchmark: what a profile's limits gave, so that a
 //! throttle that did not hold is said rather than trusted. Four passes of direct I/O
 //! (`O_DIRECT`: the kernel's throttle sees every request, the page cache none) on a file
-//! of the volume, one client each, each about [`PASS_TIME`]: sequential reads of 1 MiB
-//! blocks (bandwidth), random reads of 4 KiB blocks (operations), and the same two as
-//! writes. At one request in flight a pass measures the lower of the limit and what one
-//! request at a time can do on the disk under the volume; the report says which bound.
+//! of the volume, each about [`PASS_TIME`] with as many requests in flight as the storage
+//! baseline's fio job keeps (`manifests/<variant>/fio.yaml`): sequential reads of 1 MiB
+//! blocks, 16 in flight (bandwidth), random reads of 4 KiB blocks, 64 in flight
+//! (operations, and their latency), and the same two as writes. Where fio is not
+//! installed, the two read passes are the volume's storage baseline
+//! ([`ProbeMeasurement::baseline`]).
 //!
-//! Written by hand: fio, the tool the eks target's baseline runs, is not on every machine
-//! (not on these), and the four passes need nothing but aligned reads and writes.
+//! Written by hand: fio is not on every machine (not on these), and the four passes need
+//! nothing but aligned reads and writes from a few threads.
 
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::{FileExt as _, OpenOptionsExt as _};
 use std::path::Path;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
+use statrs::statistics::{Data, OrderStatistics as _};
 
+use crate::storage_baseline::{Device, Latency, RandRead, SeqRead, StorageBaseline};
 use crate::target_info::{Limits, ProbedRate, VolumeProbe};
 
 /// How long each pass measures.
@@ -25,16 +31,21 @@ const PASS_TIME: Duration = Duration::from_millis(1500);
 const WARM_UP: Duration = Duration::from_millis(300);
 /// The probe file's size: large enough that random reads rarely meet, small enough to
 /// write at once (before the throttle) on any volume.
-const FILE_BYTES: u64 = 64 << 20;
+pub const FILE_BYTES: u64 = 64 << 20;
 const SEQUENTIAL_BLOCK: usize = 1 << 20;
 const RANDOM_BLOCK: usize = 4 << 10;
+/// Requests in flight: the fio job's `iodepth` for each pattern.
+const SEQUENTIAL_IN_FLIGHT: u32 = 16;
+const RANDOM_IN_FLIGHT: u32 = 64;
 /// Direct I/O's alignment (the largest logical block size in use).
 const ALIGN: usize = 4 << 10;
 /// How far off its limit a rate may be before the run says the throttle did not hold.
 pub const HELD_WITHIN: f64 = 0.10;
+/// What the probe calls itself in a bundle.
+pub const TOOL: &str = "chbench's probe (direct I/O from threads)";
 
 /// A buffer aligned for direct I/O. Written by hand: the standard library gives no aligned
-/// `Vec`, and one allocation per pass needs no crate.
+/// `Vec`, and one allocation per thread and pass needs no crate.
 struct Aligned {
     pointer: *mut u8,
     layout: std::alloc::Layout,
@@ -90,75 +101,165 @@ fn open_direct(path: &Path, create: bool) -> Result<File> {
         .with_context(|| format!("cannot open {} for direct I/O", path.display()))
 }
 
-/// One pass: `block`-byte requests at the offsets `next` gives, for [`WARM_UP`] and then,
-/// counted, for [`PASS_TIME`].
-fn pass(file: &File, block: usize, write: bool, mut next: impl FnMut(u64) -> u64) -> Result<(u64, Duration)> {
-    let mut buffer = Aligned::new(block)?;
-    let mut request = |sent: u64| {
-        let offset = next(sent);
-        let done = if write { file.write_at(buffer.slice(), offset) } else { file.read_at(buffer.slice(), offset) };
-        done.map(|_| ()).context("a probe request failed")
+/// How requests are laid on the file.
+#[derive(Clone, Copy)]
+enum Pattern {
+    /// The file's blocks in order, over again: the request's number is its block.
+    Sequential,
+    /// Blocks at random, the same sequence every run.
+    Random,
+}
+
+/// What one pass measured: the requests completed within its [`PASS_TIME`] and the latency
+/// of each that also began within it.
+struct Pass {
+    requests: u64,
+    elapsed: Duration,
+    latencies_us: Vec<f64>,
+}
+
+/// One pass: `in_flight` threads, each one request at a time, `block`-byte requests laid
+/// out by `pattern`, for [`WARM_UP`] and then, counted, for [`PASS_TIME`].
+fn pass(file: &File, block: usize, write: bool, pattern: Pattern, in_flight: u32) -> Result<Pass> {
+    let blocks = FILE_BYTES / block as u64;
+    let offset = |number: u64| {
+        let block_number = match pattern {
+            Pattern::Sequential => number % blocks,
+            // splitmix64's finaliser: a number to a well-spread one, no state to share.
+            Pattern::Random => {
+                let mut mixed = number.wrapping_add(0x9e37_79b9_7f4a_7c15);
+                mixed = (mixed ^ (mixed >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+                mixed = (mixed ^ (mixed >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+                (mixed ^ (mixed >> 31)) % blocks
+            }
+        };
+        block_number * block as u64
     };
-    let warm_up = Instant::now();
-    let mut sent = 0u64;
-    while warm_up.elapsed() < WARM_UP {
-        request(sent)?;
-        sent += 1;
-    }
+    let next = AtomicU64::new(0);
     let start = Instant::now();
-    let mut requests = 0u64;
-    while start.elapsed() < PASS_TIME {
-        request(sent)?;
-        sent += 1;
-        requests += 1;
-    }
-    Ok((requests, start.elapsed()))
+    let (counted_from, end) = (start + WARM_UP, start + WARM_UP + PASS_TIME);
+    let measured: Mutex<(u64, Vec<f64>)> = Mutex::new((0, Vec::new()));
+    std::thread::scope(|scope| -> Result<()> {
+        let threads: Vec<_> = (0..in_flight)
+            .map(|_| {
+                scope.spawn(|| -> Result<()> {
+                    let mut buffer = Aligned::new(block)?;
+                    let (mut requests, mut latencies_us) = (0u64, Vec::new());
+                    loop {
+                        let began = Instant::now();
+                        if began >= end || crate::interrupt::requested() {
+                            break;
+                        }
+                        let at = offset(next.fetch_add(1, Ordering::Relaxed));
+                        let done =
+                            if write { file.write_at(buffer.slice(), at) } else { file.read_at(buffer.slice(), at) };
+                        done.context("a probe request failed")?;
+                        let finished = Instant::now();
+                        if finished >= counted_from && finished < end {
+                            requests += 1;
+                            if began >= counted_from {
+                                latencies_us.push((finished - began).as_secs_f64() * 1e6);
+                            }
+                        }
+                    }
+                    let mut measured = measured.lock().map_err(|_| anyhow::anyhow!("a probe thread panicked"))?;
+                    measured.0 += requests;
+                    measured.1.extend(latencies_us);
+                    Ok(())
+                })
+            })
+            .collect();
+        for thread in threads {
+            thread.join().map_err(|_| anyhow::anyhow!("a probe thread panicked"))??;
+        }
+        Ok(())
+    })?;
+    crate::interrupt::check()?;
+    let (requests, latencies_us) = measured.into_inner().map_err(|_| anyhow::anyhow!("a probe thread panicked"))?;
+    Ok(Pass { requests, elapsed: PASS_TIME, latencies_us })
+}
+
+/// What the probe measured: the rates against the limits, and the read passes as they are.
+pub struct ProbeMeasurement {
+    pub probe: VolumeProbe,
+    sequential_read: Pass,
+    random_read: Pass,
+    measured_at: jiff::Timestamp,
 }
 
 /// The four passes on the probe file (the throttle in force), each against its limit.
-pub fn run(path: &Path, limits: &Limits) -> Result<VolumeProbe> {
+pub fn run(path: &Path, limits: &Limits) -> Result<ProbeMeasurement> {
     let file = open_direct(path, false)?;
-    let blocks = |block: usize| FILE_BYTES / block as u64;
-    // A fixed sequence (a linear congruential step): the same offsets every run.
-    let random = |block: usize| {
-        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
-        move |_| {
-            state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
-            (state >> 33) % blocks(block) * block as u64
-        }
-    };
-    // The file's blocks in order, over again: the request's count is its block.
-    let sequential = |sent: u64| sent % blocks(SEQUENTIAL_BLOCK) * SEQUENTIAL_BLOCK as u64;
-    let rate = |(requests, elapsed): (u64, Duration), bytes: Option<usize>, limit: Option<u64>| {
-        let seconds = elapsed.as_secs_f64();
+    let measured_at = jiff::Timestamp::now();
+    let rate = |pass: &Pass, bytes: Option<usize>, limit: Option<u64>| {
+        let seconds = pass.elapsed.as_secs_f64();
         let measured = match bytes {
-            Some(block) => requests as f64 * block as f64 / seconds,
-            None => requests as f64 / seconds,
+            Some(block) => pass.requests as f64 * block as f64 / seconds,
+            None => pass.requests as f64 / seconds,
         };
         ProbedRate::of(measured, limit)
     };
-    Ok(VolumeProbe {
-        tool: "chbench's probe: one request at a time, direct I/O".to_string(),
+    let sequential_read = pass(&file, SEQUENTIAL_BLOCK, false, Pattern::Sequential, SEQUENTIAL_IN_FLIGHT)?;
+    let random_read = pass(&file, RANDOM_BLOCK, false, Pattern::Random, RANDOM_IN_FLIGHT)?;
+    let sequential_write = pass(&file, SEQUENTIAL_BLOCK, true, Pattern::Sequential, SEQUENTIAL_IN_FLIGHT)?;
+    let random_write = pass(&file, RANDOM_BLOCK, true, Pattern::Random, RANDOM_IN_FLIGHT)?;
+    let probe = VolumeProbe {
+        tool: TOOL.to_string(),
         ms_per_pass: PASS_TIME.as_millis() as u64,
-        sequential_read_bytes_per_second: rate(
-            pass(&file, SEQUENTIAL_BLOCK, false, sequential)?,
-            Some(SEQUENTIAL_BLOCK),
-            limits.read_bytes_per_second,
-        ),
-        random_read_iops: rate(pass(&file, RANDOM_BLOCK, false, random(RANDOM_BLOCK))?, None, limits.read_iops),
+        sequential_in_flight: SEQUENTIAL_IN_FLIGHT,
+        random_in_flight: RANDOM_IN_FLIGHT,
+        sequential_read_bytes_per_second: rate(&sequential_read, Some(SEQUENTIAL_BLOCK), limits.read_bytes_per_second),
+        random_read_iops: rate(&random_read, None, limits.read_iops),
         sequential_write_bytes_per_second: rate(
-            pass(&file, SEQUENTIAL_BLOCK, true, sequential)?,
+            &sequential_write,
             Some(SEQUENTIAL_BLOCK),
             limits.write_bytes_per_second,
         ),
-        random_write_iops: rate(pass(&file, RANDOM_BLOCK, true, random(RANDOM_BLOCK))?, None, limits.write_iops),
-    })
+        random_write_iops: rate(&random_write, None, limits.write_iops),
+    };
+    Ok(ProbeMeasurement { probe, sequential_read, random_read, measured_at })
+}
+
+impl ProbeMeasurement {
+    /// The read passes as the volume's storage baseline, in the fields fio's job fills:
+    /// what a scan's read rate is held against where fio is not installed.
+    pub fn baseline(&self, device: Device) -> StorageBaseline {
+        let (sequential, random) = (&self.sequential_read, &self.random_read);
+        let seconds = |pass: &Pass| pass.elapsed.as_secs_f64();
+        let sequential_bytes = sequential.requests * SEQUENTIAL_BLOCK as u64;
+        let latencies = &random.latencies_us;
+        let mean = (!latencies.is_empty()).then(|| latencies.iter().sum::<f64>() / latencies.len() as f64);
+        let mut ordered = Data::new(latencies.clone());
+        let mut percentile = |at: usize| (!latencies.is_empty()).then(|| ordered.percentile(at));
+        StorageBaseline {
+            tool: TOOL.to_string(),
+            measured_at: self.measured_at,
+            device,
+            direct: true,
+            file_size_bytes: FILE_BYTES,
+            seq_read: SeqRead {
+                block_size_bytes: SEQUENTIAL_BLOCK as u64,
+                iodepth: SEQUENTIAL_IN_FLIGHT,
+                runtime_ms: sequential.elapsed.as_millis() as u64,
+                bytes: sequential_bytes,
+                mib_per_s: Some(sequential_bytes as f64 / 1_048_576.0 / seconds(sequential)),
+            },
+            rand_read: RandRead {
+                block_size_bytes: RANDOM_BLOCK as u64,
+                iodepth: RANDOM_IN_FLIGHT,
+                runtime_ms: random.elapsed.as_millis() as u64,
+                ios: random.requests,
+                iops: Some(random.requests as f64 / seconds(random)),
+                latency_us: Latency { mean, p50: percentile(50), p99: percentile(99) },
+            },
+        }
+    }
 }
 
 impl ProbedRate {
     /// A measured rate against its limit: held when within [`HELD_WITHIN`] of it, above
-    /// when the throttle let more through, below when one request at a time on the disk
-    /// under the volume cannot reach it (the limit does not bind there).
+    /// when the throttle let more through, below when the disk under the volume cannot
+    /// reach it at the probe's requests in flight (the limit does not bind there).
     pub fn of(measured: f64, limit: Option<u64>) -> ProbedRate {
         let verdict = match limit {
             None => "no limit",
@@ -166,7 +267,7 @@ impl ProbedRate {
                 "above the limit: the throttle did not hold"
             }
             Some(limit) if measured < limit as f64 * (1.0 - HELD_WITHIN) => {
-                "below the limit: one request at a time does not reach it here"
+                "below the limit: the disk under the volume does not reach it here"
             }
             Some(_) => "held",
         };
@@ -192,5 +293,37 @@ mod tests {
         let below = ProbedRate::of(1_000.0, Some(3_000));
         assert!(!below.did_not_hold() && below.verdict.starts_with("below"), "{below:?}");
         assert_eq!(ProbedRate::of(9e9, None).verdict, "no limit");
+    }
+
+    #[test]
+    fn the_probe_measures_a_folder_and_its_read_passes_make_a_baseline() {
+        let folder = tempfile::tempdir_in(crate::files::chbench_dir()).unwrap();
+        let file = match prepare(folder.path()) {
+            Ok(file) => file,
+            // A file system without direct I/O (tmpfs) has nothing to measure this way.
+            Err(error) if format!("{error:#}").contains("direct I/O") => return,
+            Err(error) => panic!("{error:#}"),
+        };
+        let limits = Limits {
+            name: "custom".to_string(),
+            read_iops: None,
+            write_iops: None,
+            read_bytes_per_second: None,
+            write_bytes_per_second: None,
+        };
+        let measured = run(&file, &limits).unwrap();
+        let device = Device {
+            variant: "storage profile custom".to_string(),
+            description: "a test folder".to_string(),
+            node: "here".to_string(),
+            instance_type: None,
+        };
+        let baseline = measured.baseline(device);
+        assert_eq!((baseline.seq_read.iodepth, baseline.rand_read.iodepth), (16, 64));
+        assert_eq!(baseline.seq_read.bytes % (1 << 20), 0);
+        assert!(baseline.seq_read.bytes > 0 && baseline.rand_read.ios > 0, "{baseline:?}");
+        let latency = &baseline.rand_read.latency_us;
+        assert!(latency.p50 <= latency.p99 && latency.mean.is_some_and(|mean| mean > 0.0), "{latency:?}");
+        assert_eq!(measured.probe.random_read_iops.verdict, "no limit");
     }
 }

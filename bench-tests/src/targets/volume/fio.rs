@@ -1,0 +1,91 @@
+//! The storage baseline's fio job on a profile's volume, where fio is installed: the job
+//! file the eks target's Job runs (`manifests/<variant>/fio.yaml`,
+//! [`crate::storage_baseline::fio_job_file`]), in a folder of the volume, with the throttle
+//! in force, its report parsed as the Job's is. Its file is laid out before the throttle
+//! ([`lay_out`]), as the probe's is: making it costs no limit.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+
+use crate::storage_baseline::{Device, JOB_FILE_VARIANT, StorageBaseline, fio_job_file, parse_fio_output};
+
+/// Set (to anything but empty), the volume's baseline is the probe's even where fio is
+/// installed: a run that cannot spend fio's half a minute.
+pub const NO_FIO_ENV: &str = "CHBENCH_NO_FIO";
+/// The job file's test file, `size=2G`: room the volume must have for it.
+pub const FILE_BYTES: u64 = 2 << 30;
+
+/// fio, from the system's folders (never the user's `PATH`: this runs as root), unless
+/// [`NO_FIO_ENV`] says not to use it.
+pub fn program() -> Option<PathBuf> {
+    if std::env::var_os(NO_FIO_ENV).is_some_and(|value| !value.is_empty()) {
+        return None;
+    }
+    super::device::system_tool("fio").ok()
+}
+
+/// The folder of the volume fio works in, with the job file beside its test file.
+pub struct FioRun {
+    program: PathBuf,
+    folder: PathBuf,
+    job_file: PathBuf,
+}
+
+/// Writes the job file into `mount/fio/` and has fio lay out its test file there
+/// (`--create_only`), before the throttle.
+pub fn lay_out(program: PathBuf, mount: &Path) -> Result<FioRun> {
+    let folder = mount.join("fio");
+    std::fs::create_dir_all(&folder).with_context(|| format!("cannot create {}", folder.display()))?;
+    let job_file = folder.join("baseline.fio");
+    std::fs::write(&job_file, fio_job_file(JOB_FILE_VARIANT)?)
+        .with_context(|| format!("cannot write {}", job_file.display()))?;
+    let shell = xshell::Shell::new().context("cannot start a shell for fio")?;
+    xshell::cmd!(shell, "{program} --create_only=1 --directory={folder} {job_file}")
+        .quiet()
+        .ignore_stdout()
+        .ignore_stderr()
+        .run()
+        .with_context(|| format!("fio could not lay out its test file in {}", folder.display()))?;
+    Ok(FioRun { program, folder, job_file })
+}
+
+impl FioRun {
+    /// The job, throttled as this process is (fio is its child, in its cgroup), parsed.
+    /// Ctrl-C, SIGTERM or SIGHUP stop it at once. Through `std::process` rather than
+    /// xshell, which waits for a command with no way to end it early.
+    pub fn measure(&self, device: Device) -> Result<StorageBaseline> {
+        let report = self.folder.join("report.json");
+        let mut fio = std::process::Command::new(&self.program)
+            .arg("--output-format=json")
+            .arg(format!("--output={}", report.display()))
+            .arg(format!("--directory={}", self.folder.display()))
+            .arg(&self.job_file)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .with_context(|| format!("cannot start {}", self.program.display()))?;
+        let status = loop {
+            if crate::interrupt::requested() {
+                let _ = fio.kill();
+                let _ = fio.wait();
+                return Err(crate::interrupt::Interrupted.into());
+            }
+            match fio.try_wait().context("cannot wait for fio")? {
+                Some(status) => break status,
+                None => std::thread::sleep(std::time::Duration::from_millis(50)),
+            }
+        };
+        if !status.success() {
+            bail!("fio failed on the volume ({status})");
+        }
+        let output = std::fs::read_to_string(&report).with_context(|| format!("cannot read {}", report.display()))?;
+        parse_fio_output(&output, device)
+    }
+
+    /// The job's files, so that they take no room from the run.
+    pub fn remove(self) {
+        let _ = std::fs::remove_dir_all(&self.folder);
+    }
+}
