@@ -71,9 +71,9 @@ fn without(settings: &Settings, left_out: &BTreeSet<String>) -> Settings {
         .fold(Settings::new(), |kept, (name, value)| kept.with(name, value))
 }
 
-/// What differs that a comparison is there to show: engine version, target, machine, a
-/// variant's settings, the session settings the sides were `declared` to differ in, and
-/// the kind's stated inputs (`KindResults::stated_inputs`).
+/// What differs that a comparison is there to show: engine version, target, storage
+/// profile, machine, a variant's settings, the session settings the sides were `declared`
+/// to differ in, and the kind's stated inputs (`KindResults::stated_inputs`).
 pub(super) fn differences<Results: KindResults>(
     baseline: &SideOf<'_, Results>,
     candidate: &SideOf<'_, Results>,
@@ -86,6 +86,15 @@ pub(super) fn differences<Results: KindResults>(
     }
     if a.target != b.target {
         lines.push(format!("target: {} against {}", a.target, b.target));
+    }
+    // A storage profile's volume (`--storage`), against another or the machine's own disk.
+    let (storage_a, storage_b) = (&baseline.bundle().target.storage, &candidate.bundle().target.storage);
+    if storage_a.as_ref().map(|volume| &volume.limits) != storage_b.as_ref().map(|volume| &volume.limits) {
+        let storage = |volume: &Option<crate::target_info::StorageVolume>| match volume {
+            Some(volume) => format!("storage profile {}", volume.limits),
+            None => "no storage profile".to_string(),
+        };
+        lines.push(format!("storage: {} against {}", storage(storage_a), storage(storage_b)));
     }
     if a.machine != b.machine {
         let machine = |machine: &Option<String>| machine.clone().unwrap_or_else(|| "unknown".to_string());

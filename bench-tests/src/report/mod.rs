@@ -106,7 +106,7 @@ pub fn header<Results: KindResults>(bundle: &RunBundle<Results>, phase: &str) ->
             (None, None) => {}
         }
     }
-    let _ = writeln!(out, "- storage baseline (fio on the target's volume): {}", bundle.storage_baseline);
+    let _ = writeln!(out, "- storage baseline (measured on the target's volume): {}", bundle.storage_baseline);
     out.push('\n');
     machine_section(&mut out, bundle);
     out

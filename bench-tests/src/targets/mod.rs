@@ -220,7 +220,7 @@ pub trait Backend {
     /// without credentials.
     fn endpoint(&self) -> String;
 
-    /// What fio measured on the volume the engine keeps its data on
+    /// What fio (or the probe) measured on the volume the engine keeps its data on
     /// ([`crate::storage_baseline`]): `Ok(None)` for a target that measures none (the
     /// default); an error says why one the target should have cannot be read.
     fn storage_baseline(&mut self) -> Result<Option<StorageBaseline>> {

@@ -224,7 +224,7 @@ fn the_report_says_whether_a_scan_was_volume_bound() {
     assert!(report.contains("| against the storage baseline |"), "{report}");
     assert!(report.contains("| volume-bound (104 % of 125.0 MiB/s) |"), "{report}");
     assert!(
-        report.contains("- storage baseline (fio on the target's volume): sequential read 125.0 MiB/s"),
+        report.contains("- storage baseline (measured on the target's volume): sequential read 125.0 MiB/s"),
         "{report}"
     );
 
@@ -240,7 +240,9 @@ fn the_report_says_whether_a_scan_was_volume_bound() {
     assert_eq!(old, LogsBundle { storage_baseline: old.storage_baseline.clone(), ..bundle });
     let report = std::fs::read_to_string(write_report(writer.dir()).unwrap()).unwrap();
     assert!(
-        report.contains(&format!("- storage baseline (fio on the target's volume): unknown ({NOT_RECORDED_BEFORE})"))
+        report.contains(&format!(
+            "- storage baseline (measured on the target's volume): unknown ({NOT_RECORDED_BEFORE})"
+        ))
     );
     assert!(report.contains("| unknown (no storage baseline) |"), "{report}");
 }

@@ -148,6 +148,15 @@ fn the_same_bundle_twice_is_unchanged_and_written_as_markdown_chart_and_json() {
     for file in ["compare.md", "medians.svg", "compare.json"] {
         assert!(out.join(file).is_file(), "{file} was not written");
     }
+    // Each query's direct-I/O run beside the other side's: shown, not tested.
+    let direct_io = comparison["logs"]["direct_io"].as_array().unwrap();
+    assert_eq!(direct_io.len(), 6, "{comparison:#}");
+    for pair in direct_io {
+        assert_eq!(pair["baseline"], pair["candidate"], "{pair:#}");
+        assert_eq!(pair["ratio"], 1.0, "{pair:#}");
+    }
+    let report = std::fs::read_to_string(out.join("compare.md")).unwrap();
+    assert!(report.contains("## Direct I/O: the run a side that reads the volume"), "{report}");
 }
 
 fn a_slower_query_fails_the_gate_after_the_report_is_written() {

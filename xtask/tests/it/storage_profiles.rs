@@ -329,7 +329,11 @@ fn a_matrix_runs_each_variant_on_its_own_storage_profile() {
     assert_eq!((slow.limits.read_iops, slow.limits.write_bytes_per_second), (Some(300), Some(20 << 20)));
     let summary = std::fs::read_to_string(folder.join("matrix.md")).unwrap();
     assert!(summary.contains("storage iops=300,mibps=20"), "{summary}");
-    assert!(folder.join("compare-local-vs-slow").is_dir() || summary.contains("compare"), "{summary}");
+    let compared = std::fs::read_to_string(folder.join("compare-local-vs-slow/compare.md")).unwrap();
+    assert!(
+        compared.contains("- what differs: storage: no storage profile against storage profile custom (read 300 IOPS"),
+        "{compared}"
+    );
     let volumes = target_dir.path().join("chbench/volumes");
     let left: Vec<_> = std::fs::read_dir(&volumes).map(|entries| entries.flatten().collect()).unwrap_or_default();
     assert!(left.is_empty(), "{left:?}");

@@ -22,6 +22,7 @@
 //! own. It has no direct-I/O runs: one cold sample per variant is no comparison.
 
 mod ab;
+pub mod compare;
 pub mod cost;
 pub mod dataset;
 mod example;
@@ -35,6 +36,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 
 use self::ab::{check_variant_settings, variant_names};
+pub use self::compare::LogsComparison;
 use self::cost::{CostFlags, CostModel};
 use self::dataset::step_ms;
 pub use self::flags::LogsFlags;
@@ -46,7 +48,7 @@ use self::summary::{bloom_summary, ingest_summary, queries_summary, storage_summ
 use super::{Benchmark, GuardedSql, Run};
 use crate::ab_variants::{AbRun, check_variants};
 use crate::breakdown::TimeBreakdown;
-use crate::compare::{BundleAt, CompareOptions, Comparison, NoSections};
+use crate::compare::{BundleAt, CompareOptions, Comparison};
 use crate::explain::explain_indexes;
 use crate::fixtures::{Fixture, Params, Statement};
 use crate::measure::{drop_caches, measure};
@@ -153,7 +155,7 @@ impl Benchmark for LogsBenchmark {
     type Results = LogsResults;
     type Phase = LogsPhase;
     type Flags = LogsFlags;
-    type ComparisonSections = NoSections;
+    type ComparisonSections = LogsComparison;
     const ABOUT: &'static str = "The ClickHouse on EKS field benchmark's measurement (the default kind): ingest, \
                                  storage by column, Q1-Q5 cold and warm, a bloom filter, cost";
 
@@ -256,12 +258,13 @@ impl Benchmark for LogsBenchmark {
         run.writer.save()
     }
 
+    /// Each query's direct-I/O run on both sides: where two volumes differ.
     fn comparison_sections(
-        _bundles: &[BundleAt<LogsResults>],
-        _comparison: &Comparison,
+        bundles: &[BundleAt<LogsResults>],
+        comparison: &Comparison,
         _options: &CompareOptions,
-    ) -> Result<NoSections> {
-        Ok(NoSections)
+    ) -> Result<LogsComparison> {
+        Ok(LogsComparison::of(bundles, comparison))
     }
 
     fn examples(value: f64, count: u64) -> Vec<RunBundle<LogsResults>> {

@@ -387,7 +387,7 @@ fn queries(out: &mut String, logs: &LogsResults, baseline: Option<&StorageBaseli
     let _ = write!(out, "{table}");
     let _ = writeln!(
         out,
-        "\nTimes are server-side. Every sample is in `results.json`. \"Harness overhead\" is the client-observed time minus the server's, over the warm runs. \"Against the storage baseline\": the direct-I/O run's read rate (bytes read from files over the server-side duration) is volume-bound when it reaches {:.0} % of the sequential read rate fio measured on the volume (docs/storage-baseline.md), below the volume's rate otherwise, and unknown without a baseline.",
+        "\nTimes are server-side. Every sample is in `results.json`. \"Harness overhead\" is the client-observed time minus the server's, over the warm runs. \"Against the storage baseline\": the direct-I/O run's read rate (bytes read from files over the server-side duration) is volume-bound when it reaches {:.0} % of the sequential read rate measured on the volume (fio, or chbench's probe where fio is not installed: docs/storage-baseline.md), below the volume's rate otherwise, and unknown without a baseline.",
         VOLUME_BOUND_SHARE * 100.0
     );
     out.push_str(WHERE_THE_TIME_WENT);

@@ -42,7 +42,7 @@ const ALIGN: usize = 4 << 10;
 /// How far off its limit a rate may be before the run says the throttle did not hold.
 pub const HELD_WITHIN: f64 = 0.10;
 /// What the probe calls itself in a bundle.
-pub const TOOL: &str = "chbench's probe (direct I/O from threads)";
+pub const TOOL: &str = "chbench's probe";
 
 /// A buffer aligned for direct I/O. Written by hand: the standard library gives no aligned
 /// `Vec`, and one allocation per thread and pass needs no crate.
