@@ -13,6 +13,9 @@ use crate::flags::EngineWorker;
 impl EngineWorker {
     pub fn run(self) -> Result<()> {
         self.engine.choose_for(TargetKind::Embedded)?;
+        if let Some(mount) = &self.volume {
+            chbench::targets::volume::join_parents_volume(mount)?;
+        }
         let settings = crate::bench::run_settings(&self.settings)?;
         if !settings.is_empty() {
             chbench::settings::choose_run_settings(settings)?;

@@ -455,6 +455,9 @@ pub struct EngineWorker {
     /// Work in this folder, kept after the worker ends.
     #[arg(long, value_name = "DIR")]
     pub build: Option<PathBuf>,
+    /// The parent's storage profile volume, mounted here: the worker's folder goes on it.
+    #[arg(long, value_name = "DIR")]
+    pub volume: Option<PathBuf>,
     /// The parent run's session settings (its `--setting`s), for every statement here too.
     #[arg(long = "setting", id = "setting", value_name = "NAME=VALUE")]
     pub settings: Vec<String>,

@@ -348,12 +348,6 @@ impl Target {
                 self.info.kind
             );
         };
-        if volume::active_engine_folder().is_some() {
-            bail!(
-                "a second engine version beside a storage profile's volume is not built yet (its worker would keep its \
-                 copy on the machine's own disk, unthrottled): run the engine versions without --storage"
-            );
-        }
         let command = worker::WorkerCommand::this_executable(&["engine-worker"])?;
         let mut worker = open_worker(&command, engine, &Storage::CopyOf(folder))?;
         worker.use_database(&self.database)?;

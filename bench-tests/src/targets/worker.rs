@@ -110,6 +110,11 @@ impl WorkerCommand {
             Storage::CopyOf(folder) => args.extend(["--copy-of".to_string(), folder.display().to_string()]),
             Storage::Build(folder) => args.extend(["--build".to_string(), folder.display().to_string()]),
         }
+        // On a storage profile's volume, the worker's copy is on it too (and the worker, this
+        // process's child, in its cgroup).
+        if let Some(mount) = super::volume::mount_for_workers() {
+            args.extend(["--volume".to_string(), mount.display().to_string()]);
+        }
         // The run's own session settings (`bench --setting`) are every session's, the worker's too.
         for (name, value) in crate::settings::run_settings().iter() {
             args.extend(["--setting".to_string(), format!("{name}={value}")]);

@@ -338,3 +338,77 @@ fn a_matrix_runs_each_variant_on_its_own_storage_profile() {
     let left: Vec<_> = std::fs::read_dir(&volumes).map(|entries| entries.flatten().collect()).unwrap_or_default();
     assert!(left.is_empty(), "{left:?}");
 }
+
+/// A limit taken off the cgroup while the run lasts (as systemd, or another tool, could)
+/// is said at the end: the run's figures may then be the disk's, not the profile's.
+#[test]
+#[ignore = "mounts a volume and makes a cgroup, which needs root: .ci/run runs it"]
+fn a_limit_taken_off_during_the_run_is_said_at_its_end() {
+    let (target_dir, results) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let mut child = writes(target_dir.path(), results.path(), "loosened", "gp3", "100000")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    wait_for_volume(&mut child, target_dir.path());
+    let limit = PathBuf::from(format!("/sys/fs/cgroup/blkio/chbench-{pid}/blkio.throttle.read_iops_device"));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let device = loop {
+        let text = std::fs::read_to_string(&limit).unwrap_or_default();
+        if let Some(device) = text.split_whitespace().next() {
+            break device.to_string();
+        }
+        assert!(Instant::now() < deadline, "{} never held a limit", limit.display());
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // In cgroup v1, a limit of 0 removes the device's limit.
+    std::fs::write(&limit, format!("{device} 0")).unwrap();
+    assert!(Command::new("kill").args(["-s", "TERM", &pid.to_string()]).status().unwrap().success());
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("the storage profile's limits were not in force at the end of the run"), "{stderr}");
+    assert!(stderr.contains("blkio.throttle.read_iops_device"), "{stderr}");
+    assert_eq!(left_behind(target_dir.path(), pid), Vec::<String>::new());
+}
+
+/// An A/B run of two engine versions on a profile: each variant's engine worker keeps its
+/// copy on the volume (not on the machine's disk), in the run's cgroup.
+#[test]
+#[ignore = "mounts a volume and makes a cgroup, which needs root: .ci/run runs it"]
+fn engine_versions_in_one_run_keep_their_copies_on_the_volume() {
+    let (target_dir, results) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let mut command = on_a_volume(target_dir.path());
+    command
+        .args(["bench", "logs", "--target", "embedded", "--storage", "iops=2000,mibps=100", "--rows", "10K"])
+        .args(["--runs", "2", "--variant", "new:", "--variant", "old:engine_version=26.5.3", "--run-id", "ab"])
+        .arg("--results-dir")
+        .arg(results.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let mut child = command.spawn().unwrap();
+    let pid = child.id();
+    let (volume, machine) =
+        (target_dir.path().join(format!("chbench/volumes/{pid}")), target_dir.path().join("chbench/embedded"));
+    let mut workers_on_the_volume = std::collections::BTreeSet::new();
+    let mut workers_on_the_machine = std::collections::BTreeSet::new();
+    while child.try_wait().unwrap().is_none() {
+        let names = |folder: &Path| -> Vec<String> {
+            std::fs::read_dir(folder)
+                .map(|entries| entries.flatten().map(|entry| entry.file_name().to_string_lossy().to_string()).collect())
+                .unwrap_or_default()
+        };
+        workers_on_the_volume.extend(names(&volume).into_iter().filter(|name| name.starts_with("worker-")));
+        workers_on_the_machine.extend(names(&machine).into_iter().filter(|name| *name != pid.to_string()));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    // A worker per variant and query, each opened on a copy of the run's folder.
+    assert!(workers_on_the_volume.len() >= 2, "{workers_on_the_volume:?}");
+    assert!(
+        workers_on_the_machine.is_empty(),
+        "a worker kept its folder on the machine's disk: {workers_on_the_machine:?}"
+    );
+    assert_eq!(left_behind(target_dir.path(), pid), Vec::<String>::new());
+}

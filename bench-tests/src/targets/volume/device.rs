@@ -186,7 +186,7 @@ fn unmount(mount: &Path) -> Result<()> {
 }
 
 /// Whether a file system is mounted on `mount`: it is on another device than its parent.
-fn is_mounted(mount: &Path) -> bool {
+pub fn is_mounted(mount: &Path) -> bool {
     let device = |path: &Path| std::fs::symlink_metadata(path).ok().filter(|m| m.file_type().is_dir()).map(|m| m.dev());
     match (device(mount), mount.parent().and_then(device)) {
         (Some(own), Some(parent)) => own != parent,

@@ -159,9 +159,41 @@ struct Active {
 
 static ACTIVE: Mutex<Option<Active>> = Mutex::new(None);
 
-/// The folder the embedded engine keeps its data in while a volume is active: on it.
+/// In an engine worker of a process with a volume: the worker's folder on that volume.
+static PARENTS_VOLUME: Mutex<Option<PathBuf>> = Mutex::new(None);
+
+/// The folder the embedded engine keeps its data in while a volume is active: on it (in
+/// an engine worker, on its parent's).
 pub fn active_engine_folder() -> Option<PathBuf> {
-    ACTIVE.lock().ok()?.as_ref().map(|active| active.engine_folder.clone())
+    if let Some(active) = ACTIVE.lock().ok()?.as_ref() {
+        return Some(active.engine_folder.clone());
+    }
+    PARENTS_VOLUME.lock().ok()?.clone()
+}
+
+/// The volume's mount, which an engine worker started by this process keeps its folder in
+/// ([`join_parents_volume`]): its copy of the engine's folder is then on the volume, held
+/// to the same limits (the worker is this process's child, in its cgroup).
+pub fn mount_for_workers() -> Option<PathBuf> {
+    ACTIVE.lock().ok()?.as_ref().and_then(|active| active.engine_folder.parent().map(Path::to_path_buf))
+}
+
+/// In an engine worker: keep the engine's folder on the parent's volume, mounted at
+/// `mount` ([`mount_for_workers`]), in a folder named by this process. Refused unless
+/// `mount` is a volume's mount under `target/chbench/volumes/`.
+pub fn join_parents_volume(mount: &Path) -> Result<()> {
+    let volumes = device::volumes_dir().canonicalize().ok();
+    let resolved = mount.canonicalize().ok();
+    let on_a_volume = resolved.as_ref().is_some_and(|resolved| {
+        volumes.as_ref().is_some_and(|volumes| resolved.parent() == Some(volumes.as_path()))
+            && device::is_mounted(resolved)
+    });
+    let Some(resolved) = resolved.filter(|_| on_a_volume) else {
+        bail!("{} is not a storage profile's volume (a mount in {})", mount.display(), device::volumes_dir().display());
+    };
+    let folder = resolved.join(format!("worker-{}", std::process::id()));
+    *PARENTS_VOLUME.lock().map_err(|_| anyhow::anyhow!("the volume's record is poisoned"))? = Some(folder);
+    Ok(())
 }
 
 /// The active volume's record, for a target whose folder is on it.
@@ -245,10 +277,16 @@ impl Drop for VolumeGuard {
         }
         // Best effort, each step whatever the last did: what is left, the next activation
         // removes.
-        if let Some(throttle) = self.throttle.take()
-            && let Err(error) = throttle.remove()
-        {
-            crate::say!("chbench: warning: {error:#}");
+        if let Some(throttle) = self.throttle.take() {
+            if let Err(error) = throttle.check_in_force() {
+                crate::say!(
+                    "chbench: warning: the storage profile's limits were not in force at the end of the run \
+                     ({error:#}): its figures may be the disk's under the volume, not the profile's"
+                );
+            }
+            if let Err(error) = throttle.remove() {
+                crate::say!("chbench: warning: {error:#}");
+            }
         }
         if let Some(device) = self.device.take()
             && let Err(error) = device.remove()
@@ -381,6 +419,22 @@ mod tests {
             Ok(StorageProfile::Limited(limits)) => limits,
             other => panic!("{profile}: {other:?}"),
         }
+    }
+
+    #[test]
+    fn a_worker_joins_only_a_volumes_mount() {
+        let folder = tempfile::tempdir().unwrap();
+        for mount in [folder.path(), Path::new("/no/such/folder")] {
+            let error = join_parents_volume(mount).unwrap_err().to_string();
+            assert!(
+                error.ends_with(&format!(
+                    "is not a storage profile's volume (a mount in {})",
+                    device::volumes_dir().display()
+                )),
+                "{error}"
+            );
+        }
+        assert_eq!(active_engine_folder(), None);
     }
 
     #[test]

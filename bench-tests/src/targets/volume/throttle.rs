@@ -122,6 +122,8 @@ pub struct Throttle {
     /// The `cgroup.procs` of the cgroup the process came from.
     back_to: PathBuf,
     pid: u32,
+    /// What each limit file was given ([`limit_files`]).
+    written: Vec<(&'static str, String)>,
 }
 
 /// Puts process `pid` in a cgroup of its own that holds device `device` to `limits`.
@@ -134,11 +136,12 @@ pub fn apply(controller: &Controller, pid: u32, device: (u32, u32), limits: &Lim
     let back_to = controller.root().join(own.trim_start_matches('/')).join("cgroup.procs");
     let dir = controller.cgroup_of(pid);
     std::fs::create_dir(&dir).with_context(|| format!("cannot create the cgroup {}", dir.display()))?;
-    let throttle = Throttle { controller: controller.clone(), dir, back_to, pid };
+    let written = limit_files(controller, device, limits);
+    let throttle = Throttle { controller: controller.clone(), dir, back_to, pid, written };
     let limited = (|| -> Result<()> {
-        for (file, value) in limit_files(controller, device, limits) {
+        for (file, value) in &throttle.written {
             let path = throttle.dir.join(file);
-            std::fs::write(&path, &value).with_context(|| format!("cannot write {value:?} to {}", path.display()))?;
+            std::fs::write(&path, value).with_context(|| format!("cannot write {value:?} to {}", path.display()))?;
         }
         let procs = throttle.dir.join("cgroup.procs");
         std::fs::write(&procs, pid.to_string())
@@ -163,6 +166,28 @@ impl Throttle {
         format!("{controller} {}", self.dir.display())
     }
 
+    /// Whether the limits are still in force: this process still in the cgroup, and each
+    /// limit file still holding what it was given. Something else (systemd reloading a
+    /// unit, another tool) may rewrite a cgroup's files or move a process while a run
+    /// lasts; the run would then have measured the machine's disk. One line saying what
+    /// changed.
+    pub fn check_in_force(&self) -> Result<()> {
+        let proc_cgroup = std::fs::read_to_string(format!("/proc/{}/cgroup", self.pid))
+            .with_context(|| format!("cannot read the cgroups of process {}", self.pid))?;
+        let expected = format!("/chbench-{}", self.pid);
+        if own_cgroup(&self.controller, &proc_cgroup).as_deref() != Some(expected.as_str()) {
+            bail!("process {} was moved out of {} while the run lasted", self.pid, self.dir.display());
+        }
+        for (file, value) in &self.written {
+            let path = self.dir.join(file);
+            let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
+            if !holds(&text, value) {
+                bail!("{} holds {:?}, not the {value:?} it was given", path.display(), text.trim());
+            }
+        }
+        Ok(())
+    }
+
     /// The process back where it came from (or to the root, when that cgroup is gone),
     /// then the cgroup removed (it must be empty).
     pub fn remove(&self) -> Result<()> {
@@ -173,6 +198,21 @@ impl Throttle {
         moved?;
         removed.context("cannot remove the cgroup")
     }
+}
+
+/// Whether a limit file's text still holds `value`, what it was given: the device's line
+/// with the same limits, in any order (cgroup v2 writes `io.max` back in its own order and
+/// leaves out the limits that are `max`).
+fn holds(text: &str, value: &str) -> bool {
+    let limits = |line: &str| -> Option<(String, Vec<String>)> {
+        let mut fields = line.split_whitespace();
+        let device = fields.next()?.to_string();
+        let mut limits: Vec<String> = fields.filter(|field| !field.ends_with("=max")).map(str::to_string).collect();
+        limits.sort();
+        Some((device, limits))
+    };
+    let Some((device, given)) = limits(value) else { return false };
+    text.lines().filter_map(limits).any(|(found_device, found)| found_device == device && found == given)
 }
 
 /// Removes the cgroups whose processes are gone: the kernel removes only an empty cgroup,
@@ -191,6 +231,18 @@ pub fn remove_stale(controller: &Controller) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_limit_file_holds_its_value_in_the_kernels_order_and_not_another() {
+        assert!(holds("7:0 3000\n", "7:0 3000"));
+        assert!(holds("8:0 100\n7:0 3000\n", "7:0 3000"));
+        assert!(!holds("7:0 2000\n", "7:0 3000"));
+        assert!(!holds("", "7:0 3000"));
+        let written = "7:0 riops=3000 wiops=max rbps=131072000 wbps=max";
+        assert!(holds("7:0 rbps=131072000 riops=3000\n", written));
+        assert!(!holds("7:0 rbps=131072000\n", written));
+        assert!(!holds("7:1 rbps=131072000 riops=3000\n", written));
+    }
 
     fn limits() -> Limits {
         Limits {
