@@ -116,17 +116,21 @@ fn wait_for_volume(child: &mut Child, target_dir: &Path) {
     panic!("no volume mounted in 120 s");
 }
 
+/// A gp3 writes run long enough to be stopped, once its volume is mounted; its stderr
+/// goes to `stderr`.
+fn long_run(target_dir: &Path, results: &Path, run_id: &str, stderr: Stdio) -> Child {
+    let mut child =
+        writes(target_dir, results, run_id, "gp3", "100000").stdout(Stdio::null()).stderr(stderr).spawn().unwrap();
+    wait_for_volume(&mut child, target_dir);
+    child
+}
+
 #[test]
 #[ignore = "mounts a volume and makes a cgroup, which needs root: .ci/run runs it"]
 fn a_run_killed_on_a_profile_leaves_its_volume_to_the_next_run_which_removes_it() {
     let (target_dir, results) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let mut killed = writes(target_dir.path(), results.path(), "killed", "gp3", "100000")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut killed = long_run(target_dir.path(), results.path(), "killed", Stdio::null());
     let killed_pid = killed.id();
-    wait_for_volume(&mut killed, target_dir.path());
     killed.kill().unwrap();
     killed.wait().unwrap();
     assert!(!left_behind(target_dir.path(), killed_pid).is_empty(), "SIGKILL left nothing to clean up");
@@ -193,13 +197,8 @@ fn a_bad_profile_or_one_on_a_server_target_is_one_line_before_anything_runs() {
 fn sigterm_and_ctrl_c_in_a_run_on_a_profile_leave_nothing_behind() {
     for signal in ["TERM", "INT"] {
         let (target_dir, results) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-        let mut child = writes(target_dir.path(), results.path(), "stopped", "gp3", "100000")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let child = long_run(target_dir.path(), results.path(), "stopped", Stdio::piped());
         let pid = child.id();
-        wait_for_volume(&mut child, target_dir.path());
         assert!(Command::new("kill").args(["-s", signal, &pid.to_string()]).status().unwrap().success());
         let output = child.wait_with_output().unwrap();
         assert_eq!(output.status.code(), Some(130), "{}", String::from_utf8_lossy(&output.stderr));
@@ -345,13 +344,8 @@ fn a_matrix_runs_each_variant_on_its_own_storage_profile() {
 #[ignore = "mounts a volume and makes a cgroup, which needs root: .ci/run runs it"]
 fn a_limit_taken_off_during_the_run_is_said_at_its_end() {
     let (target_dir, results) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let mut child = writes(target_dir.path(), results.path(), "loosened", "gp3", "100000")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = long_run(target_dir.path(), results.path(), "loosened", Stdio::piped());
     let pid = child.id();
-    wait_for_volume(&mut child, target_dir.path());
     let limit = PathBuf::from(format!("/sys/fs/cgroup/blkio/chbench-{pid}/blkio.throttle.read_iops_device"));
     let deadline = Instant::now() + Duration::from_secs(30);
     let device = loop {
