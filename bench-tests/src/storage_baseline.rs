@@ -28,6 +28,12 @@ pub const RAND_READ_JOB: &str = "rand_read";
 /// it; 90 % leaves room for that and for the few percent two measurements of one volume
 /// differ by. It is a judgement, not a measured constant: docs/storage-baseline.md.
 pub const VOLUME_BOUND_SHARE: f64 = 0.9;
+/// A scan reading faster than this share of the baseline's sequential rate was not held to
+/// it: it was short enough to fit in what a throttle or a volume lets through at first (a
+/// cgroup's first slice, a network volume's burst), so "volume-bound" would be wrong. The
+/// source's Q3 read at 104 % of its gp3 volume's rate; 125 % leaves room for that and for
+/// the difference between two measurements of one volume.
+pub const ABOVE_VOLUME_SHARE: f64 = 1.25;
 
 /// What fio (or the tool's own probe) measured on one volume.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -189,6 +195,11 @@ pub enum ReadVerdict {
         share: f64,
         baseline_mib_per_s: f64,
     },
+    /// Above [`ABOVE_VOLUME_SHARE`] of it: faster than the volume holds a scan to.
+    AboveVolume {
+        share: f64,
+        baseline_mib_per_s: f64,
+    },
     /// No baseline (or one whose rate is unknown) to compare with.
     NoBaseline,
     /// The scan read nothing from files (its data came from caches, or the counter was missing).
@@ -209,6 +220,7 @@ impl ReadVerdict {
         };
         match ratio(read, baseline_mib_per_s) {
             None => ReadVerdict::NoBaseline,
+            Some(share) if share > ABOVE_VOLUME_SHARE => ReadVerdict::AboveVolume { share, baseline_mib_per_s },
             Some(share) if share >= VOLUME_BOUND_SHARE => ReadVerdict::VolumeBound { share, baseline_mib_per_s },
             Some(share) => ReadVerdict::BelowVolume { share, baseline_mib_per_s },
         }
@@ -222,6 +234,11 @@ impl ReadVerdict {
             ReadVerdict::BelowVolume { share, baseline_mib_per_s } => {
                 format!("below the volume's rate ({:.0} % of {} MiB/s)", share * 100.0, number(*baseline_mib_per_s, 1))
             }
+            ReadVerdict::AboveVolume { share, baseline_mib_per_s } => format!(
+                "above the volume's rate ({:.0} % of {} MiB/s: too short to be held to it)",
+                share * 100.0,
+                number(*baseline_mib_per_s, 1)
+            ),
             ReadVerdict::NoBaseline => "unknown (no storage baseline)".to_string(),
             ReadVerdict::NoFileReads => "unknown (nothing read from files)".to_string(),
         }
@@ -457,6 +474,10 @@ mod tests {
         let below = ReadVerdict::of(Some(110.0), Some(&gp3));
         assert_eq!(below.label(), "below the volume's rate (88 % of 125.0 MiB/s)");
         assert_eq!(ReadVerdict::of(Some(40.0), Some(&gp3)).label(), "below the volume's rate (32 % of 125.0 MiB/s)");
+        // A short scan that fit in the throttle's first burst was not held to the volume.
+        assert!(matches!(ReadVerdict::of(Some(156.25), Some(&gp3)), ReadVerdict::VolumeBound { .. }));
+        let burst = ReadVerdict::of(Some(209.6), Some(&gp3));
+        assert_eq!(burst.label(), "above the volume's rate (168 % of 125.0 MiB/s: too short to be held to it)");
     }
 
     #[test]

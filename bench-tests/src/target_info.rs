@@ -215,10 +215,11 @@ impl VolumeProbe {
             .rates()
             .iter()
             .map(|(name, rate, bytes)| {
-                let limit = rate
-                    .limit
-                    .map_or("no limit".to_string(), |limit| format!("limit {}", shown(Some(limit as f64), *bytes)));
-                format!("{name} {} ({limit}, {})", shown(rate.measured, *bytes), rate.verdict)
+                let against = match rate.limit {
+                    Some(limit) => format!("limit {}, {}", shown(Some(limit as f64), *bytes), rate.verdict),
+                    None => rate.verdict.clone(),
+                };
+                format!("{name} {} ({against})", shown(rate.measured, *bytes))
             })
             .collect();
         parts.join("; ")
@@ -246,7 +247,8 @@ pub struct ProbedRate {
     /// The limit it is held to; `None` for none.
     pub limit: Option<u64>,
     /// `held` (within 10 %), `above the limit: ...` (the throttle did not hold), `below the
-    /// limit: ...` (the disk under the volume does not reach it), or `no limit`.
+    /// limit: ...` (another limit binds first, or the disk under the volume does not reach
+    /// it), or `no limit`.
     pub verdict: String,
 }
 

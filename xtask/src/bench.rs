@@ -58,15 +58,16 @@ fn run(flags: &RunFlags, kind_name: &str, benchmark: &dyn AnyBenchmark) -> Resul
     if chbench::targets::spec(kind).capabilities.engine_in_process {
         benchmark.check_storage(&chbench::files::chbench_dir())?;
     }
-    // Before the target opens, and dropped after it closes: the engine's folder is on it,
-    // sized for the run's data, which must then fit on it too (a kind may count files).
-    let _volume = flags.storage.activate_for(flags.target.target, benchmark.disk_bytes_needed()?, true)?;
-    if let Some(folder) = chbench::targets::volume::active_engine_folder() {
-        benchmark.check_storage(&folder)?;
-    }
     prepare_results_folder(&flags.results_dir)?;
     if let Some(run_id) = &flags.run_id {
         refuse_a_taken_run_id(&flags.results_dir, run_id)?;
+    }
+    // After every cheap check, before the target opens, and dropped after it closes: the
+    // engine's folder is on it, sized for the run's data, which must then fit on it too (a
+    // kind may count files).
+    let _volume = flags.storage.activate_for(flags.target.target, benchmark.disk_bytes_needed()?, true)?;
+    if let Some(folder) = chbench::targets::volume::active_engine_folder() {
+        benchmark.check_storage(&folder)?;
     }
     // The eks target from an xtask built without it: this command runs again, built with it.
     let mut target = crate::eks::open_target(flags.target.target)?;
@@ -153,6 +154,15 @@ fn matrix(file: &Path, fail_fast: bool, matches: &clap::ArgMatches) -> Result<()
         );
     }
     let matrix = read_matrix(file, flags.target.target)?;
+    // A variant's storage profile the machine cannot hold is refused before the first
+    // variant runs, not after the ones before it.
+    for variant in &matrix.variants {
+        if let Some(text) = &variant.storage_profile {
+            let profile = chbench::targets::volume::parse_profile(text).map_err(anyhow::Error::msg)?;
+            chbench::targets::volume::check_prerequisites(&profile)
+                .with_context(|| format!("{}: variant {:?}", file.display(), variant.name))?;
+        }
+    }
     // The eks target from an xtask built without it: this command runs again, built with it.
     crate::eks::ensure_the_eks_feature(matrix.target)?;
     prepare_results_folder(&flags.results_dir)?;

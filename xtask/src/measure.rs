@@ -37,11 +37,15 @@ use crate::flags::Measure;
 impl Measure {
     pub fn run(self) -> Result<()> {
         self.engine.choose_for(self.target.target)?;
-        // Before the target opens, and dropped after it closes: the engine's folder is on it.
-        // A pack's rows have no estimate of their bytes: the volume takes a share of the
-        // free space. No fio: measure records no storage baseline.
-        let _volume = self.storage.activate_for(self.target.target, None, false)?;
         if names_files(&self.args) { self.run_files() } else { self.run_pack() }
+    }
+
+    /// The storage profile's volume, made after the inputs are checked and before the
+    /// target opens (the guard is dropped after it closes: the engine's folder is on it).
+    /// A pack's rows have no estimate of their bytes: the volume takes a share of the free
+    /// space. No fio: measure records no storage baseline.
+    fn volume(&self) -> Result<Option<chbench::targets::volume::VolumeGuard>> {
+        self.storage.activate_for(self.target.target, None, false)
     }
 
     fn run_files(self) -> Result<()> {
@@ -66,6 +70,7 @@ impl Measure {
             let statements = fixture.render(&Params::none_for("cargo xtask measure"))?;
             files.push((file, fixture.name(), statements));
         }
+        let _volume = self.volume()?;
         let mut target = crate::eks::open_target(self.target.target)?;
         for (file, name, mut statements) in files {
             let Some(last) = statements.pop() else { continue };
@@ -104,6 +109,7 @@ impl Measure {
     fn run_pack(self) -> Result<()> {
         let PackCase { pack, query, design, rows } =
             PackCase::check(&self.args, self.design.as_deref(), self.rows.as_deref())?;
+        let _volume = self.volume()?;
         // No skip-index-free second run: that is for a claim that compares the two, and
         // here nothing is claimed.
         let observation = crate::eks::or_rerun_with_the_eks_feature(

@@ -287,10 +287,17 @@ fn check_variant(
         if let Some((key, Some(span))) = eks_keys.into_iter().find(|(_, span)| span.is_some()) {
             return Err(in_variant(
                 span,
-                format!(
-                    "{key} is a deployment's, for the eks target, and the matrix runs on {target}: drop it, or set \
-                     target = \"eks\" (on {target} a variant is settings or an engine version)"
-                ),
+                match key {
+                    "storage" => format!(
+                        "storage is an eks deployment's storage or, on the embedded target, a storage profile, and \
+                         the matrix runs on {target}, whose data is on a machine of its own: drop it, or set target \
+                         = \"eks\" or \"embedded\""
+                    ),
+                    _ => format!(
+                        "{key} is a deployment's, for the eks target, and the matrix runs on {target}: drop it, or \
+                         set target = \"eks\" (on {target} a variant is settings or an engine version)"
+                    ),
+                },
             ));
         }
         return Ok(MatrixVariant { name, settings, engine_version, storage_profile, deployment: None });

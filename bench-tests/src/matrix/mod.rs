@@ -581,7 +581,11 @@ fn compare_variants(
                     let out = folder.join(&name);
                     std::fs::create_dir_all(&out).with_context(|| format!("cannot create {}", out.display()))?;
                     write_files(&compared, &out)?;
-                    Ok(compared.comparison.summary.line())
+                    // The kind's own headlines too (a throughput level's rate, a logs
+                    // query's direct-I/O run): what the queries' verdicts cannot show.
+                    let headlines =
+                        std::iter::once(compared.comparison.summary.line()).chain(compared.sections().headlines());
+                    Ok(headlines.collect::<Vec<_>>().join("; "))
                 });
             match written {
                 Ok(line) => {

@@ -372,7 +372,8 @@ impl Target {
     /// The storage baseline of the target's volume, as [`Backend::storage_baseline`]
     /// says: a results bundle records it, or why it is unknown.
     pub fn storage_baseline(&mut self) -> Result<Option<StorageBaseline>> {
-        self.backend.storage_baseline().context("cannot read the storage baseline")
+        // The bundle's record says "cannot read the target's storage baseline" itself.
+        self.backend.storage_baseline()
     }
 
     /// The database unqualified table names refer to.

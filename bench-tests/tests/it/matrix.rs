@@ -145,7 +145,7 @@ fn each_mistake_in_a_matrix_file_is_one_line_naming_the_file_its_line_and_the_ke
         (
             "kind = \"logs\"\n[[variant]]\nname = \"a\"\nstorage = \"gp3\"\n[[variant]]\nname = \"b\"\n".to_string(),
             TargetKind::Url,
-            "m.toml:4: variant \"a\": storage is a deployment's, for the eks target, and the matrix runs on url",
+            "m.toml:4: variant \"a\": storage is an eks deployment's storage or, on the embedded target, a storage profile, and the matrix runs on url",
         ),
         (
             format!("kind = \"logs\"\nflags = [\"--run-id\", \"x\"]\n{two}"),

@@ -192,6 +192,57 @@ fn a_bad_profile_or_one_on_a_server_target_is_one_line_before_anything_runs() {
     assert_eq!(std::fs::read_dir(results.path()).unwrap().count(), 0, "a bundle was made");
 }
 
+/// A matrix whose variant asks for a profile the machine cannot hold (here: run by a user
+/// who is not root) is refused in one line before its first variant runs, not after it.
+#[test]
+fn a_matrix_profile_the_machine_cannot_hold_is_refused_before_any_variant_runs() {
+    let folder = tempfile::tempdir().unwrap();
+    let file = folder.path().join("m.toml");
+    std::fs::write(
+        &file,
+        "kind = \"writes\"\nflags = [\"--iterations\", \"5\", \"--concurrency\", \"1\"]\ntarget = \"embedded\"\n\
+         [[variant]]\nname = \"local\"\n[[variant]]\nname = \"gp3\"\nstorage = \"gp3\"\n",
+    )
+    .unwrap();
+    let results = folder.path().join("results");
+    // As root (CI), the same command as user nobody, who may read the file.
+    let root = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self").unwrap()) == 0;
+    let mut command = if root {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(folder.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let as_nobody = |program: &str| {
+            let mut command = Command::new("setpriv");
+            command.args(["--reuid=65534", "--regid=65534", "--clear-groups", program]);
+            command
+        };
+        // Nobody must reach the program and the workspace's fixtures, which a clone in a
+        // private folder (mktemp -d) does not allow: then this runs where a user runs it.
+        let fixtures = chbench::files::fixtures_root();
+        let reachable = as_nobody("test")
+            .args(["-x", env!("CARGO_BIN_EXE_xtask"), "-a", "-r"])
+            .arg(fixtures.join("logs/schema.sql"))
+            .status()
+            .unwrap();
+        if !reachable.success() {
+            eprintln!("not run as user nobody: the checkout is private to root; a user who is not root runs this");
+            return;
+        }
+        as_nobody(env!("CARGO_BIN_EXE_xtask"))
+    } else {
+        xtask()
+    };
+    let output = command.args(["bench", "--matrix"]).arg(&file).arg("--results-dir").arg(&results).output().unwrap();
+    let line = error_lines(&output);
+    assert_eq!(output.status.code(), Some(1), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(line.len(), 1, "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        line[0].starts_with(&format!("error: {}: variant \"gp3\": --storage gp3: a storage profile", file.display())),
+        "{}",
+        line[0]
+    );
+    assert!(!results.exists(), "a variant ran");
+}
+
 #[test]
 #[ignore = "mounts a volume and makes a cgroup, which needs root: .ci/run runs it"]
 fn sigterm_and_ctrl_c_in_a_run_on_a_profile_leave_nothing_behind() {
@@ -277,26 +328,47 @@ fn where_fio_is_installed_the_baseline_is_its_job_and_a_stop_during_it_ends_it()
     assert!(baseline.seq_read.mib_per_s.unwrap() <= 125.0 * 1.1, "{}", baseline.summary());
     assert_eq!(left_behind(target_dir.path(), pid), Vec::<String>::new());
 
-    let mut child = writes(target_dir.path(), results.path(), "stopped", "gp3", "2")
-        .env_remove(NO_FIO_ENV)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    // Stopped while fio runs, by SIGTERM (fio and its jobs end with the run) and by
+    // SIGKILL (the next run ends what is left in the dead run's cgroup, then removes it).
+    let fio_running = |run_id: &str| {
+        let mut child = writes(target_dir.path(), results.path(), run_id, "gp3", "2")
+            .env_remove(NO_FIO_ENV)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+        let mut said = String::new();
+        while !said.contains("with fio") {
+            said.clear();
+            assert_ne!(std::io::BufRead::read_line(&mut stderr, &mut said).unwrap(), 0, "the run ended before fio ran");
+        }
+        // fio's jobs start after its parent has read the job file.
+        std::thread::sleep(Duration::from_secs(3));
+        child
+    };
+    let fio_left = || {
+        let found = Command::new("pgrep").args(["-f", &*target_dir.path().to_string_lossy()]).output().unwrap();
+        String::from_utf8_lossy(&found.stdout).to_string()
+    };
+    let mut child = fio_running("stopped");
     let pid = child.id();
-    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
-    let mut said = String::new();
-    while !said.contains("with fio") {
-        said.clear();
-        assert_ne!(std::io::BufRead::read_line(&mut stderr, &mut said).unwrap(), 0, "the run ended before fio ran");
-    }
     let stopped = Instant::now();
     assert!(Command::new("kill").args(["-s", "TERM", &pid.to_string()]).status().unwrap().success());
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130));
     assert!(stopped.elapsed() < Duration::from_secs(10), "fio was waited for: {:?}", stopped.elapsed());
-    let fio_left = Command::new("pgrep").args(["-f", &*target_dir.path().to_string_lossy()]).output().unwrap();
-    assert!(fio_left.stdout.is_empty(), "{}", String::from_utf8_lossy(&fio_left.stdout));
+    assert_eq!(fio_left(), "");
+    assert_eq!(left_behind(target_dir.path(), pid), Vec::<String>::new());
+
+    let mut killed = fio_running("killed");
+    let killed_pid = killed.id();
+    killed.kill().unwrap();
+    killed.wait().unwrap();
+    let (output, pid) = run(&mut writes(target_dir.path(), results.path(), "after", "gp3", "2"));
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(fio_left(), "");
+    assert_eq!(left_behind(target_dir.path(), killed_pid), Vec::<String>::new());
     assert_eq!(left_behind(target_dir.path(), pid), Vec::<String>::new());
 }
 
@@ -330,7 +402,9 @@ fn a_matrix_runs_each_variant_on_its_own_storage_profile() {
     assert!(summary.contains("storage iops=300,mibps=20"), "{summary}");
     let compared = std::fs::read_to_string(folder.join("compare-local-vs-slow/compare.md")).unwrap();
     assert!(
-        compared.contains("- what differs: storage: no storage profile against storage profile custom (read 300 IOPS"),
+        compared.contains(
+            "- what differs: storage: no storage profile against storage profile iops=300,mibps=20 (read 300 IOPS"
+        ),
         "{compared}"
     );
     let volumes = target_dir.path().join("chbench/volumes");

@@ -118,7 +118,9 @@ impl ComparisonSections for LogsComparison {
         out
     }
 
-    fn terminal_lines(&self) -> Vec<String> {
+    /// Said beside the queries' verdicts (in the report, the terminal and a matrix's
+    /// summary): the warm runs' test cannot see a volume.
+    fn headlines(&self) -> Vec<String> {
         let ratios: Vec<String> =
             self.direct_io.iter().map(|pair| format!("{} {}", pair.query, times(pair.ratio))).collect();
         if ratios.is_empty() {

@@ -12,7 +12,7 @@ use crate::markdown::Table;
 use crate::numbers::ratio;
 use crate::query_runs::Sample;
 use crate::report::charts::{self, Bars};
-use crate::storage_baseline::{ReadVerdict, StorageBaseline, VOLUME_BOUND_SHARE};
+use crate::storage_baseline::{ABOVE_VOLUME_SHARE, ReadVerdict, StorageBaseline, VOLUME_BOUND_SHARE};
 use crate::target_info::StorageVolume;
 use crate::units::{exact, human_bytes, milliseconds, number, per_second, percent, times};
 
@@ -387,8 +387,9 @@ fn queries(out: &mut String, logs: &LogsResults, baseline: Option<&StorageBaseli
     let _ = write!(out, "{table}");
     let _ = writeln!(
         out,
-        "\nTimes are server-side. Every sample is in `results.json`. \"Harness overhead\" is the client-observed time minus the server's, over the warm runs. \"Against the storage baseline\": the direct-I/O run's read rate (bytes read from files over the server-side duration) is volume-bound when it reaches {:.0} % of the sequential read rate measured on the volume (fio, or chbench's probe where fio is not installed: docs/storage-baseline.md), below the volume's rate otherwise, and unknown without a baseline.",
-        VOLUME_BOUND_SHARE * 100.0
+        "\nTimes are server-side. Every sample is in `results.json`. \"Harness overhead\" is the client-observed time minus the server's, over the warm runs. \"Against the storage baseline\": the direct-I/O run's read rate (bytes read from files over the server-side duration) is volume-bound when it reaches {:.0} % of the sequential read rate measured on the volume (fio, or chbench's probe where fio is not installed: docs/storage-baseline.md), above the volume's rate beyond {:.0} % (a scan short enough to fit in the volume's first burst), below the volume's rate otherwise, and unknown without a baseline.",
+        VOLUME_BOUND_SHARE * 100.0,
+        ABOVE_VOLUME_SHARE * 100.0
     );
     out.push_str(WHERE_THE_TIME_WENT);
 }

@@ -248,8 +248,12 @@ pub fn remove_stale(folder: &Path) -> Vec<u32> {
         }
         // Taken at once only when no process holds it.
         let Ok(lock) = lock(folder, pid) else { continue };
-        remove_volume(&folder.join(format!("{pid}.img")), &folder.join(pid.to_string()));
-        let _ = std::fs::remove_file(folder.join(&name));
+        let (image, mount) = (folder.join(format!("{pid}.img")), folder.join(pid.to_string()));
+        remove_volume(&image, &mount);
+        // What could not be removed keeps its lock file, for the next run to try again.
+        if !image.exists() && !mount.exists() {
+            let _ = std::fs::remove_file(folder.join(&name));
+        }
         drop(lock);
         stale.push(pid);
     }

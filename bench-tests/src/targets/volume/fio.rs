@@ -10,8 +10,8 @@ use anyhow::{Context, Result, bail};
 
 use crate::storage_baseline::{Device, JOB_FILE_VARIANT, StorageBaseline, fio_job_file, parse_fio_output};
 
-/// Set (to anything but empty), the volume's baseline is the probe's even where fio is
-/// installed: a run that cannot spend fio's half a minute.
+/// Set (to anything but empty or `0`), the volume's baseline is the probe's even where fio
+/// is installed: a run that cannot spend fio's half a minute.
 pub const NO_FIO_ENV: &str = "CHBENCH_NO_FIO";
 /// The job file's test file, `size=2G`: room the volume must have for it.
 pub const FILE_BYTES: u64 = 2 << 30;
@@ -19,7 +19,7 @@ pub const FILE_BYTES: u64 = 2 << 30;
 /// fio, from the system's folders (never the user's `PATH`: this runs as root), unless
 /// [`NO_FIO_ENV`] says not to use it.
 pub fn program() -> Option<PathBuf> {
-    if std::env::var_os(NO_FIO_ENV).is_some_and(|value| !value.is_empty()) {
+    if std::env::var_os(NO_FIO_ENV).is_some_and(|value| !value.is_empty() && value != "0") {
         return None;
     }
     super::device::system_tool("fio").ok()
@@ -41,34 +41,61 @@ pub fn lay_out(program: PathBuf, mount: &Path) -> Result<FioRun> {
     std::fs::write(&job_file, fio_job_file(JOB_FILE_VARIANT)?)
         .with_context(|| format!("cannot write {}", job_file.display()))?;
     let shell = xshell::Shell::new().context("cannot start a shell for fio")?;
-    xshell::cmd!(shell, "{program} --create_only=1 --directory={folder} {job_file}")
+    let laid_out = xshell::cmd!(shell, "{program} --create_only=1 --directory={folder} {job_file}")
         .quiet()
-        .ignore_stdout()
-        .ignore_stderr()
-        .run()
-        .with_context(|| format!("fio could not lay out its test file in {}", folder.display()))?;
+        .ignore_status()
+        .output()
+        .context("cannot start fio")?;
+    if !laid_out.status.success() {
+        let said = String::from_utf8_lossy(&laid_out.stderr);
+        let last = said.lines().rev().find(|line| !line.trim().is_empty()).unwrap_or("nothing on stderr");
+        bail!("fio could not lay out its test file in {} ({}): {}", folder.display(), laid_out.status, last.trim());
+    }
     Ok(FioRun { program, folder, job_file })
 }
 
 impl FioRun {
     /// The job, throttled as this process is (fio is its child, in its cgroup), parsed.
-    /// Ctrl-C, SIGTERM or SIGHUP stop it at once. Through `std::process` rather than
-    /// xshell, which waits for a command with no way to end it early.
+    /// Ctrl-C, SIGTERM or SIGHUP stop it at once: fio's process group is killed, and its
+    /// job processes, sessions of their own, are ended by the caller with everything else
+    /// in the run's cgroup (`Throttle::end_other_processes`). Were this process killed, fio
+    /// gets SIGKILL from the kernel; a job left behind is in the dead run's cgroup, where
+    /// the next run's clean-up ends it (`throttle::remove_stale`). Through `std::process` rather than xshell, which waits
+    /// for a command with no way to end it early.
     pub fn measure(&self, device: Device) -> Result<StorageBaseline> {
-        let report = self.folder.join("report.json");
-        let mut fio = std::process::Command::new(&self.program)
+        use std::os::unix::process::CommandExt as _;
+        let (report, errors) = (self.folder.join("report.json"), self.folder.join("stderr.txt"));
+        let stderr = std::fs::File::create(&errors).with_context(|| format!("cannot create {}", errors.display()))?;
+        let mut command = std::process::Command::new(&self.program);
+        command
             .arg("--output-format=json")
             .arg(format!("--output={}", report.display()))
             .arg(format!("--directory={}", self.folder.display()))
             .arg(&self.job_file)
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .with_context(|| format!("cannot start {}", self.program.display()))?;
+            .stderr(stderr)
+            .process_group(0);
+        // SAFETY: between fork and exec the closure makes one system call: no allocation,
+        // no lock.
+        unsafe {
+            command.pre_exec(|| {
+                rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))?;
+                Ok(())
+            });
+        }
+        let mut fio = command.spawn().with_context(|| format!("cannot start {}", self.program.display()))?;
+        let group = i32::try_from(fio.id()).ok().and_then(rustix::process::Pid::from_raw);
         let status = loop {
             if crate::interrupt::requested() {
-                let _ = fio.kill();
+                match group {
+                    Some(group) => {
+                        let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+                    }
+                    None => {
+                        let _ = fio.kill();
+                    }
+                }
                 let _ = fio.wait();
                 return Err(crate::interrupt::Interrupted.into());
             }
@@ -78,7 +105,9 @@ impl FioRun {
             }
         };
         if !status.success() {
-            bail!("fio failed on the volume ({status})");
+            let said = std::fs::read_to_string(&errors).unwrap_or_default();
+            let last = said.lines().rev().find(|line| !line.trim().is_empty()).unwrap_or("nothing on stderr");
+            bail!("fio failed on the volume ({status}): {}", last.trim());
         }
         let output = std::fs::read_to_string(&report).with_context(|| format!("cannot read {}", report.display()))?;
         parse_fio_output(&output, device)

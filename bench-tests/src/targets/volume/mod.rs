@@ -44,6 +44,8 @@ const ENGINE_ROOM: u64 = 512 << 20;
 /// What ext4 keeps of a volume for itself, in percent of what is put on it: its inode
 /// tables (256 bytes per 16 KiB, 1.6 %), its journal and its group descriptors.
 const FILE_SYSTEM_PERCENT: u64 = 3;
+/// The most of the free space a volume sized from an estimate may take.
+const MOST_OF_FREE: f64 = 0.9;
 
 /// Where the engine keeps its data.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -90,15 +92,25 @@ pub fn parse_profile(text: &str) -> Result<StorageProfile, String> {
         if !["iops", "mibps", "read_iops", "write_iops", "read_mibps", "write_mibps"].contains(&key) {
             return Err(format!("{key} is not a limit; {usage}"));
         }
-        let number = value.parse::<f64>().ok().filter(|number| number.is_finite() && *number > 0.0);
-        let Some(number) = number else {
-            return Err(format!("{key}={value} is not a limit above 0; {usage}"));
+        let Ok(number) = value.parse::<f64>() else {
+            return Err(format!("{key}={value}: {value:?} is not a number; {usage}"));
         };
+        if !number.is_finite() {
+            return Err(format!("{key}={value} is not a finite number; {usage}"));
+        }
+        if number <= 0.0 {
+            return Err(format!("{key}={value} is not a limit above 0; {usage}"));
+        }
         if key.ends_with("iops") && number.fract() != 0.0 {
             return Err(format!("{key}={value} is not a whole number of operations; {usage}"));
         }
+        // Under 1 MiB/s, one 1 MiB read (the engine's, the probe's) takes more than a
+        // second: not a volume a benchmark says anything about, and a stop would wait for it.
+        if key.ends_with("mibps") && number < 1.0 {
+            return Err(format!("{key}={value} is under 1 MiB/s, the least a profile holds a volume to; {usage}"));
+        }
         if given.iter().any(|(seen, _)| *seen == key) {
-            return Err(format!("{key} is given twice"));
+            return Err(format!("{key} is given twice; give it once"));
         }
         given.push((key, number));
     }
@@ -124,11 +136,16 @@ pub fn parse_profile(text: &str) -> Result<StorageProfile, String> {
     };
     let iops = |value: Option<f64>| -> Result<Option<u64>, String> {
         value
-            .map(|iops| (iops < 1e15).then_some(iops as u64).ok_or_else(|| format!("{iops} IOPS is beyond any device")))
+            .map(|iops| {
+                (iops < 1e15)
+                    .then_some(iops as u64)
+                    .ok_or_else(|| format!("{iops} IOPS is beyond any device; give at most 10^15"))
+            })
             .transpose()
     };
     Ok(StorageProfile::Limited(Limits {
-        name: "custom".to_string(),
+        // As given, without spaces: what a bundle, a report and a comparison call it.
+        name: text.chars().filter(|c| !c.is_whitespace()).collect(),
         read_iops: iops(limit("read_iops", "iops"))?,
         write_iops: iops(limit("write_iops", "iops"))?,
         read_bytes_per_second: bytes(limit("read_mibps", "mibps"))?,
@@ -240,15 +257,22 @@ fn volume_size(profile: &str, needed: Option<u64>, uses_fio: bool, folder: &Path
     let measuring = probe::FILE_BYTES + if uses_fio { fio::FILE_BYTES } else { 0 };
     let contents = needed.saturating_add(ENGINE_ROOM).saturating_add(measuring);
     let size = (contents / 100).saturating_mul(100 + FILE_SYSTEM_PERCENT).max(SMALLEST_VOLUME);
-    if size > free {
+    // The disk under the volume must not fill before the volume does (its writes would
+    // fail with I/O errors, not "no space"): a tenth of the free space stays free.
+    let most = (free as f64 * MOST_OF_FREE) as u64;
+    if size > most {
         bail!(
             "--storage {profile}: the run's volume needs {} (its data's estimate {}, the engine and the \
-             measurements {}), and {} has {} free; give fewer rows or free space, {without}",
+             measurements {}, the file system's tables {} %), and {} has {} free, of which a volume may take {} \
+             ({}); give fewer rows or free space, {without}",
             human_bytes(size),
             human_bytes(needed),
             human_bytes(ENGINE_ROOM + measuring),
+            FILE_SYSTEM_PERCENT,
             folder.display(),
-            human_bytes(free)
+            human_bytes(free),
+            human_bytes(most),
+            crate::units::percent(Some(MOST_OF_FREE), "")
         );
     }
     let basis = format!(
@@ -288,28 +312,35 @@ impl Drop for VolumeGuard {
                 crate::say!("chbench: warning: {error:#}");
             }
         }
+        let mut removed = true;
         if let Some(device) = self.device.take()
             && let Err(error) = device.remove()
         {
             crate::say!("chbench: warning: {error:#}");
+            removed = false;
         }
         if let Some((lock, path)) = self.lock.take() {
-            let _ = std::fs::remove_file(path);
+            // A volume not removed keeps its lock file: the next activation finds a dead
+            // run's volume by it.
+            if removed {
+                let _ = std::fs::remove_file(path);
+            }
             drop(lock);
         }
     }
 }
 
-/// Puts `profile` in force for this process: nothing for `local`; otherwise the checks
-/// (Linux, root, a controller, loop devices, free disk: each refusal one line naming what
-/// is missing), what dead processes left removed, then the volume made (sized for
-/// `needed` bytes of the run's data, when the run estimates them), this process throttled
-/// on it, and the volume measured: the probe, and the storage baseline, fio's job where
-/// fio is installed and `use_fio` (a command that records no baseline spares its half a
-/// minute), the probe's reads otherwise. The embedded engine opened after this keeps its
-/// folder on the volume.
-pub fn activate(profile: &StorageProfile, needed: Option<u64>, use_fio: bool) -> Result<Option<VolumeGuard>> {
-    let StorageProfile::Limited(limits) = profile else { return Ok(None) };
+/// Refuses, in one line, a machine that cannot hold a volume to a profile: not Linux, not
+/// root, no controller, no tools or loop devices. What [`activate`] checks first, and a
+/// matrix before its first variant runs.
+pub fn check_prerequisites(profile: &StorageProfile) -> Result<()> {
+    match profile {
+        StorageProfile::Local => Ok(()),
+        StorageProfile::Limited(limits) => check_machine(limits).map(|_| ()),
+    }
+}
+
+fn check_machine(limits: &Limits) -> Result<throttle::Controller> {
     let without = "or run without --storage (the machine's own disk)";
     if !cfg!(target_os = "linux") {
         bail!("--storage {}: storage profiles need Linux (loop devices and cgroups); {without}", limits.name);
@@ -324,6 +355,20 @@ pub fn activate(profile: &StorageProfile, needed: Option<u64>, use_fio: bool) ->
     }
     let controller = throttle::detect().with_context(|| format!("--storage {}: {without}", limits.name))?;
     device::check_tools().with_context(|| format!("--storage {}: {without}", limits.name))?;
+    Ok(controller)
+}
+
+/// Puts `profile` in force for this process: nothing for `local`; otherwise the checks
+/// (Linux, root, a controller, loop devices, free disk: each refusal one line naming what
+/// is missing), what dead processes left removed, then the volume made (sized for
+/// `needed` bytes of the run's data, when the run estimates them), this process throttled
+/// on it, and the volume measured: the probe, and the storage baseline, fio's job where
+/// fio is installed and `use_fio` (a command that records no baseline spares its half a
+/// minute), the probe's reads otherwise. The embedded engine opened after this keeps its
+/// folder on the volume.
+pub fn activate(profile: &StorageProfile, needed: Option<u64>, use_fio: bool) -> Result<Option<VolumeGuard>> {
+    let StorageProfile::Limited(limits) = profile else { return Ok(None) };
+    let controller = check_machine(limits)?;
     let folder = device::prepare_dir()?;
     device::remove_stale(&folder);
     throttle::remove_stale(&controller);
@@ -350,32 +395,50 @@ pub fn activate(profile: &StorageProfile, needed: Option<u64>, use_fio: bool) ->
         limits,
         human_bytes(size),
     );
-    crate::say!("chbench: measuring the volume (direct I/O, 4 passes of 1.8 s)");
+    crate::say!("chbench: measuring the volume (direct I/O: 4 passes of a 0.3 s warm-up and 1.5 s measured)");
     let probed = probe_file.and_then(|file| {
         let probed = probe::run(&file, limits);
         let _ = std::fs::remove_file(&file);
         probed
     });
     crate::interrupt::check()?;
+    match &probed {
+        Ok(measured) => {
+            crate::say!("chbench: the volume measured: {}", measured.probe.summary());
+            for warning in measured.probe.warnings() {
+                crate::say!("chbench: warning: {warning}");
+            }
+        }
+        Err(error) => crate::say!("chbench: warning: the volume was not measured: the probe failed: {error:#}"),
+    }
     let baseline_device = crate::storage_baseline::Device {
         variant: format!("storage profile {}", limits.name),
         description: format!("ext4 on loop device {device_text}, through {cgroup}"),
         node: sysinfo::System::host_name().unwrap_or_else(|| "this machine".to_string()),
         instance_type: None,
     };
-    let baseline = match (fio_run, &probed) {
-        (Some(Ok(run)), _) => {
-            crate::say!("chbench: measuring the storage baseline with fio (the eks target's job file, about 40 s)");
-            let measured = run.measure(baseline_device);
-            run.remove();
-            crate::interrupt::check()?;
-            measured.map_err(|error| format!("fio's storage baseline failed: {error:#}"))
+    // fio's job where fio is installed; where it failed, the probe's reads, said so.
+    let fio_baseline = fio_run.map(|run| {
+        let run = run.context("fio could not lay out its file on the volume")?;
+        crate::say!("chbench: measuring the storage baseline with fio (the eks target's job file, about 40 s)");
+        let measured = run.measure(baseline_device.clone());
+        // fio's job processes outlive a stopped fio: they go before the volume does.
+        if let Some(throttle) = &guard.throttle {
+            throttle.end_other_processes();
         }
-        (Some(Err(error)), _) => Err(format!("fio could not lay out its file on the volume: {error:#}")),
+        run.remove();
+        measured
+    });
+    crate::interrupt::check()?;
+    let baseline = match (fio_baseline, &probed) {
+        (Some(Ok(baseline)), _) => Ok(baseline),
         (None, Ok(measured)) => Ok(measured.baseline(baseline_device)),
-        (None, Err(error)) => {
-            Err(format!("the probe, which measures the baseline where fio is not installed, failed: {error:#}"))
+        (Some(Err(error)), Ok(measured)) => {
+            crate::say!("chbench: warning: fio's storage baseline failed ({error:#}); the probe's reads stand in");
+            Ok(measured.baseline(baseline_device))
         }
+        (Some(Err(error)), Err(_)) => Err(format!("fio failed ({error:#}), and so did the probe")),
+        (None, Err(error)) => Err(format!("the probe failed: {error:#}")),
     };
     let (probe, probe_unknown) = match probed {
         Ok(measured) => (Some(measured.probe), None),
@@ -391,16 +454,6 @@ pub fn activate(profile: &StorageProfile, needed: Option<u64>, use_fio: bool) ->
         probe,
         probe_unknown,
     };
-    match (&record.probe, &record.probe_unknown) {
-        (Some(probe), _) => {
-            crate::say!("chbench: the volume measured: {}", probe.summary());
-            for warning in probe.warnings() {
-                crate::say!("chbench: warning: {warning}");
-            }
-        }
-        (None, Some(why)) => crate::say!("chbench: warning: the volume was not measured: {why}"),
-        (None, None) => {}
-    }
     // A run says the baseline it records; only its absence is said here.
     if let Err(why) = &baseline {
         crate::say!("chbench: warning: the volume has no storage baseline: {why}");
@@ -445,15 +498,15 @@ mod tests {
         assert_eq!((gp3.read_bytes_per_second, gp3.write_bytes_per_second), (Some(131_072_000), Some(131_072_000)));
         assert_eq!(gp3.to_string(), "gp3 (read 3000 IOPS and 125.0 MiB/s, write 3000 IOPS and 125.0 MiB/s)");
         let custom = limits("iops=200, mibps=10,write_iops=50");
-        assert_eq!(custom.name, "custom");
+        assert_eq!(custom.name, "iops=200,mibps=10,write_iops=50");
         assert_eq!((custom.read_iops, custom.write_iops), (Some(200), Some(50)));
         assert_eq!(custom.read_bytes_per_second, Some(10 << 20));
-        let one_way = limits("read_mibps=0.5");
-        assert_eq!((one_way.read_bytes_per_second, one_way.write_bytes_per_second), (Some(524_288), None));
+        let one_way = limits("read_mibps=1.5");
+        assert_eq!((one_way.read_bytes_per_second, one_way.write_bytes_per_second), (Some(1_572_864), None));
         assert_eq!(one_way.read_iops, None);
         assert_eq!(
             one_way.to_string(),
-            "custom (read unlimited IOPS and 0.5 MiB/s, write unlimited IOPS and unlimited MiB/s)"
+            "read_mibps=1.5 (read unlimited IOPS and 1.5 MiB/s, write unlimited IOPS and unlimited MiB/s)"
         );
     }
 
@@ -464,12 +517,16 @@ mod tests {
             ("gp2", "is not a profile or a limit"),
             ("iops=0", "iops=0 is not a limit above 0"),
             ("iops=-5", "iops=-5 is not a limit above 0"),
-            ("mibps=inf", "mibps=inf is not a limit above 0"),
-            ("mibps=NaN", "mibps=NaN is not a limit above 0"),
+            ("mibps=inf", "mibps=inf is not a finite number"),
+            ("mibps=1e400", "mibps=1e400 is not a finite number"),
+            ("mibps=NaN", "mibps=NaN is not a finite number"),
+            ("iops=5;mibps=3", "iops=5;mibps=3: \"5;mibps=3\" is not a number"),
+            ("read_iops=0x10", "read_iops=0x10: \"0x10\" is not a number"),
             ("iops=1.5", "iops=1.5 is not a whole number"),
             ("iops=1,iops=2", "iops is given twice"),
             ("latency=5", "latency is not a limit"),
-            ("mibps=1e-9", "is not a bandwidth a kernel can hold a device to"),
+            ("mibps=1e-9", "mibps=1e-9 is under 1 MiB/s, the least a profile holds a volume to"),
+            ("mibps=1e30", "is not a bandwidth a kernel can hold a device to"),
             ("iops=1e300", "IOPS is beyond any device"),
         ] {
             let error = parse_profile(profile).unwrap_err();

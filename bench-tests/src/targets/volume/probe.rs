@@ -34,9 +34,13 @@ const WARM_UP: Duration = Duration::from_millis(300);
 pub const FILE_BYTES: u64 = 64 << 20;
 const SEQUENTIAL_BLOCK: usize = 1 << 20;
 const RANDOM_BLOCK: usize = 4 << 10;
-/// Requests in flight: the fio job's `iodepth` for each pattern.
+/// Requests in flight: the fio job's `iodepth` for each pattern, fewer under low limits
+/// ([`in_flight`]).
 const SEQUENTIAL_IN_FLIGHT: u32 = 16;
 const RANDOM_IN_FLIGHT: u32 = 64;
+/// How long the requests in flight may take to complete at the limits: a pass ends only
+/// when they have, and a stop waits for them.
+const DRAIN: f64 = 0.5;
 /// Direct I/O's alignment (the largest logical block size in use).
 const ALIGN: usize = 4 << 10;
 /// How far off its limit a rate may be before the run says the throttle did not hold.
@@ -179,11 +183,33 @@ fn pass(file: &File, block: usize, write: bool, pattern: Pattern, in_flight: u32
     Ok(Pass { requests, elapsed: PASS_TIME, latencies_us })
 }
 
+/// Requests in flight for a pattern of `block`-byte requests: `depth`, or as many as the
+/// limits complete in [`DRAIN`] (at least one), so that a pass under low limits still
+/// ends about on time.
+fn in_flight(depth: u32, block: usize, limits: &Limits) -> u32 {
+    let per_second = |iops: Option<u64>, bytes: Option<u64>| {
+        let by_bytes = bytes.map(|bytes| bytes as f64 / block as f64);
+        match (iops.map(|iops| iops as f64), by_bytes) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    };
+    let read = per_second(limits.read_iops, limits.read_bytes_per_second);
+    let write = per_second(limits.write_iops, limits.write_bytes_per_second);
+    let slowest = match (read, write) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    slowest.map_or(depth, |rate| ((rate * DRAIN).floor() as u32).clamp(1, depth))
+}
+
 /// What the probe measured: the rates against the limits, and the read passes as they are.
 pub struct ProbeMeasurement {
     pub probe: VolumeProbe,
     sequential_read: Pass,
     random_read: Pass,
+    sequential_in_flight: u32,
+    random_in_flight: u32,
     measured_at: jiff::Timestamp,
 }
 
@@ -199,15 +225,17 @@ pub fn run(path: &Path, limits: &Limits) -> Result<ProbeMeasurement> {
         };
         ProbedRate::of(measured, limit)
     };
-    let sequential_read = pass(&file, SEQUENTIAL_BLOCK, false, Pattern::Sequential, SEQUENTIAL_IN_FLIGHT)?;
-    let random_read = pass(&file, RANDOM_BLOCK, false, Pattern::Random, RANDOM_IN_FLIGHT)?;
-    let sequential_write = pass(&file, SEQUENTIAL_BLOCK, true, Pattern::Sequential, SEQUENTIAL_IN_FLIGHT)?;
-    let random_write = pass(&file, RANDOM_BLOCK, true, Pattern::Random, RANDOM_IN_FLIGHT)?;
+    let sequential_in_flight = in_flight(SEQUENTIAL_IN_FLIGHT, SEQUENTIAL_BLOCK, limits);
+    let random_in_flight = in_flight(RANDOM_IN_FLIGHT, RANDOM_BLOCK, limits);
+    let sequential_read = pass(&file, SEQUENTIAL_BLOCK, false, Pattern::Sequential, sequential_in_flight)?;
+    let random_read = pass(&file, RANDOM_BLOCK, false, Pattern::Random, random_in_flight)?;
+    let sequential_write = pass(&file, SEQUENTIAL_BLOCK, true, Pattern::Sequential, sequential_in_flight)?;
+    let random_write = pass(&file, RANDOM_BLOCK, true, Pattern::Random, random_in_flight)?;
     let probe = VolumeProbe {
         tool: TOOL.to_string(),
         ms_per_pass: PASS_TIME.as_millis() as u64,
-        sequential_in_flight: SEQUENTIAL_IN_FLIGHT,
-        random_in_flight: RANDOM_IN_FLIGHT,
+        sequential_in_flight,
+        random_in_flight,
         sequential_read_bytes_per_second: rate(&sequential_read, Some(SEQUENTIAL_BLOCK), limits.read_bytes_per_second),
         random_read_iops: rate(&random_read, None, limits.read_iops),
         sequential_write_bytes_per_second: rate(
@@ -217,7 +245,7 @@ pub fn run(path: &Path, limits: &Limits) -> Result<ProbeMeasurement> {
         ),
         random_write_iops: rate(&random_write, None, limits.write_iops),
     };
-    Ok(ProbeMeasurement { probe, sequential_read, random_read, measured_at })
+    Ok(ProbeMeasurement { probe, sequential_read, random_read, sequential_in_flight, random_in_flight, measured_at })
 }
 
 impl ProbeMeasurement {
@@ -239,14 +267,14 @@ impl ProbeMeasurement {
             file_size_bytes: FILE_BYTES,
             seq_read: SeqRead {
                 block_size_bytes: SEQUENTIAL_BLOCK as u64,
-                iodepth: SEQUENTIAL_IN_FLIGHT,
+                iodepth: self.sequential_in_flight,
                 runtime_ms: sequential.elapsed.as_millis() as u64,
                 bytes: sequential_bytes,
                 mib_per_s: Some(sequential_bytes as f64 / 1_048_576.0 / seconds(sequential)),
             },
             rand_read: RandRead {
                 block_size_bytes: RANDOM_BLOCK as u64,
-                iodepth: RANDOM_IN_FLIGHT,
+                iodepth: self.random_in_flight,
                 runtime_ms: random.elapsed.as_millis() as u64,
                 ios: random.requests,
                 iops: Some(random.requests as f64 / seconds(random)),
@@ -258,8 +286,9 @@ impl ProbeMeasurement {
 
 impl ProbedRate {
     /// A measured rate against its limit: held when within [`HELD_WITHIN`] of it, above
-    /// when the throttle let more through, below when the disk under the volume cannot
-    /// reach it at the probe's requests in flight (the limit does not bind there).
+    /// when the throttle let more through, below when it does not bind: another of the
+    /// profile's limits binds first (1 MiB requests under an IOPS limit), or the disk under
+    /// the volume cannot reach it.
     pub fn of(measured: f64, limit: Option<u64>) -> ProbedRate {
         let verdict = match limit {
             None => "no limit",
@@ -267,7 +296,8 @@ impl ProbedRate {
                 "above the limit: the throttle did not hold"
             }
             Some(limit) if measured < limit as f64 * (1.0 - HELD_WITHIN) => {
-                "below the limit: the disk under the volume does not reach it here"
+                "below the limit: another of the profile's limits binds first, or the disk under the volume does not \
+                 reach it"
             }
             Some(_) => "held",
         };
@@ -293,6 +323,24 @@ mod tests {
         let below = ProbedRate::of(1_000.0, Some(3_000));
         assert!(!below.did_not_hold() && below.verdict.starts_with("below"), "{below:?}");
         assert_eq!(ProbedRate::of(9e9, None).verdict, "no limit");
+    }
+
+    #[test]
+    fn fewer_requests_are_in_flight_under_low_limits_so_that_a_pass_ends_on_time() {
+        let limits = |iops: Option<u64>, mibps: Option<u64>| Limits {
+            name: "custom".to_string(),
+            read_iops: iops,
+            write_iops: iops,
+            read_bytes_per_second: mibps.map(|mibps| mibps << 20),
+            write_bytes_per_second: mibps.map(|mibps| mibps << 20),
+        };
+        let gp3 = limits(Some(3_000), Some(125));
+        assert_eq!((in_flight(16, 1 << 20, &gp3), in_flight(64, 4096, &gp3)), (16, 64));
+        let slow = limits(Some(200), Some(10));
+        assert_eq!((in_flight(16, 1 << 20, &slow), in_flight(64, 4096, &slow)), (5, 64));
+        let crawl = limits(Some(2), Some(1));
+        assert_eq!((in_flight(16, 1 << 20, &crawl), in_flight(64, 4096, &crawl)), (1, 1));
+        assert_eq!(in_flight(64, 4096, &limits(None, None)), 64);
     }
 
     #[test]

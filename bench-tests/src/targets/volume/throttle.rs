@@ -188,6 +188,29 @@ impl Throttle {
         Ok(())
     }
 
+    /// Ends every other process in the cgroup (SIGKILL), and waits up to 2 s for them to
+    /// be gone: what fio leaves when it is stopped, since its job processes are sessions of
+    /// their own (`setsid`), out of reach of a signal to its process group. Called once fio
+    /// has ended or been stopped, when nothing else of the run is in the cgroup yet.
+    pub fn end_other_processes(&self) {
+        let others = || -> Vec<rustix::process::Pid> {
+            let listed = std::fs::read_to_string(self.dir.join("cgroup.procs")).unwrap_or_default();
+            listed
+                .lines()
+                .filter_map(|line| line.trim().parse::<u32>().ok())
+                .filter(|pid| *pid != self.pid)
+                .filter_map(|pid| rustix::process::Pid::from_raw(i32::try_from(pid).ok()?))
+                .collect()
+        };
+        for process in others() {
+            let _ = rustix::process::kill_process(process, rustix::process::Signal::KILL);
+        }
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+        while !others().is_empty() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+
     /// The process back where it came from (or to the root, when that cgroup is gone),
     /// then the cgroup removed (it must be empty).
     pub fn remove(&self) -> Result<()> {
@@ -215,15 +238,31 @@ fn holds(text: &str, value: &str) -> bool {
     text.lines().filter_map(limits).any(|(found_device, found)| found_device == device && found == given)
 }
 
-/// Removes the cgroups whose processes are gone: the kernel removes only an empty cgroup,
-/// so a live run's (whatever its pid looks like from here) stays.
+/// Removes the cgroups of runs that are gone (`chbench-<pid>` with no process `<pid>`):
+/// what is still in one (fio's job processes, whose fio was killed with the run) is killed
+/// first, since a cgroup with a process in it cannot be removed. A live run's cgroup,
+/// however new, is left alone; so is one whose pid is now another process's, until that
+/// process ends.
 pub fn remove_stale(controller: &Controller) {
     let Ok(entries) = std::fs::read_dir(controller.root()) else { return };
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().to_string();
         let Some(pid) = name.strip_prefix("chbench-").and_then(|pid| pid.parse::<u32>().ok()) else { continue };
-        if pid != std::process::id() {
-            let _ = std::fs::remove_dir(entry.path());
+        if pid == std::process::id() || Path::new("/proc").join(pid.to_string()).exists() {
+            continue;
+        }
+        let left = std::fs::read_to_string(entry.path().join("cgroup.procs")).unwrap_or_default();
+        let left: Vec<_> =
+            left.lines().filter_map(|line| rustix::process::Pid::from_raw(line.trim().parse().ok()?)).collect();
+        for process in &left {
+            let _ = rustix::process::kill_process(*process, rustix::process::Signal::KILL);
+        }
+        // A killed process leaves its cgroup once the kernel has reaped it.
+        for _ in 0..if left.is_empty() { 1 } else { 50 } {
+            if std::fs::remove_dir(entry.path()).is_ok() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
         }
     }
 }
