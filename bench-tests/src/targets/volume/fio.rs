@@ -40,36 +40,37 @@ pub fn lay_out(program: PathBuf, mount: &Path) -> Result<FioRun> {
     let job_file = folder.join("baseline.fio");
     std::fs::write(&job_file, fio_job_file(JOB_FILE_VARIANT)?)
         .with_context(|| format!("cannot write {}", job_file.display()))?;
-    let shell = xshell::Shell::new().context("cannot start a shell for fio")?;
-    let laid_out = xshell::cmd!(shell, "{program} --create_only=1 --directory={folder} {job_file}")
-        .quiet()
-        .ignore_status()
-        .output()
-        .context("cannot start fio")?;
-    if !laid_out.status.success() {
-        let said = String::from_utf8_lossy(&laid_out.stderr);
-        let last = said.lines().rev().find(|line| !line.trim().is_empty()).unwrap_or("nothing on stderr");
-        bail!("fio could not lay out its test file in {} ({}): {}", folder.display(), laid_out.status, last.trim());
-    }
-    Ok(FioRun { program, folder, job_file })
+    let run = FioRun { program, folder, job_file };
+    run.fio(&["--create_only=1".to_string()])
+        .with_context(|| format!("fio could not lay out its test file in {}", run.folder.display()))?;
+    Ok(run)
 }
 
 impl FioRun {
     /// The job, throttled as this process is (fio is its child, in its cgroup), parsed.
-    /// Ctrl-C, SIGTERM or SIGHUP stop it at once: fio's process group is killed, and its
-    /// job processes, sessions of their own, are ended by the caller with everything else
-    /// in the run's cgroup (`Throttle::end_other_processes`). Were this process killed, fio
-    /// gets SIGKILL from the kernel; a job left behind is in the dead run's cgroup, where
-    /// the next run's clean-up ends it (`throttle::remove_stale`). Through `std::process` rather than xshell, which waits
-    /// for a command with no way to end it early.
     pub fn measure(&self, device: Device) -> Result<StorageBaseline> {
+        let report = self.folder.join("report.json");
+        self.fio(&["--output-format=json".to_string(), format!("--output={}", report.display())])
+            .context("fio failed on the volume")?;
+        let output = std::fs::read_to_string(&report).with_context(|| format!("cannot read {}", report.display()))?;
+        parse_fio_output(&output, device)
+    }
+
+    /// fio on the job file in the folder, with `options`; an error with fio's last line on
+    /// stderr when it fails. Ctrl-C, SIGTERM or SIGHUP stop it at once: fio's process
+    /// group is killed, and its job processes, sessions of their own, are ended by the
+    /// caller with everything else in the run's cgroup (`Throttle::end_other_processes`).
+    /// Were this process killed, fio gets SIGKILL from the kernel; a job left behind is in
+    /// the dead run's cgroup, where the next run's clean-up ends it
+    /// (`throttle::remove_stale`). Through `std::process` rather than xshell, which waits
+    /// for a command with no way to end it early.
+    fn fio(&self, options: &[String]) -> Result<()> {
         use std::os::unix::process::CommandExt as _;
-        let (report, errors) = (self.folder.join("report.json"), self.folder.join("stderr.txt"));
+        let errors = self.folder.join("stderr.txt");
         let stderr = std::fs::File::create(&errors).with_context(|| format!("cannot create {}", errors.display()))?;
         let mut command = std::process::Command::new(&self.program);
         command
-            .arg("--output-format=json")
-            .arg(format!("--output={}", report.display()))
+            .args(options)
             .arg(format!("--directory={}", self.folder.display()))
             .arg(&self.job_file)
             .stdin(std::process::Stdio::null())
@@ -107,10 +108,9 @@ impl FioRun {
         if !status.success() {
             let said = std::fs::read_to_string(&errors).unwrap_or_default();
             let last = said.lines().rev().find(|line| !line.trim().is_empty()).unwrap_or("nothing on stderr");
-            bail!("fio failed on the volume ({status}): {}", last.trim());
+            bail!("{status}: {}", last.trim());
         }
-        let output = std::fs::read_to_string(&report).with_context(|| format!("cannot read {}", report.display()))?;
-        parse_fio_output(&output, device)
+        Ok(())
     }
 
     /// The job's files, so that they take no room from the run.

@@ -380,13 +380,14 @@ pub fn activate(profile: &StorageProfile, needed: Option<u64>, use_fio: bool) ->
     let mut guard =
         VolumeGuard { device: None, throttle: None, lock: Some((lock, folder.join(format!("{pid}.lock")))) };
     let device = device::make(&folder, pid, size)?;
-    let engine_folder = device.mount.join("engine");
+    let (mount, engine_folder) = (device.mount.clone(), device.mount.join("engine"));
     let (major, minor) = (device.major, device.minor);
     let device_text = format!("{} ({major}:{minor})", device.loop_device.display());
-    // The measurements' files are written before the throttle: making them costs no limit.
-    let probe_file = probe::prepare(&device.mount);
-    let fio_run = fio_program.map(|program| fio::lay_out(program, &device.mount));
     guard.device = Some(device);
+    // The measurements' files are written before the throttle: making them costs no limit.
+    let probe_file = probe::prepare(&mount);
+    let fio_run = fio_program.map(|program| fio::lay_out(program, &mount));
+    crate::interrupt::check()?;
     let throttle = throttle::apply(&controller, pid, (major, minor), limits)?;
     let cgroup = throttle.describe();
     guard.throttle = Some(throttle);

@@ -183,25 +183,21 @@ fn pass(file: &File, block: usize, write: bool, pattern: Pattern, in_flight: u32
     Ok(Pass { requests, elapsed: PASS_TIME, latencies_us })
 }
 
-/// Requests in flight for a pattern of `block`-byte requests: `depth`, or as many as the
-/// limits complete in [`DRAIN`] (at least one), so that a pass under low limits still
-/// ends about on time.
-fn in_flight(depth: u32, block: usize, limits: &Limits) -> u32 {
-    let per_second = |iops: Option<u64>, bytes: Option<u64>| {
-        let by_bytes = bytes.map(|bytes| bytes as f64 / block as f64);
-        match (iops.map(|iops| iops as f64), by_bytes) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
-    };
-    let read = per_second(limits.read_iops, limits.read_bytes_per_second);
-    let write = per_second(limits.write_iops, limits.write_bytes_per_second);
-    let slowest = match (read, write) {
+/// Requests in flight for a pattern of `block`-byte requests in one direction, held to
+/// `iops` and `bytes` a second: `depth`, or as many as those limits complete in [`DRAIN`]
+/// (at least one), so that a pass under low limits still ends about on time.
+fn in_flight(depth: u32, block: usize, iops: Option<u64>, bytes: Option<u64>) -> u32 {
+    let by_bytes = bytes.map(|bytes| bytes as f64 / block as f64);
+    let per_second = match (iops.map(|iops| iops as f64), by_bytes) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
     };
-    slowest.map_or(depth, |rate| ((rate * DRAIN).floor() as u32).clamp(1, depth))
+    per_second.map_or(depth, |rate| ((rate * DRAIN).floor() as u32).clamp(1, depth))
 }
+
+/// Fewer completed requests than this in a pass give a rate too coarse to hold against a
+/// limit within [`HELD_WITHIN`] (at 3 a second, 4 or 5 requests in 1.5 s are 11 % apart).
+const FEWEST_REQUESTS: u64 = 20;
 
 /// What the probe measured: the rates against the limits, and the read passes as they are.
 pub struct ProbeMeasurement {
@@ -223,14 +219,40 @@ pub fn run(path: &Path, limits: &Limits) -> Result<ProbeMeasurement> {
             Some(block) => pass.requests as f64 * block as f64 / seconds,
             None => pass.requests as f64 / seconds,
         };
-        ProbedRate::of(measured, limit)
+        match limit {
+            Some(_) if pass.requests < FEWEST_REQUESTS => ProbedRate {
+                measured: Some(measured),
+                limit,
+                verdict: format!(
+                    "unknown: {} requests in the pass are too few to hold against the limit",
+                    pass.requests
+                ),
+            },
+            _ => ProbedRate::of(measured, limit),
+        }
     };
-    let sequential_in_flight = in_flight(SEQUENTIAL_IN_FLIGHT, SEQUENTIAL_BLOCK, limits);
-    let random_in_flight = in_flight(RANDOM_IN_FLIGHT, RANDOM_BLOCK, limits);
+    let (read_iops, read_bytes) = (limits.read_iops, limits.read_bytes_per_second);
+    let (write_iops, write_bytes) = (limits.write_iops, limits.write_bytes_per_second);
+    // The read passes keep as many requests in flight as the read limits allow (they are
+    // the baseline, at fio's depths where they can be), the write passes as the write ones.
+    let sequential_in_flight = in_flight(SEQUENTIAL_IN_FLIGHT, SEQUENTIAL_BLOCK, read_iops, read_bytes);
+    let random_in_flight = in_flight(RANDOM_IN_FLIGHT, RANDOM_BLOCK, read_iops, read_bytes);
     let sequential_read = pass(&file, SEQUENTIAL_BLOCK, false, Pattern::Sequential, sequential_in_flight)?;
     let random_read = pass(&file, RANDOM_BLOCK, false, Pattern::Random, random_in_flight)?;
-    let sequential_write = pass(&file, SEQUENTIAL_BLOCK, true, Pattern::Sequential, sequential_in_flight)?;
-    let random_write = pass(&file, RANDOM_BLOCK, true, Pattern::Random, random_in_flight)?;
+    let sequential_write = pass(
+        &file,
+        SEQUENTIAL_BLOCK,
+        true,
+        Pattern::Sequential,
+        in_flight(SEQUENTIAL_IN_FLIGHT, SEQUENTIAL_BLOCK, write_iops, write_bytes),
+    )?;
+    let random_write = pass(
+        &file,
+        RANDOM_BLOCK,
+        true,
+        Pattern::Random,
+        in_flight(RANDOM_IN_FLIGHT, RANDOM_BLOCK, write_iops, write_bytes),
+    )?;
     let probe = VolumeProbe {
         tool: TOOL.to_string(),
         ms_per_pass: PASS_TIME.as_millis() as u64,
@@ -327,20 +349,14 @@ mod tests {
 
     #[test]
     fn fewer_requests_are_in_flight_under_low_limits_so_that_a_pass_ends_on_time() {
-        let limits = |iops: Option<u64>, mibps: Option<u64>| Limits {
-            name: "custom".to_string(),
-            read_iops: iops,
-            write_iops: iops,
-            read_bytes_per_second: mibps.map(|mibps| mibps << 20),
-            write_bytes_per_second: mibps.map(|mibps| mibps << 20),
+        let both = |iops: Option<u64>, mibps: Option<u64>| {
+            let bytes = mibps.map(|mibps| mibps << 20);
+            (in_flight(16, 1 << 20, iops, bytes), in_flight(64, 4096, iops, bytes))
         };
-        let gp3 = limits(Some(3_000), Some(125));
-        assert_eq!((in_flight(16, 1 << 20, &gp3), in_flight(64, 4096, &gp3)), (16, 64));
-        let slow = limits(Some(200), Some(10));
-        assert_eq!((in_flight(16, 1 << 20, &slow), in_flight(64, 4096, &slow)), (5, 64));
-        let crawl = limits(Some(2), Some(1));
-        assert_eq!((in_flight(16, 1 << 20, &crawl), in_flight(64, 4096, &crawl)), (1, 1));
-        assert_eq!(in_flight(64, 4096, &limits(None, None)), 64);
+        assert_eq!(both(Some(3_000), Some(125)), (16, 64));
+        assert_eq!(both(Some(200), Some(10)), (5, 64));
+        assert_eq!(both(Some(2), Some(1)), (1, 1));
+        assert_eq!(both(None, None), (16, 64));
     }
 
     #[test]

@@ -238,11 +238,13 @@ fn holds(text: &str, value: &str) -> bool {
     text.lines().filter_map(limits).any(|(found_device, found)| found_device == device && found == given)
 }
 
-/// Removes the cgroups of runs that are gone (`chbench-<pid>` with no process `<pid>`):
-/// what is still in one (fio's job processes, whose fio was killed with the run) is killed
-/// first, since a cgroup with a process in it cannot be removed. A live run's cgroup,
-/// however new, is left alone; so is one whose pid is now another process's, until that
-/// process ends.
+/// Removes the cgroups of runs that are gone. A cgroup is `chbench-<pid>`, `<pid>` as its
+/// run saw itself, which may be another pid namespace's: a pid this process cannot see
+/// proves nothing. So a cgroup is removed only when it is empty (the kernel refuses
+/// otherwise), and what is in one is killed only when every process in it is fio (the job
+/// processes a SIGKILLed run's fio left): a live run is always in its own cgroup, and it
+/// is not fio. A cgroup whose pid is alive here is left alone (a new run's, before it
+/// moves in).
 pub fn remove_stale(controller: &Controller) {
     let Ok(entries) = std::fs::read_dir(controller.root()) else { return };
     for entry in entries.flatten() {
@@ -251,20 +253,28 @@ pub fn remove_stale(controller: &Controller) {
         if pid == std::process::id() || Path::new("/proc").join(pid.to_string()).exists() {
             continue;
         }
-        let left = std::fs::read_to_string(entry.path().join("cgroup.procs")).unwrap_or_default();
-        let left: Vec<_> =
-            left.lines().filter_map(|line| rustix::process::Pid::from_raw(line.trim().parse().ok()?)).collect();
-        for process in &left {
-            let _ = rustix::process::kill_process(*process, rustix::process::Signal::KILL);
+        let listed = std::fs::read_to_string(entry.path().join("cgroup.procs")).unwrap_or_default();
+        let left: Vec<u32> = listed.lines().filter_map(|line| line.trim().parse().ok()).collect();
+        let only_fio = !left.is_empty() && left.iter().all(|process| is_fio(*process));
+        if only_fio {
+            for process in left.iter().filter_map(|pid| rustix::process::Pid::from_raw(i32::try_from(*pid).ok()?)) {
+                let _ = rustix::process::kill_process(process, rustix::process::Signal::KILL);
+            }
         }
         // A killed process leaves its cgroup once the kernel has reaped it.
-        for _ in 0..if left.is_empty() { 1 } else { 50 } {
+        for _ in 0..if only_fio { 50 } else { 1 } {
             if std::fs::remove_dir(entry.path()).is_ok() {
                 break;
             }
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
     }
+}
+
+/// Whether process `pid` (as this process sees it) is fio: its command name. A process
+/// this process cannot see is not.
+fn is_fio(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|comm| comm.trim() == "fio")
 }
 
 #[cfg(test)]
