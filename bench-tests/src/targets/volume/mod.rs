@@ -27,6 +27,9 @@ use crate::storage_baseline::StorageBaseline;
 pub use crate::target_info::{APPROXIMATION, Limits, StorageVolume};
 use crate::units::human_bytes;
 
+/// What every refusal ends with: the way to run without a profile.
+const WITHOUT: &str = "or run without --storage (the machine's own disk)";
+
 /// The variable `--storage` reads, as the tests do.
 pub const PROFILE_ENV: &str = "CHBENCH_STORAGE";
 
@@ -234,13 +237,12 @@ pub fn active_baseline() -> Result<Option<StorageBaseline>> {
 /// fio's, or, without an estimate, a share of the free space. Refused in one line when
 /// the disk under it has not that much free.
 fn volume_size(profile: &str, needed: Option<u64>, uses_fio: bool, folder: &Path, free: u64) -> Result<(u64, String)> {
-    let without = "or run without --storage (the machine's own disk)";
     let Some(needed) = needed else {
         let size = (free as f64 * VOLUME_SHARE_OF_FREE) as u64;
         if size < SMALLEST_VOLUME {
             bail!(
                 "--storage {profile}: {} has {} free, and a volume needs {} at least ({} of the free space); free \
-                 space, {without}",
+                 space, {WITHOUT}",
                 folder.display(),
                 human_bytes(free),
                 human_bytes(SMALLEST_VOLUME),
@@ -264,7 +266,7 @@ fn volume_size(profile: &str, needed: Option<u64>, uses_fio: bool, folder: &Path
         bail!(
             "--storage {profile}: the run's volume needs {} (its data's estimate {}, the engine and the \
              measurements {}, the file system's tables {} %), and {} has {} free, of which a volume may take {} \
-             ({}); give fewer rows or free space, {without}",
+             ({}); give fewer rows or free space, {WITHOUT}",
             human_bytes(size),
             human_bytes(needed),
             human_bytes(ENGINE_ROOM + measuring),
@@ -341,20 +343,19 @@ pub fn check_prerequisites(profile: &StorageProfile) -> Result<()> {
 }
 
 fn check_machine(limits: &Limits) -> Result<throttle::Controller> {
-    let without = "or run without --storage (the machine's own disk)";
     if !cfg!(target_os = "linux") {
-        bail!("--storage {}: storage profiles need Linux (loop devices and cgroups); {without}", limits.name);
+        bail!("--storage {}: storage profiles need Linux (loop devices and cgroups); {WITHOUT}", limits.name);
     }
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         bail!(
             "--storage {}: a storage profile mounts a file system and makes a cgroup, which needs root: run as root \
-             (sudo -E cargo xtask ...), {without}",
+             (sudo -E cargo xtask ...), {WITHOUT}",
             limits.name
         );
     }
-    let controller = throttle::detect().with_context(|| format!("--storage {}: {without}", limits.name))?;
-    device::check_tools().with_context(|| format!("--storage {}: {without}", limits.name))?;
+    let controller = throttle::detect().with_context(|| format!("--storage {}: {WITHOUT}", limits.name))?;
+    device::check_tools().with_context(|| format!("--storage {}: {WITHOUT}", limits.name))?;
     Ok(controller)
 }
 

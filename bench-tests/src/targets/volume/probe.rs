@@ -118,7 +118,6 @@ enum Pattern {
 /// of each that also began within it.
 struct Pass {
     requests: u64,
-    elapsed: Duration,
     latencies_us: Vec<f64>,
 }
 
@@ -180,7 +179,7 @@ fn pass(file: &File, block: usize, write: bool, pattern: Pattern, in_flight: u32
     })?;
     crate::interrupt::check()?;
     let (requests, latencies_us) = measured.into_inner().map_err(|_| anyhow::anyhow!("a probe thread panicked"))?;
-    Ok(Pass { requests, elapsed: PASS_TIME, latencies_us })
+    Ok(Pass { requests, latencies_us })
 }
 
 /// Requests in flight for a pattern of `block`-byte requests in one direction, held to
@@ -204,8 +203,6 @@ pub struct ProbeMeasurement {
     pub probe: VolumeProbe,
     sequential_read: Pass,
     random_read: Pass,
-    sequential_in_flight: u32,
-    random_in_flight: u32,
     measured_at: jiff::Timestamp,
 }
 
@@ -214,22 +211,12 @@ pub fn run(path: &Path, limits: &Limits) -> Result<ProbeMeasurement> {
     let file = open_direct(path, false)?;
     let measured_at = jiff::Timestamp::now();
     let rate = |pass: &Pass, bytes: Option<usize>, limit: Option<u64>| {
-        let seconds = pass.elapsed.as_secs_f64();
+        let seconds = PASS_TIME.as_secs_f64();
         let measured = match bytes {
             Some(block) => pass.requests as f64 * block as f64 / seconds,
             None => pass.requests as f64 / seconds,
         };
-        match limit {
-            Some(_) if pass.requests < FEWEST_REQUESTS => ProbedRate {
-                measured: Some(measured),
-                limit,
-                verdict: format!(
-                    "unknown: {} requests in the pass are too few to hold against the limit",
-                    pass.requests
-                ),
-            },
-            _ => ProbedRate::of(measured, limit),
-        }
+        ProbedRate::of(measured, pass.requests, limit)
     };
     let (read_iops, read_bytes) = (limits.read_iops, limits.read_bytes_per_second);
     let (write_iops, write_bytes) = (limits.write_iops, limits.write_bytes_per_second);
@@ -267,7 +254,7 @@ pub fn run(path: &Path, limits: &Limits) -> Result<ProbeMeasurement> {
         ),
         random_write_iops: rate(&random_write, None, limits.write_iops),
     };
-    Ok(ProbeMeasurement { probe, sequential_read, random_read, sequential_in_flight, random_in_flight, measured_at })
+    Ok(ProbeMeasurement { probe, sequential_read, random_read, measured_at })
 }
 
 impl ProbeMeasurement {
@@ -275,7 +262,7 @@ impl ProbeMeasurement {
     /// what a scan's read rate is held against where fio is not installed.
     pub fn baseline(&self, device: Device) -> StorageBaseline {
         let (sequential, random) = (&self.sequential_read, &self.random_read);
-        let seconds = |pass: &Pass| pass.elapsed.as_secs_f64();
+        let (seconds, runtime_ms) = (PASS_TIME.as_secs_f64(), PASS_TIME.as_millis() as u64);
         let sequential_bytes = sequential.requests * SEQUENTIAL_BLOCK as u64;
         let latencies = &random.latencies_us;
         let mean = (!latencies.is_empty()).then(|| latencies.iter().sum::<f64>() / latencies.len() as f64);
@@ -289,17 +276,17 @@ impl ProbeMeasurement {
             file_size_bytes: FILE_BYTES,
             seq_read: SeqRead {
                 block_size_bytes: SEQUENTIAL_BLOCK as u64,
-                iodepth: self.sequential_in_flight,
-                runtime_ms: sequential.elapsed.as_millis() as u64,
+                iodepth: self.probe.sequential_in_flight,
+                runtime_ms,
                 bytes: sequential_bytes,
-                mib_per_s: Some(sequential_bytes as f64 / 1_048_576.0 / seconds(sequential)),
+                mib_per_s: Some(sequential_bytes as f64 / 1_048_576.0 / seconds),
             },
             rand_read: RandRead {
                 block_size_bytes: RANDOM_BLOCK as u64,
-                iodepth: self.random_in_flight,
-                runtime_ms: random.elapsed.as_millis() as u64,
+                iodepth: self.probe.random_in_flight,
+                runtime_ms,
                 ios: random.requests,
-                iops: Some(random.requests as f64 / seconds(random)),
+                iops: Some(random.requests as f64 / seconds),
                 latency_us: Latency { mean, p50: percentile(50), p99: percentile(99) },
             },
         }
@@ -307,13 +294,21 @@ impl ProbeMeasurement {
 }
 
 impl ProbedRate {
-    /// A measured rate against its limit: held when within [`HELD_WITHIN`] of it, above
-    /// when the throttle let more through, below when it does not bind: another of the
-    /// profile's limits binds first (1 MiB requests under an IOPS limit), or the disk under
-    /// the volume cannot reach it.
-    pub fn of(measured: f64, limit: Option<u64>) -> ProbedRate {
+    /// A rate measured from `requests` completed requests against its limit: held when
+    /// within [`HELD_WITHIN`] of it, above when the throttle let more through, below when
+    /// it does not bind (another of the profile's limits binds first, as for 1 MiB requests
+    /// under an IOPS limit, or the disk under the volume cannot reach it), and unknown from
+    /// fewer than [`FEWEST_REQUESTS`].
+    pub fn of(measured: f64, requests: u64, limit: Option<u64>) -> ProbedRate {
         let verdict = match limit {
             None => "no limit",
+            Some(_) if requests < FEWEST_REQUESTS => {
+                return ProbedRate {
+                    measured: Some(measured),
+                    limit,
+                    verdict: format!("unknown: {requests} requests in the pass are too few to hold against the limit"),
+                };
+            }
             Some(limit) if measured > limit as f64 * (1.0 + HELD_WITHIN) => {
                 "above the limit: the throttle did not hold"
             }
@@ -338,13 +333,17 @@ mod tests {
 
     #[test]
     fn a_rate_holds_within_ten_per_cent_of_its_limit_and_says_which_way_it_is_off() {
-        assert_eq!(ProbedRate::of(3_100.0, Some(3_000)).verdict, "held");
-        assert_eq!(ProbedRate::of(2_750.0, Some(3_000)).verdict, "held");
-        let above = ProbedRate::of(3_400.0, Some(3_000));
+        assert_eq!(ProbedRate::of(3_100.0, 4_650, Some(3_000)).verdict, "held");
+        assert_eq!(ProbedRate::of(2_750.0, 4_125, Some(3_000)).verdict, "held");
+        let above = ProbedRate::of(3_400.0, 5_100, Some(3_000));
         assert!(above.did_not_hold() && above.verdict.contains("throttle did not hold"), "{above:?}");
-        let below = ProbedRate::of(1_000.0, Some(3_000));
+        let below = ProbedRate::of(1_000.0, 1_500, Some(3_000));
         assert!(!below.did_not_hold() && below.verdict.starts_with("below"), "{below:?}");
-        assert_eq!(ProbedRate::of(9e9, None).verdict, "no limit");
+        assert_eq!(ProbedRate::of(9e9, 1, None).verdict, "no limit");
+        // 5 requests at 3 a second: 11 % apart from 4, too coarse for any verdict.
+        let coarse = ProbedRate::of(3.33, 5, Some(3));
+        assert_eq!(coarse.verdict, "unknown: 5 requests in the pass are too few to hold against the limit");
+        assert!(!coarse.did_not_hold());
     }
 
     #[test]

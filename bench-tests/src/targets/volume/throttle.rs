@@ -193,18 +193,8 @@ impl Throttle {
     /// their own (`setsid`), out of reach of a signal to its process group. Called once fio
     /// has ended or been stopped, when nothing else of the run is in the cgroup yet.
     pub fn end_other_processes(&self) {
-        let others = || -> Vec<rustix::process::Pid> {
-            let listed = std::fs::read_to_string(self.dir.join("cgroup.procs")).unwrap_or_default();
-            listed
-                .lines()
-                .filter_map(|line| line.trim().parse::<u32>().ok())
-                .filter(|pid| *pid != self.pid)
-                .filter_map(|pid| rustix::process::Pid::from_raw(i32::try_from(pid).ok()?))
-                .collect()
-        };
-        for process in others() {
-            let _ = rustix::process::kill_process(process, rustix::process::Signal::KILL);
-        }
+        let others = || processes_in(&self.dir).into_iter().filter(|pid| *pid != self.pid).collect::<Vec<_>>();
+        kill(&others());
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
         while !others().is_empty() && std::time::Instant::now() < deadline {
             std::thread::sleep(std::time::Duration::from_millis(20));
@@ -253,13 +243,10 @@ pub fn remove_stale(controller: &Controller) {
         if pid == std::process::id() || Path::new("/proc").join(pid.to_string()).exists() {
             continue;
         }
-        let listed = std::fs::read_to_string(entry.path().join("cgroup.procs")).unwrap_or_default();
-        let left: Vec<u32> = listed.lines().filter_map(|line| line.trim().parse().ok()).collect();
+        let left = processes_in(&entry.path());
         let only_fio = !left.is_empty() && left.iter().all(|process| is_fio(*process));
         if only_fio {
-            for process in left.iter().filter_map(|pid| rustix::process::Pid::from_raw(i32::try_from(*pid).ok()?)) {
-                let _ = rustix::process::kill_process(process, rustix::process::Signal::KILL);
-            }
+            kill(&left);
         }
         // A killed process leaves its cgroup once the kernel has reaped it.
         for _ in 0..if only_fio { 50 } else { 1 } {
@@ -268,6 +255,19 @@ pub fn remove_stale(controller: &Controller) {
             }
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
+    }
+}
+
+/// The processes in the cgroup at `dir` (its `cgroup.procs`, as this process sees them).
+fn processes_in(dir: &Path) -> Vec<u32> {
+    let listed = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
+    listed.lines().filter_map(|line| line.trim().parse().ok()).collect()
+}
+
+/// SIGKILL to each of `processes`; best effort, as one may have just ended.
+fn kill(processes: &[u32]) {
+    for process in processes.iter().filter_map(|pid| rustix::process::Pid::from_raw(i32::try_from(*pid).ok()?)) {
+        let _ = rustix::process::kill_process(process, rustix::process::Signal::KILL);
     }
 }
 
