@@ -410,6 +410,34 @@ fn a_matrix_runs_each_variant_on_its_own_storage_profile() {
     assert!(left.is_empty(), "{left:?}");
 }
 
+/// A detached loop device goes only at its last close, and any process may hold it open
+/// for a moment (`losetup --all` opens every attached device, from another run or a
+/// terminal): the run waits for the kernel to let go of it, so that nothing is attached
+/// when the run has ended. The test holds the device open across the run's end.
+#[test]
+#[ignore = "mounts a volume and makes a cgroup, which needs root: .ci/run runs it"]
+fn a_loop_device_held_open_elsewhere_is_gone_when_the_run_has_ended() {
+    let (target_dir, results) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let child = long_run(target_dir.path(), results.path(), "held", Stdio::null());
+    let pid = child.id();
+    let image = target_dir.path().join(format!("chbench/volumes/{pid}.img"));
+    let associated = Command::new("losetup").arg("--associated").arg(&image).output().unwrap();
+    let listed = String::from_utf8_lossy(&associated.stdout);
+    let loop_device = listed.split(':').next().filter(|name| name.starts_with("/dev/loop")).unwrap().to_string();
+    let held = std::fs::File::open(&loop_device).unwrap();
+    assert!(Command::new("kill").args(["-s", "TERM", &pid.to_string()]).status().unwrap().success());
+    // Closed from another thread while the run ends: the run must outwait it.
+    let closer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(1));
+        drop(held);
+    });
+    let output = child.wait_with_output().unwrap();
+    let left = left_behind(target_dir.path(), pid);
+    closer.join().unwrap();
+    assert_eq!(output.status.code(), Some(130), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(left, Vec::<String>::new(), "{loop_device} was still attached when the run ended");
+}
+
 /// A limit taken off the cgroup while the run lasts (as systemd, or another tool, could)
 /// is said at the end: the run's figures may then be the disk's, not the profile's.
 #[test]

@@ -158,7 +158,11 @@ impl Device {
     /// is the error. The mount point is removed only once nothing is mounted on it.
     pub fn remove(&self) -> Result<()> {
         let unmounted = unmount(&self.mount);
-        let detached = detach(&self.loop_device, &self.image);
+        let detached = detach(&self.loop_device, &self.image).and_then(|()| match &unmounted {
+            // A lazy unmount lets go of the device when this process ends, not before.
+            Ok(Unmounted::Lazily) => Ok(()),
+            _ => wait_until_released(&self.loop_device, &self.image),
+        });
         let image = super::gone(&self.image, std::fs::remove_file(&self.image));
         let mount = match is_mounted(&self.mount) {
             true => Err(anyhow!("{} is still mounted: unmount it (umount {0})", self.mount.display())),
@@ -168,21 +172,31 @@ impl Device {
     }
 }
 
-/// Unmounts `mount` if it is mounted: at once, or lazily when something still holds it (the
-/// engine's files, closed when this process ends).
-fn unmount(mount: &Path) -> Result<()> {
+/// How a volume's file system was unmounted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Unmounted {
+    /// It was not mounted, or is unmounted now.
+    AtOnce,
+    /// Something still holds it (the engine's files, closed when this process ends): it
+    /// goes, and lets go of its device, when that closes.
+    Lazily,
+}
+
+/// Unmounts `mount` if it is mounted: at once, or lazily when something still holds it.
+fn unmount(mount: &Path) -> Result<Unmounted> {
     if !is_mounted(mount) {
-        return Ok(());
+        return Ok(Unmounted::AtOnce);
     }
     let shell = xshell::Shell::new().context("cannot start a shell for umount")?;
     let umount = system_tool("umount")?;
     if xshell::cmd!(shell, "{umount} {mount}").quiet().ignore_stderr().run().is_ok() {
-        return Ok(());
+        return Ok(Unmounted::AtOnce);
     }
     xshell::cmd!(shell, "{umount} --lazy {mount}")
         .quiet()
         .run()
-        .with_context(|| format!("cannot unmount the volume at {}", mount.display()))
+        .with_context(|| format!("cannot unmount the volume at {}", mount.display()))?;
+    Ok(Unmounted::Lazily)
 }
 
 /// Whether a file system is mounted on `mount`: it is on another device than its parent.
@@ -194,12 +208,41 @@ pub fn is_mounted(mount: &Path) -> bool {
     }
 }
 
-/// Detaches `loop_device` if it is still `image`'s (`/sys/block/loopN/loop/backing_file`).
-fn detach(loop_device: &Path, image: &Path) -> Result<()> {
-    let Some(name) = loop_device.file_name() else { return Ok(()) };
+/// Whether `loop_device` is still attached to `image` (`/sys/block/loopN/loop/backing_file`).
+fn is_attached(loop_device: &Path, image: &Path) -> bool {
+    let Some(name) = loop_device.file_name() else { return false };
     let backing = Path::new("/sys/block").join(name).join("loop/backing_file");
     let backing = std::fs::read_to_string(&backing).unwrap_or_default();
-    if Path::new(backing.trim()) != image {
+    Path::new(backing.trim()) == image
+}
+
+/// Waits until the kernel has let go of `loop_device`. A detach only marks the device: the
+/// kernel detaches it at its last close, and any process may hold it open for a moment
+/// (`losetup --all` opens every attached device to read its status, from another run or
+/// a user's terminal).
+fn wait_until_released(loop_device: &Path, image: &Path) -> Result<()> {
+    let deadline = std::time::Instant::now() + RELEASE_WAIT;
+    while is_attached(loop_device, image) {
+        if std::time::Instant::now() >= deadline {
+            bail!(
+                "{} is still attached to {} after {} s: something holds it open (fuser -v {0}); the kernel \
+                 detaches it when that closes it",
+                loop_device.display(),
+                image.display(),
+                RELEASE_WAIT.as_secs()
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    Ok(())
+}
+
+/// How long a detached loop device may stay held by another process's open.
+const RELEASE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Detaches `loop_device` if it is still `image`'s.
+fn detach(loop_device: &Path, image: &Path) -> Result<()> {
+    if !is_attached(loop_device, image) {
         return Ok(());
     }
     let shell = xshell::Shell::new().context("cannot start a shell for losetup")?;
