@@ -18,7 +18,8 @@ pub const TARGET_ENV: &str = "CHBENCH_TARGET";
 #[serde(rename_all = "lowercase")]
 #[value(rename_all = "lowercase")]
 pub enum TargetKind {
-    /// `container` when a Docker daemon answers, else `embedded`.
+    /// The deployment `cargo xtask eks up` brought up, until `eks down`; else `container`
+    /// when a Docker daemon answers; else `embedded`.
     Auto,
     /// The real ClickHouse engine in-process (libchdb).
     Embedded,
@@ -26,8 +27,8 @@ pub enum TargetKind {
     Container,
     /// Any running server given by `CHBENCH_URL`, `CHBENCH_USER`, `CHBENCH_PASSWORD`.
     Url,
-    /// The pod `cargo xtask eks up` deployed (namespace `CHBENCH_NAMESPACE`, default
-    /// chbench), through a port-forward; needs the `eks` feature.
+    /// The pod `cargo xtask eks up` deployed (namespace `CHBENCH_NAMESPACE`, else the last
+    /// up's, else chbench), through a port-forward; needs the `eks` feature.
     Eks,
 }
 
@@ -57,10 +58,14 @@ impl TargetKind {
         }
     }
 
-    /// Resolves `auto` from whether a Docker daemon answered; other kinds stay as they are.
-    pub fn resolve(self, docker_answers: bool) -> TargetKind {
+    /// Resolves `auto`: the deployment `eks up` brought up when one is remembered (the
+    /// cluster bills by the hour: `eks up && bench` measures it), else a container when a
+    /// Docker daemon answers (asked only then), else the embedded engine. Other kinds stay
+    /// as they are.
+    pub fn resolve(self, deployment_up: bool, docker_answers: impl FnOnce() -> bool) -> TargetKind {
         match self {
-            TargetKind::Auto if docker_answers => TargetKind::Container,
+            TargetKind::Auto if deployment_up => TargetKind::Eks,
+            TargetKind::Auto if docker_answers() => TargetKind::Container,
             TargetKind::Auto => TargetKind::Embedded,
             chosen => chosen,
         }
@@ -286,10 +291,15 @@ mod tests {
     }
 
     #[test]
-    fn auto_means_container_only_when_docker_answers() {
-        assert_eq!(TargetKind::Auto.resolve(true), TargetKind::Container);
-        assert_eq!(TargetKind::Auto.resolve(false), TargetKind::Embedded);
-        assert_eq!(TargetKind::Url.resolve(true), TargetKind::Url);
-        assert_eq!(TargetKind::Embedded.resolve(true), TargetKind::Embedded);
+    fn auto_means_the_deployment_up_then_a_container_when_docker_answers_then_embedded() {
+        let unasked = || panic!("Docker was asked with a deployment up");
+        assert_eq!(TargetKind::Auto.resolve(true, unasked), TargetKind::Eks);
+        assert_eq!(TargetKind::Auto.resolve(false, || true), TargetKind::Container);
+        assert_eq!(TargetKind::Auto.resolve(false, || false), TargetKind::Embedded);
+        // A kind given wins over a deployment up.
+        for kind in [TargetKind::Embedded, TargetKind::Container, TargetKind::Url, TargetKind::Eks] {
+            assert_eq!(kind.resolve(true, || true), kind);
+            assert_eq!(kind.resolve(false, || false), kind);
+        }
     }
 }

@@ -98,6 +98,7 @@ pub fn or_rerun_with_the_eks_feature<T>(kind: TargetKind, outcome: Result<T>) ->
             cause.downcast_ref::<chbench::targets::MissingFeature>().is_some_and(|missing| missing.feature == "eks")
         })
     {
+        let kind = chbench::targets::resolve_kind(kind);
         return rerun_with_the_eks_feature(&format!("target {kind}")).map(|never| match never {});
     }
     #[cfg(feature = "eks")]
@@ -110,8 +111,9 @@ mod with_client {
     use std::time::Duration;
 
     use anyhow::{Context, Result, bail};
+    use chbench::cluster::last_up::{LastUp, namespace_for};
     use chbench::cluster::{
-        DownOutcome, UpOutcome, baseline, check_namespace, down_blocking, status_blocking, up as deploy,
+        DownOutcome, NoDeployment, UpOutcome, baseline, down_blocking, status_blocking, up as deploy,
     };
 
     use crate::flags::{EksBaseline, EksCollect, EksDown, EksStatus, EksUp};
@@ -127,17 +129,23 @@ mod with_client {
         Ok(Duration::from_secs(seconds))
     }
 
+    /// The namespace a command acts on: `--namespace` (or `CHBENCH_NAMESPACE`), else the
+    /// last `up`'s, else the default.
+    fn namespace(given: Option<&str>) -> Result<String> {
+        namespace_for(given).map(|(namespace, _)| namespace)
+    }
+
     pub fn collect(flags: &EksCollect) -> Result<()> {
-        let collected =
-            chbench::collect::collect(&flags.namespace, &flags.results_dir, flags.out.as_deref(), |line| {
-                chbench::say!("chbench: {line}")
-            })?;
+        let namespace = namespace(flags.namespace.as_deref())?;
+        let collected = chbench::collect::collect(&namespace, &flags.results_dir, flags.out.as_deref(), |line| {
+            chbench::say!("chbench: {line}")
+        })?;
         chbench::say!(
             "chbench: run {} collected ({} query_log rows, {} bundles); namespace {} marked collected",
             collected.run_id,
             collected.query_log_rows,
             collected.bundles.len(),
-            flags.namespace
+            namespace
         );
         println!("{}", collected.folder.display());
         Ok(())
@@ -153,6 +161,18 @@ mod with_client {
             }
             UpOutcome::Ready { namespace, run } => {
                 progress(&format!("ClickHouse is Ready in namespace {namespace} ({}), run {run}", flags.variant));
+                // Before the baseline, which may fail: the deployment is there to use.
+                let last_up = LastUp {
+                    namespace: namespace.clone(),
+                    variant: flags.variant.to_string(),
+                    run,
+                    brought_up_at: jiff::Timestamp::now(),
+                };
+                last_up.remember()?;
+                progress(&format!(
+                    "`cargo xtask bench` with no target runs on it now, until `{}` (--target chooses another)",
+                    chbench::cluster::eks_command("down", &namespace)
+                ));
                 if !flags.no_baseline {
                     measure_baseline(&namespace, baseline::DEFAULT_TIMEOUT).with_context(|| {
                         format!(
@@ -167,8 +187,7 @@ mod with_client {
     }
 
     pub fn status(flags: &EksStatus) -> Result<()> {
-        check_namespace(&flags.namespace)?;
-        let status = status_blocking(&flags.namespace)?;
+        let status = status_blocking(&namespace(flags.namespace.as_deref())?)?;
         if flags.json {
             let json = serde_json::to_string_pretty(&status).context("cannot write the status as JSON")?;
             println!("{json}");
@@ -179,9 +198,19 @@ mod with_client {
     }
 
     pub fn down(flags: &EksDown) -> Result<()> {
-        check_namespace(&flags.namespace)?;
+        let namespace = namespace(flags.namespace.as_deref())?;
         let timeout = timeout(flags.timeout_seconds)?;
-        match down_blocking(&flags.namespace, flags.force, flags.dry_run, timeout, progress)? {
+        let outcome = down_blocking(&namespace, flags.force, flags.dry_run, timeout, progress);
+        // Gone, by this down or before it: bench no longer chooses it.
+        let gone = match &outcome {
+            Ok(DownOutcome::Deleted(_)) => true,
+            Ok(DownOutcome::Planned(_)) => false,
+            Err(error) => error.downcast_ref::<NoDeployment>().is_some(),
+        };
+        if gone && let Some(forgotten) = LastUp::forget(&namespace)? {
+            progress(&format!("forgot {forgotten}: `cargo xtask bench` with no target chooses as before"));
+        }
+        match outcome? {
             DownOutcome::Planned(plan) => print!("{plan}"),
             DownOutcome::Deleted(plan) => {
                 progress(&format!("namespace {} is gone, with its run {}", plan.namespace, plan.run));
@@ -194,8 +223,7 @@ mod with_client {
     }
 
     pub fn baseline(flags: &EksBaseline) -> Result<()> {
-        check_namespace(&flags.namespace)?;
-        measure_baseline(&flags.namespace, timeout(flags.timeout_seconds)?)
+        measure_baseline(&namespace(flags.namespace.as_deref())?, timeout(flags.timeout_seconds)?)
     }
 
     fn measure_baseline(namespace: &str, timeout: Duration) -> Result<()> {

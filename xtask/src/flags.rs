@@ -221,9 +221,9 @@ pub enum EksCommand {
 
 #[derive(Debug, Clone, Args)]
 pub struct EksStatus {
-    /// The deployment's namespace.
-    #[arg(long, env = chbench::targets::eks::NAMESPACE_ENV, default_value = chbench::cluster::DEFAULT_NAMESPACE)]
-    pub namespace: String,
+    /// The deployment's namespace [default: the last `eks up`'s, until its `down`; else chbench].
+    #[arg(long, env = chbench::targets::eks::NAMESPACE_ENV)]
+    pub namespace: Option<String>,
     /// Print JSON (a part that is absent is {"absent": "why"}) instead of text.
     #[arg(long)]
     pub json: bool,
@@ -231,9 +231,9 @@ pub struct EksStatus {
 
 #[derive(Debug, Clone, Args)]
 pub struct EksDown {
-    /// The deployment's namespace.
-    #[arg(long, env = chbench::targets::eks::NAMESPACE_ENV, default_value = chbench::cluster::DEFAULT_NAMESPACE)]
-    pub namespace: String,
+    /// The deployment's namespace [default: the last `eks up`'s, until its `down`; else chbench].
+    #[arg(long, env = chbench::targets::eks::NAMESPACE_ENV)]
+    pub namespace: Option<String>,
     /// Delete even when the run's results were not collected (they are lost with it).
     #[arg(long)]
     pub force: bool,
@@ -247,9 +247,9 @@ pub struct EksDown {
 
 #[derive(Debug, Clone, Args)]
 pub struct EksCollect {
-    /// The deployment's namespace.
-    #[arg(long, env = chbench::targets::eks::NAMESPACE_ENV, default_value = chbench::cluster::DEFAULT_NAMESPACE)]
-    pub namespace: String,
+    /// The deployment's namespace [default: the last `eks up`'s, until its `down`; else chbench].
+    #[arg(long, env = chbench::targets::eks::NAMESPACE_ENV)]
+    pub namespace: Option<String>,
     /// Where the files go [default: RESULTS_DIR/eks/NAMESPACE-RUN, RUN the id `up` stamped
     /// on the namespace].
     #[arg(long, value_name = "DIR")]
@@ -261,9 +261,10 @@ pub struct EksCollect {
 
 #[derive(Debug, Clone, Args)]
 pub struct EksBaseline {
-    /// The namespace of the deployment to measure.
-    #[arg(long, env = chbench::targets::eks::NAMESPACE_ENV, default_value = chbench::cluster::DEFAULT_NAMESPACE)]
-    pub namespace: String,
+    /// The namespace of the deployment to measure [default: the last `eks up`'s, until its
+    /// `down`; else chbench].
+    #[arg(long, env = chbench::targets::eks::NAMESPACE_ENV)]
+    pub namespace: Option<String>,
     /// How long to wait for fio, in seconds.
     #[arg(long, default_value_t = 600)]
     pub timeout_seconds: u64,
@@ -693,24 +694,26 @@ mod tests {
     }
 
     #[test]
-    fn eks_status_and_down_take_their_flags_with_the_default_namespace() {
+    fn eks_status_and_down_take_their_flags_and_leave_the_namespace_to_be_chosen() {
         let eks = |args: &[&str]| match Xtask::try_parse_from(["xtask", "eks"].iter().chain(args)).unwrap().command {
             Command::Eks(eks) => eks.command,
             other => panic!("parsed as {other:?}"),
         };
         match eks(&["status"]) {
-            EksCommand::Status(status) => assert_eq!((status.namespace.as_str(), status.json), ("chbench", false)),
+            EksCommand::Status(status) => assert_eq!((status.namespace.as_deref(), status.json), (None, false)),
             other => panic!("parsed as {other:?}"),
         }
         match eks(&["status", "--namespace", "bench-2", "--json"]) {
-            EksCommand::Status(status) => assert_eq!((status.namespace.as_str(), status.json), ("bench-2", true)),
+            EksCommand::Status(status) => {
+                assert_eq!((status.namespace.as_deref(), status.json), (Some("bench-2"), true))
+            }
             other => panic!("parsed as {other:?}"),
         }
         match eks(&["down"]) {
             EksCommand::Down(down) => {
                 assert_eq!(
-                    (down.namespace.as_str(), down.force, down.dry_run, down.timeout_seconds),
-                    ("chbench", false, false, 600)
+                    (down.namespace.as_deref(), down.force, down.dry_run, down.timeout_seconds),
+                    (None, false, false, 600)
                 )
             }
             other => panic!("parsed as {other:?}"),
@@ -718,8 +721,8 @@ mod tests {
         match eks(&["down", "--force", "--dry-run", "--timeout-seconds", "30", "--namespace", "x"]) {
             EksCommand::Down(down) => {
                 assert_eq!(
-                    (down.namespace.as_str(), down.force, down.dry_run, down.timeout_seconds),
-                    ("x", true, true, 30)
+                    (down.namespace.as_deref(), down.force, down.dry_run, down.timeout_seconds),
+                    (Some("x"), true, true, 30)
                 )
             }
             other => panic!("parsed as {other:?}"),

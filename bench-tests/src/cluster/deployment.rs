@@ -72,7 +72,10 @@ impl<T> Presence<T> {
     /// The part, for a caller that cannot do without it; absent, an error whose context
     /// is `doing` (what the caller was doing, and where) and whose cause is the reason,
     /// which names the part and what to do about it.
-    pub fn required(self, doing: impl FnOnce() -> String) -> Result<T> {
+    pub fn required<Doing>(self, doing: impl FnOnce() -> Doing) -> Result<T>
+    where
+        Doing: Display + Send + Sync + 'static,
+    {
         match self {
             Presence::Present(value) => Ok(value),
             Presence::Absent { absent } => Err(anyhow::anyhow!(absent).context(doing())),

@@ -36,9 +36,22 @@ pub async fn status(client: &Client, namespace: &str) -> Result<Deployment> {
     Ok(deployment)
 }
 
-/// The context of a namespace `status` and `down` cannot act on.
-fn no_deployment(namespace: &str) -> String {
-    format!("no chbench deployment in namespace {namespace}")
+/// The context of a namespace `status` and `down` cannot act on: a type, so that `down`'s
+/// caller can tell it (and forget the namespace if it remembered it) with
+/// `anyhow::Error::downcast_ref`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NoDeployment {
+    pub namespace: String,
+}
+
+impl std::fmt::Display for NoDeployment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "no chbench deployment in namespace {}", self.namespace)
+    }
+}
+
+fn no_deployment(namespace: &str) -> NoDeployment {
+    NoDeployment { namespace: namespace.to_string() }
 }
 
 /// `cargo xtask eks status`, blocking.

@@ -4,7 +4,9 @@
 //! has it, read once, each part present or absent with the reason ([`deployment`]), which
 //! `status` shows and `down` takes away ([`lifecycle`]); the storage baseline fio measures
 //! beside it ([`baseline`]); the port-forward the target reaches the pod through
-//! ([`portforward`]); the Namespace's annotations ([`annotations`]). What a run leaves is
+//! ([`portforward`]); the Namespace's annotations ([`annotations`]); the deployment the
+//! last `up` brought up, which a run with no target given uses until `down`
+//! ([`last_up`], always built: choosing a target needs it). What a run leaves is
 //! copied out by `crate::collect`, a layer up, since it reads the server through a target.
 //!
 //! The variants, their values and the values' checks ([`checks`]) are always built (the
@@ -22,6 +24,7 @@ pub mod checks;
 pub mod deploy;
 #[cfg(feature = "eks")]
 pub mod deployment;
+pub mod last_up;
 #[cfg(feature = "eks")]
 pub mod lifecycle;
 #[cfg(feature = "eks")]
@@ -158,4 +161,4 @@ impl Values {
 #[cfg(feature = "eks")]
 pub use deploy::{UpOutcome, up};
 #[cfg(feature = "eks")]
-pub use lifecycle::{DownOutcome, DownPlan, down_blocking, status_blocking};
+pub use lifecycle::{DownOutcome, DownPlan, NoDeployment, down_blocking, status_blocking};

@@ -104,8 +104,10 @@ pub fn parse_matrix(file: &Path, text: &str, command_line_target: TargetKind) ->
     let target = match &parsed.target {
         Some(named) => {
             let kind = TargetKind::parse(named.get_ref()).map_err(|error| places.error(named.span(), error))?;
-            let kind = crate::targets::resolve_kind(kind);
-            if command_line_target != TargetKind::Auto && crate::targets::resolve_kind(command_line_target) != kind {
+            let kind = crate::targets::resolve_matrix_kind(kind);
+            if command_line_target != TargetKind::Auto
+                && crate::targets::resolve_matrix_kind(command_line_target) != kind
+            {
                 bail!(
                     "{}: target = {:?}, and --target (or CHBENCH_TARGET) says {command_line_target}: give the target \
                      once",
@@ -115,7 +117,7 @@ pub fn parse_matrix(file: &Path, text: &str, command_line_target: TargetKind) ->
             }
             kind
         }
-        None => crate::targets::resolve_kind(command_line_target),
+        None => crate::targets::resolve_matrix_kind(command_line_target),
     };
     let flags = parsed.flags.unwrap_or_else(|| Spanned::new(0..0, Vec::new()));
     check_flags(&places, kind, &flags)?;

@@ -3,7 +3,8 @@
 //! talked to as a server target, as the manifests' user, with the password read from the
 //! namespace's Secret and held in memory only.
 //!
-//! The namespace is `CHBENCH_NAMESPACE` (default [`DEFAULT_NAMESPACE`]). The Kubernetes
+//! The namespace is `CHBENCH_NAMESPACE`, else that of the deployment the last `eks up`
+//! brought up ([`LastUp`]), else [`DEFAULT_NAMESPACE`](crate::cluster::DEFAULT_NAMESPACE). The Kubernetes
 //! client needs chbench's `eks` feature; built without it, the opener fails with
 //! [`MissingFeature`], one line saying how to build with it, which `cargo xtask bench`
 //! acts on by building itself again with the feature.
@@ -11,7 +12,8 @@
 use anyhow::{Context, Result, bail};
 
 use super::{Backend, Capabilities, KubernetesDeployment, Storage};
-use crate::cluster::{DEFAULT_NAMESPACE, check_namespace};
+use crate::cluster::check_namespace;
+use crate::cluster::last_up::{LastUp, namespace_for};
 
 /// A server someone else owns (`up` and `down` do): the `url` target's capabilities,
 /// statistics from its query_log, datasets as shared databases, concurrent clients each
@@ -32,15 +34,18 @@ pub fn endpoint(deployment: &KubernetesDeployment, forward_url: &str) -> String 
     format!("pod {namespace}/{pod} ({image}) through a port-forward at {forward_url}")
 }
 
-/// `CHBENCH_NAMESPACE`, or the default; a name Kubernetes would refuse is one line.
-pub fn namespace_from_env() -> Result<String> {
-    let namespace = match std::env::var(NAMESPACE_ENV) {
-        Ok(namespace) => namespace,
-        Err(std::env::VarError::NotPresent) => DEFAULT_NAMESPACE.to_string(),
+/// `CHBENCH_NAMESPACE`, else the last `up`'s namespace, else the default; with the last
+/// `up`'s record when the namespace is its own. A name Kubernetes would refuse is one line.
+pub fn namespace_from_env() -> Result<(String, Option<LastUp>)> {
+    let given = match std::env::var(NAMESPACE_ENV) {
+        Ok(namespace) => Some(namespace),
+        Err(std::env::VarError::NotPresent) => None,
         Err(std::env::VarError::NotUnicode(_)) => bail!("{NAMESPACE_ENV} is not valid UTF-8"),
     };
-    check_namespace(&namespace).with_context(|| format!("{NAMESPACE_ENV}={namespace:?}"))?;
-    Ok(namespace)
+    if let Some(namespace) = &given {
+        check_namespace(namespace).with_context(|| format!("{NAMESPACE_ENV}={namespace:?}"))?;
+    }
+    namespace_for(given.as_deref())
 }
 
 /// Opens the deployment in `CHBENCH_NAMESPACE` for a bench (the `eks` kind's opener for
@@ -48,7 +53,8 @@ pub fn namespace_from_env() -> Result<String> {
 /// not apply.
 #[cfg(feature = "eks")]
 pub fn open(_storage: &Storage) -> Result<Box<dyn Backend>> {
-    Ok(Box::new(with_client::EksTarget::connect(&namespace_from_env()?, Use::Bench)?))
+    let (namespace, last_up) = namespace_from_env()?;
+    Ok(Box::new(with_client::EksTarget::connect(&namespace, last_up.as_ref(), Use::Bench)?))
 }
 
 /// What the target is opened for.
@@ -79,6 +85,8 @@ const NO_CLIENT: super::MissingFeature = super::MissingFeature {
 /// Built without the Kubernetes client: says how to build with it.
 #[cfg(not(feature = "eks"))]
 pub fn open(_storage: &Storage) -> Result<Box<dyn Backend>> {
+    // A record that cannot be read is said before the build it would otherwise start.
+    namespace_from_env()?;
     Err(NO_CLIENT.into())
 }
 
@@ -89,7 +97,7 @@ pub use with_client::{EksTarget, ReadyDeployment, check_baseline_node, find_depl
 mod with_client {
     use std::fmt;
 
-    use anyhow::{Context, Result, bail};
+    use anyhow::{Result, bail};
     use kube::Client;
 
     use crate::cluster::api_server::{Cluster, connect};
@@ -100,6 +108,7 @@ mod with_client {
     use crate::cluster::deploy::{CLICKHOUSE, PASSWORD_SECRET, read_password, up_hint};
     use crate::cluster::deployment::read_pod;
     use crate::cluster::eks_command;
+    use crate::cluster::last_up::LastUp;
     use crate::cluster::portforward::{PortForward, client_runtime};
     use crate::settings::Settings;
     use crate::storage_baseline::StorageBaseline;
@@ -122,12 +131,21 @@ mod with_client {
 
     /// Reads (never writes) the deployment in `namespace`: the password Secret, then the
     /// pod ([`read_pod`]), which must be Ready. What is missing is one line saying to run
-    /// `up`.
-    pub async fn find_deployment(client: &Client, namespace: &str) -> Result<ReadyDeployment> {
+    /// `up`; when `last_up` (the record of the last `up`, of this namespace) says a
+    /// deployment was brought up there, its absence is that deployment gone.
+    pub async fn find_deployment(
+        client: &Client,
+        namespace: &str,
+        last_up: Option<&LastUp>,
+    ) -> Result<ReadyDeployment> {
         let up = up_hint(namespace);
-        let password = read_password(client, namespace)
-            .await?
-            .with_context(|| format!("no secret {namespace}/{PASSWORD_SECRET}, so no deployment to use: {up}"))?;
+        let Some(password) = read_password(client, namespace).await? else {
+            let missing = format!("no secret {namespace}/{PASSWORD_SECRET}");
+            return Err(match last_up {
+                Some(record) => record.gone(&missing),
+                None => anyhow::anyhow!("{missing}, so no deployment to use: {up}"),
+            });
+        };
         let doing = || format!("no ClickHouse to use in namespace {namespace}");
         let pod = read_pod(client, namespace).await?.required(doing)?;
         if !pod.ready {
@@ -191,13 +209,15 @@ mod with_client {
     }
 
     impl EksTarget {
-        /// Finds the deployment in `namespace`, forwards a loopback port to its pod and
-        /// connects as the manifests' user; for a bench, stamps the deployment's use.
-        pub fn connect(namespace: &str, used_for: Use) -> Result<EksTarget> {
+        /// Finds the deployment in `namespace` (the last `up`'s, when `last_up` is its
+        /// record), forwards a loopback port to its pod and connects as the manifests'
+        /// user; for a bench, stamps the deployment's use.
+        pub fn connect(namespace: &str, last_up: Option<&LastUp>, used_for: Use) -> Result<EksTarget> {
             let kubernetes = client_runtime()?;
             let (cluster, deployment) = kubernetes.block_on(async {
                 let cluster = connect().await?;
-                let deployment = cluster.run(|client| async move { find_deployment(&client, namespace).await }).await?;
+                let deployment =
+                    cluster.run(|client| async move { find_deployment(&client, namespace, last_up).await }).await?;
                 Ok::<_, anyhow::Error>((cluster, deployment))
             })?;
             let forward_client = {
@@ -265,7 +285,9 @@ mod with_client {
     /// whatever `CHBENCH_NAMESPACE` says (`cargo xtask eks collect --namespace`).
     pub fn open_in(namespace: &str) -> Result<Target> {
         crate::cluster::check_namespace(namespace)?;
-        crate::targets::open_backend(TargetKind::Eks, Box::new(EksTarget::connect(namespace, Use::Collect)?))
+        let last_up = LastUp::recall().ok().flatten().filter(|record| record.namespace == namespace);
+        let target = EksTarget::connect(namespace, last_up.as_ref(), Use::Collect)?;
+        crate::targets::open_backend(TargetKind::Eks, Box::new(target))
     }
 }
 

@@ -39,6 +39,7 @@ use self::databases::drop_left_behind_databases;
 pub use self::databases::{DatabaseOwner, RUN_DIGITS, is_left_behind, scenario_database_name};
 pub use self::observer::{Observed, Observer, ObserverConnection};
 pub use self::versions::{ClickHouseVersion, OLDEST_SUPPORTED, supported_version};
+use crate::cluster::last_up::{self, LastUp};
 use crate::settings::Settings;
 use crate::sql::{one_line, statement_line};
 use crate::stats::StatsSource;
@@ -545,12 +546,40 @@ pub fn open_target() -> Result<Target> {
     open_target_of_kind(TargetKind::from_env()?)
 }
 
-/// The kind to use: `auto` becomes `container` or `embedded` by asking Docker.
+/// The kind to use: `auto` becomes `eks` while a deployment `eks up` brought up is
+/// remembered (said once a process, first), else `container` or `embedded` by asking
+/// Docker.
 pub fn resolve_kind(kind: TargetKind) -> TargetKind {
-    match kind {
-        TargetKind::Auto => kind.resolve(container::docker_answers()),
-        chosen => chosen,
+    let resolved = kind.resolve(last_up::is_recorded(), container::docker_answers);
+    if kind == TargetKind::Auto && resolved == TargetKind::Eks {
+        say_the_deployment_chosen();
     }
+    resolved
+}
+
+/// The kind a matrix runs on: as [`resolve_kind`], except that `auto` never chooses the
+/// deployment the last `eks up` brought up. A matrix on eks brings up (and takes down) a
+/// deployment per variant, in the namespace of its `[eks]` table: choosing eks for want of
+/// a target would remake, then delete, the deployment the user brought up.
+pub fn resolve_matrix_kind(kind: TargetKind) -> TargetKind {
+    kind.resolve(false, container::docker_answers)
+}
+
+/// Says, once a process, which deployment `auto` chose: the last `up`'s, or the one in
+/// `CHBENCH_NAMESPACE` when that names another. A record (or a namespace) that cannot be
+/// read says nothing here: the eks target's opener refuses it in one line.
+fn say_the_deployment_chosen() {
+    static SAID: std::sync::Once = std::sync::Once::new();
+    SAID.call_once(|| match (eks::namespace_from_env(), LastUp::recall()) {
+        (Ok((_, Some(record))), _) => crate::say!("chbench: {}", record.chosen_line()),
+        (Ok((namespace, None)), Ok(Some(record))) => crate::say!(
+            "chbench: no target given: target eks, as `cargo xtask eks up` brought up a deployment (in namespace \
+             {}), in namespace {namespace} ({}) (--target or CHBENCH_TARGET chooses another)",
+            record.namespace,
+            eks::NAMESPACE_ENV
+        ),
+        _ => {}
+    });
 }
 
 /// Opens a target of the given kind (`auto` asks Docker first) on this process's scratch

@@ -332,3 +332,152 @@ fn a_failure_the_api_server_answers_is_said_once() {
         assert!(!line.contains("ApiError") && !line.contains("Status {"), "{line}");
     }
 }
+
+/// A target folder of its own holding the record `eks up` leaves of the deployment it
+/// brought up in `namespace`; `None` writes `text` there instead.
+fn target_dir_with_last_up(namespace: &str, text: Option<&str>) -> tempfile::TempDir {
+    let target_dir = tempfile::tempdir().unwrap();
+    let record = target_dir.path().join("chbench/eks/last-up.json");
+    std::fs::create_dir_all(record.parent().unwrap()).unwrap();
+    let written = format!(
+        r#"{{"namespace": "{namespace}", "variant": "eks-gp3", "run": "0b6e", "brought_up_at": "2026-12-06T19:40:12Z"}}"#
+    );
+    std::fs::write(&record, text.unwrap_or(&written)).unwrap();
+    target_dir
+}
+
+/// `xtask` in `target_dir` (which holds the tests' engine's path, not a copy), without a
+/// cluster.
+fn xtask_in(target_dir: &std::path::Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let library = chbench::engine::provision(&|_| {}).unwrap();
+    let mut command = common::xtask();
+    command
+        .args(args)
+        .env("CARGO_TARGET_DIR", target_dir)
+        .env("CHBENCH_LIBCHDB", library)
+        .env("KUBECONFIG", "/nonexistent/kubeconfig")
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .env_remove("CHBENCH_NAMESPACE")
+        .env("HOME", "/nonexistent");
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    command.output().expect("cannot run xtask")
+}
+
+/// `cargo xtask eks up && cargo xtask bench`: with no target given, bench (and measure)
+/// choose the deployment up brought up, and say so first, with its namespace, when it was
+/// brought up and how to choose another; here no cluster answers, which is the next line.
+#[test]
+fn after_up_bench_and_measure_with_no_target_choose_its_deployment_and_say_so_first() {
+    let target_dir = target_dir_with_last_up("bench-2", None);
+    let results = target_dir.path().join("results");
+    let query = target_dir.path().join("one.sql");
+    std::fs::write(&query, "SELECT 1").unwrap();
+    let chosen = "chbench: no target given: the deployment `cargo xtask eks up` brought up in namespace bench-2 \
+                  (eks-gp3, run 0b6e) at 2026-12-06 19:40 UTC, until `cargo xtask eks down --namespace bench-2` \
+                  (--target or CHBENCH_TARGET chooses another: embedded, container, url)";
+    for args in [
+        vec!["bench", "--rows", "1K", "--results-dir", results.to_str().unwrap()],
+        vec!["measure", query.to_str().unwrap()],
+    ] {
+        let output = xtask_in(target_dir.path(), &args, &[]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(stderr.lines().next(), Some(chosen), "{args:?}: {stderr}");
+        assert!(error_line(&output).starts_with("error: cannot reach a cluster: kube reads KUBECONFIG"), "{stderr}");
+        assert!(nothing_in(&results), "something was written");
+    }
+    // CHBENCH_TARGET=auto is no target given, too.
+    let output = xtask_in(target_dir.path(), &["measure", query.to_str().unwrap()], &[("CHBENCH_TARGET", "auto")]);
+    assert_eq!(String::from_utf8_lossy(&output.stderr).lines().next(), Some(chosen));
+    // CHBENCH_NAMESPACE naming another deployment: that one, said so.
+    let output = xtask_in(target_dir.path(), &["measure", query.to_str().unwrap()], &[("CHBENCH_NAMESPACE", "other")]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        stderr.lines().next(),
+        Some(
+            "chbench: no target given: target eks, as `cargo xtask eks up` brought up a deployment (in namespace \
+             bench-2), in namespace other (CHBENCH_NAMESPACE) (--target or CHBENCH_TARGET chooses another)"
+        ),
+        "{stderr}"
+    );
+}
+
+/// `--target` and `CHBENCH_TARGET` win over the deployment up brought up.
+#[test]
+fn a_target_given_wins_over_the_deployment_up_brought_up() {
+    let target_dir = target_dir_with_last_up("chbench", None);
+    let query = target_dir.path().join("one.sql");
+    std::fs::write(&query, "SELECT 1").unwrap();
+    for (args, env) in [
+        (vec!["measure", "--target", "embedded", "--json", query.to_str().unwrap()], vec![]),
+        (vec!["measure", "--json", query.to_str().unwrap()], vec![("CHBENCH_TARGET", "embedded")]),
+    ] {
+        let output = xtask_in(target_dir.path(), &args, &env);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "{stderr}");
+        assert!(!stderr.contains("no target given"), "{stderr}");
+        assert!(stderr.lines().next().is_some_and(|line| line.starts_with("chbench: target embedded")), "{stderr}");
+    }
+}
+
+/// A record of the last up that is empty, truncated or not one: one line naming the file
+/// and what to do, before any cluster is asked and nothing written.
+#[test]
+fn a_record_of_the_last_up_that_is_not_one_is_one_line_naming_it() {
+    for text in ["", "{\"namespace\": \"bench", "[]", "{\"namespace\": \"Bench_2\"}"] {
+        let target_dir = target_dir_with_last_up("", Some(text));
+        let results = target_dir.path().join("results");
+        let output =
+            xtask_in(target_dir.path(), &["bench", "--rows", "1K", "--results-dir", results.to_str().unwrap()], &[]);
+        let line = error_line(&output);
+        let record = target_dir.path().join("chbench/eks/last-up.json");
+        assert!(
+            line.starts_with(&format!(
+                "error: {} is not the record of a deployment `cargo xtask eks up` brought up (",
+                record.display()
+            )),
+            "{text:?}: {line}"
+        );
+        assert!(
+            line.ends_with("delete it (bench then chooses its target as before), or run `cargo xtask eks up` again")
+        );
+        assert!(nothing_in(&results), "something was written");
+    }
+}
+
+/// `eks down` of a namespace that is gone forgets it when it is the last up's, and says
+/// so: bench chooses as before. (Against no cluster, the down fails before it learns
+/// anything, so the record stays: it is forgotten only on the cluster's word.)
+#[test]
+fn down_without_a_cluster_keeps_the_record_of_the_last_up() {
+    let target_dir = target_dir_with_last_up("bench-2", None);
+    let output = xtask_in(target_dir.path(), &["eks", "down"], &[]);
+    assert!(error_line(&output).starts_with("error: cannot reach a cluster"));
+    assert!(target_dir.path().join("chbench/eks/last-up.json").exists());
+}
+
+/// Whether `folder` is absent or empty (the results folder is made before the target opens).
+fn nothing_in(folder: &std::path::Path) -> bool {
+    std::fs::read_dir(folder).map_or(true, |mut entries| entries.next().is_none())
+}
+
+/// A matrix never chooses the last up's deployment for want of a target: on eks it brings up
+/// and takes down a deployment per variant, and would remake, then delete, the user's.
+/// Here an eks-only key shows which target the file was read for.
+#[test]
+fn a_matrix_with_no_target_does_not_choose_the_deployment_up_brought_up() {
+    let target_dir = target_dir_with_last_up("chbench", None);
+    let file = target_dir.path().join("nodes.toml");
+    std::fs::write(
+        &file,
+        "kind = \"logs\"\nflags = [\"--rows\", \"1K\"]\n[[variant]]\nname = \"a\"\nnode_type = \"m5.xlarge\"\n\
+         [[variant]]\nname = \"b\"\nnode_type = \"c7g.xlarge\"\n",
+    )
+    .unwrap();
+    let output = xtask_in(target_dir.path(), &["bench", "--matrix", file.to_str().unwrap()], &[]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("no target given"), "{stderr}");
+    let line = error_line(&output);
+    assert!(line.contains("node_type") && !line.contains("target eks"), "{line}");
+}

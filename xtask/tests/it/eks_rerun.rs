@@ -73,3 +73,48 @@ fn a_cargo_that_cannot_start_is_one_line() {
         "{stderr}"
     );
 }
+
+/// `cargo xtask eks up && cargo xtask bench` on a laptop's default build: the bench that
+/// chose the deployment for want of a target says so first, then builds itself with the
+/// Kubernetes client, as `bench --target eks` does.
+#[test]
+fn a_bench_with_no_target_after_up_says_its_choice_first_then_builds_with_the_client() {
+    let folder = tempfile::tempdir().unwrap();
+    let record = folder.path().join("chbench/eks/last-up.json");
+    std::fs::create_dir_all(record.parent().unwrap()).unwrap();
+    std::fs::write(
+        &record,
+        r#"{"namespace": "chbench", "variant": "kind", "run": "0b6e", "brought_up_at": "2026-12-06T19:40:12Z"}"#,
+    )
+    .unwrap();
+    let arguments = folder.path().join("arguments");
+    let cargo = folder.path().join("cargo");
+    std::fs::write(&cargo, format!("#!/bin/sh\nprintf '%s\\n' \"$*\" > '{}'\nexit 3\n", arguments.display())).unwrap();
+    std::fs::set_permissions(&cargo, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let output = xtask()
+        .args(["bench", "--rows", "1K"])
+        .env("CARGO", &cargo)
+        .env("CARGO_TARGET_DIR", folder.path())
+        .env_remove("CHBENCH_NAMESPACE")
+        .output()
+        .expect("cannot run xtask");
+    assert_eq!(output.status.code(), Some(3), "the rerun's exit code is the command's");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        stderr.lines().collect::<Vec<_>>(),
+        [
+            "chbench: no target given: the deployment `cargo xtask eks up` brought up in namespace chbench (kind, run \
+             0b6e) at 2026-12-06 19:40 UTC, until `cargo xtask eks down` (--target or CHBENCH_TARGET chooses \
+             another: embedded, container, url)",
+            "chbench: target eks needs the Kubernetes client (the eks feature): running xtask built with it; the \
+             first time, cargo builds it now, a few minutes once, and later commands reuse it",
+        ],
+        "{stderr}"
+    );
+    let given = std::fs::read_to_string(&arguments).unwrap();
+    assert!(
+        given.contains("run --quiet --package xtask --features eks")
+            && given.trim_end().ends_with(" -- bench --rows 1K"),
+        "{given}"
+    );
+}

@@ -94,6 +94,9 @@ fn status_and_down_on_a_missing_namespace_give_one_clear_line() {
     )
     .unwrap_err();
     assert_eq!(format!("{error:#}"), expected);
+    // A type `eks down` tells, to forget the namespace if the last `up` was there.
+    let gone = error.downcast_ref::<chbench::cluster::NoDeployment>();
+    assert_eq!(gone.map(|gone| gone.namespace.as_str()), Some("chbench"));
 }
 
 // down

@@ -6,7 +6,7 @@ use super::*;
 fn the_eks_target_refuses_a_namespace_without_the_password_secret() {
     // Read, never made: one GET, and the answer is the line.
     let error = converse(
-        |client| async move { find_deployment(&client, "chbench").await },
+        |client| async move { find_deployment(&client, "chbench", None).await },
         async |server| {
             expect_status(server, "GET", SECRET, 404, SECRET_NOT_FOUND).await;
         },
@@ -15,6 +15,33 @@ fn the_eks_target_refuses_a_namespace_without_the_password_secret() {
     assert_eq!(
         format!("{error:#}"),
         "no secret chbench/clickhouse-password, so no deployment to use: run `cargo xtask eks up`"
+    );
+}
+
+/// The deployment the last `up` brought up, which bench chose for want of a target, gone
+/// from the cluster (a `down` from another machine, a deleted namespace, another cluster):
+/// one line naming it and the ways on.
+#[test]
+fn the_last_ups_deployment_gone_from_the_cluster_is_one_line_naming_the_remedy() {
+    let last_up = chbench::cluster::last_up::LastUp {
+        namespace: "chbench".into(),
+        variant: "eks-gp3".into(),
+        run: "0b6e".into(),
+        brought_up_at: "2026-12-06T19:40:12Z".parse().unwrap(),
+    };
+    let error = converse(
+        move |client| async move { find_deployment(&client, "chbench", Some(&last_up)).await },
+        async |server| {
+            expect_status(server, "GET", SECRET, 404, SECRET_NOT_FOUND).await;
+        },
+    )
+    .unwrap_err();
+    assert_eq!(
+        format!("{error:#}"),
+        "the deployment `cargo xtask eks up` brought up in namespace chbench (eks-gp3, run 0b6e) at 2026-12-06 19:40 \
+         UTC is gone from the cluster (no secret chbench/clickhouse-password): `cargo xtask eks up` brings it up \
+         again, `cargo xtask eks down` forgets it, or choose another target with --target (or the kubeconfig now \
+         points at another cluster: kubectl config use-context)"
     );
 }
 
@@ -33,7 +60,7 @@ fn baseline_on(node: &str) -> chbench::storage_baseline::StorageBaseline {
 #[test]
 fn the_eks_target_names_its_deployment_and_a_baseline_of_another_node_is_the_reason_it_is_unknown() {
     let deployment = converse(
-        |client| async move { find_deployment(&client, "bench-2").await },
+        |client| async move { find_deployment(&client, "bench-2", None).await },
         async |server| {
             expect(server, "GET", "/api/v1/namespaces/bench-2/secrets/clickhouse-password", SECRET_JSON).await;
             expect(server, "GET", "/api/v1/namespaces/bench-2/pods/clickhouse", &pod_json(on_empty_dir())).await;
@@ -62,7 +89,7 @@ fn the_eks_target_names_its_deployment_and_a_baseline_of_another_node_is_the_rea
 #[test]
 fn the_eks_target_refuses_a_pod_that_is_not_ready_and_says_up_waits_for_it() {
     let error = converse(
-        |client| async move { find_deployment(&client, "chbench").await },
+        |client| async move { find_deployment(&client, "chbench", None).await },
         async |server| {
             expect(server, "GET", SECRET, SECRET_JSON).await;
             let pending =
