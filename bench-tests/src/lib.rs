@@ -47,6 +47,7 @@ pub mod levels;
 pub mod machine;
 pub mod node_prices;
 pub mod plan;
+pub mod profiles;
 pub mod query_runs;
 pub mod settings;
 pub mod stats;
@@ -68,6 +69,7 @@ pub mod explain;
 pub mod fixtures;
 pub mod guard;
 pub mod measure;
+pub mod profiling;
 // Prepared datasets:
 pub mod dataset;
 // Scenario packs, benchmarks, and what a run on a deployment leaves:

@@ -58,6 +58,10 @@ fn run(flags: &RunFlags, kind_name: &str, benchmark: &dyn AnyBenchmark) -> Resul
     if chbench::targets::spec(kind).capabilities.engine_in_process {
         benchmark.check_storage(&chbench::files::chbench_dir())?;
     }
+    if let Some(choice) = benchmark.profile() {
+        chbench::profiling::check_target(choice, kind)?;
+        chbench::profiling::choose(choice)?;
+    }
     prepare_results_folder(&flags.results_dir)?;
     if let Some(run_id) = &flags.run_id {
         refuse_a_taken_run_id(&flags.results_dir, run_id)?;

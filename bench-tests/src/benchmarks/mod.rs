@@ -36,6 +36,9 @@ use crate::fixtures::Statement;
 use crate::guard;
 use crate::interrupt::Interrupted;
 use crate::machine::{MachineWatch, SeenProcess};
+use crate::profiles::{ProfileChoice, ProfileRecord};
+use crate::profiling::ProfiledRuns;
+use crate::query_runs::QueryRuns;
 use crate::report::{self, Section};
 use crate::results::{
     self, BundleWriter, ExistingFolder, KindResults, RunBundle, RunStatus, SCHEMA_VERSION, load_bundle,
@@ -110,6 +113,16 @@ pub trait Benchmark: Sized + 'static {
     }
     /// What a default run id says after the time and target, e.g. `logs-10M`.
     fn run_label(&self) -> String;
+    /// The profilers its flags ask for on the measured statements (`--profile`), on the
+    /// kinds that take the flag; none by default.
+    fn profile(&self) -> Option<ProfileChoice> {
+        None
+    }
+    /// Whether `runs` get flame graphs when the run is profiled: every query's by default;
+    /// a kind that measures one query in many forms may keep to the telling ones.
+    fn profiles_runs(_results: &Self::Results, _runs: &QueryRuns<<Self::Results as KindResults>::Variant>) -> bool {
+        true
+    }
     /// Runs one phase, recording what it measures in `run.results()`.
     fn run_phase(&self, phase: Self::Phase, run: &mut Run<'_, Self::Results>) -> Result<()>;
     /// Removes what the run made on the target, after the phases, whether they ran to the
@@ -226,6 +239,7 @@ pub fn new_bundle<B: Benchmark>(benchmark: &B, run_id: &str, target: &mut Target
         machine: None,
         error: None,
         ab_run: benchmark.ab_run(),
+        profiles: None,
         benchmark: benchmark.new_results(),
     }
 }
@@ -346,6 +360,8 @@ pub trait AnyBenchmark {
     /// [`Benchmark::disk_estimate`]'s bytes.
     fn disk_bytes_needed(&self) -> Result<Option<u64>>;
     fn run_label(&self) -> String;
+    /// [`Benchmark::profile`].
+    fn profile(&self) -> Option<ProfileChoice>;
     /// Creates the bundle at `place`, runs every phase into it, and finishes it and its
     /// report whatever happened. An error is returned only when there is no bundle to keep
     /// what was measured; otherwise the run's own error is in [`RunEnd::outcome`].
@@ -373,6 +389,10 @@ impl<B: Benchmark> AnyBenchmark for B {
         Benchmark::guarded_sql(self)
     }
 
+    fn profile(&self) -> Option<ProfileChoice> {
+        Benchmark::profile(self)
+    }
+
     fn run_label(&self) -> String {
         Benchmark::run_label(self)
     }
@@ -390,6 +410,12 @@ impl<B: Benchmark> AnyBenchmark for B {
         // An interruption is one fact, not a failure of the statement it came before.
         let RunOutcome { phases, clean_up } = run(self, target, &mut writer, progress);
         let outcome = phases.map_err(|error| if error.is::<Interrupted>() { Interrupted.into() } else { error });
+        // A stopped run ends now; a failed one still has its measured statements' samples.
+        if let Some(choice) = crate::profiling::chosen()
+            && !outcome.as_ref().is_err_and(|error| error.is::<Interrupted>())
+        {
+            writer.bundle.profiles = Some(profile::<B>(target, &writer.bundle, choice, &dir, progress));
+        }
         // Whatever happened, what was measured is saved and reported.
         let saved = writer
             .finish(outcome.as_ref().err().map(|error| format!("{error:#}")))
@@ -411,6 +437,42 @@ impl<B: Benchmark> AnyBenchmark for B {
             clean_up,
         })
     }
+}
+
+/// The flame graphs of the measured statements of `bundle`'s queries that `B` profiles,
+/// written under `dir`; said as they are read.
+fn profile<B: Benchmark>(
+    target: &mut Target,
+    bundle: &RunBundle<B::Results>,
+    choice: ProfileChoice,
+    dir: &Path,
+    progress: &dyn Progress,
+) -> ProfileRecord {
+    let results = &bundle.benchmark;
+    let runs: Vec<ProfiledRuns> = results
+        .queries()
+        .iter()
+        .filter(|runs| B::profiles_runs(results, runs))
+        .map(|runs| ProfiledRuns {
+            label: crate::compare::runs_label(runs, true),
+            query_ids: runs
+                .samples
+                .iter()
+                .filter_map(|sample| sample.stats.raw.get("query_id")?.as_str().map(str::to_string))
+                .collect(),
+        })
+        .collect();
+    progress.start(&format!("profiles: {choice} samples of {} queries from system.trace_log", runs.len()), None);
+    let record = crate::profiling::gather(target, &runs, choice, dir, &|line| progress.advance(line));
+    match &record.unknown {
+        None => progress.finish(&format!(
+            "profiles: {} flame graphs in {}",
+            record.drawn(),
+            dir.join(crate::profiling::PROFILES_DIR).display()
+        )),
+        Some(why) => progress.warn(&format!("no flame graphs: {why}")),
+    }
+    record
 }
 
 /// A bundle's report rendered and not yet written: its charts and `report.md`, so that
@@ -443,7 +505,12 @@ fn render_report_of<B: Benchmark>(bundle_dir: &Path) -> Result<RenderedReport> {
 fn render_report<B: Benchmark>(bundle: &RunBundle<B::Results>, bundle_dir: &Path) -> Result<RenderedReport> {
     let section = B::report(bundle)?;
     let header = report::header(bundle, phase_label::<B>(&bundle.phase));
-    Ok(RenderedReport { dir: bundle_dir.to_path_buf(), charts: section.charts, markdown: header + &section.markdown })
+    let profiles = report::profiles_section(bundle.profiles.as_ref());
+    Ok(RenderedReport {
+        dir: bundle_dir.to_path_buf(),
+        charts: section.charts,
+        markdown: header + &section.markdown + &profiles,
+    })
 }
 
 /// How messages say a phase the bundle names: the kind's label for it, or the name as it

@@ -120,7 +120,7 @@ pub fn parse_matrix(file: &Path, text: &str, command_line_target: TargetKind) ->
         None => crate::targets::resolve_matrix_kind(command_line_target),
     };
     let flags = parsed.flags.unwrap_or_else(|| Spanned::new(0..0, Vec::new()));
-    check_flags(&places, kind, &flags)?;
+    check_flags(&places, kind, &flags, target)?;
     let on_eks = crate::targets::spec(target).capabilities.deployed_by_chbench;
     let eks = match (&parsed.eks, on_eks) {
         (Some(table), false) => {
@@ -178,7 +178,7 @@ pub fn parse_matrix(file: &Path, text: &str, command_line_target: TargetKind) ->
 
 /// The kind's flags: none of the ones the matrix sets per variant, and what the kind
 /// itself accepts and checks.
-fn check_flags(places: &Places<'_>, kind: &Kind, flags: &Spanned<Vec<String>>) -> Result<()> {
+fn check_flags(places: &Places<'_>, kind: &Kind, flags: &Spanned<Vec<String>>, target: TargetKind) -> Result<()> {
     let at = || places.at(flags.span());
     if let Some(flag) = flags
         .get_ref()
@@ -203,6 +203,9 @@ fn check_flags(places: &Places<'_>, kind: &Kind, flags: &Spanned<Vec<String>>) -
         )
     })?;
     let benchmark = (kind.benchmark)(&matches).with_context(|| format!("{}: flags", at()))?;
+    if let Some(choice) = benchmark.profile() {
+        crate::profiling::check_target(choice, target).with_context(|| format!("{}: flags", at()))?;
+    }
     benchmark.check().with_context(|| format!("{}: flags", at()))
 }
 

@@ -7,6 +7,8 @@
 pub mod charts;
 
 use crate::machine::LoadAverage;
+use crate::markdown::Table;
+use crate::profiles::ProfileRecord;
 use crate::results::{KindResults, RunBundle, RunStatus};
 use crate::units::{human_bytes, number};
 use std::fmt::Write as _;
@@ -140,4 +142,88 @@ fn machine_section<Results>(out: &mut String, bundle: &RunBundle<Results>) {
         (None, None) => "unknown (the run did not end)".to_string(),
     };
     let _ = writeln!(out, "- other processes' CPU during the run: {others}\n");
+}
+
+/// The flame graphs of a profiled run (`--profile`): per query and trace type, its
+/// samples and links to the graph and its folded stacks; or why there are none. Empty for
+/// a run that asked for none.
+pub fn profiles_section(record: Option<&ProfileRecord>) -> String {
+    let Some(record) = record else { return String::new() };
+    let mut out = String::from(
+        "## Flame graphs
+
+",
+    );
+    let _ = writeln!(
+        out,
+        "The query profiler sampled every thread of each measured statement every {} ms (`--profile {}`), \
+         into the server's `system.trace_log`. \"CPU\" counts on-CPU samples: where the cores went. \"Real\" \
+         counts every thread's samples, waiting included: a frame wide in Real and narrow in CPU is time spent \
+         waiting there (a lock, the disk, the network). Each graph opens in a browser (search and zoom built in); \
+         the folded stacks are the same samples as text, `outermost;...;innermost count`.\n",
+        number(record.period_ns as f64 / 1e6, 0),
+        record.choice
+    );
+    if let Some(why) = &record.unknown {
+        let _ = writeln!(out, "No flame graphs: {why}.\n");
+        return out;
+    }
+    let mut table = Table::new(["query", "trace", "statements", "samples", "stacks", "flame graph", "folded stacks"]);
+    for profile in &record.queries {
+        let link = |path: &Option<String>, text: &str| {
+            path.as_ref().map_or("none (no sample)".to_string(), |path| format!("[{text}]({path})"))
+        };
+        table.row([
+            profile.label.clone(),
+            profile.trace_type.name().to_string(),
+            profile.statements.to_string(),
+            profile.samples.to_string(),
+            profile.stacks.to_string(),
+            link(&profile.svg, "svg"),
+            link(&profile.folded, "folded"),
+        ]);
+    }
+    let _ = writeln!(out, "{table}");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profiles::{ProfileChoice, QueryProfile, TraceType};
+
+    #[test]
+    fn the_flame_graphs_section_links_each_graph_or_says_why_there_is_none() {
+        assert_eq!(profiles_section(None), "");
+        let profile = |trace_type, svg: Option<&str>| QueryProfile {
+            label: "q1 (parts=20000, clients=16)".to_string(),
+            trace_type,
+            statements: 80,
+            samples: if svg.is_some() { 177 } else { 0 },
+            stacks: 3,
+            folded: svg.map(|svg| svg.replace(".svg", ".folded")),
+            svg: svg.map(str::to_string),
+        };
+        let mut record = ProfileRecord {
+            choice: ProfileChoice::Both,
+            period_ns: 10_000_000,
+            queries: vec![
+                profile(TraceType::Cpu, None),
+                profile(TraceType::Real, Some("profiles/01-q1_parts_20000_clients_16.real.svg")),
+            ],
+            unknown: None,
+        };
+        let section = profiles_section(Some(&record));
+        assert!(section.contains("every 10 ms (`--profile both`)"), "{section}");
+        assert!(section.contains(
+            "| q1 (parts=20000, clients=16) | Real | 80 | 177 | 3 | [svg](profiles/01-q1_parts_20000_clients_16.real.svg) \
+             | [folded](profiles/01-q1_parts_20000_clients_16.real.folded) |"
+        ), "{section}");
+        assert!(section.contains("| CPU | 80 | 0 | 3 | none (no sample) | none (no sample) |"), "{section}");
+        record.unknown = Some("cannot read the samples of q1 from system.trace_log".to_string());
+        record.queries.clear();
+        let section = profiles_section(Some(&record));
+        assert!(section.contains("No flame graphs: cannot read the samples of q1 from system.trace_log."), "{section}");
+        assert!(!section.contains("| query |"), "{section}");
+    }
 }

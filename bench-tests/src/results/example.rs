@@ -97,6 +97,20 @@ pub fn example_bundle<Results: KindResults>(
             seed: count,
             rounds: u32::MAX,
         }),
+        profiles: Some(crate::profiles::ProfileRecord {
+            choice: crate::profiles::ProfileChoice::Both,
+            period_ns: count,
+            queries: vec![crate::profiles::QueryProfile {
+                label: "q1".to_string(),
+                trace_type: crate::profiles::TraceType::Real,
+                statements: usize::try_from(count).unwrap_or(usize::MAX),
+                samples: count,
+                stacks: usize::try_from(count).unwrap_or(usize::MAX),
+                folded: Some("profiles/01-q1.real.folded".to_string()),
+                svg: Some("profiles/01-q1.real.svg".to_string()),
+            }],
+            unknown: Some("a reason".to_string()),
+        }),
         benchmark,
     }
 }

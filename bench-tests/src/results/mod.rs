@@ -135,6 +135,10 @@ pub struct RunBundle<Results> {
     /// configuration.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ab_run: Option<AbRun>,
+    /// The query profiler's flame graphs of the measured queries (`--profile`), or why
+    /// there are none; `None` for a run that asked for none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profiles: Option<crate::profiles::ProfileRecord>,
     #[serde(serialize_with = "tagged_with_kind", deserialize_with = "of_kind")]
     pub benchmark: Results,
 }

@@ -42,6 +42,8 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     // delta holds theirs too (docs/embedded-engine.md).
     concurrent_queries: Concurrency::Parallel { events_per_statement: false },
     deployed_by_chbench: false,
+    // Its library is stripped and keeps no system.trace_log: no flame graphs.
+    query_profiler: false,
 };
 
 /// Opens the embedded engine on `storage` (the kind's opener for `targets::spec`).

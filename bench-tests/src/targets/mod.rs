@@ -121,6 +121,10 @@ pub struct Capabilities {
     /// matrix brings a deployment up for each variant and `collect` gathers the runs made
     /// on one; a target that is there already (a library, a container, a URL) is not.
     pub deployed_by_chbench: bool,
+    /// Whether the engine samples a statement's stacks into `system.trace_log` and can
+    /// symbolize them (`addressToSymbol`), so that `--profile` can draw its flame graphs.
+    /// [`crate::profiling`] is only chosen on a target that has it.
+    pub query_profiler: bool,
 }
 
 impl Capabilities {
@@ -701,6 +705,8 @@ mod tests {
                 // is process-wide: a statement's events delta would hold the others'.
                 concurrent_queries: Concurrency::Parallel { events_per_statement: false },
                 deployed_by_chbench: false,
+                // A stripped library, and no trace_log.
+                query_profiler: false,
             }
         );
         assert_eq!(embedded.concurrent_stats_source(), StatsSource::ResultCounters);
@@ -715,6 +721,7 @@ mod tests {
                 engine_in_process: false,
                 concurrent_queries: Concurrency::Parallel { events_per_statement: true },
                 deployed_by_chbench: false,
+                query_profiler: true,
             }
         );
         assert_eq!(url.concurrent_stats_source(), StatsSource::QueryLog);

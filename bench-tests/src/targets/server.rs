@@ -57,6 +57,8 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     // its own ProfileEvents.
     concurrent_queries: Concurrency::Parallel { events_per_statement: true },
     deployed_by_chbench: false,
+    // The server's query profiler, its trace_log and its symbols.
+    query_profiler: true,
 };
 
 /// Connects to the server given by `CHBENCH_URL` (the `url` kind's opener for

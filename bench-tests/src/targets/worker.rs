@@ -54,6 +54,8 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     // One pipe: a statement at a time.
     concurrent_queries: Concurrency::Serial,
     deployed_by_chbench: false,
+    // Its library is stripped and keeps no system.trace_log: no flame graphs.
+    query_profiler: false,
 };
 
 /// How each protocol line starts, on both pipes.

@@ -108,6 +108,7 @@ fn bundle(run_id: &str, queries: Vec<LogsQueryRuns>) -> LogsBundle {
         }),
         error: None,
         ab_run: None,
+        profiles: None,
         benchmark: LogsResults {
             dataset: LogsDataset { rows: 10_000_000, step_ms: 1, warm_runs: 50 },
             volume_limit_mib_per_s: None,
@@ -158,6 +159,7 @@ fn as_clickbench(bundle: LogsBundle) -> RunBundle<ClickBenchResults> {
         machine: bundle.machine,
         error: bundle.error,
         ab_run: bundle.ab_run,
+        profiles: bundle.profiles,
         benchmark: ClickBenchResults {
             dataset: ClickBenchDataset::Shipped { rows: 2_000 },
             warm_ups: 1,

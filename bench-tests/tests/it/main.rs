@@ -27,6 +27,7 @@ mod pack_checks;
 mod pack_claims;
 mod pack_guard;
 mod pack_runs;
+mod profiles;
 mod results_bundle;
 mod server;
 mod storage_baseline;

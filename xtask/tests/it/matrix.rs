@@ -364,6 +364,22 @@ fn a_bad_matrix_command_line_or_file_is_one_line_before_anything_runs() {
         )),
         "{line}"
     );
+    // --profile in the flags needs a server's profiler: refused at the flags' line.
+    let profiled = results.path().join("profiled.toml");
+    std::fs::write(
+        &profiled,
+        "kind = \"logs\"\nflags = [\"--profile\", \"real\"]\ntarget = \"embedded\"\n[[variant]]\nname = \"a\"\n\
+         [[variant]]\nname = \"b\"\nsettings = { max_threads = 1 }\n",
+    )
+    .unwrap();
+    let line = error_line(&run_matrix(results.path(), &profiled, "profiled", &[]));
+    assert!(
+        line.starts_with(&format!(
+            "error: {}:2: flags: --profile real: target embedded cannot sample stacks",
+            profiled.display()
+        )),
+        "{line}"
+    );
     let missing = results.path().join("missing.toml");
     let line = error_line(&run_matrix(results.path(), &missing, "x", &[]));
     assert!(line.starts_with(&format!("error: cannot read the matrix file {}", missing.display())), "{line}");
@@ -372,6 +388,7 @@ fn a_bad_matrix_command_line_or_file_is_one_line_before_anything_runs() {
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("--matrix"));
     assert!(!results.path().join("two").exists() && !results.path().join("m").exists());
+    assert!(!results.path().join("profiled").exists());
 }
 
 #[test]

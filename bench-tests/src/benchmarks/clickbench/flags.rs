@@ -38,6 +38,8 @@ pub struct ClickBenchFlags {
     /// its runs: a query that answers otherwise is failed
     #[arg(long, value_name = "ANSWERS_JSON")]
     pub reference_answers: Option<PathBuf>,
+    #[command(flatten)]
+    pub profile: crate::profiles::ProfileFlag,
 }
 
 impl ClickBenchFlags {
@@ -53,6 +55,7 @@ impl ClickBenchFlags {
             warm_ups: self.warm_ups,
             max_threads: self.max_threads,
             reference_answers: self.reference_answers.clone(),
+            profile: self.profile.profile,
         }
     }
 }

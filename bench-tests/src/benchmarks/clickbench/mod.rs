@@ -108,6 +108,8 @@ pub struct ClickBenchBenchmark {
     pub warm_ups: u32,
     pub max_threads: Option<u32>,
     pub reference_answers: Option<PathBuf>,
+    /// `--profile`.
+    pub profile: Option<crate::profiles::ProfileChoice>,
 }
 
 type ClickBenchRun<'a> = Run<'a, ClickBenchResults>;
@@ -312,6 +314,10 @@ impl Benchmark for ClickBenchBenchmark {
             checks: Vec::new(),
             totals: None,
         }
+    }
+
+    fn profile(&self) -> Option<crate::profiles::ProfileChoice> {
+        self.profile
     }
 
     fn run_label(&self) -> String {

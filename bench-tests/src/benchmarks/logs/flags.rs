@@ -53,6 +53,8 @@ pub struct LogsFlags {
     /// The volume's read limit in MiB/s, shown beside direct-I/O read rates (gp3 default: 125).
     #[arg(long)]
     pub volume_mib_per_s: Option<f64>,
+    #[command(flatten)]
+    pub profile: crate::profiles::ProfileFlag,
 }
 
 impl LogsFlags {
@@ -76,6 +78,7 @@ impl LogsFlags {
                 retention_days: self.retention_days,
             },
             volume_limit_mib_per_s: self.volume_mib_per_s,
+            profile: self.profile.profile,
         }
     }
 }

@@ -149,6 +149,8 @@ pub struct LogsBenchmark {
     pub cost: CostFlags,
     /// The volume's read limit when known (e.g. 125 MiB/s for a default gp3 volume).
     pub volume_limit_mib_per_s: Option<f64>,
+    /// `--profile`.
+    pub profile: Option<crate::profiles::ProfileChoice>,
 }
 
 impl Benchmark for LogsBenchmark {
@@ -233,6 +235,10 @@ impl Benchmark for LogsBenchmark {
 
     fn ab_run(&self) -> Option<AbRun> {
         self.ab.clone()
+    }
+
+    fn profile(&self) -> Option<crate::profiles::ProfileChoice> {
+        self.profile
     }
 
     fn run_label(&self) -> String {

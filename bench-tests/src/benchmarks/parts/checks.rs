@@ -138,6 +138,7 @@ mod tests {
             runs: 1,
             clients_given: clients.to_vec(),
             max_slope: None,
+            profile: None,
         };
         assert_eq!(benchmark(&[16, 4]).clients(), [1, 4, 16]);
         assert!(Benchmark::check(&benchmark(&[4, 4])).unwrap_err().to_string().contains("lists 4 twice"));

@@ -31,6 +31,8 @@ pub struct PartsFlags {
     /// report are written
     #[arg(long, value_name = "US_PER_1K_PARTS", allow_negative_numbers = true)]
     pub max_slope: Option<f64>,
+    #[command(flatten)]
+    pub profile: crate::profiles::ProfileFlag,
 }
 
 impl PartsFlags {
@@ -42,6 +44,7 @@ impl PartsFlags {
             runs: self.runs,
             clients_given: self.clients.clone(),
             max_slope: self.max_slope,
+            profile: self.profile.profile,
         }
     }
 }

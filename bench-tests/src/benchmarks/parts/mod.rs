@@ -102,6 +102,8 @@ pub struct PartsBenchmark {
     /// Client counts as `--clients` gave them; [`PartsBenchmark::clients`] is what runs.
     pub clients_given: Vec<u32>,
     pub max_slope: Option<f64>,
+    /// `--profile`: flame graphs of the planning queries at the largest part count.
+    pub profile: Option<crate::profiles::ProfileChoice>,
 }
 
 type PartsRun<'a> = Run<'a, PartsResults>;
@@ -175,6 +177,22 @@ impl Benchmark for PartsBenchmark {
             gate: None,
             phase_times: Vec::new(),
         }
+    }
+
+    fn profile(&self) -> Option<crate::profiles::ProfileChoice> {
+        self.profile
+    }
+
+    /// The planning queries at each design's largest part count, every client count: where
+    /// planning costs most, and where the clients contend for the parts list.
+    fn profiles_runs(results: &PartsResults, runs: &QueryRuns<PartsVariant>) -> bool {
+        let largest = results
+            .queries
+            .iter()
+            .filter(|other| other.variant.design == runs.variant.design)
+            .map(|other| other.variant.point)
+            .max();
+        largest == Some(runs.variant.point)
     }
 
     fn run_label(&self) -> String {

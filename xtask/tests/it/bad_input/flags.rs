@@ -348,3 +348,53 @@ fn eks_up_flags_are_refused_before_the_kubernetes_client_is_built() {
          do nothing; drop it, or use --variant eks-gp3 or eks-nvme"
     );
 }
+
+/// `--profile` needs a server's query profiler: the embedded engine refuses it in one
+/// line, for each kind that takes it, before the engine starts; a kind that does not take
+/// it names the ones that do; a value that is not a profiler is clap's.
+#[test]
+fn profile_on_the_embedded_engine_or_a_kind_without_it_is_refused_before_anything_runs() {
+    for kind in ["logs", "parts", "clickbench"] {
+        for choice in ["cpu", "real", "both"] {
+            let results = tempfile::tempdir().unwrap();
+            let output = xtask(
+                &[
+                    "bench",
+                    kind,
+                    "--target",
+                    "embedded",
+                    "--profile",
+                    choice,
+                    "--results-dir",
+                    results.path().to_str().unwrap(),
+                ],
+                &[],
+            );
+            let line = error_line(&output);
+            assert_eq!(
+                line,
+                format!(
+                    "error: --profile {choice}: target embedded cannot sample stacks (the embedded engine's library \
+                     has no symbols, and it keeps no system.trace_log); profile on a server: --target url, container \
+                     or eks"
+                ),
+                "{kind}"
+            );
+            assert!(!String::from_utf8_lossy(&output.stderr).contains("chbench: target"), "the engine started");
+            assert_eq!(std::fs::read_dir(results.path()).unwrap().count(), 0);
+        }
+    }
+    let output = xtask(&["bench", "throughput", "--profile", "cpu"], &[]);
+    assert_eq!(output.status.code(), Some(2), "a usage error");
+    let line = error_lines(&output).join("\n");
+    assert!(
+        line.contains("--profile is not a flag of bench throughput but of bench logs, bench parts, bench clickbench"),
+        "{line}"
+    );
+    let output = xtask(&["bench", "logs", "--profile", "memory"], &[]);
+    assert_ne!(output.status.code(), Some(0));
+    assert!(
+        String::from_utf8_lossy(&output.stderr)
+            .contains("error: --profile \"memory\" is not one of its values: cpu, real, both")
+    );
+}
