@@ -48,11 +48,7 @@ pub fn measure<S: Sql + ?Sized>(
     crate::interrupt::check()?;
     let sql = statement.sql();
     let log_comment = tag.to_string();
-    // The run's profilers (`--profile`), under the tag: the statement's samples are found
-    // by its query id afterwards.
-    let settings = settings
-        .merged(&crate::profiling::statement_settings())
-        .merged(&Settings::new().with("log_comment", &log_comment));
+    let settings = settings.merged(&Settings::new().with("log_comment", &log_comment));
     let measured = match target.stats_source() {
         StatsSource::ResultAndEventsDelta => measure_with_events_delta(target, sql, log_comment, &settings),
         StatsSource::QueryLog => measure_with_query_log(target, sql, log_comment, &settings),
@@ -296,9 +292,7 @@ pub fn measure_concurrently<S: Sql + ?Sized>(
                 sql,
                 |client, run| {
                     let (log_comment, query_id) = tagged(client, run);
-                    settings
-                        .merged(&crate::profiling::statement_settings())
-                        .merged(&Settings::new().with("log_comment", log_comment).with("query_id", query_id))
+                    settings.merged(&Settings::new().with("log_comment", log_comment).with("query_id", query_id))
                 },
                 "TabSeparated",
             )?;

@@ -134,6 +134,26 @@ pub struct QueryProfile {
     /// the statements left no sample (shorter than the period).
     pub folded: Option<String>,
     pub svg: Option<String>,
+    /// Why this query has no flame graph although it was profiled (its samples could not
+    /// be read, or the graph not written); `None` when it has one, or had no sample.
+    #[serde(default)]
+    pub unknown: Option<String>,
+}
+
+impl QueryProfile {
+    /// `label`'s profile of `trace_type` over `statements` before anything is read.
+    pub fn without_samples(label: &str, trace_type: TraceType, statements: usize) -> QueryProfile {
+        QueryProfile {
+            label: label.to_string(),
+            trace_type,
+            statements,
+            samples: 0,
+            stacks: 0,
+            folded: None,
+            svg: None,
+            unknown: None,
+        }
+    }
 }
 
 /// One row of the lookup: the samples of one stack (addresses symbolized, innermost

@@ -46,7 +46,11 @@ fn run(flags: &RunFlags, kind_name: &str, benchmark: &dyn AnyBenchmark) -> Resul
     if let Some(run_id) = &flags.run_id {
         check_run_id(run_id)?;
     }
-    flags.engine.choose_for(flags.target.target)?;
+    // Resolved once, first: `auto` says which deployment it chose before anything else,
+    // and one brought up or down meanwhile (the eks feature's build takes minutes) changes
+    // nothing of this run.
+    let kind = chbench::targets::resolve_kind(flags.target.target);
+    flags.engine.choose_for(kind)?;
     let settings = run_settings(&flags.settings)?;
     if !settings.is_empty() {
         choose_run_settings(settings)?;
@@ -54,12 +58,12 @@ fn run(flags: &RunFlags, kind_name: &str, benchmark: &dyn AnyBenchmark) -> Resul
     // After the run's settings are chosen: a kind's check may read them.
     benchmark.check()?;
     // An engine in this process writes under target/chbench/: the run must fit there.
-    let kind = chbench::targets::resolve_kind(flags.target.target);
     if chbench::targets::spec(kind).capabilities.engine_in_process {
         benchmark.check_storage(&chbench::files::chbench_dir())?;
     }
     if let Some(choice) = benchmark.profile() {
         chbench::profiling::check_target(choice, kind)?;
+        chbench::profiling::check_settings(choice, &chbench::settings::run_settings(), "--setting")?;
         chbench::profiling::choose(choice)?;
     }
     prepare_results_folder(&flags.results_dir)?;
@@ -69,12 +73,12 @@ fn run(flags: &RunFlags, kind_name: &str, benchmark: &dyn AnyBenchmark) -> Resul
     // After every cheap check, before the target opens, and dropped after it closes: the
     // engine's folder is on it, sized for the run's data, which must then fit on it too (a
     // kind may count files).
-    let _volume = flags.storage.activate_for(flags.target.target, benchmark.disk_bytes_needed()?, true)?;
+    let _volume = flags.storage.activate_for(kind, benchmark.disk_bytes_needed()?, true)?;
     if let Some(folder) = chbench::targets::volume::active_engine_folder() {
         benchmark.check_storage(&folder)?;
     }
     // The eks target from an xtask built without it: this command runs again, built with it.
-    let mut target = crate::eks::open_target(flags.target.target)?;
+    let mut target = crate::eks::open_target(kind)?;
     let (run_id, existing) = match &flags.run_id {
         Some(run_id) => (run_id.clone(), ExistingFolder::Refuse),
         None => (

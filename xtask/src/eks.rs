@@ -21,7 +21,7 @@ impl Eks {
         }
         #[cfg(not(feature = "eks"))]
         {
-            rerun_with_the_eks_feature("cargo xtask eks").map(|never| match never {})
+            rerun_with_the_eks_feature("cargo xtask eks", false).map(|never| match never {})
         }
         #[cfg(feature = "eks")]
         match self.command {
@@ -82,7 +82,7 @@ pub fn open_target(kind: TargetKind) -> Result<Target> {
 pub fn ensure_the_eks_feature(kind: TargetKind) -> Result<()> {
     #[cfg(not(feature = "eks"))]
     if chbench::targets::spec(kind).missing_feature.is_some_and(|missing| missing.feature == "eks") {
-        return rerun_with_the_eks_feature("target eks").map(|never| match never {});
+        return rerun_with_the_eks_feature("target eks", true).map(|never| match never {});
     }
     let _ = kind;
     Ok(())
@@ -99,7 +99,7 @@ pub fn or_rerun_with_the_eks_feature<T>(kind: TargetKind, outcome: Result<T>) ->
         })
     {
         let kind = chbench::targets::resolve_kind(kind);
-        return rerun_with_the_eks_feature(&format!("target {kind}")).map(|never| match never {});
+        return rerun_with_the_eks_feature(&format!("target {kind}"), true).map(|never| match never {});
     }
     #[cfg(feature = "eks")]
     let _ = kind;
@@ -130,9 +130,12 @@ mod with_client {
     }
 
     /// The namespace a command acts on: `--namespace` (or `CHBENCH_NAMESPACE`), else the
-    /// last `up`'s, else the default.
+    /// last `up`'s, else the default. A namespace given needs no record, even a bad one.
     fn namespace(given: Option<&str>) -> Result<String> {
-        namespace_for(given).map(|(namespace, _)| namespace)
+        match given {
+            Some(namespace) => chbench::cluster::check_namespace(namespace).map(|()| namespace.to_string()),
+            None => namespace_for(None).map(|(namespace, _)| namespace),
+        }
     }
 
     pub fn collect(flags: &EksCollect) -> Result<()> {
@@ -152,7 +155,19 @@ mod with_client {
     }
 
     pub fn up(flags: &EksUp) -> Result<()> {
-        match deploy(flags.variant, &super::values(flags)?, timeout(flags.timeout_seconds)?, flags.dry_run, progress)? {
+        let values = super::values(flags)?;
+        let outcome = deploy(flags.variant, &values, timeout(flags.timeout_seconds)?, flags.dry_run, progress)
+            .map_err(|error| match LastUp::recall() {
+                // An up that failed is not remembered: the other commands still default to
+                // the last one's namespace, which this one is not.
+                Ok(Some(record)) if record.namespace != values.namespace => error.context(format!(
+                    "`cargo xtask eks status` and `down` without --namespace act on namespace {}, the last up's \
+                     (give --namespace {} for this one)",
+                    record.namespace, values.namespace
+                )),
+                _ => error,
+            })?;
+        match outcome {
             UpOutcome::Planned(documents) => {
                 // What would be applied, in order, each document under its file and line.
                 for document in documents {
@@ -163,6 +178,7 @@ mod with_client {
                 progress(&format!("ClickHouse is Ready in namespace {namespace} ({}), run {run}", flags.variant));
                 // Before the baseline, which may fail: the deployment is there to use.
                 let last_up = LastUp {
+                    cluster: chbench::cluster::api_server::kubeconfig_cluster()?,
                     namespace: namespace.clone(),
                     variant: flags.variant.to_string(),
                     run,
@@ -201,14 +217,15 @@ mod with_client {
         let namespace = namespace(flags.namespace.as_deref())?;
         let timeout = timeout(flags.timeout_seconds)?;
         let outcome = down_blocking(&namespace, flags.force, flags.dry_run, timeout, progress);
-        // Gone, by this down or before it: bench no longer chooses it.
+        // Gone, by this down or before it (and not a dry run's word): bench no longer
+        // chooses it, if it is the last up's, on this cluster.
         let gone = match &outcome {
             Ok(DownOutcome::Deleted(_)) => true,
             Ok(DownOutcome::Planned(_)) => false,
-            Err(error) => error.downcast_ref::<NoDeployment>().is_some(),
+            Err(error) => !flags.dry_run && error.downcast_ref::<NoDeployment>().is_some(),
         };
-        if gone && let Some(forgotten) = LastUp::forget(&namespace)? {
-            progress(&format!("forgot {forgotten}: `cargo xtask bench` with no target chooses as before"));
+        if gone {
+            forget_if_here(&namespace);
         }
         match outcome? {
             DownOutcome::Planned(plan) => print!("{plan}"),
@@ -220,6 +237,23 @@ mod with_client {
             }
         }
         Ok(())
+    }
+
+    /// Forgets the last up's record when it is of `namespace` on the cluster the kubeconfig
+    /// names now; what goes wrong is a warning: the down itself is done.
+    fn forget_if_here(namespace: &str) {
+        let here = chbench::cluster::api_server::kubeconfig_cluster();
+        let forgotten = match (LastUp::recall(), here) {
+            (Ok(Some(record)), Ok(here)) if record.namespace == namespace && record.cluster != here => Ok(None),
+            _ => LastUp::forget(namespace),
+        };
+        match forgotten {
+            Ok(Some(record)) => {
+                progress(&format!("forgot {record}: `cargo xtask bench` with no target chooses as before"))
+            }
+            Ok(None) => {}
+            Err(error) => chbench::say!("chbench: warning: {error:#}"),
+        }
     }
 
     pub fn baseline(flags: &EksBaseline) -> Result<()> {
@@ -263,8 +297,12 @@ fn variables_cargo_run_set() -> Vec<std::ffi::OsString> {
 /// `needing` (`cargo xtask eks`, `target eks`) is said first, with the build: the first
 /// such command compiles the Kubernetes client for minutes with nothing else on the
 /// screen (`--quiet`), so the line says what is going on and that it happens once.
+///
+/// For the eks target (`pin_target`), the rebuilt command gets the target and namespace
+/// this one chose (`CHBENCH_TARGET=eks`, `CHBENCH_NAMESPACE`): a deployment brought up or
+/// down during the build changes nothing, and the choice is said once, here.
 #[cfg(not(feature = "eks"))]
-fn rerun_with_the_eks_feature(needing: &str) -> Result<std::convert::Infallible> {
+fn rerun_with_the_eks_feature(needing: &str, pin_target: bool) -> Result<std::convert::Infallible> {
     use std::io::Write;
     use std::os::unix::process::CommandExt;
 
@@ -284,6 +322,12 @@ fn rerun_with_the_eks_feature(needing: &str) -> Result<std::convert::Infallible>
         .args(&arguments);
     for name in variables_cargo_run_set() {
         command.env_remove(name);
+    }
+    if pin_target {
+        command.env(chbench::target_info::TARGET_ENV, "eks");
+        if let Ok((namespace, _)) = chbench::targets::eks::namespace_from_env() {
+            command.env(chbench::targets::eks::NAMESPACE_ENV, namespace);
+        }
     }
     let error = command.exec();
     Err(error).with_context(|| {

@@ -35,7 +35,10 @@ use chbench::units::{human_bytes, parse_count, thousands};
 use crate::flags::Measure;
 
 impl Measure {
-    pub fn run(self) -> Result<()> {
+    pub fn run(mut self) -> Result<()> {
+        // Resolved once, first: `auto` says which deployment it chose before anything else,
+        // and one brought up or down meanwhile changes nothing of this run.
+        self.target.target = chbench::targets::resolve_kind(self.target.target);
         self.engine.choose_for(self.target.target)?;
         if names_files(&self.args) { self.run_files() } else { self.run_pack() }
     }

@@ -409,12 +409,21 @@ impl<B: Benchmark> AnyBenchmark for B {
         progress.note(&format!("run {}, results in {}", writer.bundle.run_id, dir.display()));
         // An interruption is one fact, not a failure of the statement it came before.
         let RunOutcome { phases, clean_up } = run(self, target, &mut writer, progress);
-        let outcome = phases.map_err(|error| if error.is::<Interrupted>() { Interrupted.into() } else { error });
+        let mut outcome = phases.map_err(|error| if error.is::<Interrupted>() { Interrupted.into() } else { error });
         // A stopped run ends now; a failed one still has its measured statements' samples.
         if let Some(choice) = crate::profiling::chosen()
             && !outcome.as_ref().is_err_and(|error| error.is::<Interrupted>())
         {
+            // What was measured is saved first: a kill while the samples are read loses none.
+            // A failed run keeps its failed phase's name.
+            let saved = if outcome.is_ok() { writer.phase(results::PROFILES) } else { writer.save() };
             writer.bundle.profiles = Some(profile::<B>(target, &writer.bundle, choice, &dir, progress));
+            if let Err(error) = saved {
+                progress.warn(&format!("{error:#}"));
+            }
+            if outcome.is_ok() && crate::interrupt::requested() {
+                outcome = Err(Interrupted.into());
+            }
         }
         // Whatever happened, what was measured is saved and reported.
         let saved = writer
@@ -455,22 +464,29 @@ fn profile<B: Benchmark>(
         .filter(|runs| B::profiles_runs(results, runs))
         .map(|runs| ProfiledRuns {
             label: crate::compare::runs_label(runs, true),
+            // The runs measured, which the profilers were on for: not a direct-I/O run or
+            // a warm-up.
             query_ids: runs
-                .samples
-                .iter()
+                .warm_samples()
                 .filter_map(|sample| sample.stats.raw.get("query_id")?.as_str().map(str::to_string))
                 .collect(),
         })
         .collect();
     progress.start(&format!("profiles: {choice} samples of {} queries from system.trace_log", runs.len()), None);
-    let record = crate::profiling::gather(target, &runs, choice, dir, &|line| progress.advance(line));
-    match &record.unknown {
-        None => progress.finish(&format!(
-            "profiles: {} flame graphs in {}",
-            record.drawn(),
-            dir.join(crate::profiling::PROFILES_DIR).display()
-        )),
-        Some(why) => progress.warn(&format!("no flame graphs: {why}")),
+    let record =
+        crate::profiling::gather(target, &runs, choice, bundle.started_at, dir, &|line| progress.advance(line));
+    let folder = dir.join(crate::profiling::PROFILES_DIR);
+    progress.finish(&format!("profiles: {} flame graphs in {}", record.drawn(), folder.display()));
+    if let Some(why) = &record.unknown {
+        progress.warn(&format!("flame graphs: {why}"));
+    }
+    for profile in record.queries.iter().filter(|profile| profile.unknown.is_some()) {
+        progress.warn(&format!(
+            "no {} flame graph of {}: {}",
+            profile.trace_type.name(),
+            profile.label,
+            profile.unknown.as_deref().unwrap_or_default()
+        ));
     }
     record
 }

@@ -81,6 +81,16 @@ pub async fn connect() -> Result<Cluster> {
     Cluster::new(config, bounds)
 }
 
+/// The API server the kubeconfig names now, as messages show it (scheme, host and port):
+/// what the record of the last `up` holds to tell its cluster from another. Blocking.
+pub fn kubeconfig_cluster() -> Result<String> {
+    let runtime = crate::runtime::blocking_runtime("the Kubernetes client")?;
+    runtime.block_on(async {
+        let config = kube::Config::infer().await.map_err(|_| unusable())?;
+        Ok(shown_url(&config.cluster_url))
+    })
+}
+
 fn unusable() -> anyhow::Error {
     anyhow!(
         "cannot reach a cluster: kube reads KUBECONFIG or ~/.kube/config (for EKS: aws eks update-kubeconfig): {}",

@@ -19,6 +19,9 @@ use super::{DEFAULT_NAMESPACE, check_namespace, eks_command};
 /// The deployment `up` brought up last.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LastUp {
+    /// The API server `up` brought it up through, as the kubeconfig named it then (scheme,
+    /// host and port): another cluster's namespace of the same name is not this one.
+    pub cluster: String,
     pub namespace: String,
     /// `eks-gp3`, `eks-nvme` or `kind`.
     pub variant: String,
@@ -33,9 +36,10 @@ pub fn record_path() -> PathBuf {
 }
 
 /// Whether a record is there, read or not: with no target given, its presence chooses
-/// the eks target, whose opener reads it (and says in one line what is wrong with it).
+/// the eks target, whose opener reads it (and says in one line what is wrong with it). A
+/// folder there is no record (`up` could not have written one).
 pub fn is_recorded() -> bool {
-    record_path().exists()
+    record_path().is_file()
 }
 
 impl LastUp {
@@ -72,24 +76,38 @@ impl LastUp {
         )
     }
 
-    /// The one line for a deployment that is no longer in the cluster, with what was
-    /// found (`why`).
+    /// The one line for a deployment that is no longer in its cluster, with what was found
+    /// (`why`).
     pub fn gone(&self, why: &str) -> anyhow::Error {
         anyhow::anyhow!(
-            "{self} is gone from the cluster ({why}): `{}` brings it up again, `{}` forgets it, or choose another \
-             target with --target (or the kubeconfig now points at another cluster: kubectl config use-context)",
+            "{self} is gone from its cluster ({why}): `{}` brings it up again, `{}` takes away what is left of it \
+             and forgets it, or choose another target with --target",
             eks_command("up", &self.namespace),
             eks_command("down", &self.namespace)
         )
     }
+
+    /// Refuses a cluster other than the record's (`cluster`, the API server the kubeconfig
+    /// names now) in one line: its namespace of the same name is not this deployment.
+    pub fn check_cluster(&self, cluster: &str) -> anyhow::Result<()> {
+        if self.cluster != cluster {
+            anyhow::bail!(
+                "{self}, and the kubeconfig now names the cluster at {cluster}: switch back to its context (kubectl \
+                 config use-context), or choose another target with --target"
+            );
+        }
+        Ok(())
+    }
 }
 
-/// "the deployment `cargo xtask eks up` brought up in namespace N (variant, run R) at T".
+/// "the deployment `cargo xtask eks up` brought up on CLUSTER in namespace N (variant, run
+/// R) at T".
 impl fmt::Display for LastUp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "the deployment `cargo xtask eks up` brought up in namespace {} ({}, run {}) at {}",
+            "the deployment `cargo xtask eks up` brought up on {} in namespace {} ({}, run {}) at {}",
+            self.cluster,
             self.namespace,
             self.variant,
             self.run,
@@ -100,17 +118,17 @@ impl fmt::Display for LastUp {
 
 /// [`LastUp::recall`] from `path`.
 fn recall_from(path: &Path) -> Result<Option<LastUp>> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(error) => return Err(error).with_context(|| format!("cannot read {}", path.display())),
-    };
     let unusable = |why: String| {
         anyhow::anyhow!(
             "{} is not the record of a deployment `cargo xtask eks up` brought up ({why}): delete it (bench then \
              chooses its target as before), or run `cargo xtask eks up` again",
             path.display()
         )
+    };
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(error) => return Err(unusable(format!("cannot read it: {error}"))),
     };
     let record: LastUp = serde_json::from_str(&text).map_err(|error| unusable(error.to_string()))?;
     check_namespace(&record.namespace).map_err(|error| unusable(format!("{error:#}")))?;
@@ -135,7 +153,7 @@ fn forget_at(path: &Path, namespace: &str) -> Result<Option<LastUp>> {
 pub fn namespace_for(given: Option<&str>) -> Result<(String, Option<LastUp>)> {
     if let Some(namespace) = given {
         check_namespace(namespace)?;
-        let record = LastUp::recall().ok().flatten().filter(|record| record.namespace == namespace);
+        let record = LastUp::recall()?.filter(|record| record.namespace == namespace);
         return Ok((namespace.to_string(), record));
     }
     match LastUp::recall()? {
@@ -150,6 +168,7 @@ mod tests {
 
     fn record(namespace: &str) -> LastUp {
         LastUp {
+            cluster: "https://ABC.gr7.ap-northeast-2.eks.amazonaws.com".to_string(),
             namespace: namespace.to_string(),
             variant: "eks-gp3".to_string(),
             run: "2f1c".to_string(),
@@ -162,16 +181,26 @@ mod tests {
         let line = record("bench-2").chosen_line();
         assert_eq!(
             line,
-            "no target given: the deployment `cargo xtask eks up` brought up in namespace bench-2 (eks-gp3, run 2f1c) \
-             at 2026-12-06 19:40 UTC, until `cargo xtask eks down --namespace bench-2` (--target or CHBENCH_TARGET \
-             chooses another: embedded, container, url)"
+            "no target given: the deployment `cargo xtask eks up` brought up on \
+             https://ABC.gr7.ap-northeast-2.eks.amazonaws.com in namespace bench-2 (eks-gp3, run 2f1c) at 2026-12-06 \
+             19:40 UTC, until `cargo xtask eks down --namespace bench-2` (--target or CHBENCH_TARGET chooses another: \
+             embedded, container, url)"
         );
         let gone = record("chbench").gone("no secret chbench/clickhouse-password").to_string();
         assert!(
-            gone.contains("namespace chbench (eks-gp3, run 2f1c) at 2026-12-06 19:40 UTC is gone from the cluster")
+            gone.contains("namespace chbench (eks-gp3, run 2f1c) at 2026-12-06 19:40 UTC is gone from its cluster")
         );
-        assert!(gone.contains("`cargo xtask eks up` brings it up again, `cargo xtask eks down` forgets it"), "{gone}");
+        assert!(gone.contains("`cargo xtask eks down` takes away what is left of it and forgets it"), "{gone}");
         assert!(!gone.contains('\n'));
+        let elsewhere = record("chbench").check_cluster("https://127.0.0.1:6443").unwrap_err().to_string();
+        assert!(
+            elsewhere.ends_with(
+                "and the kubeconfig now names the cluster at https://127.0.0.1:6443: switch back to its context \
+                 (kubectl config use-context), or choose another target with --target"
+            ),
+            "{elsewhere}"
+        );
+        record("chbench").check_cluster("https://ABC.gr7.ap-northeast-2.eks.amazonaws.com").unwrap();
     }
 
     #[test]

@@ -96,6 +96,16 @@ pub(super) fn differences<Results: KindResults>(
         };
         lines.push(format!("storage: {} against {}", storage(storage_a), storage(storage_b)));
     }
+    // The query profiler (`--profile`) on one side only: its sampling costs a little time,
+    // which would read as the change.
+    let (profiled_a, profiled_b) = (&baseline.bundle().profiles, &candidate.bundle().profiles);
+    if profiled_a.as_ref().map(|record| record.choice) != profiled_b.as_ref().map(|record| record.choice) {
+        let profiler = |record: &Option<crate::profiles::ProfileRecord>| match record {
+            Some(record) => format!("--profile {}", record.choice),
+            None => "not profiled".to_string(),
+        };
+        lines.push(format!("query profiler: {} against {}", profiler(profiled_a), profiler(profiled_b)));
+    }
     if a.machine != b.machine {
         let machine = |machine: &Option<String>| machine.clone().unwrap_or_else(|| "unknown".to_string());
         lines.push(format!("machine: {} against {}", machine(&a.machine), machine(&b.machine)));

@@ -79,7 +79,13 @@ impl<Connection: ClusterConnection> DeploymentSteps for ClusterDeployments<Conne
     fn down(&mut self, planned: &PlannedVariant<'_>, deployment: &VariantDeployment) -> Result<()> {
         let eks = planned.matrix.eks.as_ref().context("an eks variant in a matrix without its [eks] values")?;
         let timeout = Duration::from_secs(eks.timeout_seconds);
-        down_through(&self.connection, &deployment.values.namespace, false, false, timeout, self.poll, progress)?;
+        let namespace = &deployment.values.namespace;
+        down_through(&self.connection, namespace, false, false, timeout, self.poll, progress)?;
+        // The matrix brought it down: a run with no target no longer chooses it, if the last
+        // `eks up` was of the same namespace.
+        if let Ok(Some(forgotten)) = crate::cluster::last_up::LastUp::forget(namespace) {
+            progress(&format!("forgot {forgotten}: `cargo xtask bench` with no target chooses as before"));
+        }
         Ok(())
     }
 }

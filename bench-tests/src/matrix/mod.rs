@@ -672,6 +672,11 @@ impl BenchStep for ProcessBench {
         crate::interrupt::check()?;
         let mut command = Command::new(&self.program);
         command.args(planned.bench_args());
+        // An eks variant runs on the deployment its `up` made, in the matrix's namespace:
+        // not the one `CHBENCH_NAMESPACE` or the last `eks up` would name.
+        if let Some(deployment) = &planned.variant.deployment {
+            command.env(crate::targets::eks::NAMESPACE_ENV, &deployment.values.namespace);
+        }
         if let Some(engine) = planned.variant.engine_version {
             // Written as the stopping line is: a closed terminal (SIGHUP) must not panic.
             let library = crate::engine::provision_version(engine, &|line| {

@@ -203,6 +203,7 @@ mod tests {
             stacks: 3,
             folded: svg.map(|svg| svg.replace(".svg", ".folded")),
             svg: svg.map(str::to_string),
+            unknown: None,
         };
         let mut record = ProfileRecord {
             choice: ProfileChoice::Both,

@@ -108,6 +108,7 @@ pub fn example_bundle<Results: KindResults>(
                 stacks: usize::try_from(count).unwrap_or(usize::MAX),
                 folded: Some("profiles/01-q1.real.folded".to_string()),
                 svg: Some("profiles/01-q1.real.svg".to_string()),
+                unknown: Some("a reason".to_string()),
             }],
             unknown: Some("a reason".to_string()),
         }),

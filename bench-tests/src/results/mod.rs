@@ -63,6 +63,9 @@ pub const DONE: &str = "done";
 /// The phase a bundle records while the run removes what it made on the target, after
 /// every phase ran (a run whose phase failed keeps that phase's name).
 pub const CLEAN_UP: &str = "clean_up";
+/// The phase a bundle records while a profiled run (`--profile`) reads its statements'
+/// samples, after its clean-up: what it measured is saved by then.
+pub const PROFILES: &str = "profiles";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

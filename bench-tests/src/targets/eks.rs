@@ -216,6 +216,9 @@ mod with_client {
             let kubernetes = client_runtime()?;
             let (cluster, deployment) = kubernetes.block_on(async {
                 let cluster = connect().await?;
+                if let Some(record) = last_up {
+                    record.check_cluster(&cluster.url)?;
+                }
                 let deployment =
                     cluster.run(|client| async move { find_deployment(&client, namespace, last_up).await }).await?;
                 Ok::<_, anyhow::Error>((cluster, deployment))

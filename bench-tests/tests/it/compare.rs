@@ -620,3 +620,24 @@ fn an_eks_bundle_is_priced_by_the_instance_type_its_nodes_baseline_recorded() {
     assert_eq!(comparison.cost.candidate.node_type, None);
     assert_eq!(comparison.cost.candidate.price.usd_per_hour(), None);
 }
+
+/// A bundle measured under the query profiler (`--profile`) against one that was not: its
+/// sampling costs time, which would read as the change, so the comparison says so.
+#[test]
+fn a_profiled_bundle_against_one_that_was_not_is_said_under_what_differs() {
+    let root = tempfile::tempdir().unwrap();
+    let a = write(root.path(), &bundle("a", three_queries(200.0, 4)));
+    let mut profiled = bundle("b", three_queries(200.0, 4));
+    profiled.profiles = Some(chbench::profiles::ProfileRecord {
+        choice: chbench::profiles::ProfileChoice::Both,
+        period_ns: chbench::profiles::PERIOD_NS,
+        queries: Vec::new(),
+        unknown: None,
+    });
+    let b = write(root.path(), &profiled);
+    let compared = compare(&[a, b], &CompareOptions::default());
+    assert_eq!(
+        compared.comparison.differences,
+        vec!["query profiler: not profiled against --profile both".to_string()]
+    );
+}

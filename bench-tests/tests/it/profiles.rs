@@ -70,8 +70,17 @@ fn a_target_without_the_profiler_gives_the_reason_there_are_no_flame_graphs() {
     let mut target = chbench::targets::open_target_of_kind(kind).unwrap();
     let folder = tempfile::tempdir().unwrap();
     let runs = [ProfiledRuns { label: "q1".to_string(), query_ids: vec!["0b7c-1".to_string()] }];
-    let record = gather(&mut target, &runs, chbench::profiles::ProfileChoice::Both, folder.path(), &|_| {});
-    assert!(record.queries.is_empty());
-    let why = record.unknown.expect("a reason");
-    assert!(why.contains("system.trace_log") || why.contains("flush"), "{why}");
+    let since = jiff::Timestamp::now();
+    let record = gather(&mut target, &runs, chbench::profiles::ProfileChoice::Both, since, folder.path(), &|_| {});
+    // The server's logs could not be flushed (the record's reason), or each query's samples
+    // not read (its own): either way no graph, and a reason.
+    assert!(record.queries.iter().all(|profile| profile.svg.is_none() && profile.unknown.is_some()), "{record:?}");
+    let reasons: Vec<String> = record
+        .unknown
+        .iter()
+        .cloned()
+        .chain(record.queries.iter().filter_map(|profile| profile.unknown.clone()))
+        .collect();
+    assert!(!reasons.is_empty());
+    assert!(reasons.iter().all(|why| why.contains("trace_log") || why.contains("flush")), "{reasons:?}");
 }

@@ -14,6 +14,13 @@ pub const XTASK: &str = env!("CARGO_BIN_EXE_xtask");
 pub fn xtask() -> Command {
     let mut command = Command::new(XTASK);
     command.env_remove("CHBENCH_TARGET");
+    // A deployment the developer brought up (`cargo xtask eks up`) is what `auto` chooses
+    // until its `down`: these tests of the command line keep to what `auto` chose before,
+    // rather than run on (and bill) the cluster.
+    if chbench::cluster::last_up::is_recorded() {
+        let kind = chbench::targets::resolve_matrix_kind(chbench::target_info::TargetKind::Auto);
+        command.env("CHBENCH_TARGET", kind.to_string());
+    }
     command
 }
 

@@ -340,7 +340,7 @@ fn target_dir_with_last_up(namespace: &str, text: Option<&str>) -> tempfile::Tem
     let record = target_dir.path().join("chbench/eks/last-up.json");
     std::fs::create_dir_all(record.parent().unwrap()).unwrap();
     let written = format!(
-        r#"{{"namespace": "{namespace}", "variant": "eks-gp3", "run": "0b6e", "brought_up_at": "2026-12-06T19:40:12Z"}}"#
+        r#"{{"cluster": "https://127.0.0.1:6443", "namespace": "{namespace}", "variant": "eks-gp3", "run": "0b6e", "brought_up_at": "2026-12-06T19:40:12Z"}}"#
     );
     std::fs::write(&record, text.unwrap_or(&written)).unwrap();
     target_dir
@@ -358,6 +358,7 @@ fn xtask_in(target_dir: &std::path::Path, args: &[&str], env: &[(&str, &str)]) -
         .env("KUBECONFIG", "/nonexistent/kubeconfig")
         .env_remove("KUBERNETES_SERVICE_HOST")
         .env_remove("CHBENCH_NAMESPACE")
+        .env_remove("CHBENCH_TARGET")
         .env("HOME", "/nonexistent");
     for (name, value) in env {
         command.env(name, value);
@@ -374,9 +375,9 @@ fn after_up_bench_and_measure_with_no_target_choose_its_deployment_and_say_so_fi
     let results = target_dir.path().join("results");
     let query = target_dir.path().join("one.sql");
     std::fs::write(&query, "SELECT 1").unwrap();
-    let chosen = "chbench: no target given: the deployment `cargo xtask eks up` brought up in namespace bench-2 \
-                  (eks-gp3, run 0b6e) at 2026-12-06 19:40 UTC, until `cargo xtask eks down --namespace bench-2` \
-                  (--target or CHBENCH_TARGET chooses another: embedded, container, url)";
+    let chosen = "chbench: no target given: the deployment `cargo xtask eks up` brought up on https://127.0.0.1:6443 \
+                  in namespace bench-2 (eks-gp3, run 0b6e) at 2026-12-06 19:40 UTC, until `cargo xtask eks down \
+                  --namespace bench-2` (--target or CHBENCH_TARGET chooses another: embedded, container, url)";
     for args in [
         vec!["bench", "--rows", "1K", "--results-dir", results.to_str().unwrap()],
         vec!["measure", query.to_str().unwrap()],
@@ -480,4 +481,35 @@ fn a_matrix_with_no_target_does_not_choose_the_deployment_up_brought_up() {
     assert!(!stderr.contains("no target given"), "{stderr}");
     let line = error_line(&output);
     assert!(line.contains("node_type") && !line.contains("target eks"), "{line}");
+}
+
+/// A record of a deployment on another cluster than the one the kubeconfig names now is
+/// not that cluster's namespace of the same name: refused in one line, before any request
+/// (the kubeconfig's server here never answers; the run does not wait on it).
+#[test]
+fn the_last_ups_deployment_on_another_cluster_than_the_kubeconfigs_is_one_line() {
+    let server = silent_api_server();
+    let target_dir = target_dir_with_last_up("chbench", None);
+    let library = chbench::engine::provision(&|_| {}).unwrap();
+    let query = target_dir.path().join("one.sql");
+    std::fs::write(&query, "SELECT 1").unwrap();
+    let output = server
+        .xtask(&["measure", query.to_str().unwrap()])
+        .env_remove("CHBENCH_TARGET")
+        .env("CARGO_TARGET_DIR", target_dir.path())
+        .env("CHBENCH_LIBCHDB", library)
+        .env("CHBENCH_KUBE_REQUEST_TIMEOUT", "30")
+        .output()
+        .unwrap();
+    let line = error_line(&output);
+    assert!(line.contains("brought up on https://127.0.0.1:6443 in namespace chbench"), "{line}");
+    assert!(
+        line.ends_with(&format!(
+            "and the kubeconfig now names the cluster at {}: switch back to its context (kubectl config \
+             use-context), or choose another target with --target",
+            server.url
+        )),
+        "{line}"
+    );
+    assert!(server.connections.try_recv().is_err(), "a request went to the other cluster");
 }

@@ -84,17 +84,25 @@ fn a_bench_with_no_target_after_up_says_its_choice_first_then_builds_with_the_cl
     std::fs::create_dir_all(record.parent().unwrap()).unwrap();
     std::fs::write(
         &record,
-        r#"{"namespace": "chbench", "variant": "kind", "run": "0b6e", "brought_up_at": "2026-12-06T19:40:12Z"}"#,
+        r#"{"cluster": "https://127.0.0.1:6443", "namespace": "chbench", "variant": "kind", "run": "0b6e", "brought_up_at": "2026-12-06T19:40:12Z"}"#,
     )
     .unwrap();
     let arguments = folder.path().join("arguments");
     let cargo = folder.path().join("cargo");
-    std::fs::write(&cargo, format!("#!/bin/sh\nprintf '%s\\n' \"$*\" > '{}'\nexit 3\n", arguments.display())).unwrap();
+    std::fs::write(
+        &cargo,
+        format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$*\" \"$CHBENCH_TARGET\" \"$CHBENCH_NAMESPACE\" > '{}'\nexit 3\n",
+            arguments.display()
+        ),
+    )
+    .unwrap();
     std::fs::set_permissions(&cargo, std::fs::Permissions::from_mode(0o755)).unwrap();
     let output = xtask()
         .args(["bench", "--rows", "1K"])
         .env("CARGO", &cargo)
         .env("CARGO_TARGET_DIR", folder.path())
+        .env_remove("CHBENCH_TARGET")
         .env_remove("CHBENCH_NAMESPACE")
         .output()
         .expect("cannot run xtask");
@@ -103,18 +111,18 @@ fn a_bench_with_no_target_after_up_says_its_choice_first_then_builds_with_the_cl
     assert_eq!(
         stderr.lines().collect::<Vec<_>>(),
         [
-            "chbench: no target given: the deployment `cargo xtask eks up` brought up in namespace chbench (kind, run \
-             0b6e) at 2026-12-06 19:40 UTC, until `cargo xtask eks down` (--target or CHBENCH_TARGET chooses \
-             another: embedded, container, url)",
+            "chbench: no target given: the deployment `cargo xtask eks up` brought up on https://127.0.0.1:6443 in \
+             namespace chbench (kind, run 0b6e) at 2026-12-06 19:40 UTC, until `cargo xtask eks down` (--target or \
+             CHBENCH_TARGET chooses another: embedded, container, url)",
             "chbench: target eks needs the Kubernetes client (the eks feature): running xtask built with it; the \
              first time, cargo builds it now, a few minutes once, and later commands reuse it",
         ],
         "{stderr}"
     );
     let given = std::fs::read_to_string(&arguments).unwrap();
-    assert!(
-        given.contains("run --quiet --package xtask --features eks")
-            && given.trim_end().ends_with(" -- bench --rows 1K"),
-        "{given}"
-    );
+    let [arguments, target, namespace] = given.lines().collect::<Vec<_>>()[..] else { panic!("{given:?}") };
+    assert!(arguments.contains("run --quiet --package xtask --features eks"), "{arguments}");
+    assert!(arguments.ends_with(" -- bench --rows 1K"), "{arguments}");
+    // The rebuilt command runs on the deployment chosen here, whatever happens meanwhile.
+    assert_eq!((target, namespace), ("eks", "chbench"));
 }

@@ -418,23 +418,32 @@ fn a_matrix_runs_each_variant_on_its_own_storage_profile() {
 #[ignore = "mounts a volume and makes a cgroup, which needs root: .ci/run runs it"]
 fn a_loop_device_held_open_elsewhere_is_gone_when_the_run_has_ended() {
     let (target_dir, results) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let child = long_run(target_dir.path(), results.path(), "held", Stdio::null());
+    let child = long_run(target_dir.path(), results.path(), "held", Stdio::piped());
     let pid = child.id();
     let image = target_dir.path().join(format!("chbench/volumes/{pid}.img"));
     let associated = Command::new("losetup").arg("--associated").arg(&image).output().unwrap();
     let listed = String::from_utf8_lossy(&associated.stdout);
     let loop_device = listed.split(':').next().filter(|name| name.starts_with("/dev/loop")).unwrap().to_string();
     let held = std::fs::File::open(&loop_device).unwrap();
+    let mut child = child;
     assert!(Command::new("kill").args(["-s", "TERM", &pid.to_string()]).status().unwrap().success());
-    // Closed from another thread while the run ends: the run must outwait it.
-    let closer = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_secs(1));
-        drop(held);
-    });
-    let output = child.wait_with_output().unwrap();
+    // Closed once the run says it waits for the device, so that the run's end is after it.
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut said = String::new();
+    let mut line = String::new();
+    while std::io::BufRead::read_line(&mut stderr, &mut line).unwrap() > 0 {
+        said.push_str(&line);
+        if line.starts_with("chbench: waiting for the kernel to release /dev/loop") {
+            break;
+        }
+        line.clear();
+    }
+    assert!(said.contains("chbench: waiting for the kernel to release"), "the run never waited: {said}");
+    assert!(child.try_wait().unwrap().is_none(), "the run ended while the device was held");
+    drop(held);
+    let status = child.wait().unwrap();
     let left = left_behind(target_dir.path(), pid);
-    closer.join().unwrap();
-    assert_eq!(output.status.code(), Some(130), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(status.code(), Some(130), "{said}");
     assert_eq!(left, Vec::<String>::new(), "{loop_device} was still attached when the run ended");
 }
 

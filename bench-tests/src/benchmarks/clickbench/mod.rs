@@ -605,11 +605,17 @@ impl ClickBenchBenchmark {
             answer: String::new(),
             samples: Vec::new(),
         })?;
-        let settings = self.query_settings();
+        let query_settings = self.query_settings();
         let run_id = run.run_id();
         let mut digests = Vec::new();
         for attempt in 1..=self.warm_ups + self.runs {
             let tag = StatementTag::new(&run_id, "clickbench", &query.name, attempt);
+            // The runs measured are profiled (`--profile`), not the warm-ups.
+            let settings = if attempt <= self.warm_ups {
+                query_settings.clone()
+            } else {
+                crate::profiling::profiled(&query_settings)
+            };
             let measured = match measure(run.target, &query.statement, &tag, &settings) {
                 Ok(measured) => measured,
                 Err(error) if error.is::<Interrupted>() => return Err(error),

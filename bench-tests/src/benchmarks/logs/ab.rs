@@ -61,7 +61,13 @@ impl LogsBenchmark {
                 let tag = StatementTag::new(&run_id, "logs", &format!("{scenario}.{}", ab_variant.name), round);
                 // An error names the query's file and line.
                 let target = engine_of(&mut workers, index, run.target);
-                let measured = measure(target, &sql, &tag, &ab_variant.settings)?;
+                // The warm-up round is not profiled: the flame graphs are of the rounds measured.
+                let settings = if round == 0 {
+                    ab_variant.settings.clone()
+                } else {
+                    crate::profiling::profiled(&ab_variant.settings)
+                };
+                let measured = measure(target, &sql, &tag, &settings)?;
                 let (kind, answer, turn) = if round == 0 {
                     (SampleKind::WarmUp, Some(measured.body.chars().take(2000).collect()), "warm-up".to_string())
                 } else {
@@ -78,7 +84,7 @@ impl LogsBenchmark {
                 let sample = Sample {
                     kind,
                     attempt: round,
-                    settings: ab_variant.settings.clone(),
+                    settings,
                     stats: measured.stats,
                     breakdown,
                     round_position: Some(position as u32),

@@ -166,6 +166,12 @@ impl Benchmark for LogsBenchmark {
     }
 
     fn check(&self) -> Result<()> {
+        if let (Some(choice), Some(ab)) = (self.profile, &self.ab) {
+            for variant in &ab.variants {
+                let given_by = format!("--variant {}", variant.name);
+                crate::profiling::check_settings(choice, &variant.settings, &given_by)?;
+            }
+        }
         if let Some(seed) = self.seed_without_variants {
             bail!("--seed {seed} orders an A/B run's rounds: give two or more --variant flags too, or drop --seed");
         }
@@ -540,7 +546,7 @@ impl LogsBenchmark {
             let (kind, settings) = if attempt == 0 {
                 (SampleKind::DirectIo, Settings::direct_io())
             } else {
-                (SampleKind::Warm, Settings::new())
+                (SampleKind::Warm, crate::profiling::profiled(&Settings::new()))
             };
             let tag = StatementTag::new(&run.run_id(), "logs", &scenario, attempt);
             // An error names the query's file and line.

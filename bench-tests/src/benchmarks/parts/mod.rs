@@ -473,15 +473,17 @@ impl PartsBenchmark {
         // done and every round has K statements running at once.
         let mut durations = Vec::new();
         let run_id = run.run_id();
+        // Profiled (`--profile`): the rounds, not the warm-up.
+        let settings = crate::profiling::profiled(&Settings::new());
         for round in 1..=self.runs {
             let measured: Vec<Measured> = if clients == 1 {
                 let tag = StatementTag::new(&run_id, &scenario, "clients_1", round);
-                vec![measure(run.target, statement, &tag, &Settings::new())?]
+                vec![measure(run.target, statement, &tag, &settings)?]
             } else {
                 let tag_of = |client: usize, _: u32| {
                     StatementTag::new(&run_id, &scenario, &format!("clients_{clients}_{client}"), round)
                 };
-                measure_concurrently(run.target, statement, tag_of, &Settings::new(), clients as usize, 1)?
+                measure_concurrently(run.target, statement, tag_of, &settings, clients as usize, 1)?
                     .into_iter()
                     .map(|client| client.measured)
                     .collect()
@@ -497,7 +499,7 @@ impl PartsBenchmark {
                 let sample = Sample {
                     kind: SampleKind::Warm,
                     attempt,
-                    settings: Settings::new(),
+                    settings: settings.clone(),
                     stats: measured.stats,
                     breakdown,
                     round_position: None,

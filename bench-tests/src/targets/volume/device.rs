@@ -159,9 +159,10 @@ impl Device {
     pub fn remove(&self) -> Result<()> {
         let unmounted = unmount(&self.mount);
         let detached = detach(&self.loop_device, &self.image).and_then(|()| match &unmounted {
-            // A lazy unmount lets go of the device when this process ends, not before.
-            Ok(Unmounted::Lazily) => Ok(()),
-            _ => wait_until_released(&self.loop_device, &self.image),
+            Ok(Unmounted::AtOnce) => wait_until_released(&self.loop_device, &self.image),
+            // A lazy unmount lets go of the device when this process ends, not before; a
+            // failed one never: waiting would only add a second error to its own.
+            Ok(Unmounted::Lazily) | Err(_) => Ok(()),
         });
         let image = super::gone(&self.image, std::fs::remove_file(&self.image));
         let mount = match is_mounted(&self.mount) {
@@ -221,6 +222,10 @@ fn is_attached(loop_device: &Path, image: &Path) -> bool {
 /// (`losetup --all` opens every attached device to read its status, from another run or
 /// a user's terminal).
 fn wait_until_released(loop_device: &Path, image: &Path) -> Result<()> {
+    if !is_attached(loop_device, image) {
+        return Ok(());
+    }
+    crate::say!("chbench: waiting for the kernel to release {} (another process holds it open)", loop_device.display());
     let deadline = std::time::Instant::now() + RELEASE_WAIT;
     while is_attached(loop_device, image) {
         if std::time::Instant::now() >= deadline {

@@ -24,6 +24,7 @@ fn the_eks_target_refuses_a_namespace_without_the_password_secret() {
 #[test]
 fn the_last_ups_deployment_gone_from_the_cluster_is_one_line_naming_the_remedy() {
     let last_up = chbench::cluster::last_up::LastUp {
+        cluster: "https://127.0.0.1:6443".into(),
         namespace: "chbench".into(),
         variant: "eks-gp3".into(),
         run: "0b6e".into(),
@@ -38,10 +39,10 @@ fn the_last_ups_deployment_gone_from_the_cluster_is_one_line_naming_the_remedy()
     .unwrap_err();
     assert_eq!(
         format!("{error:#}"),
-        "the deployment `cargo xtask eks up` brought up in namespace chbench (eks-gp3, run 0b6e) at 2026-12-06 19:40 \
-         UTC is gone from the cluster (no secret chbench/clickhouse-password): `cargo xtask eks up` brings it up \
-         again, `cargo xtask eks down` forgets it, or choose another target with --target (or the kubeconfig now \
-         points at another cluster: kubectl config use-context)"
+        "the deployment `cargo xtask eks up` brought up on https://127.0.0.1:6443 in namespace chbench (eks-gp3, run \
+         0b6e) at 2026-12-06 19:40 UTC is gone from its cluster (no secret chbench/clickhouse-password): `cargo \
+         xtask eks up` brings it up again, `cargo xtask eks down` takes away what is left of it and forgets it, or \
+         choose another target with --target"
     );
 }
 

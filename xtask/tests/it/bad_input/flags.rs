@@ -384,6 +384,18 @@ fn profile_on_the_embedded_engine_or_a_kind_without_it_is_refused_before_anythin
             assert_eq!(std::fs::read_dir(results.path()).unwrap().count(), 0);
         }
     }
+    // Beside settings that set the profilers themselves, one of the two would be lost: refused
+    // before the server is asked for anything (no CHBENCH_URL is given here).
+    for (extra, given_by) in [
+        (&["--setting", "query_profiler_real_time_period_ns=1"][..], "--setting"),
+        (&["--variant", "a:", "--variant", "b:query_profiler_cpu_time_period_ns=5"][..], "--variant b"),
+    ] {
+        let mut args = vec!["bench", "logs", "--target", "url", "--profile", "both"];
+        args.extend(extra);
+        let line = error_line(&xtask(&args, &[]));
+        assert!(line.starts_with("error: --profile both sets query_profiler_"), "{line}");
+        assert!(line.ends_with(&format!("itself, and {given_by} sets it too: drop one of the two")), "{line}");
+    }
     let output = xtask(&["bench", "throughput", "--profile", "cpu"], &[]);
     assert_eq!(output.status.code(), Some(2), "a usage error");
     let line = error_lines(&output).join("\n");
