@@ -135,8 +135,10 @@ pub fn run_settings(given: &[String]) -> Result<Settings> {
     Ok(settings)
 }
 
-/// The run flags `bench --matrix` takes; the rest is the matrix file's.
-const MATRIX_RUN_FLAGS: [&str; 5] = ["matrix", "fail_fast", "target", "results_dir", "run_id"];
+/// The run flags `bench --matrix` takes; the rest is the matrix file's. `TargetFlag` is
+/// `--target`'s group (clap names a flattened struct's arguments after it), given when
+/// `--target` is.
+const MATRIX_RUN_FLAGS: [&str; 6] = ["matrix", "fail_fast", "target", "TargetFlag", "results_dir", "run_id"];
 
 /// `bench --matrix FILE`: the file read and checked whole, then its variants, each this
 /// command run again (`std::env::current_exe()`), then the comparisons and the summary.
@@ -170,6 +172,20 @@ fn matrix(file: &Path, fail_fast: bool, matches: &clap::ArgMatches) -> Result<()
             chbench::targets::volume::check_prerequisites(&profile)
                 .with_context(|| format!("{}: variant {:?}", file.display(), variant.name))?;
         }
+    }
+    // A matrix on eks brings a deployment up with each variant's values in its namespace,
+    // and takes it down: never the one the last `eks up` brought up for the user.
+    if let (Some(eks), Some(last_up)) = (&matrix.eks, chbench::cluster::last_up::LastUp::recall()?)
+        && eks.namespace == last_up.namespace
+    {
+        bail!(
+            "{}: the matrix's namespace {} is that of {last_up}, which the matrix would bring up again with each \
+             variant's values and take down: give the matrix a namespace of its own ([eks] namespace = \"...\"), or \
+             `{}` first",
+            file.display(),
+            eks.namespace,
+            chbench::cluster::eks_command("down", &last_up.namespace)
+        );
     }
     // The eks target from an xtask built without it: this command runs again, built with it.
     crate::eks::ensure_the_eks_feature(matrix.target)?;

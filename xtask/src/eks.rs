@@ -224,8 +224,11 @@ mod with_client {
             Ok(DownOutcome::Planned(_)) => false,
             Err(error) => !flags.dry_run && error.downcast_ref::<NoDeployment>().is_some(),
         };
-        if gone {
-            forget_if_here(&namespace);
+        let forgotten = gone && forget_if_here(&namespace);
+        // Found gone, and forgotten: what the user wanted done is done.
+        if forgotten && let Err(error) = &outcome {
+            progress(&format!("{error:#}: nothing left to delete"));
+            return Ok(());
         }
         match outcome? {
             DownOutcome::Planned(plan) => print!("{plan}"),
@@ -240,8 +243,8 @@ mod with_client {
     }
 
     /// Forgets the last up's record when it is of `namespace` on the cluster the kubeconfig
-    /// names now; what goes wrong is a warning: the down itself is done.
-    fn forget_if_here(namespace: &str) {
+    /// names now; what goes wrong is a warning: the down itself is done. Whether it forgot.
+    fn forget_if_here(namespace: &str) -> bool {
         let here = chbench::cluster::api_server::kubeconfig_cluster();
         let forgotten = match (LastUp::recall(), here) {
             (Ok(Some(record)), Ok(here)) if record.namespace == namespace && record.cluster != here => Ok(None),
@@ -249,10 +252,14 @@ mod with_client {
         };
         match forgotten {
             Ok(Some(record)) => {
-                progress(&format!("forgot {record}: `cargo xtask bench` with no target chooses as before"))
+                progress(&format!("forgot {record}: `cargo xtask bench` with no target chooses as before"));
+                true
             }
-            Ok(None) => {}
-            Err(error) => chbench::say!("chbench: warning: {error:#}"),
+            Ok(None) => false,
+            Err(error) => {
+                chbench::say!("chbench: warning: {error:#}");
+                false
+            }
         }
     }
 

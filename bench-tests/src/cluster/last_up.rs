@@ -14,7 +14,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use super::{DEFAULT_NAMESPACE, check_namespace, eks_command};
+use clap::ValueEnum as _;
+
+use super::{DEFAULT_NAMESPACE, Variant, check_namespace, eks_command};
 
 /// The deployment `up` brought up last.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -60,6 +62,41 @@ impl LastUp {
         forget_at(&record_path(), namespace)
     }
 
+    /// Why a record read back is not one `up` could have written, if it is not: each field
+    /// is said in messages, so none may hold a control character (a line of its own).
+    fn check(&self) -> std::result::Result<(), String> {
+        check_namespace(&self.namespace).map_err(|error| format!("{error:#}"))?;
+        let printable = |text: &str| !text.is_empty() && text.len() <= 256 && !text.chars().any(char::is_control);
+        if !printable(&self.cluster) || !(self.cluster.starts_with("https://") || self.cluster.starts_with("http://")) {
+            return Err(format!("cluster {:?} is not an API server's address", self.cluster));
+        }
+        if !Variant::value_variants().iter().any(|variant| variant.folder() == self.variant) {
+            return Err(format!("variant {:?} is not one of eks-gp3, eks-nvme, kind", self.variant));
+        }
+        if !printable(&self.run) || !self.run.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
+            return Err(format!("run {:?} is not a run id", self.run));
+        }
+        Ok(())
+    }
+
+    /// This deployment, where it is remembered, and how to choose another target: the
+    /// context of an error on the way to it.
+    pub fn way_out(&self) -> String {
+        format!(
+            "{self}, remembered in {} (delete it, or give --target, to choose another target)",
+            record_path().display()
+        )
+    }
+
+    /// The `up` that brings this deployment up again: its variant, its namespace.
+    pub fn up_command(&self) -> String {
+        let up = eks_command("up", &self.namespace);
+        match self.variant.as_str() {
+            "eks-gp3" => up,
+            variant => up.replacen("eks up", &format!("eks up --variant {variant}"), 1),
+        }
+    }
+
     fn remember_at(&self, path: &Path) -> Result<()> {
         let folder = path.parent().context("the record's path has no folder")?;
         std::fs::create_dir_all(folder).with_context(|| format!("cannot create {}", folder.display()))?;
@@ -82,7 +119,7 @@ impl LastUp {
         anyhow::anyhow!(
             "{self} is gone from its cluster ({why}): `{}` brings it up again, `{}` takes away what is left of it \
              and forgets it, or choose another target with --target",
-            eks_command("up", &self.namespace),
+            self.up_command(),
             eks_command("down", &self.namespace)
         )
     }
@@ -116,6 +153,9 @@ impl fmt::Display for LastUp {
     }
 }
 
+/// The largest record read: `up` writes a few hundred bytes.
+const LARGEST_RECORD: u64 = 64 << 10;
+
 /// [`LastUp::recall`] from `path`.
 fn recall_from(path: &Path) -> Result<Option<LastUp>> {
     let unusable = |why: String| {
@@ -125,13 +165,19 @@ fn recall_from(path: &Path) -> Result<Option<LastUp>> {
             path.display()
         )
     };
-    let text = match std::fs::read_to_string(path) {
-        Ok(text) => text,
+    // Looked at before it is opened: a FIFO would block the read, a huge file fill memory.
+    match std::fs::symlink_metadata(path) {
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(error) => return Err(unusable(format!("cannot read it: {error}"))),
-    };
+        Ok(metadata) if !metadata.is_file() => return Err(unusable("not a plain file".to_string())),
+        Ok(metadata) if metadata.len() > LARGEST_RECORD => {
+            return Err(unusable(format!("{} bytes, where a record has a few hundred", metadata.len())));
+        }
+        Ok(_) => {}
+    }
+    let text = std::fs::read_to_string(path).map_err(|error| unusable(format!("cannot read it: {error}")))?;
     let record: LastUp = serde_json::from_str(&text).map_err(|error| unusable(error.to_string()))?;
-    check_namespace(&record.namespace).map_err(|error| unusable(format!("{error:#}")))?;
+    record.check().map_err(unusable)?;
     Ok(Some(record))
 }
 
@@ -225,7 +271,11 @@ mod tests {
         let path = folder.path().join("last-up.json");
         let whole = serde_json::to_string(&record("bench-2")).unwrap();
         let bad_namespace = whole.replace("bench-2", "Bench_2");
-        for text in ["", &whole[..whole.len() / 2], "[1, 2]", &bad_namespace] {
+        let two_lines = whole.replace("2f1c", "2f1c\\nerror: a line of its own");
+        let bad_variant = whole.replace("eks-gp3", "whatever");
+        let bad_cluster = whole.replace("https://ABC.gr7.ap-northeast-2.eks.amazonaws.com", "ABC");
+        let not_utf8 = String::from_utf8_lossy(&[0xff, 0xfe]).to_string();
+        for text in ["", &whole[..whole.len() / 2], "[1, 2]", &bad_namespace, &two_lines, &bad_variant, &bad_cluster] {
             std::fs::write(&path, text).unwrap();
             let error = format!("{:#}", recall_from(&path).unwrap_err());
             assert!(error.contains("is not the record of a deployment `cargo xtask eks up` brought up ("), "{error}");
@@ -239,5 +289,24 @@ mod tests {
             assert_eq!(forget_at(&path, "bench-2").unwrap(), None);
             assert!(!path.exists());
         }
+        std::fs::write(&path, [0xff, 0xfe]).unwrap();
+        assert!(format!("{:#}", recall_from(&path).unwrap_err()).contains("cannot read it"), "{not_utf8}");
+        // Looked at before it is read: too large a file, a folder, a FIFO (which would block).
+        std::fs::File::create(&path).unwrap().set_len(LARGEST_RECORD + 1).unwrap();
+        assert!(format!("{:#}", recall_from(&path).unwrap_err()).contains("bytes, where a record has a few hundred"));
+        std::fs::remove_file(&path).unwrap();
+        std::fs::create_dir(&path).unwrap();
+        assert!(format!("{:#}", recall_from(&path).unwrap_err()).contains("(not a plain file)"));
+        std::fs::remove_dir(&path).unwrap();
+        assert!(std::process::Command::new("mkfifo").arg(&path).status().unwrap().success());
+        assert!(format!("{:#}", recall_from(&path).unwrap_err()).contains("(not a plain file)"));
+    }
+
+    #[test]
+    fn up_again_names_the_variant_it_was_brought_up_with() {
+        assert_eq!(record("chbench").up_command(), "cargo xtask eks up");
+        let mut on_kind = record("bench-2");
+        on_kind.variant = "kind".to_string();
+        assert_eq!(on_kind.up_command(), "cargo xtask eks up --variant kind --namespace bench-2");
     }
 }

@@ -110,6 +110,7 @@ mod with_client {
     use crate::cluster::eks_command;
     use crate::cluster::last_up::LastUp;
     use crate::cluster::portforward::{PortForward, client_runtime};
+    use crate::interrupt::Interrupted;
     use crate::settings::Settings;
     use crate::storage_baseline::StorageBaseline;
     use crate::targets::server::{BENCH_USER, ServerConfig, ServerTarget};
@@ -214,15 +215,26 @@ mod with_client {
         /// user; for a bench, stamps the deployment's use.
         pub fn connect(namespace: &str, last_up: Option<&LastUp>, used_for: Use) -> Result<EksTarget> {
             let kubernetes = client_runtime()?;
-            let (cluster, deployment) = kubernetes.block_on(async {
-                let cluster = connect().await?;
-                if let Some(record) = last_up {
-                    record.check_cluster(&cluster.url)?;
-                }
-                let deployment =
-                    cluster.run(|client| async move { find_deployment(&client, namespace, last_up).await }).await?;
-                Ok::<_, anyhow::Error>((cluster, deployment))
-            })?;
+            let (cluster, deployment) = kubernetes
+                .block_on(async {
+                    let cluster = connect().await?;
+                    if let Some(record) = last_up {
+                        record.check_cluster(&cluster.url)?;
+                    }
+                    let deployment =
+                        cluster.run(|client| async move { find_deployment(&client, namespace, last_up).await }).await?;
+                    Ok::<_, anyhow::Error>((cluster, deployment))
+                })
+                .map_err(|error| match last_up {
+                    // A cluster that cannot be reached (deleted, say) would leave every run with no
+                    // target failing here: the line says which record chose it and the way out.
+                    Some(record)
+                        if !error.is::<Interrupted>() && !format!("{error:#}").contains(&record.to_string()) =>
+                    {
+                        error.context(record.way_out())
+                    }
+                    _ => error,
+                })?;
             let forward_client = {
                 // Inside the runtime: the client spawns its request buffer on it.
                 let _entered = kubernetes.enter();

@@ -385,7 +385,10 @@ fn after_up_bench_and_measure_with_no_target_choose_its_deployment_and_say_so_fi
         let output = xtask_in(target_dir.path(), &args, &[]);
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert_eq!(stderr.lines().next(), Some(chosen), "{args:?}: {stderr}");
-        assert!(error_line(&output).starts_with("error: cannot reach a cluster: kube reads KUBECONFIG"), "{stderr}");
+        // The line names the record that chose the deployment, and the way out.
+        let line = error_line(&output);
+        assert!(line.contains("remembered in") && line.contains("last-up.json (delete it, or give --target"), "{line}");
+        assert!(line.contains(": cannot reach a cluster: kube reads KUBECONFIG"), "{line}");
         assert!(nothing_in(&results), "something was written");
     }
     // CHBENCH_TARGET=auto is no target given, too.
@@ -512,4 +515,36 @@ fn the_last_ups_deployment_on_another_cluster_than_the_kubeconfigs_is_one_line()
         "{line}"
     );
     assert!(server.connections.try_recv().is_err(), "a request went to the other cluster");
+}
+
+/// A matrix on eks whose namespace is the one the last `eks up` brought a deployment up in
+/// would remake it with each variant's values and take it down: refused in one line,
+/// before any cluster is asked; the shipped matrix has a namespace of its own.
+#[test]
+fn a_matrix_in_the_namespace_of_the_last_ups_deployment_is_refused() {
+    let target_dir = target_dir_with_last_up("chbench", None);
+    let file = target_dir.path().join("nodes.toml");
+    std::fs::write(
+        &file,
+        "kind = \"logs\"\ntarget = \"eks\"\n[eks]\nnamespace = \"chbench\"\n[[variant]]\nname = \"a\"\n\
+         node_type = \"m5.xlarge\"\n[[variant]]\nname = \"b\"\nnode_type = \"c6i.2xlarge\"\n",
+    )
+    .unwrap();
+    let line = error_line(&xtask_in(target_dir.path(), &["bench", "--matrix", file.to_str().unwrap()], &[]));
+    assert!(
+        line.starts_with(&format!(
+            "error: {}: the matrix's namespace chbench is that of the deployment",
+            file.display()
+        )),
+        "{line}"
+    );
+    assert!(
+        line.ends_with(
+            "give the matrix a namespace of its own ([eks] namespace = \"...\"), or `cargo xtask eks down` first"
+        ),
+        "{line}"
+    );
+    let shipped = chbench::files::workspace_root().join("manifests/matrices/c7g-vs-c6i.toml");
+    let output = xtask_in(target_dir.path(), &["bench", "--matrix", shipped.to_str().unwrap()], &[]);
+    assert!(!String::from_utf8_lossy(&output.stderr).contains("the matrix's namespace"), "the shipped matrix collides");
 }

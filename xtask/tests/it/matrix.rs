@@ -383,6 +383,9 @@ fn a_bad_matrix_command_line_or_file_is_one_line_before_anything_runs() {
     let missing = results.path().join("missing.toml");
     let line = error_line(&run_matrix(results.path(), &missing, "x", &[]));
     assert!(line.starts_with(&format!("error: cannot read the matrix file {}", missing.display())), "{line}");
+    // --target is one of the matrix's run flags: the file is read (and found missing).
+    let line = error_line(&run_matrix(results.path(), &missing, "x", &["--target", "embedded"]));
+    assert!(line.starts_with(&format!("error: cannot read the matrix file {}", missing.display())), "{line}");
     // --fail-fast belongs to --matrix.
     let output = xtask().args(["bench", "--fail-fast"]).output().unwrap();
     assert_eq!(output.status.code(), Some(2));
