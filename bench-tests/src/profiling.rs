@@ -80,13 +80,18 @@ pub struct ProfiledRuns {
 /// server's `max_query_size` (256 KiB by default).
 const IDS_PER_LOOKUP: usize = 1000;
 
+/// How far before the run's start (this machine's clock) trace_log is read: the server's
+/// clock may be behind this one's (a laptop against a cluster, a VM after a sleep).
+const CLOCK_MARGIN_SECONDS: i64 = 3600;
+
 /// The lookup of `query_ids`' samples of the profilers' trace types since `since` (the
-/// run's start: trace_log is bounded by its date and time, as a long-lived server keeps
-/// months of it), one row per distinct stack, its addresses symbolized (introspection is
-/// allowed for this statement only).
+/// run's start, less [`CLOCK_MARGIN_SECONDS`]: trace_log is bounded by its date and time,
+/// as a long-lived server keeps months of it; the query ids choose the rows), one row per
+/// distinct stack, its addresses symbolized (introspection is allowed for this statement
+/// only).
 pub fn stacks_lookup(query_ids: &[String], since: jiff::Timestamp) -> String {
     let ids: Vec<String> = query_ids.iter().map(|id| sql_string(id)).collect();
-    let seconds = since.as_second();
+    let seconds = since.as_second() - CLOCK_MARGIN_SECONDS;
     format!(
         "SELECT toString(trace_type) AS trace_type, arrayMap(address -> demangle(addressToSymbol(address)), trace) \
          AS symbols, count() AS samples FROM system.trace_log WHERE event_date >= toDate(toDateTime({seconds})) AND \
@@ -224,7 +229,8 @@ mod tests {
         assert!(sql.contains("query_id IN ('0b7c-1', 'it\\'s')"), "{sql}");
         // Bounded by the run's start, by the partition's date and the row's time.
         assert!(
-            sql.contains("event_date >= toDate(toDateTime(1796586012)) AND event_time >= toDateTime(1796586012)"),
+            // An hour before it: the server's clock may be behind this machine's.
+            sql.contains("event_date >= toDate(toDateTime(1796582412)) AND event_time >= toDateTime(1796582412)"),
             "{sql}"
         );
         assert!(sql.ends_with("GROUP BY trace_type, trace SETTINGS allow_introspection_functions = 1"), "{sql}");

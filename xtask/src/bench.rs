@@ -116,6 +116,15 @@ fn run(flags: &RunFlags, kind_name: &str, benchmark: &dyn AnyBenchmark) -> Resul
             end.dir.display()
         )
     })?;
+    // A stop while the samples were read: the bundle is complete, with the graphs drawn by
+    // then, and the run exits as stopped (130).
+    end.profiles.with_context(|| {
+        format!(
+            "run {} is complete (its bundle and report are in {}), but reading its flame graphs was stopped",
+            end.run_id,
+            end.dir.display()
+        )
+    })?;
     // What the run was held to fails it only now, with everything written.
     end.verdict.with_context(|| {
         format!("run {} failed its check (its bundle and report are in {})", end.run_id, end.dir.display())
@@ -175,7 +184,8 @@ fn matrix(file: &Path, fail_fast: bool, matches: &clap::ArgMatches) -> Result<()
     }
     // A matrix on eks brings a deployment up with each variant's values in its namespace,
     // and takes it down: never the one the last `eks up` brought up for the user.
-    if let (Some(eks), Some(last_up)) = (&matrix.eks, chbench::cluster::last_up::LastUp::recall()?)
+    if let Some(eks) = &matrix.eks
+        && let Ok(Some(last_up)) = chbench::cluster::last_up::LastUp::recall()
         && eks.namespace == last_up.namespace
     {
         bail!(

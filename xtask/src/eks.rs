@@ -131,10 +131,18 @@ mod with_client {
 
     /// The namespace a command acts on: `--namespace` (or `CHBENCH_NAMESPACE`), else the
     /// last `up`'s, else the default. A namespace given needs no record, even a bad one.
+    /// A namespace taken from the record is the record's cluster's: on another (the
+    /// kubeconfig switched), one line, before anything there is read or deleted.
     fn namespace(given: Option<&str>) -> Result<String> {
         match given {
             Some(namespace) => chbench::cluster::check_namespace(namespace).map(|()| namespace.to_string()),
-            None => namespace_for(None).map(|(namespace, _)| namespace),
+            None => {
+                let (namespace, record) = namespace_for(None)?;
+                if let Some(record) = record {
+                    record.check_cluster(&chbench::cluster::api_server::kubeconfig_cluster()?)?;
+                }
+                Ok(namespace)
+            }
         }
     }
 
@@ -156,11 +164,15 @@ mod with_client {
 
     pub fn up(flags: &EksUp) -> Result<()> {
         let values = super::values(flags)?;
+        // The API server the deployment goes to, read as `up` starts (the kubeconfig could
+        // name another by the time the pod is Ready), for the record.
+        let cluster = if flags.dry_run { None } else { Some(chbench::cluster::api_server::kubeconfig_cluster()?) };
+        let namespace_given = std::env::var_os(chbench::targets::eks::NAMESPACE_ENV).is_some();
         let outcome = deploy(flags.variant, &values, timeout(flags.timeout_seconds)?, flags.dry_run, progress)
             .map_err(|error| match LastUp::recall() {
                 // An up that failed is not remembered: the other commands still default to
                 // the last one's namespace, which this one is not.
-                Ok(Some(record)) if record.namespace != values.namespace => error.context(format!(
+                Ok(Some(record)) if record.namespace != values.namespace && !namespace_given => error.context(format!(
                     "`cargo xtask eks status` and `down` without --namespace act on namespace {}, the last up's \
                      (give --namespace {} for this one)",
                     record.namespace, values.namespace
@@ -178,7 +190,7 @@ mod with_client {
                 progress(&format!("ClickHouse is Ready in namespace {namespace} ({}), run {run}", flags.variant));
                 // Before the baseline, which may fail: the deployment is there to use.
                 let last_up = LastUp {
-                    cluster: chbench::cluster::api_server::kubeconfig_cluster()?,
+                    cluster: cluster.clone().context("the kubeconfig's cluster was not read")?,
                     namespace: namespace.clone(),
                     variant: flags.variant.to_string(),
                     run,
@@ -305,9 +317,9 @@ fn variables_cargo_run_set() -> Vec<std::ffi::OsString> {
 /// such command compiles the Kubernetes client for minutes with nothing else on the
 /// screen (`--quiet`), so the line says what is going on and that it happens once.
 ///
-/// For the eks target (`pin_target`), the rebuilt command gets the target and namespace
-/// this one chose (`CHBENCH_TARGET=eks`, `CHBENCH_NAMESPACE`): a deployment brought up or
-/// down during the build changes nothing, and the choice is said once, here.
+/// For the eks target (`pin_target`), the rebuilt command gets the target this one chose
+/// (`CHBENCH_TARGET=eks`): a deployment taken down during the build does not send it
+/// elsewhere, and the choice is said once, here.
 #[cfg(not(feature = "eks"))]
 fn rerun_with_the_eks_feature(needing: &str, pin_target: bool) -> Result<std::convert::Infallible> {
     use std::io::Write;
@@ -330,11 +342,10 @@ fn rerun_with_the_eks_feature(needing: &str, pin_target: bool) -> Result<std::co
     for name in variables_cargo_run_set() {
         command.env_remove(name);
     }
+    // The namespace stays as it was chosen (`CHBENCH_NAMESPACE`, or the record, whose
+    // cluster the rebuilt command then checks).
     if pin_target {
         command.env(chbench::target_info::TARGET_ENV, "eks");
-        if let Ok((namespace, _)) = chbench::targets::eks::namespace_from_env() {
-            command.env(chbench::targets::eks::NAMESPACE_ENV, namespace);
-        }
     }
     let error = command.exec();
     Err(error).with_context(|| {

@@ -349,6 +349,9 @@ pub struct RunEnd {
     /// The clean-up's error after every phase ran ([`RunOutcome::clean_up`]): the bundle
     /// is complete, and this says what may be left on the target.
     pub clean_up: Result<()>,
+    /// [`Interrupted`] when a stop request came while a profiled run (`--profile`) read its
+    /// samples: the bundle is complete, with the flame graphs drawn by then.
+    pub profiles: Result<()>,
 }
 
 /// A benchmark of a kind chosen at run time, from the command line.
@@ -409,10 +412,13 @@ impl<B: Benchmark> AnyBenchmark for B {
         progress.note(&format!("run {}, results in {}", writer.bundle.run_id, dir.display()));
         // An interruption is one fact, not a failure of the statement it came before.
         let RunOutcome { phases, clean_up } = run(self, target, &mut writer, progress);
-        let mut outcome = phases.map_err(|error| if error.is::<Interrupted>() { Interrupted.into() } else { error });
-        // A stopped run ends now; a failed one still has its measured statements' samples.
+        let outcome = phases.map_err(|error| if error.is::<Interrupted>() { Interrupted.into() } else { error });
+        // A stopped run (in a phase or its clean-up) ends now; a failed one still has its
+        // measured statements' samples.
+        let mut profiles = Ok(());
         if let Some(choice) = crate::profiling::chosen()
             && !outcome.as_ref().is_err_and(|error| error.is::<Interrupted>())
+            && !crate::interrupt::requested()
         {
             // What was measured is saved first: a kill while the samples are read loses none.
             // A failed run keeps its failed phase's name.
@@ -421,8 +427,8 @@ impl<B: Benchmark> AnyBenchmark for B {
             if let Err(error) = saved {
                 progress.warn(&format!("{error:#}"));
             }
-            if outcome.is_ok() && crate::interrupt::requested() {
-                outcome = Err(Interrupted.into());
+            if crate::interrupt::requested() {
+                profiles = Err(Interrupted.into());
             }
         }
         // Whatever happened, what was measured is saved and reported.
@@ -444,6 +450,7 @@ impl<B: Benchmark> AnyBenchmark for B {
             report,
             verdict,
             clean_up,
+            profiles,
         })
     }
 }
@@ -476,17 +483,21 @@ fn profile<B: Benchmark>(
     let record =
         crate::profiling::gather(target, &runs, choice, bundle.started_at, dir, &|line| progress.advance(line));
     let folder = dir.join(crate::profiling::PROFILES_DIR);
-    progress.finish(&format!("profiles: {} flame graphs in {}", record.drawn(), folder.display()));
+    match record.drawn() {
+        0 => progress.finish("profiles: no flame graph"),
+        drawn => progress.finish(&format!("profiles: {drawn} flame graphs in {}", folder.display())),
+    }
     if let Some(why) = &record.unknown {
         progress.warn(&format!("flame graphs: {why}"));
     }
-    for profile in record.queries.iter().filter(|profile| profile.unknown.is_some()) {
-        progress.warn(&format!(
-            "no {} flame graph of {}: {}",
-            profile.trace_type.name(),
-            profile.label,
-            profile.unknown.as_deref().unwrap_or_default()
-        ));
+    // Once a query: a failed lookup is both trace types' reason.
+    let mut said: Vec<(&str, &str)> = Vec::new();
+    for profile in &record.queries {
+        let Some(why) = profile.unknown.as_deref() else { continue };
+        if !said.contains(&(profile.label.as_str(), why)) {
+            said.push((profile.label.as_str(), why));
+            progress.warn(&format!("no flame graph of {}: {why}", profile.label));
+        }
     }
     record
 }

@@ -195,12 +195,12 @@ fn forget_at(path: &Path, namespace: &str) -> Result<Option<LastUp>> {
 
 /// The namespace an `eks` command or the eks target uses: the one given (`--namespace`,
 /// `CHBENCH_NAMESPACE`), else the last `up`'s, else [`DEFAULT_NAMESPACE`]. With it, the
-/// record when the namespace is the record's, for the messages that name it.
+/// record when the namespace came from it, which its cluster is then held to: a namespace
+/// given is whatever namespace of that name the kubeconfig's cluster has.
 pub fn namespace_for(given: Option<&str>) -> Result<(String, Option<LastUp>)> {
     if let Some(namespace) = given {
         check_namespace(namespace)?;
-        let record = LastUp::recall()?.filter(|record| record.namespace == namespace);
-        return Ok((namespace.to_string(), record));
+        return Ok((namespace.to_string(), None));
     }
     match LastUp::recall()? {
         Some(record) => Ok((record.namespace.clone(), Some(record))),

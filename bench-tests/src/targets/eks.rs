@@ -300,8 +300,9 @@ mod with_client {
     /// whatever `CHBENCH_NAMESPACE` says (`cargo xtask eks collect --namespace`).
     pub fn open_in(namespace: &str) -> Result<Target> {
         crate::cluster::check_namespace(namespace)?;
-        let last_up = LastUp::recall().ok().flatten().filter(|record| record.namespace == namespace);
-        let target = EksTarget::connect(namespace, last_up.as_ref(), Use::Collect)?;
+        // Given (`collect --namespace`, or the last up's chosen by the command): the cluster
+        // was the command's to check.
+        let target = EksTarget::connect(namespace, None, Use::Collect)?;
         crate::targets::open_backend(TargetKind::Eks, Box::new(target))
     }
 }

@@ -515,6 +515,21 @@ fn the_last_ups_deployment_on_another_cluster_than_the_kubeconfigs_is_one_line()
         "{line}"
     );
     assert!(server.connections.try_recv().is_err(), "a request went to the other cluster");
+    // status (and down, baseline, collect) without --namespace act on the record's
+    // namespace: not another cluster's of that name.
+    let output = server.xtask(&["eks", "status"]).env("CARGO_TARGET_DIR", target_dir.path()).output().unwrap();
+    let line = error_line(&output);
+    assert!(line.contains("and the kubeconfig now names the cluster at"), "{line}");
+    assert!(server.connections.try_recv().is_err(), "status asked the other cluster");
+    // A namespace given is that cluster's, record or not: asked there (and it never answers).
+    let output = server
+        .xtask(&["eks", "status", "--namespace", "chbench"])
+        .env("CARGO_TARGET_DIR", target_dir.path())
+        .env("CHBENCH_KUBE_REQUEST_TIMEOUT", "0.5")
+        .output()
+        .unwrap();
+    let line = error_line(&output);
+    assert!(line.contains("gave no answer within 0.5 s"), "{line}");
 }
 
 /// A matrix on eks whose namespace is the one the last `eks up` brought a deployment up in
@@ -545,6 +560,11 @@ fn a_matrix_in_the_namespace_of_the_last_ups_deployment_is_refused() {
         "{line}"
     );
     let shipped = chbench::files::workspace_root().join("manifests/matrices/c7g-vs-c6i.toml");
-    let output = xtask_in(target_dir.path(), &["bench", "--matrix", shipped.to_str().unwrap()], &[]);
+    let results = target_dir.path().join("results");
+    let output = xtask_in(
+        target_dir.path(),
+        &["bench", "--matrix", shipped.to_str().unwrap(), "--results-dir", results.to_str().unwrap()],
+        &[],
+    );
     assert!(!String::from_utf8_lossy(&output.stderr).contains("the matrix's namespace"), "the shipped matrix collides");
 }
