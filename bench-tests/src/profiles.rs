@@ -57,13 +57,13 @@ impl ProfileChoice {
     }
 }
 
+/// Its name as `--profile` takes it (clap's, as `TargetKind`'s).
 impl fmt::Display for ProfileChoice {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            ProfileChoice::Cpu => "cpu",
-            ProfileChoice::Real => "real",
-            ProfileChoice::Both => "both",
-        })
+        match clap::ValueEnum::to_possible_value(self) {
+            Some(value) => f.write_str(value.get_name()),
+            None => write!(f, "{self:?}"),
+        }
     }
 }
 

@@ -62,9 +62,9 @@ impl TargetKind {
     /// cluster bills by the hour: `eks up && bench` measures it), else a container when a
     /// Docker daemon answers (asked only then), else the embedded engine. Other kinds stay
     /// as they are.
-    pub fn resolve(self, deployment_up: bool, docker_answers: impl FnOnce() -> bool) -> TargetKind {
+    pub fn resolve(self, deployment_up: impl FnOnce() -> bool, docker_answers: impl FnOnce() -> bool) -> TargetKind {
         match self {
-            TargetKind::Auto if deployment_up => TargetKind::Eks,
+            TargetKind::Auto if deployment_up() => TargetKind::Eks,
             TargetKind::Auto if docker_answers() => TargetKind::Container,
             TargetKind::Auto => TargetKind::Embedded,
             chosen => chosen,
@@ -293,13 +293,13 @@ mod tests {
     #[test]
     fn auto_means_the_deployment_up_then_a_container_when_docker_answers_then_embedded() {
         let unasked = || panic!("Docker was asked with a deployment up");
-        assert_eq!(TargetKind::Auto.resolve(true, unasked), TargetKind::Eks);
-        assert_eq!(TargetKind::Auto.resolve(false, || true), TargetKind::Container);
-        assert_eq!(TargetKind::Auto.resolve(false, || false), TargetKind::Embedded);
-        // A kind given wins over a deployment up.
+        assert_eq!(TargetKind::Auto.resolve(|| true, unasked), TargetKind::Eks);
+        assert_eq!(TargetKind::Auto.resolve(|| false, || true), TargetKind::Container);
+        assert_eq!(TargetKind::Auto.resolve(|| false, || false), TargetKind::Embedded);
+        // A kind given wins over a deployment up, and neither is looked for.
+        let unlooked = || panic!("looked for a deployment or Docker with a kind given");
         for kind in [TargetKind::Embedded, TargetKind::Container, TargetKind::Url, TargetKind::Eks] {
-            assert_eq!(kind.resolve(true, || true), kind);
-            assert_eq!(kind.resolve(false, || false), kind);
+            assert_eq!(kind.resolve(unlooked, unlooked), kind);
         }
     }
 }

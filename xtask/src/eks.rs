@@ -257,14 +257,17 @@ mod with_client {
     /// Forgets the last up's record when it is of `namespace` on the cluster the kubeconfig
     /// names now; what goes wrong is a warning: the down itself is done. Whether it forgot.
     fn forget_if_here(namespace: &str) -> bool {
-        let here = chbench::cluster::api_server::kubeconfig_cluster();
-        let forgotten = match (LastUp::recall(), here) {
-            (Ok(Some(record)), Ok(here)) if record.namespace == namespace && record.cluster != here => Ok(None),
-            _ => LastUp::forget(namespace),
+        // The kubeconfig is read only for a record of this namespace.
+        let elsewhere = match LastUp::recall() {
+            Ok(Some(record)) if record.namespace == namespace => {
+                chbench::cluster::api_server::kubeconfig_cluster().is_ok_and(|here| here != record.cluster)
+            }
+            _ => false,
         };
+        let forgotten = if elsewhere { Ok(None) } else { LastUp::forget(namespace) };
         match forgotten {
             Ok(Some(record)) => {
-                progress(&format!("forgot {record}: `cargo xtask bench` with no target chooses as before"));
+                progress(&record.forgotten_line());
                 true
             }
             Ok(None) => false,

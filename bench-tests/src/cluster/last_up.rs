@@ -90,11 +90,15 @@ impl LastUp {
 
     /// The `up` that brings this deployment up again: its variant, its namespace.
     pub fn up_command(&self) -> String {
-        let up = eks_command("up", &self.namespace);
         match self.variant.as_str() {
-            "eks-gp3" => up,
-            variant => up.replacen("eks up", &format!("eks up --variant {variant}"), 1),
+            "eks-gp3" => eks_command("up", &self.namespace),
+            variant => eks_command(&format!("up --variant {variant}"), &self.namespace),
         }
+    }
+
+    /// What a command that forgot this record says.
+    pub fn forgotten_line(&self) -> String {
+        format!("forgot {self}: `cargo xtask bench` with no target chooses as before")
     }
 
     fn remember_at(&self, path: &Path) -> Result<()> {

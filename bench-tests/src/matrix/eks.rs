@@ -84,7 +84,7 @@ impl<Connection: ClusterConnection> DeploymentSteps for ClusterDeployments<Conne
         // The matrix brought it down: a run with no target no longer chooses it, if the last
         // `eks up` was of the same namespace.
         if let Ok(Some(forgotten)) = crate::cluster::last_up::LastUp::forget(namespace) {
-            progress(&format!("forgot {forgotten}: `cargo xtask bench` with no target chooses as before"));
+            progress(&forgotten.forgotten_line());
         }
         Ok(())
     }

@@ -554,7 +554,7 @@ pub fn open_target() -> Result<Target> {
 /// remembered (said once a process, first), else `container` or `embedded` by asking
 /// Docker.
 pub fn resolve_kind(kind: TargetKind) -> TargetKind {
-    let resolved = kind.resolve(last_up::is_recorded(), container::docker_answers);
+    let resolved = kind.resolve(last_up::is_recorded, container::docker_answers);
     if kind == TargetKind::Auto && resolved == TargetKind::Eks {
         say_the_deployment_chosen();
     }
@@ -566,7 +566,7 @@ pub fn resolve_kind(kind: TargetKind) -> TargetKind {
 /// deployment per variant, in the namespace of its `[eks]` table: choosing eks for want of
 /// a target would remake, then delete, the deployment the user brought up.
 pub fn resolve_matrix_kind(kind: TargetKind) -> TargetKind {
-    kind.resolve(false, container::docker_answers)
+    kind.resolve(|| false, container::docker_answers)
 }
 
 /// Says, once a process, which deployment `auto` chose: the last `up`'s, or the one in
@@ -574,15 +574,20 @@ pub fn resolve_matrix_kind(kind: TargetKind) -> TargetKind {
 /// read says nothing here: the eks target's opener refuses it in one line.
 fn say_the_deployment_chosen() {
     static SAID: std::sync::Once = std::sync::Once::new();
-    SAID.call_once(|| match (eks::namespace_from_env(), LastUp::recall()) {
-        (Ok((_, Some(record))), _) => crate::say!("chbench: {}", record.chosen_line()),
-        (Ok((namespace, None)), Ok(Some(record))) => crate::say!(
-            "chbench: no target given: target eks, as `cargo xtask eks up` brought up a deployment (in namespace \
-             {}), in namespace {namespace} ({}) (--target or CHBENCH_TARGET chooses another)",
-            record.namespace,
-            eks::NAMESPACE_ENV
-        ),
-        _ => {}
+    SAID.call_once(|| match eks::namespace_from_env() {
+        Ok((_, Some(record))) => crate::say!("chbench: {}", record.chosen_line()),
+        // The namespace given, not the record's: the record is read for its namespace alone.
+        Ok((namespace, None)) => {
+            if let Ok(Some(record)) = LastUp::recall() {
+                crate::say!(
+                    "chbench: no target given: target eks, as `cargo xtask eks up` brought up a deployment (in \
+                     namespace {}), in namespace {namespace} ({}) (--target or CHBENCH_TARGET chooses another)",
+                    record.namespace,
+                    eks::NAMESPACE_ENV
+                );
+            }
+        }
+        Err(_) => {}
     });
 }
 
