@@ -2,20 +2,24 @@
 //! throughput and writes benchmarks): the concurrency list, a level's duration and
 //! statement count read and checked, each client's seeded order of the statements, a
 //! level's figures from its loop (`Target::run_closed_loop`) into the records of `levels`
-//! (QPS over the loop's wall time, never over its latencies, failures apart), and the check
-//! that the runner is not the bottleneck.
+//! (QPS over the loop's wall time, never over its latencies, failures apart), a level run
+//! beside the engine instead ([`in_cluster_level`]: clickhouse-benchmark in the cluster,
+//! its report held against the server's `query_log`), and the check that the runner is
+//! not the bottleneck.
 
 use std::time::Duration;
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use rand::SeedableRng;
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
 
 use crate::interrupt::Interrupted;
 use crate::levels::{CheckBlock, CheckPath, Latency, LevelRound, QueryErrors, RunnerCheck, StatementRecord};
+use crate::load_generator::{ClientPlacement, InClusterLoad, LoadBound, LoadLevel, LoadReport};
 use crate::numbers::ratio;
 use crate::settings::Settings;
+use crate::sql::sql_string;
 use crate::targets::{ClosedLoop, LoopBound, Target};
 
 /// The most clients a level starts (a thread and a connection each).
@@ -172,6 +176,162 @@ pub fn level_round(round: u32, clients: u32, looped: &ClosedLoop, query_names: &
             )
         }),
         statements: records,
+        load: None,
+    }
+}
+
+/// A level's queries, named, for [`in_cluster_level`].
+pub struct NamedQuery<'a> {
+    pub name: &'a str,
+    pub sql: &'a str,
+}
+
+/// One level of one round run beside the engine ([`Target::run_load_level`]):
+/// `clients` clients of clickhouse-benchmark in the cluster, on `placement`, over
+/// `queries` in turn until `bound`, in the target's database with the session defaults and
+/// the run's settings. Its
+/// figures are the generator's report ([`load_round`]); the server's `query_log` is then
+/// asked how many of the level's statements (by their query id's `query_id_prefix`) it
+/// finished and failed, and a count that differs is said to `warn`, as is a log that
+/// cannot be read (the level keeps the reason). The generator's errors are grouped by
+/// query from that log.
+#[allow(clippy::too_many_arguments)]
+pub fn in_cluster_level(
+    target: &mut Target,
+    round: u32,
+    clients: u32,
+    queries: &[NamedQuery<'_>],
+    bound: LoadBound,
+    placement: &ClientPlacement,
+    query_id_prefix: &str,
+    progress: &mut dyn FnMut(&str),
+    warn: &mut dyn FnMut(&str),
+) -> Result<LevelRound> {
+    let level = LoadLevel {
+        clients,
+        bound,
+        queries: queries.iter().map(|query| query.sql.to_string()).collect(),
+        database: target.database().to_string(),
+        query_id_prefix: query_id_prefix.to_string(),
+        // What every session of this tool runs with (the run's --settings among them), as
+        // the local loop's statements do.
+        settings: Settings::session_defaults(),
+        placement: placement.clone(),
+    };
+    let ran = target.run_load_level(&level, progress)?;
+    let report = LoadReport::parse(&ran.log)
+        .with_context(|| format!("the log of the load's pod {} is not clickhouse-benchmark's report", ran.pod))?;
+    if report.loaded != queries.len() as u64 {
+        bail!(
+            "the load's pod {} read {} queries of the level's {}: its queries file was not read as written",
+            ran.pod,
+            report.loaded,
+            queries.len()
+        );
+    }
+    let load = InClusterLoad {
+        generator: ran.generator,
+        pod: ran.pod,
+        node: ran.node,
+        placement: placement.clone(),
+        query_id_prefix: query_id_prefix.to_string(),
+        report,
+        server_finished: None,
+        server_failed: None,
+        server_unknown: None,
+        mismatch: None,
+    };
+    let logged = crate::interrupt::check().and_then(|()| server_counts(target, query_id_prefix));
+    if crate::interrupt::requested() {
+        return Err(Interrupted.into());
+    }
+    let level = load_round(round, clients, load, queries, logged);
+    if let Some(load) = &level.load {
+        if let Some(mismatch) = &load.mismatch {
+            warn(&format!("round {round}, {clients} clients: {mismatch}"));
+        }
+        if let Some(unknown) = &load.server_unknown {
+            warn(&format!("round {round}, {clients} clients: the server's count is unknown: {unknown}"));
+        }
+    }
+    Ok(level)
+}
+
+/// The server's record of a level's statements, by query text: finished, failed, and
+/// the first failure's message.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+pub struct LoggedQuery {
+    pub query: String,
+    pub finished: u64,
+    pub failed: u64,
+    pub first_error: String,
+}
+
+/// What `system.query_log` holds of the statements whose query id starts with
+/// `query_id_prefix` and `_`, after flushing it.
+fn server_counts(target: &mut Target, query_id_prefix: &str) -> Result<Vec<LoggedQuery>> {
+    target.execute("SYSTEM FLUSH LOGS").context("cannot flush the server's logs")?;
+    let sql = format!(
+        "SELECT query, countIf(type = 'QueryFinish') AS finished, \
+         countIf(type IN ('ExceptionBeforeStart', 'ExceptionWhileProcessing')) AS failed, \
+         anyIf(exception, type != 'QueryFinish') AS first_error \
+         FROM system.query_log WHERE event_date >= today() - 1 AND startsWith(query_id, {}) \
+         AND type != 'QueryStart' GROUP BY query",
+        sql_string(&format!("{query_id_prefix}_"))
+    );
+    target.query_rows(&sql).context("cannot read system.query_log")
+}
+
+/// A level run beside the engine as the bundle keeps it: the generator's figures (QPS
+/// over its run's wall time, completed statements only; its percentiles, to the
+/// millisecond; no maximum, which it does not print), its errors grouped by query from
+/// the server's log (`logged`), and that log's counts held against the generator's.
+pub fn load_round(
+    round: u32,
+    clients: u32,
+    mut load: InClusterLoad,
+    queries: &[NamedQuery<'_>],
+    logged: Result<Vec<LoggedQuery>>,
+) -> LevelRound {
+    let report = load.report.clone();
+    let mut errors_by_query = Vec::new();
+    match logged {
+        Ok(rows) => {
+            load.cross_check(rows.iter().map(|row| row.finished).sum(), rows.iter().map(|row| row.failed).sum());
+            for row in rows.iter().filter(|row| row.failed > 0) {
+                let query = queries.iter().find(|query| query.sql.trim() == row.query.trim()).map_or_else(
+                    || format!("a statement not of the level: {}", crate::sql::one_line(&row.query)),
+                    |query| query.name.to_string(),
+                );
+                errors_by_query.push(QueryErrors { query, count: row.failed, first: row.first_error.clone() });
+            }
+        }
+        Err(error) => load.server_unknown = Some(format!("{error:#}")),
+    }
+    let unknown = (report.completed == 0).then(|| format!("no statement completed ({} failed)", report.errors));
+    LevelRound {
+        round,
+        clients,
+        complete: true,
+        // The generator's QPS is its completed statements over its run's wall time.
+        wall_seconds: report.qps.filter(|qps| *qps > 0.0).map(|qps| report.completed as f64 / qps),
+        completed: report.completed,
+        errors: report.errors,
+        qps: report.qps,
+        rows_per_second: report.rows_per_second,
+        latency: Latency {
+            p50_ms: report.percentile(50.0),
+            p90_ms: report.percentile(90.0),
+            p99_ms: report.percentile(99.0),
+            max_ms: None,
+        },
+        unknown,
+        runner_cpu_us_per_statement: None,
+        errors_by_query,
+        schedule_lag: None,
+        scheduled: None,
+        statements: Vec::new(),
+        load: Some(load),
     }
 }
 
@@ -429,5 +589,99 @@ mod tests {
         assert_eq!((summary.qps.min, summary.qps.median, summary.qps.max), (Some(2.0), Some(2.25), Some(2.5)));
         assert_eq!((summary.completed, summary.errors), (10, 2));
         assert_eq!(summary.runner_cpu_us_per_statement, Some(10.0));
+    }
+
+    fn in_cluster(report: &str) -> InClusterLoad {
+        InClusterLoad {
+            generator: "clickhouse-benchmark (clickhouse/clickhouse-server:26.3.33.24)".to_string(),
+            pod: "chbench-load-q8m4z".to_string(),
+            node: None,
+            placement: ClientPlacement::BesideServer,
+            query_id_prefix: "chbench-run-r1-c4".to_string(),
+            report: LoadReport::parse(report).unwrap(),
+            server_finished: None,
+            server_failed: None,
+            server_unknown: None,
+            mismatch: None,
+        }
+    }
+
+    const REPORT: &str = "Loaded 2 queries.\n\nQueries executed: 12.\n\n10.0.1.7:9000, queries: 10, errors: 2, QPS: \
+                          5.000, RPS: 50.000, MiB/s: 0.001, result RPS: 5.000, result MiB/s: 0.000.\n\n50%\t\t0.148 \
+                          sec.\t\n90%\t\t0.150 sec.\t\n99%\t\t0.152 sec.\t\n";
+
+    fn logged(query: &str, finished: u64, failed: u64) -> LoggedQuery {
+        LoggedQuery {
+            query: query.to_string(),
+            finished,
+            failed,
+            first_error: if failed > 0 { "Code: 60".to_string() } else { String::new() },
+        }
+    }
+
+    #[test]
+    fn a_level_in_the_cluster_is_the_generators_figures_held_against_the_servers_log() {
+        let queries = [NamedQuery { name: "a", sql: "SELECT 1" }, NamedQuery { name: "b", sql: "SELECT x\nFROM t" }];
+        let rows = vec![logged("SELECT 1", 10, 0), logged("SELECT x\nFROM t", 0, 2)];
+        let level = load_round(1, 4, in_cluster(REPORT), &queries, Ok(rows));
+        assert_eq!((level.completed, level.errors, level.qps, level.rows_per_second), (10, 2, Some(5.0), Some(50.0)));
+        // Its wall time is what its QPS was taken over: 10 statements at 5 a second.
+        assert_eq!(level.wall_seconds, Some(2.0));
+        assert_eq!(
+            level.latency,
+            Latency { p50_ms: Some(148.0), p90_ms: Some(150.0), p99_ms: Some(152.0), max_ms: None }
+        );
+        assert!(level.statements.is_empty() && level.runner_cpu_us_per_statement.is_none() && level.complete);
+        // The failures by query come from the server's log, named as the level names them.
+        assert_eq!(
+            level.errors_by_query,
+            [QueryErrors { query: "b".to_string(), count: 2, first: "Code: 60".to_string() }]
+        );
+        let load = level.load.unwrap();
+        assert_eq!((load.server_finished, load.server_failed, load.mismatch), (Some(10), Some(2), None));
+
+        // The server saw one fewer finish than the generator counted: said, kept.
+        let rows = vec![logged("SELECT 1", 9, 0), logged("SELECT x\nFROM t", 0, 2)];
+        let level = load_round(1, 4, in_cluster(REPORT), &queries, Ok(rows));
+        assert_eq!(
+            level.load.unwrap().mismatch.as_deref(),
+            Some(
+                "clickhouse-benchmark counted 10 completed and 2 failed, the server's query_log 9 finished and 2 failed"
+            )
+        );
+        // A log that cannot be read leaves the server's count unknown with the reason, never 0.
+        let level =
+            load_round(1, 4, in_cluster(REPORT), &queries, Err(anyhow::anyhow!("cannot read system.query_log")));
+        let load = level.load.unwrap();
+        assert_eq!((load.server_finished, load.mismatch), (None, None));
+        assert_eq!(load.server_unknown.as_deref(), Some("cannot read system.query_log"));
+        assert!(level.errors_by_query.is_empty());
+    }
+
+    #[test]
+    fn a_level_in_the_cluster_that_completed_nothing_has_unknown_figures() {
+        let report = "Loaded 1 queries.\n\nQueries executed: 3.\n\n";
+        let queries = [NamedQuery { name: "a", sql: "SELECT nope" }];
+        let level = load_round(2, 1, in_cluster(report), &queries, Ok(vec![logged("SELECT nope", 0, 3)]));
+        assert_eq!((level.qps, level.wall_seconds, level.latency), (None, None, Latency::default()));
+        assert_eq!(level.unknown.as_deref(), Some("no statement completed (3 failed)"));
+        // A statement the level did not send is named by its text, not taken for one of its queries.
+        let level = load_round(2, 1, in_cluster(report), &queries, Ok(vec![logged("SELECT other", 0, 3)]));
+        assert_eq!(level.errors_by_query[0].query, "a statement not of the level: SELECT other");
+    }
+
+    #[test]
+    fn levels_in_the_cluster_are_summed_up_by_each_percentiles_median_across_rounds() {
+        let queries = [NamedQuery { name: "a", sql: "SELECT 1" }];
+        let rounds: Vec<LevelRound> = [REPORT, &REPORT.replace("0.148", "0.100"), &REPORT.replace("0.148", "0.200")]
+            .iter()
+            .enumerate()
+            .map(|(at, report)| load_round(at as u32 + 1, 4, in_cluster(report), &queries, Ok(Vec::new())))
+            .collect();
+        let summary = LevelSummary::of(4, &rounds);
+        assert_eq!(summary.latency.p50_ms, Some(148.0));
+        assert_eq!(summary.latency.p99_ms, Some(152.0));
+        assert_eq!(summary.latency.max_ms, None);
+        assert_eq!((summary.completed, summary.errors, summary.qps.median), (30, 6, Some(5.0)));
     }
 }

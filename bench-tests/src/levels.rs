@@ -6,6 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::load_generator::InClusterLoad;
 use crate::numbers::{median_unsorted, ratio};
 use crate::significance::{Significance, Thresholds, Verdict, compare_timings};
 
@@ -60,8 +61,14 @@ pub struct LevelRound {
     /// skipped, still unsent when it ended); absent for a closed loop.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scheduled: Option<u64>,
-    /// Every statement, by client, then in the client's order.
+    /// Every statement, by client, then in the client's order; empty for a level run
+    /// beside the engine (`load`), whose generator reports figures, not statements.
     pub statements: Vec<StatementRecord>,
+    /// A level whose clients ran beside the engine (clickhouse-benchmark in the cluster):
+    /// where, what the generator reported, and the server's own count; absent for a level
+    /// run by this tool's own loop.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load: Option<InClusterLoad>,
 }
 
 /// Latency percentiles in milliseconds (nearest rank), unknown without statements.
@@ -127,7 +134,9 @@ pub struct LevelSummary {
     /// QPS across rounds.
     pub qps: Spread,
     pub rows_per_second: Spread,
-    /// Of every completed statement of its rounds together.
+    /// Of every completed statement of its rounds together; for rounds run beside the
+    /// engine, whose generator reports percentiles rather than statements, each
+    /// percentile's median across the rounds.
     pub latency: Latency,
     pub completed: u64,
     pub errors: u64,
@@ -168,12 +177,26 @@ impl LevelSummary {
     pub fn of(clients: u32, rounds: &[LevelRound]) -> LevelSummary {
         let rounds: Vec<&LevelRound> =
             rounds.iter().filter(|round| round.clients == clients && round.complete).collect();
-        let latencies = rounds
-            .iter()
-            .flat_map(|round| round.statements.iter())
-            .filter(|statement| statement.error.is_none())
-            .map(|statement| statement.latency_us as f64 / 1e3)
-            .collect();
+        let latency = if !rounds.is_empty() && rounds.iter().all(|round| round.load.is_some()) {
+            let median = |percentile: fn(&Latency) -> Option<f64>| {
+                Spread::of(rounds.iter().map(|round| percentile(&round.latency))).median
+            };
+            Latency {
+                p50_ms: median(|latency| latency.p50_ms),
+                p90_ms: median(|latency| latency.p90_ms),
+                p99_ms: median(|latency| latency.p99_ms),
+                max_ms: median(|latency| latency.max_ms),
+            }
+        } else {
+            Latency::of(
+                rounds
+                    .iter()
+                    .flat_map(|round| round.statements.iter())
+                    .filter(|statement| statement.error.is_none())
+                    .map(|statement| statement.latency_us as f64 / 1e3)
+                    .collect(),
+            )
+        };
         let statements: u64 = rounds.iter().map(|round| round.completed + round.errors).sum();
         let cpu: Option<f64> = rounds
             .iter()
@@ -184,7 +207,7 @@ impl LevelSummary {
             rounds: rounds.len(),
             qps: Spread::of(rounds.iter().map(|round| round.qps)),
             rows_per_second: Spread::of(rounds.iter().map(|round| round.rows_per_second)),
-            latency: Latency::of(latencies),
+            latency,
             completed: rounds.iter().map(|round| round.completed).sum(),
             errors: rounds.iter().map(|round| round.errors).sum(),
             runner_cpu_us_per_statement: cpu.and_then(|cpu| ratio(cpu, statements as f64)),

@@ -44,6 +44,7 @@ pub mod answers;
 pub mod breakdown;
 pub mod engine_threads;
 pub mod levels;
+pub mod load_generator;
 pub mod machine;
 pub mod node_prices;
 pub mod plan;

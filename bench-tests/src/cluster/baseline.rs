@@ -13,28 +13,25 @@
 //! flags `up` was given.
 
 use std::collections::BTreeMap;
-use std::fmt::Debug;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use k8s_openapi::NamespaceResourceScope;
-use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::{Api, ListParams, LogParams};
-use kube::{Client, Resource};
-use serde::de::DeserializeOwned;
+use kube::Client;
+use kube::api::Api;
 use tokio::time::Instant;
 
-use super::deploy::{CLICKHOUSE, Poller, apply_object, cannot_start, delete_if_present, on_cluster, why_it_failed};
+use super::deploy::{CLICKHOUSE, apply_object, delete_if_present, on_cluster};
 use super::deployment::{self, DataVolume, Deployment, Presence};
+use super::jobs::{JobName, Wait, job_log, remove, wait_for_job};
 use super::manifests::{self, Object, PART_OF, Values, Variant};
 use crate::storage_baseline::{Device, StorageBaseline, parse_fio_output};
 
 /// The fio Job, as `fio.yaml` names it.
 pub const JOB: &str = "chbench-storage-baseline";
-/// Its container.
-const FIO_CONTAINER: &str = "fio";
+/// The Job, its container (whose log is fio's report) and what it is for.
+const FIO_JOB: JobName = JobName { name: JOB, container: "fio", doing: "storage baseline" };
 /// The ConfigMap holding the last baseline measured in a namespace.
 pub const RESULT_CONFIG_MAP: &str = "chbench-storage-baseline";
 /// Its key: the [`StorageBaseline`] as JSON.
@@ -88,11 +85,8 @@ pub async fn measure(
         for object in &objects {
             apply_object(client, object).await?;
         }
-        let pod = wait_for_job(client, namespace, timeout, poll, &mut progress).await?;
-        let pods = Api::<Pod>::namespaced(client.clone(), namespace);
-        let params = LogParams { container: Some(FIO_CONTAINER.to_string()), ..LogParams::default() };
-        let log =
-            pods.logs(&pod, &params).await.with_context(|| format!("cannot read the log of pod {namespace}/{pod}"))?;
+        let pod = wait_for_job(client, namespace, &FIO_JOB, timeout, poll, &mut progress).await?.name;
+        let log = job_log(client, namespace, &FIO_JOB, &pod).await?;
         let device = Device {
             variant: deployment.variant.to_string(),
             description: deployment.description.clone(),
@@ -244,126 +238,6 @@ fn storage_of(namespace: &str, deployment: Deployment) -> Result<DeploymentStora
 /// `100Gi` as 100; the manifests give every size in Gi.
 fn gibibytes(quantity: &str) -> Option<u32> {
     quantity.strip_suffix("Gi")?.parse().ok().filter(|gib| *gib > 0)
-}
-
-/// Waits for the Job to finish, asking every `poll` ([`Poller`]: Ctrl-C ends it);
-/// `progress` hears its pod's phase when it changes. Returns the pod that ran fio. A Job
-/// that failed, a pod that cannot start, or a timeout is an error with the pod's events
-/// and log.
-async fn wait_for_job(
-    client: &Client,
-    namespace: &str,
-    timeout: Duration,
-    poll: Duration,
-    mut progress: impl FnMut(&str),
-) -> Result<String> {
-    let jobs = Api::<Job>::namespaced(client.clone(), namespace);
-    let pods = Api::<Pod>::namespaced(client.clone(), namespace);
-    // The label the Job controller gives its pods (Kubernetes 1.27 and later).
-    let of_job = ListParams::default().labels(&format!("batch.kubernetes.io/job-name={JOB}"));
-    let poller = Poller::new(Instant::now() + timeout, poll, format!("job {namespace}/{JOB} to finish"));
-    let mut last_phase = String::new();
-    loop {
-        let status = jobs.get(JOB).await.with_context(|| format!("cannot read job {namespace}/{JOB}"))?.status;
-        let status = status.unwrap_or_default();
-        let listed =
-            pods.list(&of_job).await.with_context(|| format!("cannot list the pods of job {namespace}/{JOB}"))?;
-        // backoffLimit 0: one pod at most.
-        let pod = listed.items.into_iter().next();
-        let pod_name = pod.as_ref().and_then(|pod| pod.metadata.name.clone());
-        if status.succeeded.unwrap_or(0) > 0 {
-            return pod_name.with_context(|| format!("job {namespace}/{JOB} succeeded, but its pod is gone"));
-        }
-        let failed = status
-            .conditions
-            .iter()
-            .flatten()
-            .find(|condition| condition.type_ == "Failed" && condition.status == "True");
-        if failed.is_some() || status.failed.unwrap_or(0) > 0 {
-            let reason = failed
-                .map(|condition| {
-                    format!(
-                        "{}: {}",
-                        condition.reason.as_deref().unwrap_or("Failed"),
-                        condition.message.as_deref().unwrap_or("").trim()
-                    )
-                })
-                .unwrap_or_else(|| "its pod failed".to_string());
-            bail!("job {namespace}/{JOB} failed ({reason}){}", why_the_job_failed(client, namespace, &pod_name).await);
-        }
-        let pod_status = pod.and_then(|pod| pod.status).unwrap_or_default();
-        if let Some(stuck) = cannot_start(&pod_status) {
-            let why = why_the_job_failed(client, namespace, &pod_name).await;
-            bail!("job {namespace}/{JOB} cannot start fio: {stuck}{why}");
-        }
-        let phase = match &pod_name {
-            Some(name) => format!("pod {name}: {}", pod_status.phase.as_deref().unwrap_or("Unknown")),
-            None => "no pod yet".to_string(),
-        };
-        if phase != last_phase {
-            progress(&format!("storage baseline: {phase}"));
-            last_phase = phase;
-        }
-        if !poller.next_round().await? {
-            let why = why_the_job_failed(client, namespace, &pod_name).await;
-            bail!("job {namespace}/{JOB} did not finish in {} s ({last_phase}){why}", timeout.as_secs());
-        }
-    }
-}
-
-/// The events and fio's log of the Job's pod, after a failed wait.
-async fn why_the_job_failed(client: &Client, namespace: &str, pod: &Option<String>) -> String {
-    match pod {
-        Some(pod) => why_it_failed(client, namespace, pod, FIO_CONTAINER).await,
-        None => "\n(no pod of the job to show the events and log of)".to_string(),
-    }
-}
-
-/// Whether [`remove`] waits for the objects to be gone.
-#[derive(Clone, Copy)]
-enum Wait {
-    No,
-    /// Asking every `poll` ([`Poller`]: Ctrl-C ends it).
-    UntilGone {
-        deadline: Instant,
-        poll: Duration,
-    },
-}
-
-/// Deletes the baseline's objects, the Job's pods with it; one that is not there is
-/// fine. With [`Wait::UntilGone`], returns once none exists (a claim being deleted
-/// would otherwise be applied again and never bind).
-async fn remove(client: &Client, namespace: &str, objects: &[Object], wait: Wait) -> Result<()> {
-    for object in objects.iter().rev() {
-        match object {
-            Object::Job(job) => delete(client, namespace, job.as_ref(), wait).await?,
-            Object::PersistentVolumeClaim(claim) => delete(client, namespace, claim.as_ref(), wait).await?,
-            Object::ConfigMap(map) => delete(client, namespace, map.as_ref(), wait).await?,
-            other => bail!("the storage baseline's manifest has a {}, which it does not remove", other.kind()),
-        }
-    }
-    Ok(())
-}
-
-async fn delete<K>(client: &Client, namespace: &str, object: &K, wait: Wait) -> Result<()>
-where
-    K: Resource<DynamicType = (), Scope = NamespaceResourceScope> + Clone + DeserializeOwned + Debug,
-{
-    let name = object.meta().name.clone().context("an object without a name")?;
-    let shown = format!("{} {namespace}/{name}", K::kind(&()));
-    let api = Api::<K>::namespaced(client.clone(), namespace);
-    let deleting = delete_if_present(&api, &name, &shown).await?;
-    let Wait::UntilGone { deadline, poll } = wait else { return Ok(()) };
-    if !deleting {
-        return Ok(());
-    }
-    let poller = Poller::new(deadline, poll, format!("{shown} to be gone"));
-    while api.get_opt(&name).await.with_context(|| format!("cannot read {shown}"))?.is_some() {
-        if !poller.next_round().await? {
-            bail!("{shown} left by an earlier baseline is still being deleted: run the baseline again once it is gone");
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

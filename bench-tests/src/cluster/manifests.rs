@@ -5,7 +5,8 @@
 //! NetworkPolicy that denies its pod all ingress), no privilege escalation and no
 //! service-account token. A variant's `fio.yaml` is the storage baseline's Job
 //! ([`render_storage_baseline`]), rendered apart from the deployment (`up` applies the
-//! rest) since it runs on the node the pod was given.
+//! rest) since it runs on the node the pod was given. `load/clickhouse-benchmark.yaml`
+//! is a throughput level's load, the same for every variant ([`render_load`]).
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -37,6 +38,8 @@ use super::checks::check_values;
 
 /// The storage baseline's file in each variant's folder; the deployment is the others.
 pub const STORAGE_BASELINE_FILE: &str = "fio.yaml";
+/// The load Job of a level run inside the cluster, under `manifests/`.
+pub const LOAD_FILE: &str = "load/clickhouse-benchmark.yaml";
 
 /// One YAML document of a rendered manifest file.
 #[derive(Debug, Clone)]
@@ -136,6 +139,30 @@ pub fn render_storage_baseline(
         by_name.insert("storage_class", class.to_string());
     }
     render_files(vec![path], &by_name)
+}
+
+/// The load Job of a throughput level run inside the cluster ([`LOAD_FILE`]), rendered for
+/// the deployment in `namespace` running `image`, ended by Kubernetes after
+/// `deadline_seconds`. The same for every variant: what a level asks for is filled in
+/// by `cluster::load`.
+pub fn render_load(namespace: &str, image: &str, deadline_seconds: u64) -> Result<Vec<Document>> {
+    super::check_namespace(namespace)?;
+    check_image(image)?;
+    let by_name = BTreeMap::from([
+        ("namespace", namespace.to_string()),
+        ("image", image.to_string()),
+        ("deadline_seconds", deadline_seconds.to_string()),
+    ]);
+    render_files(vec![manifests_root().join(LOAD_FILE)], &by_name)
+}
+
+/// What the load's objects must be: those of a deployment, and one Job.
+pub fn check_load(objects: &[Object]) -> Result<()> {
+    check_objects(objects)?;
+    if objects.iter().filter(|object| matches!(object, Object::Job(_))).count() != 1 {
+        bail!("the load's manifest must define one Job to run clickhouse-benchmark in");
+    }
+    Ok(())
 }
 
 /// A DNS subdomain (RFC 1123), what Kubernetes names nodes and StorageClasses with.

@@ -3,7 +3,8 @@
 //! ([`manifests`]), then applied and waited for ([`deploy`]); a deployment as the cluster
 //! has it, read once, each part present or absent with the reason ([`deployment`]), which
 //! `status` shows and `down` takes away ([`lifecycle`]); the storage baseline fio measures
-//! beside it ([`baseline`]); the port-forward the target reaches the pod through
+//! beside it ([`baseline`]); a throughput level's load, run beside it ([`load`]), both
+//! Jobs waited for and removed alike ([`jobs`]); the port-forward the target reaches the pod through
 //! ([`portforward`]); the Namespace's annotations ([`annotations`]); the deployment the
 //! last `up` brought up, which a run with no target given uses until `down`
 //! ([`last_up`], always built: choosing a target needs it). What a run leaves is
@@ -24,9 +25,13 @@ pub mod checks;
 pub mod deploy;
 #[cfg(feature = "eks")]
 pub mod deployment;
+#[cfg(feature = "eks")]
+pub mod jobs;
 pub mod last_up;
 #[cfg(feature = "eks")]
 pub mod lifecycle;
+#[cfg(feature = "eks")]
+pub mod load;
 #[cfg(feature = "eks")]
 pub mod manifests;
 #[cfg(feature = "eks")]

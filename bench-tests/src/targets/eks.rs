@@ -19,7 +19,8 @@ use crate::cluster::last_up::{LastUp, namespace_for};
 /// statistics from its query_log, datasets as shared databases, concurrent clients each
 /// with an HTTP client of its own through the port-forward (which forwards every
 /// connection), each statement with its own query_log row.
-pub const CAPABILITIES: Capabilities = Capabilities { deployed_by_chbench: true, ..super::server::CAPABILITIES };
+pub const CAPABILITIES: Capabilities =
+    Capabilities { deployed_by_chbench: true, in_cluster_load: true, ..super::server::CAPABILITIES };
 
 /// The environment variable naming the deployment's namespace.
 pub const NAMESPACE_ENV: &str = "CHBENCH_NAMESPACE";
@@ -109,12 +110,14 @@ mod with_client {
     use crate::cluster::deployment::read_pod;
     use crate::cluster::eks_command;
     use crate::cluster::last_up::LastUp;
+    use crate::cluster::load::run_level;
     use crate::cluster::portforward::{PortForward, client_runtime};
     use crate::interrupt::Interrupted;
+    use crate::load_generator::LoadLevel;
     use crate::settings::Settings;
     use crate::storage_baseline::StorageBaseline;
     use crate::targets::server::{BENCH_USER, ServerConfig, ServerTarget};
-    use crate::targets::{Backend, ClientOpener, KubernetesDeployment, ResultCounters, Target, TargetKind};
+    use crate::targets::{Backend, ClientOpener, KubernetesDeployment, LoadRun, ResultCounters, Target, TargetKind};
 
     /// What the target needs of a deployment: which it is (its pod, Ready, its image and
     /// node), and ClickHouse's password.
@@ -294,7 +297,25 @@ mod with_client {
                 .block_on(self.cluster.run(|client| async move { read_baseline(&client, namespace).await }))?;
             check_baseline_node(&self.deployment, stored).map(Some)
         }
+
+        /// clickhouse-benchmark from the pod's own image, as a Job in the namespace,
+        /// connecting as the target does.
+        fn run_load_level(&mut self, level: &LoadLevel, progress: &mut dyn FnMut(&str)) -> Result<LoadRun> {
+            let KubernetesDeployment { namespace, image, .. } = &self.deployment.identity;
+            let output = self.kubernetes.block_on(self.cluster.run(|client| async move {
+                run_level(&client, namespace, image, BENCH_USER, level, LOAD_POLL, |line| progress(line)).await
+            }))?;
+            Ok(LoadRun {
+                generator: format!("clickhouse-benchmark ({image})"),
+                log: output.log,
+                pod: output.pod,
+                node: output.node,
+            })
+        }
     }
+
+    /// How often a load level's Job is asked how it does.
+    const LOAD_POLL: std::time::Duration = std::time::Duration::from_secs(1);
 
     /// The deployment in `namespace` as a [`Target`] for collect (it stamps no use),
     /// whatever `CHBENCH_NAMESPACE` says (`cargo xtask eks collect --namespace`).

@@ -40,6 +40,7 @@ pub use self::databases::{DatabaseOwner, RUN_DIGITS, is_left_behind, scenario_da
 pub use self::observer::{Observed, Observer, ObserverConnection};
 pub use self::versions::{ClickHouseVersion, OLDEST_SUPPORTED, supported_version};
 use crate::cluster::last_up::{self, LastUp};
+use crate::load_generator::LoadLevel;
 use crate::settings::Settings;
 use crate::sql::{one_line, statement_line};
 use crate::stats::StatsSource;
@@ -125,6 +126,12 @@ pub struct Capabilities {
     /// symbolize them (`addressToSymbol`), so that `--profile` can draw its flame graphs.
     /// [`crate::profiling`] is only chosen on a target that has it.
     pub query_profiler: bool,
+    /// Whether a load level's clients can run beside the engine rather than on this
+    /// machine: as a Kubernetes Job with clickhouse-benchmark from the server's image
+    /// ([`Target::run_load_level`]). A target that has it is reached from this machine
+    /// through a port-forward, so that the clients of a local loop measure that tunnel
+    /// too; the throughput kind runs its levels beside the engine on it by default.
+    pub in_cluster_load: bool,
 }
 
 impl Capabilities {
@@ -250,6 +257,24 @@ pub trait Backend {
     fn client_opener(&self) -> Result<ClientOpener> {
         bail!("this target cannot open a connection for another client")
     }
+
+    /// Runs one load level beside the engine and returns what the load generator printed
+    /// and where it ran, saying its progress to `progress`. Only for targets whose
+    /// [`Capabilities::in_cluster_load`] is true.
+    fn run_load_level(&mut self, _level: &LoadLevel, _progress: &mut dyn FnMut(&str)) -> Result<LoadRun> {
+        bail!("this target runs no load generator beside its engine")
+    }
+}
+
+/// What a load level run beside the engine printed ([`Backend::run_load_level`]), and
+/// where it ran.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadRun {
+    /// The generator and the image it came from.
+    pub generator: String,
+    pub log: String,
+    pub pod: String,
+    pub node: Option<String>,
 }
 
 /// Opens another connection to a target's engine, from the thread of the client that
@@ -360,6 +385,18 @@ impl Target {
     }
 
     /// What this target can do, as its kind declares.
+    /// Runs one load level beside the engine ([`Capabilities::in_cluster_load`]); a target
+    /// without it refuses in one line.
+    pub fn run_load_level(&mut self, level: &LoadLevel, progress: &mut dyn FnMut(&str)) -> Result<LoadRun> {
+        if !self.capabilities.in_cluster_load {
+            bail!(
+                "target {} runs no load beside its engine: its clients run on this machine (--load-from local)",
+                self.info.kind
+            );
+        }
+        self.backend.run_load_level(level, progress)
+    }
+
     pub fn capabilities(&self) -> &Capabilities {
         &self.capabilities
     }
@@ -712,6 +749,7 @@ mod tests {
                 deployed_by_chbench: false,
                 // A stripped library, and no trace_log.
                 query_profiler: false,
+                in_cluster_load: false,
             }
         );
         assert_eq!(embedded.concurrent_stats_source(), StatsSource::ResultCounters);
@@ -727,13 +765,17 @@ mod tests {
                 concurrent_queries: Concurrency::Parallel { events_per_statement: true },
                 deployed_by_chbench: false,
                 query_profiler: true,
+                in_cluster_load: false,
             }
         );
         assert_eq!(url.concurrent_stats_source(), StatsSource::QueryLog);
         // The container and the eks pod are measured as any server is; the pod is one
         // chbench deploys.
         assert_eq!(spec(TargetKind::Container).capabilities, url);
-        assert_eq!(spec(TargetKind::Eks).capabilities, Capabilities { deployed_by_chbench: true, ..url });
+        assert_eq!(
+            spec(TargetKind::Eks).capabilities,
+            Capabilities { deployed_by_chbench: true, in_cluster_load: true, ..url }
+        );
         // An events delta cannot tell apart statements that run at once.
         for kind in [TargetKind::Embedded, TargetKind::Url, TargetKind::Container, TargetKind::Eks] {
             assert_ne!(spec(kind).capabilities.concurrent_stats_source(), StatsSource::ResultAndEventsDelta, "{kind}");

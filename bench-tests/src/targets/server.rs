@@ -59,6 +59,8 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     deployed_by_chbench: false,
     // The server's query profiler, its trace_log and its symbols.
     query_profiler: true,
+    // A server reached directly: its clients are this machine's.
+    in_cluster_load: false,
 };
 
 /// Connects to the server given by `CHBENCH_URL` (the `url` kind's opener for

@@ -56,6 +56,7 @@ pub const CAPABILITIES: Capabilities = Capabilities {
     deployed_by_chbench: false,
     // Its library is stripped and keeps no system.trace_log: no flame graphs.
     query_profiler: false,
+    in_cluster_load: false,
 };
 
 /// How each protocol line starts, on both pipes.

@@ -320,3 +320,56 @@ fn every_pod_makes_the_user_the_eks_target_logs_in_as() {
         assert_eq!(probe.port, k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(HTTP_PORT.into()));
     }
 }
+
+/// The load of a level run in the cluster: one Job from the server's image, its password
+/// from the deployment's Secret, reading the queries where chbench mounts them, and one
+/// opening in the namespace's default-deny-ingress: from the load's pods, to ClickHouse's
+/// native port, nothing more.
+#[test]
+fn the_load_job_reaches_clickhouses_native_port_only_and_reads_its_password_from_the_secret() {
+    use chbench::cluster::deploy::{CLICKHOUSE, PASSWORD_SECRET};
+    use chbench::cluster::load::{LOAD_JOB, QUERIES_CONFIG_MAP};
+    use chbench::cluster::manifests::{check_load, render_load};
+    use chbench::load_generator::{NATIVE_PORT, QUERIES_PATH};
+    let image = "clickhouse/clickhouse-server:26.3.33.24";
+    let objects = parse(&render_load("team-x", image, 602).unwrap()).unwrap();
+    check_load(&objects).unwrap();
+    let kinds: Vec<&str> = objects.iter().map(Object::kind).collect();
+    assert_eq!(kinds, ["ConfigMap", "NetworkPolicy", "Job"]);
+    let Object::NetworkPolicy(policy) = &objects[1] else { unreachable!() };
+    let spec = policy.spec.as_ref().unwrap();
+    let name_of = |selector: &k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector| {
+        selector.match_labels.as_ref().unwrap()["app.kubernetes.io/name"].clone()
+    };
+    assert_eq!(name_of(spec.pod_selector.as_ref().unwrap()), CLICKHOUSE);
+    let ingress = spec.ingress.as_ref().unwrap();
+    assert_eq!(ingress.len(), 1);
+    let peers = ingress[0].from.as_ref().unwrap();
+    assert_eq!(peers.len(), 1);
+    assert!(peers[0].namespace_selector.is_none() && peers[0].ip_block.is_none(), "{peers:?}");
+    let ports = ingress[0].ports.as_ref().unwrap();
+    assert_eq!(ports.len(), 1);
+    assert_eq!(ports[0].port, Some(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(NATIVE_PORT.into())));
+    let Object::Job(job) = &objects[2] else { unreachable!() };
+    assert_eq!(job.metadata.name.as_deref(), Some(LOAD_JOB.name));
+    assert_eq!(job.metadata.namespace.as_deref(), Some("team-x"));
+    let template = &job.spec.as_ref().unwrap().template;
+    // The opening is for the Job's pods, by their label.
+    assert_eq!(
+        template.metadata.as_ref().unwrap().labels.as_ref().unwrap()["app.kubernetes.io/name"],
+        name_of(peers[0].pod_selector.as_ref().unwrap())
+    );
+    let pod = template.spec.as_ref().unwrap();
+    let container = &pod.containers[0];
+    assert_eq!(container.name, LOAD_JOB.container);
+    assert_eq!(container.image.as_deref(), Some(image));
+    assert!(container.command.as_ref().unwrap().iter().any(|part| part.contains(QUERIES_PATH)));
+    let password = container.env.as_ref().unwrap().iter().find(|env| env.name == "CLICKHOUSE_PASSWORD").unwrap();
+    let secret = password.value_from.as_ref().unwrap().secret_key_ref.as_ref().unwrap();
+    assert_eq!((secret.name.as_str(), secret.key.as_str()), (PASSWORD_SECRET, "password"));
+    let mounted = pod.volumes.as_ref().unwrap()[0].config_map.as_ref().unwrap();
+    assert_eq!(mounted.name, QUERIES_CONFIG_MAP);
+    assert_eq!(job.spec.as_ref().unwrap().active_deadline_seconds, Some(602));
+    // A floating tag is refused, as for the server.
+    assert!(render_load("team-x", "clickhouse/clickhouse-server:latest", 602).is_err());
+}

@@ -9,6 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use chbench::benchmarks::throughput::{CheckPath, ThroughputBundle, ThroughputResults};
+use chbench::load_generator::LoadFrom;
 use chbench::results::{RunStatus, load_bundle};
 use chbench::stats::StatsSource;
 
@@ -273,6 +274,12 @@ fn meaningless_levels_and_bounds_are_one_line_before_the_engine_starts() {
         (&["--pack", "no_such_pack"], "no_such_pack"),
         (&["--query", "q9"], "q9"),
         (&["--sql", "/no/such/file.sql"], "/no/such/file.sql"),
+        (
+            &["--load-from", "local", "--client-beside-server"],
+            "--client-node-type and --client-beside-server place clients in the cluster, and --load-from local runs \
+             them here",
+        ),
+        (&["--client-node-type", "c7g/4xlarge"], "--client-node-type \"c7g/4xlarge\" is not a node type"),
     ] {
         let output = throughput(results.path(), "refused", flags).output().unwrap();
         let line = error_line(&output);
@@ -303,6 +310,35 @@ fn meaningless_levels_and_bounds_are_one_line_before_the_engine_starts() {
     let line = error_line(&output);
     assert!(line.contains("are both named \"q\"") && line.contains("rename one"), "{line}");
     assert!(!results.path().join("refused").exists());
+}
+
+/// The clients run in a cluster only on a target deployed in one: elsewhere asking for
+/// it is one line before any bundle is made, and the report says where they ran.
+#[test]
+fn clients_in_a_cluster_are_refused_on_a_target_that_is_in_none() {
+    let results = tempfile::tempdir().unwrap();
+    for (flags, said) in [
+        (
+            &["--load-from", "cluster"][..],
+            "--load-from cluster: target embedded runs no load beside its engine (a target deployed in a Kubernetes \
+             cluster does); leave --load-from out to run the clients here",
+        ),
+        (
+            &["--client-node-type", "c7g.4xlarge"],
+            "--client-node-type and --client-beside-server place clients in a Kubernetes cluster, and target \
+             embedded is not in one: leave them out",
+        ),
+    ] {
+        let output = throughput(results.path(), "refused", flags).output().unwrap();
+        assert_eq!(error_line(&output), format!("error: {said}"), "{flags:?}");
+        assert!(!results.path().join("refused").exists());
+    }
+    let bundle = run(results.path(), "here", &["--concurrency", "1", "--duration", "100ms", "--rounds", "1"]);
+    let workload = &bundle.benchmark.workload;
+    assert_eq!((workload.load_from, &workload.client_placement), (LoadFrom::Local, &None));
+    assert!(bundle.benchmark.rounds.iter().all(|round| round.load.is_none()));
+    let report = std::fs::read_to_string(results.path().join("here/report.md")).unwrap();
+    assert!(report.contains("**Clients**: this tool's loop on this machine."), "{report}");
 }
 
 /// A `--sql` file's query that would write on the host (`INTO OUTFILE`) is refused by the

@@ -13,7 +13,11 @@
 //!    each level its statements are recorded (every one, with its client, start and
 //!    outcome; the completed ones also as samples of their (query, level) query runs) and
 //!    the bundle saved, so a stop keeps the levels done (a kill, the levels before the one
-//!    running).
+//!    running). On a target that can run them beside its engine (`eks`), the clients are
+//!    clickhouse-benchmark in the cluster instead ([`in_cluster_level`]), unless
+//!    `--load-from local`: each level a Job, its report the level's figures, held against
+//!    the server's `query_log`; the runner check, which measures this tool's loop, is then
+//!    skipped.
 
 mod compare;
 mod example;
@@ -36,6 +40,7 @@ pub use self::results::{
 };
 use super::{Benchmark, GuardedSql, Run};
 pub use crate::closed_loop::{CHECK_BLOCKS, Levels, MAX_CLIENTS, client_orders, level_round, runner_check};
+use crate::closed_loop::{NamedQuery, in_cluster_level};
 use crate::compare::{BundleAt, CompareOptions, Comparison, side_prices};
 use crate::dataset::{BytesPerRow, Dataset, DiskEstimate, UNMEASURED_BYTES_PER_ROW, check_row_bound};
 use crate::files::{fixture_relative, shown};
@@ -45,6 +50,7 @@ pub use crate::levels::{
     CheckBlock, CheckPath, Latency, LevelBound, LevelRound, LevelSummary, QueryErrors, RunnerCheck, Spread,
     StatementRecord,
 };
+use crate::load_generator::{ClientPlacement, LoadBound, LoadFrom};
 use crate::measure::closed_loop_stats;
 use crate::packs::Pack;
 use crate::query_runs::{QueryRuns, Sample, SampleKind};
@@ -52,7 +58,7 @@ use crate::report::Section;
 use crate::results::RunBundle;
 use crate::settings::Settings;
 use crate::stats::{StatementTag, StatsSource};
-use crate::targets::{ClosedLoop, Concurrency, LoopBound};
+use crate::targets::{ClosedLoop, Concurrency, LoopBound, Target};
 use crate::units::{number, plural, times};
 
 /// Rounds by default: five, the fewest a side at which the comparison's test can say
@@ -116,6 +122,14 @@ pub struct ThroughputBenchmark {
     pub seed: u64,
     /// Statements per block of the runner check; 0 skips it.
     pub check_statements: u64,
+    /// Where the clients run; `None`: in the cluster on a target that can run them there,
+    /// here otherwise.
+    pub load_from: Option<LoadFrom>,
+    /// With the clients in the cluster, their node.
+    pub client_placement: ClientPlacement,
+    /// Whether `client_placement` was asked for (`--client-node-type`,
+    /// `--client-beside-server`) rather than the default.
+    pub client_placement_given: bool,
 }
 
 /// A query of the run, ready to measure.
@@ -170,6 +184,15 @@ impl Benchmark for ThroughputBenchmark {
             LoopBound::Duration(_) => {}
         }
         check_row_bound(&format!("--rows {}", self.rows), self.rows)?;
+        if self.client_placement_given && self.load_from == Some(LoadFrom::Local) {
+            bail!(
+                "--client-node-type and --client-beside-server place clients in the cluster, and --load-from local \
+                 runs them here: give one or the other"
+            );
+        }
+        if let ClientPlacement::OwnNode { node_type: Some(node_type) } = &self.client_placement {
+            crate::load_generator::check_node_type(node_type)?;
+        }
         let pack = Pack::named(&self.pack)?;
         self.design_of(&pack)?;
         self.run_queries(&pack)?;
@@ -217,6 +240,28 @@ impl Benchmark for ThroughputBenchmark {
         files
     }
 
+    /// `--load-from cluster`, or a client placement, on a target that cannot run clients
+    /// beside its engine: one line, before anything runs.
+    fn check_target(&self, target: &mut Target) -> Result<()> {
+        if target.capabilities().in_cluster_load {
+            return Ok(());
+        }
+        let kind = target.info().kind;
+        if self.load_from == Some(LoadFrom::Cluster) {
+            bail!(
+                "--load-from cluster: target {kind} runs no load beside its engine (a target deployed in a \
+                 Kubernetes cluster does); leave --load-from out to run the clients here"
+            );
+        }
+        if self.client_placement_given {
+            bail!(
+                "--client-node-type and --client-beside-server place clients in a Kubernetes cluster, and target \
+                 {kind} is not in one: leave them out"
+            );
+        }
+        Ok(())
+    }
+
     fn new_results(&self) -> ThroughputResults {
         let pack = Pack::named(&self.pack).ok();
         let design = pack.as_ref().and_then(|pack| self.design_of(pack).ok()).unwrap_or_default();
@@ -244,6 +289,9 @@ impl Benchmark for ThroughputBenchmark {
                 },
                 rounds: self.rounds,
                 seed: self.seed,
+                // Known once the target is: see `prepare`.
+                load_from: self.load_from.unwrap_or(LoadFrom::Local),
+                client_placement: None,
             },
             dataset: None,
             statement_records: StatsSource::ResultCounters,
@@ -327,6 +375,15 @@ impl Benchmark for ThroughputBenchmark {
 }
 
 impl ThroughputBenchmark {
+    /// Where the clients run on `target`.
+    fn load_from_on(&self, target: &Target) -> LoadFrom {
+        match (self.load_from, target.capabilities().in_cluster_load) {
+            (Some(chosen), _) => chosen,
+            (None, true) => LoadFrom::Cluster,
+            (None, false) => LoadFrom::Local,
+        }
+    }
+
     fn bound(&self) -> LoopBound {
         match (self.iterations, self.duration) {
             (Some(statements), _) => LoopBound::Statements(statements),
@@ -459,6 +516,10 @@ impl ThroughputBenchmark {
                 run.results().notes.push(note);
             }
         }
+        let load_from = self.load_from_on(run.target);
+        run.results().workload.load_from = load_from;
+        run.results().workload.client_placement =
+            (load_from == LoadFrom::Cluster).then(|| self.client_placement.clone());
         let levels = self.levels.list()?;
         if levels.iter().any(|&clients| clients > 1)
             && run.target.capabilities().concurrent_queries == Concurrency::Serial
@@ -476,6 +537,14 @@ impl ThroughputBenchmark {
     fn runner_check(&self, run: &mut ThroughputRun<'_>) -> Result<()> {
         let statements = self.check_statements;
         if statements == 0 {
+            return Ok(());
+        }
+        if run.results().workload.load_from == LoadFrom::Cluster {
+            let note = "no runner check: it measures this tool's loop, and the clients are clickhouse-benchmark in \
+                        the cluster"
+                .to_string();
+            run.progress.note(&note);
+            run.results().notes.push(note);
             return Ok(());
         }
         run.progress.start(
@@ -519,17 +588,21 @@ impl ThroughputBenchmark {
             for &clients in &levels {
                 // A stop between levels records no empty one.
                 crate::interrupt::check()?;
-                let orders = client_orders(self.seed, clients, queries.len());
-                let looped = run.target.run_closed_loop(
-                    clients as usize,
-                    &statements,
-                    &orders,
-                    bound,
-                    &Settings::new(),
-                    FORMAT,
-                )?;
-                let interrupted = looped.interrupted;
-                let level = self.record_level(run, &queries, &run_id, round, clients, looped, &mut runs_of)?;
+                let (level, interrupted) = if run.results().workload.load_from == LoadFrom::Cluster {
+                    (self.in_cluster(run, &queries, round, clients)?, false)
+                } else {
+                    let orders = client_orders(self.seed, clients, queries.len());
+                    let looped = run.target.run_closed_loop(
+                        clients as usize,
+                        &statements,
+                        &orders,
+                        bound,
+                        &Settings::new(),
+                        FORMAT,
+                    )?;
+                    let interrupted = looped.interrupted;
+                    (self.record_level(run, &queries, &run_id, round, clients, looped, &mut runs_of)?, interrupted)
+                };
                 run.progress.advance(&level_line(&level));
                 // Errors are counted apart, not hidden: each level that had some says so now.
                 if let Some(first) = level.errors_by_query.first() {
@@ -562,6 +635,41 @@ impl ThroughputBenchmark {
             run.progress.note(&line);
         }
         Ok(())
+    }
+
+    /// One level run by clickhouse-benchmark in the cluster ([`in_cluster_level`]); the
+    /// Job's phases and any count that differs from the server's are said as it goes.
+    fn in_cluster(
+        &self,
+        run: &mut ThroughputRun<'_>,
+        queries: &[RunQuery],
+        round: u32,
+        clients: u32,
+    ) -> Result<LevelRound> {
+        let named: Vec<NamedQuery<'_>> =
+            queries.iter().map(|query| NamedQuery { name: &query.name, sql: &query.sql }).collect();
+        let bound = match self.bound() {
+            LoopBound::Duration(duration) => LoadBound::Seconds(duration.as_secs_f64()),
+            LoopBound::Statements(statements) => LoadBound::Statements(statements),
+        };
+        let progress = run.progress;
+        let mut said = |line: &str| progress.note(&format!("round {round}, {}: {line}", plural(clients, "client")));
+        let mut warnings = Vec::new();
+        let level = in_cluster_level(
+            run.target,
+            round,
+            clients,
+            &named,
+            bound,
+            &self.client_placement,
+            &query_id_prefix(&run.database(), round, clients),
+            &mut said,
+            &mut |warning| warnings.push(warning.to_string()),
+        )?;
+        for warning in warnings {
+            run.progress.warn(&warning);
+        }
+        Ok(level)
     }
 
     /// A level's loop as the bundle keeps it ([`level_round`]), and each completed
@@ -643,4 +751,14 @@ impl ThroughputBenchmark {
         }
         Ok(level)
     }
+}
+
+/// The query id prefix of a level's statements run in the cluster: the run's database
+/// (its id and this process's, so that two runs of one id at once differ) in letters,
+/// digits and `-`, the round and the level, so that the server's log finds exactly that
+/// level's.
+fn query_id_prefix(database: &str, round: u32, clients: u32) -> String {
+    let run: String =
+        database.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' }).collect();
+    format!("{run}-r{round}-c{clients}")
 }

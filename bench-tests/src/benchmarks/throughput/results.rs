@@ -6,6 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::levels::{LevelBound, LevelRound, LevelSummary, QueryErrors, RunnerCheck};
+use crate::load_generator::{ClientPlacement, LoadFrom};
 use crate::query_runs::QueryRuns;
 use crate::results::{KindResults, RunBundle};
 use crate::stats::StatsSource;
@@ -69,6 +70,7 @@ impl KindResults for ThroughputResults {
             ("design".to_string(), workload.design.clone()),
             ("rows".to_string(), workload.rows.to_string()),
             ("level bound".to_string(), workload.bound.to_string()),
+            ("clients".to_string(), workload.clients_description()),
         ];
         for query in &workload.queries {
             inputs.push((format!("query {}", query.name), query.sql.clone()));
@@ -97,9 +99,14 @@ impl ThroughputResults {
         let mut found: Vec<(String, u32, u64)> = Vec::new();
         for round in self.rounds.iter().filter(|round| round.complete) {
             for errors in &round.errors_by_query {
-                let completed = self.queries.iter().any(|runs| {
-                    runs.query == errors.query && runs.variant.clients == round.clients && !runs.samples.is_empty()
-                });
+                // A level run beside the engine keeps no statement of its own: a query there
+                // completed none only when nothing in the level did.
+                let completed = match round.load {
+                    Some(_) => round.completed > 0,
+                    None => self.queries.iter().any(|runs| {
+                        runs.query == errors.query && runs.variant.clients == round.clients && !runs.samples.is_empty()
+                    }),
+                };
                 if completed {
                     continue;
                 }
@@ -128,6 +135,29 @@ pub struct Workload {
     pub rounds: u32,
     /// The seed of every client's order of the queries.
     pub seed: u64,
+    /// Where the clients ran: this tool's loop on this machine, or clickhouse-benchmark
+    /// in the cluster (a bundle from before the choice: local).
+    #[serde(default = "local")]
+    pub load_from: LoadFrom,
+    /// In the cluster: the node the clients' pod ran on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_placement: Option<ClientPlacement>,
+}
+
+fn local() -> LoadFrom {
+    LoadFrom::Local
+}
+
+impl Workload {
+    /// Where the clients ran, in words: `this machine`, `clickhouse-benchmark in the
+    /// cluster, on a node of their own`.
+    pub fn clients_description(&self) -> String {
+        match (&self.load_from, &self.client_placement) {
+            (LoadFrom::Local, _) => "this tool's loop on this machine".to_string(),
+            (LoadFrom::Cluster, Some(placement)) => format!("clickhouse-benchmark in the cluster, on {placement}"),
+            (LoadFrom::Cluster, None) => "clickhouse-benchmark in the cluster".to_string(),
+        }
+    }
 }
 
 /// One query of the workload.

@@ -58,6 +58,7 @@ fn known(value: f64, count: u64) -> WritesBundle {
         schedule_lag: Some(latency),
         scheduled: Some(count),
         statements: vec![statement(None), statement(Some(failure))],
+        load: None,
     };
     let errors =
         CodeErrors { code: Some(252), name: Some("TOO_MANY_PARTS".to_string()), count, first: failure.to_string() };

@@ -9,6 +9,7 @@
 //! conversations in a file of their own.
 
 mod collect;
+mod load;
 mod matrix;
 mod status_and_down;
 mod storage_baseline;
