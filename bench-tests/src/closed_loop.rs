@@ -16,7 +16,9 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::interrupt::Interrupted;
 use crate::levels::{CheckBlock, CheckPath, Latency, LevelRound, QueryErrors, RunnerCheck, StatementRecord};
-use crate::load_generator::{ClientPlacement, InClusterLoad, LoadBound, LoadLevel, LoadReport};
+use crate::load_generator::{
+    ClientPlacement, InClusterLoad, LoadBound, LoadLevel, LoadReport, OLDEST_WITH_QUERY_ID_PREFIX, log_tail,
+};
 use crate::numbers::ratio;
 use crate::settings::Settings;
 use crate::sql::sql_string;
@@ -180,6 +182,18 @@ pub fn level_round(round: u32, clients: u32, looped: &ClosedLoop, query_names: &
     }
 }
 
+/// The errors of a level run in the cluster that the server's log does not hold, under the
+/// name a query would have.
+pub const NOT_IN_THE_SERVERS_LOG: &str = "(statements the server's log does not hold)";
+
+fn unlogged_errors(report: &LoadReport, count: u64) -> QueryErrors {
+    QueryErrors {
+        query: NOT_IN_THE_SERVERS_LOG.to_string(),
+        count,
+        first: report.first_error.clone().unwrap_or_else(|| "the generator said no message".to_string()),
+    }
+}
+
 /// A level's queries, named, for [`in_cluster_level`].
 pub struct NamedQuery<'a> {
     pub name: &'a str,
@@ -188,8 +202,8 @@ pub struct NamedQuery<'a> {
 
 /// One level of one round run beside the engine ([`Target::run_load_level`]):
 /// `clients` clients of clickhouse-benchmark in the cluster, on `placement`, over
-/// `queries` in turn until `bound`, in the target's database with the session defaults and
-/// the run's settings. Its
+/// `queries` in turn until `bound`, in the target's database with `settings` (the target
+/// adds its session's). Its
 /// figures are the generator's report ([`load_round`]); the server's `query_log` is then
 /// asked how many of the level's statements (by their query id's `query_id_prefix`) it
 /// finished and failed, and a count that differs is said to `warn`, as is a log that
@@ -202,6 +216,7 @@ pub fn in_cluster_level(
     clients: u32,
     queries: &[NamedQuery<'_>],
     bound: LoadBound,
+    settings: &Settings,
     placement: &ClientPlacement,
     query_id_prefix: &str,
     progress: &mut dyn FnMut(&str),
@@ -213,19 +228,25 @@ pub fn in_cluster_level(
         queries: queries.iter().map(|query| query.sql.to_string()).collect(),
         database: target.database().to_string(),
         query_id_prefix: query_id_prefix.to_string(),
-        // What every session of this tool runs with (the run's --settings among them), as
-        // the local loop's statements do.
-        settings: Settings::session_defaults(),
+        settings: settings.clone(),
         placement: placement.clone(),
     };
     let ran = target.run_load_level(&level, progress)?;
-    let report = LoadReport::parse(&ran.log)
-        .with_context(|| format!("the log of the load's pod {} is not clickhouse-benchmark's report", ran.pod))?;
-    if report.loaded != queries.len() as u64 {
-        bail!(
-            "the load's pod {} read {} queries of the level's {}: its queries file was not read as written",
+    let report = LoadReport::parse(&ran.log).with_context(|| {
+        format!(
+            "the log of the load's pod {} (gone now) is not clickhouse-benchmark's whole report, so the level has no \
+             figures; run it again, or with --load-from local; the log ended:\n{}",
             ran.pod,
-            report.loaded,
+            log_tail(&ran.log, 10)
+        )
+    })?;
+    if let Some(loaded) = report.loaded
+        && loaded != queries.len() as u64
+    {
+        bail!(
+            "the load's pod {} read {loaded} queries of the level's {}: its queries file was not read as written; \
+             run the level with --load-from local",
+            ran.pod,
             queries.len()
         );
     }
@@ -255,6 +276,20 @@ pub fn in_cluster_level(
         }
     }
     Ok(level)
+}
+
+/// Refuses a server whose image's clickhouse-benchmark cannot tag a level's statements for
+/// the server's count ([`OLDEST_WITH_QUERY_ID_PREFIX`]), in one line with the way out.
+pub fn check_generator_version(engine_version: &str) -> Result<()> {
+    let (year, month) = OLDEST_WITH_QUERY_ID_PREFIX;
+    let version = crate::targets::ClickHouseVersion::parse(engine_version);
+    if !version.is_some_and(|version| version.is_at_least((year, month))) {
+        bail!(
+            "the clients in the cluster are clickhouse-benchmark of the server's image, ClickHouse {engine_version}, \
+             which has no --query_id_prefix (from {year}.{month}): give --load-from local, or deploy a newer image"
+        );
+    }
+    Ok(())
 }
 
 /// The server's record of a level's statements, by query text: finished, failed, and
@@ -305,8 +340,19 @@ pub fn load_round(
                 );
                 errors_by_query.push(QueryErrors { query, count: row.failed, first: row.first_error.clone() });
             }
+            // Failures the server never logged (a refused connection, a timeout): the
+            // generator's count and its first message.
+            let logged_failures: u64 = rows.iter().map(|row| row.failed).sum();
+            if report.errors > logged_failures {
+                errors_by_query.push(unlogged_errors(&report, report.errors - logged_failures));
+            }
         }
-        Err(error) => load.server_unknown = Some(format!("{error:#}")),
+        Err(error) => {
+            load.server_unknown = Some(format!("{error:#}"));
+            if report.errors > 0 {
+                errors_by_query.push(unlogged_errors(&report, report.errors));
+            }
+        }
     }
     let unknown = (report.completed == 0).then(|| format!("no statement completed ({} failed)", report.errors));
     LevelRound {
@@ -606,9 +652,22 @@ mod tests {
         }
     }
 
-    const REPORT: &str = "Loaded 2 queries.\n\nQueries executed: 12.\n\n10.0.1.7:9000, queries: 10, errors: 2, QPS: \
-                          5.000, RPS: 50.000, MiB/s: 0.001, result RPS: 5.000, result MiB/s: 0.000.\n\n50%\t\t0.148 \
-                          sec.\t\n90%\t\t0.150 sec.\t\n99%\t\t0.152 sec.\t\n";
+    /// A report of 10 completed and 2 failed statements: p50 148 ms, p90 150, p99 152.
+    fn report_text() -> String {
+        let mut text = "Loaded 2 queries.\nCode: 60. DB::Exception: Unknown table\n\nQueries executed: 12.\n\n\
+                        10.0.1.7:9000, queries: 10, errors: 2, QPS: 5.000, RPS: 50.000, MiB/s: 0.001, result RPS: \
+                        5.000, result MiB/s: 0.000.\n\n"
+            .to_string();
+        for percent in crate::load_generator::PRINTED_PERCENTILES {
+            let seconds = match percent {
+                p if p < 90.0 => 0.148,
+                p if p < 99.0 => 0.150,
+                _ => 0.152,
+            };
+            text.push_str(&format!("{percent}%\t\t{seconds:.3} sec.\t\n"));
+        }
+        text
+    }
 
     fn logged(query: &str, finished: u64, failed: u64) -> LoggedQuery {
         LoggedQuery {
@@ -623,7 +682,7 @@ mod tests {
     fn a_level_in_the_cluster_is_the_generators_figures_held_against_the_servers_log() {
         let queries = [NamedQuery { name: "a", sql: "SELECT 1" }, NamedQuery { name: "b", sql: "SELECT x\nFROM t" }];
         let rows = vec![logged("SELECT 1", 10, 0), logged("SELECT x\nFROM t", 0, 2)];
-        let level = load_round(1, 4, in_cluster(REPORT), &queries, Ok(rows));
+        let level = load_round(1, 4, in_cluster(&report_text()), &queries, Ok(rows));
         assert_eq!((level.completed, level.errors, level.qps, level.rows_per_second), (10, 2, Some(5.0), Some(50.0)));
         // Its wall time is what its QPS was taken over: 10 statements at 5 a second.
         assert_eq!(level.wall_seconds, Some(2.0));
@@ -642,7 +701,7 @@ mod tests {
 
         // The server saw one fewer finish than the generator counted: said, kept.
         let rows = vec![logged("SELECT 1", 9, 0), logged("SELECT x\nFROM t", 0, 2)];
-        let level = load_round(1, 4, in_cluster(REPORT), &queries, Ok(rows));
+        let level = load_round(1, 4, in_cluster(&report_text()), &queries, Ok(rows));
         assert_eq!(
             level.load.unwrap().mismatch.as_deref(),
             Some(
@@ -650,12 +709,39 @@ mod tests {
             )
         );
         // A log that cannot be read leaves the server's count unknown with the reason, never 0.
-        let level =
-            load_round(1, 4, in_cluster(REPORT), &queries, Err(anyhow::anyhow!("cannot read system.query_log")));
+        let level = load_round(
+            1,
+            4,
+            in_cluster(&report_text()),
+            &queries,
+            Err(anyhow::anyhow!("cannot read system.query_log")),
+        );
         let load = level.load.unwrap();
         assert_eq!((load.server_finished, load.mismatch), (None, None));
         assert_eq!(load.server_unknown.as_deref(), Some("cannot read system.query_log"));
-        assert!(level.errors_by_query.is_empty());
+        // Its failures are still counted, under the generator's first message.
+        let unlogged = QueryErrors {
+            query: NOT_IN_THE_SERVERS_LOG.to_string(),
+            count: 2,
+            first: "Code: 60. DB::Exception: Unknown table".to_string(),
+        };
+        assert_eq!(level.errors_by_query, std::slice::from_ref(&unlogged));
+        // Failures the server never logged (a refused connection) are the generator's.
+        let rows = vec![logged("SELECT 1", 10, 0)];
+        let level = load_round(1, 4, in_cluster(&report_text()), &queries, Ok(rows));
+        assert_eq!(level.errors_by_query, [unlogged]);
+        assert!(level.load.unwrap().mismatch.unwrap().contains("10 finished and 0 failed"));
+    }
+
+    #[test]
+    fn a_server_too_old_for_the_generators_query_id_prefix_is_refused_with_the_way_out() {
+        for fine in ["24.5.1.1", "26.3.33.24"] {
+            assert!(check_generator_version(fine).is_ok(), "{fine}");
+        }
+        for old in ["24.3.18.7", "23.8.1.1", "not a version"] {
+            let error = check_generator_version(old).unwrap_err().to_string();
+            assert!(error.contains("no --query_id_prefix (from 24.5): give --load-from local"), "{error}");
+        }
     }
 
     #[test]
@@ -673,11 +759,13 @@ mod tests {
     #[test]
     fn levels_in_the_cluster_are_summed_up_by_each_percentiles_median_across_rounds() {
         let queries = [NamedQuery { name: "a", sql: "SELECT 1" }];
-        let rounds: Vec<LevelRound> = [REPORT, &REPORT.replace("0.148", "0.100"), &REPORT.replace("0.148", "0.200")]
-            .iter()
-            .enumerate()
-            .map(|(at, report)| load_round(at as u32 + 1, 4, in_cluster(report), &queries, Ok(Vec::new())))
-            .collect();
+        let report = report_text();
+        let rounds: Vec<LevelRound> =
+            [report.clone(), report.replace("0.148", "0.100"), report.replace("0.148", "0.200")]
+                .iter()
+                .enumerate()
+                .map(|(at, report)| load_round(at as u32 + 1, 4, in_cluster(report), &queries, Ok(Vec::new())))
+                .collect();
         let summary = LevelSummary::of(4, &rounds);
         assert_eq!(summary.latency.p50_ms, Some(148.0));
         assert_eq!(summary.latency.p99_ms, Some(152.0));

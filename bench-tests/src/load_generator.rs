@@ -17,9 +17,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::settings::Settings;
 
-/// The program in the server's image, run as `clickhouse benchmark` (the one binary's
-/// subcommand, there whichever symlinks the image has).
-pub const PROGRAM: [&str; 2] = ["clickhouse", "benchmark"];
+/// The oldest server whose clickhouse-benchmark takes `--query_id_prefix`, which the
+/// server's count of a level's statements needs (ClickHouse PR #63352, "Add option
+/// `query_id_prefix` to `clickhouse-benchmark`", merged 2024-05-03: release 24.5).
+pub const OLDEST_WITH_QUERY_ID_PREFIX: (u32, u32) = (24, 5);
+/// The percentiles the generator prints, in order, in every version.
+pub const PRINTED_PERCENTILES: [f64; 14] =
+    [0.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.9, 99.99];
 /// The server's native protocol port, which clickhouse-benchmark speaks.
 pub const NATIVE_PORT: u16 = 9000;
 /// Where the Job's pod finds the queries file (its ConfigMap, mounted).
@@ -105,7 +109,7 @@ pub struct LoadLevel {
 }
 
 impl LoadLevel {
-    /// The generator's arguments after [`PROGRAM`], for the server at `host` as `user`
+    /// The generator's arguments (after `clickhouse benchmark`), for the server at `host` as `user`
     /// (whose password comes from the deployment's Secret, in the pod's environment, never
     /// on its command line). The report
     /// comes once, at the end (`--delay 0`); a failed statement is counted and its client
@@ -173,13 +177,25 @@ impl LoadLevel {
     }
 }
 
+/// What a load level run beside the engine printed ([`LoadReport`] is read from `log`),
+/// and where it ran.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadRun {
+    /// The generator and the image it came from.
+    pub generator: String,
+    pub log: String,
+    pub pod: String,
+    pub node: Option<String>,
+}
+
 /// The final report of one clickhouse-benchmark run, as it prints it (on its standard
 /// error, which the pod's log holds): the statements executed, then the server's line and
 /// the latency percentiles. Times are printed to the millisecond.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LoadReport {
-    /// Queries it read from its input ("Loaded N queries.").
-    pub loaded: u64,
+    /// Queries it read from its input ("Loaded N queries."); unknown when the log no
+    /// longer holds its first line (a long log of errors is rotated by the kubelet).
+    pub loaded: Option<u64>,
     /// Statements that ended, completed or failed ("Queries executed: N").
     pub executed: u64,
     /// Statements that completed.
@@ -190,9 +206,13 @@ pub struct LoadReport {
     pub qps: Option<f64>,
     /// Rows read per second (its "RPS").
     pub rows_per_second: Option<f64>,
-    /// Latency of the completed statements, nearest rank, as printed: 0 % to 90 % by tens,
-    /// then 95, 99, 99.9 and 99.99 %.
+    /// Latency of the completed statements as printed: 0 % to 90 % by tens, then 95, 99,
+    /// 99.9 and 99.99 % (nearest rank, over a reservoir sample of 65,536 statements when
+    /// more completed).
     pub percentiles: Vec<Percentile>,
+    /// The first failure it said, on one line, when any did: also those the server never
+    /// logged (a refused connection).
+    pub first_error: Option<String>,
 }
 
 /// One latency percentile as the generator printed it.
@@ -211,8 +231,7 @@ impl LoadReport {
         let loaded = lines
             .iter()
             .rev()
-            .find_map(|line| line.trim().strip_prefix("Loaded ")?.strip_suffix(" queries.")?.parse::<u64>().ok())
-            .context("no \"Loaded N queries.\" line: the generator did not read its queries")?;
+            .find_map(|line| line.trim().strip_prefix("Loaded ")?.strip_suffix(" queries.")?.parse::<u64>().ok());
         let start = lines
             .iter()
             .rposition(|line| line.trim_start().starts_with("Queries executed:"))
@@ -223,6 +242,11 @@ impl LoadReport {
             .and_then(|rest| rest.trim().split(['.', ' ']).next())
             .and_then(|count| count.parse::<u64>().ok())
             .with_context(|| format!("cannot read the count of {executed_line:?}"))?;
+        let first_error = lines[..start]
+            .iter()
+            .map(|line| line.trim())
+            .find(|line| line.starts_with("Code: ") || line.contains("Exception"))
+            .map(str::to_string);
         let mut report = LoadReport {
             loaded,
             executed,
@@ -231,6 +255,7 @@ impl LoadReport {
             qps: None,
             rows_per_second: None,
             percentiles: Vec::new(),
+            first_error,
         };
         for line in &lines[start + 1..] {
             let line = line.trim();
@@ -240,9 +265,21 @@ impl LoadReport {
                 report.percentiles.push(percentile);
             }
         }
-        // With no statement completed, the generator prints no server line.
-        if report.completed == 0 && report.qps.is_some() {
-            bail!("the report counts no completed statement but gives a QPS");
+        // With no statement completed, the generator prints no server line, nor percentiles.
+        if report.completed == 0 && (report.qps.is_some() || !report.percentiles.is_empty()) {
+            bail!("the report counts no completed statement but gives a QPS or a latency: it is not whole");
+        }
+        if report.completed + report.errors != report.executed {
+            bail!(
+                "the report's {} executed are not its {} completed and {} failed: it is not whole",
+                report.executed,
+                report.completed,
+                report.errors
+            );
+        }
+        let printed: Vec<f64> = report.percentiles.iter().map(|at| at.percent).collect();
+        if report.completed > 0 && printed != PRINTED_PERCENTILES {
+            bail!("the report's percentiles are {printed:?}, not the 14 the generator prints: it is not whole");
         }
         Ok(report)
     }
@@ -289,6 +326,16 @@ impl LoadReport {
     pub fn percentile(&self, percent: f64) -> Option<f64> {
         self.percentiles.iter().find(|at| (at.percent - percent).abs() < 1e-9).map(|at| at.ms)
     }
+}
+
+/// The last `lines` lines of `log`, indented, for an error that quotes it.
+pub fn log_tail(log: &str, lines: usize) -> String {
+    let all: Vec<&str> = log.lines().filter(|line| !line.trim().is_empty()).collect();
+    let tail = &all[all.len().saturating_sub(lines)..];
+    if tail.is_empty() {
+        return "(the log is empty)".to_string();
+    }
+    tail.iter().map(|line| format!("  {line}")).collect::<Vec<_>>().join("\n")
 }
 
 /// `50%\t\t0.148 sec.` (the current source) or `50.000%     0.148 sec.` (the
@@ -439,7 +486,8 @@ localhost:9000, queries 10, QPS: 6.772, RPS: 67904487.440, MiB/s: 518.070, resul
     #[test]
     fn the_documented_report_is_read() {
         let report = LoadReport::parse(DOCUMENTED).unwrap();
-        assert_eq!((report.loaded, report.executed, report.completed, report.errors), (1, 10, 10, 0));
+        assert_eq!((report.loaded, report.executed, report.completed, report.errors), (Some(1), 10, 10, 0));
+        assert_eq!(report.first_error, None);
         assert_eq!(report.qps, Some(6.772));
         assert_eq!(report.rows_per_second, Some(67904487.44));
         assert_eq!(report.percentiles.len(), 14);
@@ -453,7 +501,8 @@ localhost:9000, queries 10, QPS: 6.772, RPS: 67904487.440, MiB/s: 518.070, resul
             std::fs::read_to_string(crate::files::workspace_root().join("fixtures/load/clickhouse-benchmark.log"))
                 .unwrap();
         let report = LoadReport::parse(&log).unwrap();
-        assert_eq!((report.loaded, report.executed, report.completed, report.errors), (2, 1207, 1205, 2));
+        assert_eq!((report.loaded, report.executed, report.completed, report.errors), (Some(2), 1207, 1205, 2));
+        assert!(report.first_error.as_deref().unwrap().starts_with("Code: 60. DB::Exception: Received from"));
         assert_eq!(report.qps, Some(602.183));
         assert_eq!(report.percentile(0.0), Some(1.0));
         assert_eq!(report.percentile(90.0), Some(9.0));
@@ -465,16 +514,28 @@ localhost:9000, queries 10, QPS: 6.772, RPS: 67904487.440, MiB/s: 518.070, resul
         let log = "Loaded 1 queries.\nCode: 60. DB::Exception: Unknown table\n\nQueries executed: 7.\n\n";
         let report = LoadReport::parse(log).unwrap();
         assert_eq!((report.executed, report.completed, report.errors, report.qps), (7, 0, 7, None));
+        assert_eq!(report.first_error.as_deref(), Some("Code: 60. DB::Exception: Unknown table"));
+        // A log whose first lines the kubelet rotated away still has its report.
+        let rotated = LoadReport::parse(&DOCUMENTED.replace("Loaded 1 queries.", "")).unwrap();
+        assert_eq!((rotated.loaded, rotated.completed), (None, 10));
     }
 
     #[test]
     fn a_log_that_is_not_a_report_is_one_line_saying_what_is_missing() {
+        let server_line = "localhost:9000, queries: 3, QPS: 1.0, RPS: 1.0.";
+        let cut_percentiles = format!("Loaded 2 queries.\nQueries executed: 3.\n{server_line}\n0%\t\t0.001 sec.\n");
+        let miscounted = DOCUMENTED.replace("Queries executed: 10.", "Queries executed: 12.");
+        let no_server_line = "Loaded 2 queries.\nQueries executed: 3.\n50%\t\t0.001 sec.\n";
         for (log, says) in [
-            ("", "Loaded"),
+            ("", "Queries executed"),
             ("Loaded 2 queries.\n", "Queries executed"),
+            (cut_percentiles.as_str(), "not the 14 the generator prints"),
+            (miscounted.as_str(), "12 executed are not its 10 completed and 0 failed"),
+            (no_server_line, "no completed statement but gives a QPS or a latency"),
             ("Loaded 2 queries.\nQueries executed: many.\n", "cannot read the count"),
             ("Loaded 2 queries.\nQueries executed: 3.\nlocalhost:9000, queries: x, QPS: 1.0.\n", "queries"),
             ("Loaded 2 queries.\nQueries executed: 3.\n50%\t\tfast sec.\n", "latency"),
+            ("Loaded 2 queries.\nQueries executed: 3.\nh:9000, queries: 3, QPS: inf.\n", "is not a count or rate"),
         ] {
             let error = format!("{:#}", LoadReport::parse(log).unwrap_err());
             assert!(error.contains(says), "{log:?}: {error}");

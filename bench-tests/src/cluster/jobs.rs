@@ -48,13 +48,18 @@ pub async fn wait_for_job(
     let name = job.name;
     let jobs = Api::<Job>::namespaced(client.clone(), namespace);
     let pods = Api::<Pod>::namespaced(client.clone(), namespace);
-    // The label the Job controller gives its pods (Kubernetes 1.27 and later).
-    let of_job = ListParams::default().labels(&format!("batch.kubernetes.io/job-name={name}"));
     let poller = Poller::new(Instant::now() + timeout, poll, format!("job {namespace}/{name} to finish"));
     let mut last_phase = String::new();
     loop {
-        let status = jobs.get(name).await.with_context(|| format!("cannot read job {namespace}/{name}"))?.status;
-        let status = status.unwrap_or_default();
+        let read = jobs.get(name).await.with_context(|| format!("cannot read job {namespace}/{name}"))?;
+        // This Job's pods, by the label the Job controller gives them (Kubernetes 1.27 and
+        // later): its uid, so that a pod of an earlier Job of the same name, still being
+        // deleted, is never taken for this one's; by name for a Job that has no uid.
+        let of_job = match &read.metadata.uid {
+            Some(uid) => ListParams::default().labels(&format!("batch.kubernetes.io/controller-uid={uid}")),
+            None => ListParams::default().labels(&format!("batch.kubernetes.io/job-name={name}")),
+        };
+        let status = read.status.unwrap_or_default();
         let listed =
             pods.list(&of_job).await.with_context(|| format!("cannot list the pods of job {namespace}/{name}"))?;
         // backoffLimit 0: one pod at most.
@@ -88,8 +93,23 @@ pub async fn wait_for_job(
             let why = why_the_job_failed(client, namespace, job, &pod_name).await;
             bail!("job {namespace}/{name} cannot start {}: {stuck}{why}", job.container);
         }
+        // A pod the scheduler cannot place yet says why (a node being made for it, or none
+        // that fits): the user sees it now, not at the timeout.
+        let unscheduled = pod_status
+            .conditions
+            .iter()
+            .flatten()
+            .find(|condition| condition.type_ == "PodScheduled" && condition.status == "False")
+            .map(|condition| {
+                format!(
+                    " ({}: {})",
+                    condition.reason.as_deref().unwrap_or("not scheduled"),
+                    condition.message.as_deref().unwrap_or("").trim()
+                )
+            })
+            .unwrap_or_default();
         let phase = match &pod_name {
-            Some(name) => format!("pod {name}: {}", pod_status.phase.as_deref().unwrap_or("Unknown")),
+            Some(name) => format!("pod {name}: {}{unscheduled}", pod_status.phase.as_deref().unwrap_or("Unknown")),
             None => "no pod yet".to_string(),
         };
         if phase != last_phase {

@@ -3,14 +3,17 @@
 //! server's node or a node of its own, given the level's queries in a ConfigMap and let
 //! through the namespace's default-deny-ingress to ClickHouse's native port by a
 //! NetworkPolicy of its own; its log (the report) read, then all three removed, whether
-//! it succeeded or not (Ctrl-C included). What the level asks for and what the report
-//! says are [`crate::load_generator`]'s.
+//! it succeeded or not (Ctrl-C included; a killed run leaves them to the next level, which
+//! removes them first, or to `down`, and the Job alone to its TTL). What the level asks
+//! for and what the report says are [`crate::load_generator`]'s.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use k8s_openapi::api::core::v1::{Affinity, NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm};
+use k8s_openapi::api::core::v1::{
+    Affinity, EnvVar, NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm,
+};
 use k8s_openapi::api::core::v1::{Pod, PodAffinityTerm, PodAntiAffinity};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::Client;
@@ -19,8 +22,8 @@ use tokio::time::Instant;
 
 use super::deploy::{CLICKHOUSE, apply_object};
 use super::jobs::{JobName, Wait, job_log, remove, wait_for_job};
-use super::manifests::{self, Object};
-use crate::load_generator::{ClientPlacement, LoadBound, LoadLevel};
+use super::manifests::{self, Object, PART_OF};
+use crate::load_generator::{ClientPlacement, LoadBound, LoadLevel, LoadRun};
 
 /// The Job, its container (whose log is the report) and what it is for.
 pub const LOAD_JOB: JobName = JobName { name: "chbench-load", container: "load", doing: "load" };
@@ -35,14 +38,6 @@ pub const ITERATIONS_TIMEOUT: Duration = Duration::from_secs(3600);
 /// The label of the node type, which `--client-node-type` selects on.
 const INSTANCE_TYPE: &str = "node.kubernetes.io/instance-type";
 
-/// What the Job printed, and where it ran.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LoadJobOutput {
-    pub log: String,
-    pub pod: String,
-    pub node: Option<String>,
-}
-
 /// Runs `level` against the ClickHouse pod of `namespace` as `user`, from `image` (the
 /// server's), and returns the Job's log; asks how the Job does every `poll`. A Job that fails, or
 /// does not finish in time, is an error carrying its pod's events and log. Whatever
@@ -55,7 +50,7 @@ pub async fn run_level(
     level: &LoadLevel,
     poll: Duration,
     mut progress: impl FnMut(&str),
-) -> Result<LoadJobOutput> {
+) -> Result<LoadRun> {
     let (server_ip, server_node) = server_address(client, namespace).await?;
     let timeout = match level.bound {
         LoadBound::Seconds(seconds) => Duration::try_from_secs_f64(seconds).unwrap_or(ITERATIONS_TIMEOUT),
@@ -64,7 +59,8 @@ pub async fn run_level(
     let documents = manifests::render_load(namespace, image, timeout.as_secs())?;
     let mut objects = manifests::parse(&documents)?;
     manifests::check_load(&objects)?;
-    fill(&mut objects, &level.arguments(&server_ip, user)?, level, &server_node)?;
+    let server = Server { ip: &server_ip, node: &server_node, user };
+    fill(&mut objects, &level.arguments(&server_ip, user)?, level, &server)?;
     // A run killed before its clean-up leaves a Job that cannot be applied again, and
     // that would be read as this level's.
     remove(client, namespace, &objects, Wait::UntilGone { deadline: Instant::now() + START_TIMEOUT, poll }).await?;
@@ -74,13 +70,17 @@ pub async fn run_level(
         }
         let pod = wait_for_job(client, namespace, &LOAD_JOB, timeout, poll, &mut progress).await?;
         let log = job_log(client, namespace, &LOAD_JOB, &pod.name).await?;
-        Ok::<_, anyhow::Error>(LoadJobOutput { log, pod: pod.name, node: pod.node })
+        let generator = format!("clickhouse-benchmark ({image})");
+        Ok::<_, anyhow::Error>(LoadRun { generator, log, pod: pod.name, node: pod.node })
     }
     .await;
     let removed = remove(client, namespace, &objects, Wait::No).await;
     match (ran, removed) {
         (Ok(output), Ok(())) => Ok(output),
-        (Ok(_), Err(error)) => Err(error.context("the level ran, but its Job could not be removed")),
+        (Ok(_), Err(error)) => Err(error.context(format!(
+            "the level ran, but its objects could not be removed (the next level removes them first; `kubectl -n \
+             {namespace} delete job,configmap,networkpolicy -l app.kubernetes.io/name=load` does it now)"
+        ))),
         (Err(error), Ok(())) => Err(error),
         (Err(error), Err(removal)) => {
             progress(&format!("{removal:#}"));
@@ -106,9 +106,18 @@ async fn server_address(client: &Client, namespace: &str) -> Result<(String, Str
     }
 }
 
+/// The ClickHouse pod the load goes to.
+struct Server<'a> {
+    ip: &'a str,
+    node: &'a str,
+    /// The user the generator logs in as.
+    user: &'a str,
+}
+
 /// The level in the rendered objects: its queries in the ConfigMap, its arguments and
-/// placement in the Job.
-fn fill(objects: &mut [Object], arguments: &[String], level: &LoadLevel, server_node: &str) -> Result<()> {
+/// placement in the Job, and the server for the pod's first look at it (the script in
+/// the manifest waits until it answers).
+fn fill(objects: &mut [Object], arguments: &[String], level: &LoadLevel, server: &Server<'_>) -> Result<()> {
     for object in objects.iter_mut() {
         match object {
             Object::ConfigMap(map) => {
@@ -126,7 +135,11 @@ fn fill(objects: &mut [Object], arguments: &[String], level: &LoadLevel, server_
                     .find(|container| container.name == LOAD_JOB.container)
                     .with_context(|| format!("the load's Job has no container {}", LOAD_JOB.container))?;
                 container.args = Some(arguments.to_vec());
-                let (affinity, node_selector) = placement(&level.placement, server_node)?;
+                let env = container.env.get_or_insert_with(Vec::new);
+                for (name, value) in [("CHBENCH_SERVER_HOST", server.ip), ("CHBENCH_SERVER_USER", server.user)] {
+                    env.push(EnvVar { name: name.to_string(), value: Some(value.to_string()), value_from: None });
+                }
+                let (affinity, node_selector) = placement(&level.placement, server.node)?;
                 pod.affinity = Some(affinity);
                 pod.node_selector = node_selector;
             }
@@ -137,7 +150,8 @@ fn fill(objects: &mut [Object], arguments: &[String], level: &LoadLevel, server_
 }
 
 /// Where the Job's pod runs: on `server_node` by name (beside the server), or on a node
-/// without the server's pod (of a type, when given).
+/// without a ClickHouse pod of chbench's, this deployment's or another's (of a type, when
+/// given).
 fn placement(placement: &ClientPlacement, server_node: &str) -> Result<(Affinity, Option<BTreeMap<String, String>>)> {
     match placement {
         ClientPlacement::BesideServer => {
@@ -163,12 +177,14 @@ fn placement(placement: &ClientPlacement, server_node: &str) -> Result<(Affinity
         ClientPlacement::OwnNode { node_type } => {
             let not_beside_server = PodAffinityTerm {
                 label_selector: Some(LabelSelector {
-                    match_labels: Some(BTreeMap::from([(
-                        "app.kubernetes.io/name".to_string(),
-                        CLICKHOUSE.to_string(),
-                    )])),
+                    match_labels: Some(BTreeMap::from([
+                        ("app.kubernetes.io/name".to_string(), CLICKHOUSE.to_string()),
+                        (PART_OF.0.to_string(), PART_OF.1.to_string()),
+                    ])),
                     ..LabelSelector::default()
                 }),
+                // Every namespace: another deployment's benchmark node is not the load's either.
+                namespace_selector: Some(LabelSelector::default()),
                 topology_key: "kubernetes.io/hostname".to_string(),
                 ..PodAffinityTerm::default()
             };

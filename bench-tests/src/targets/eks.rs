@@ -114,10 +114,11 @@ mod with_client {
     use crate::cluster::portforward::{PortForward, client_runtime};
     use crate::interrupt::Interrupted;
     use crate::load_generator::LoadLevel;
+    use crate::load_generator::LoadRun;
     use crate::settings::Settings;
     use crate::storage_baseline::StorageBaseline;
     use crate::targets::server::{BENCH_USER, ServerConfig, ServerTarget};
-    use crate::targets::{Backend, ClientOpener, KubernetesDeployment, LoadRun, ResultCounters, Target, TargetKind};
+    use crate::targets::{Backend, ClientOpener, KubernetesDeployment, ResultCounters, Target, TargetKind};
 
     /// What the target needs of a deployment: which it is (its pod, Ready, its image and
     /// node), and ClickHouse's password.
@@ -299,18 +300,15 @@ mod with_client {
         }
 
         /// clickhouse-benchmark from the pod's own image, as a Job in the namespace,
-        /// connecting as the target does.
+        /// connecting as the target does, with the settings its session has (those of the
+        /// defaults the server knows, and the run's).
         fn run_load_level(&mut self, level: &LoadLevel, progress: &mut dyn FnMut(&str)) -> Result<LoadRun> {
+            let level = LoadLevel { settings: self.server.session().merged(&level.settings), ..level.clone() };
             let KubernetesDeployment { namespace, image, .. } = &self.deployment.identity;
-            let output = self.kubernetes.block_on(self.cluster.run(|client| async move {
+            let level = &level;
+            self.kubernetes.block_on(self.cluster.run(|client| async move {
                 run_level(&client, namespace, image, BENCH_USER, level, LOAD_POLL, |line| progress(line)).await
-            }))?;
-            Ok(LoadRun {
-                generator: format!("clickhouse-benchmark ({image})"),
-                log: output.log,
-                pod: output.pod,
-                node: output.node,
-            })
+            }))
         }
     }
 

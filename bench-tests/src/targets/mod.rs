@@ -40,7 +40,7 @@ pub use self::databases::{DatabaseOwner, RUN_DIGITS, is_left_behind, scenario_da
 pub use self::observer::{Observed, Observer, ObserverConnection};
 pub use self::versions::{ClickHouseVersion, OLDEST_SUPPORTED, supported_version};
 use crate::cluster::last_up::{self, LastUp};
-use crate::load_generator::LoadLevel;
+use crate::load_generator::{LoadLevel, LoadRun};
 use crate::settings::Settings;
 use crate::sql::{one_line, statement_line};
 use crate::stats::StatsSource;
@@ -258,23 +258,13 @@ pub trait Backend {
         bail!("this target cannot open a connection for another client")
     }
 
-    /// Runs one load level beside the engine and returns what the load generator printed
-    /// and where it ran, saying its progress to `progress`. Only for targets whose
+    /// Runs one load level beside the engine, with the session settings this backend sends
+    /// with every statement on top of the level's own, and returns what the load generator
+    /// printed and where it ran, saying its progress to `progress`. Only for targets whose
     /// [`Capabilities::in_cluster_load`] is true.
     fn run_load_level(&mut self, _level: &LoadLevel, _progress: &mut dyn FnMut(&str)) -> Result<LoadRun> {
         bail!("this target runs no load generator beside its engine")
     }
-}
-
-/// What a load level run beside the engine printed ([`Backend::run_load_level`]), and
-/// where it ran.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LoadRun {
-    /// The generator and the image it came from.
-    pub generator: String,
-    pub log: String,
-    pub pod: String,
-    pub node: Option<String>,
 }
 
 /// Opens another connection to a target's engine, from the thread of the client that
@@ -384,7 +374,6 @@ impl Target {
         Ok(worker)
     }
 
-    /// What this target can do, as its kind declares.
     /// Runs one load level beside the engine ([`Capabilities::in_cluster_load`]); a target
     /// without it refuses in one line.
     pub fn run_load_level(&mut self, level: &LoadLevel, progress: &mut dyn FnMut(&str)) -> Result<LoadRun> {
@@ -397,6 +386,7 @@ impl Target {
         self.backend.run_load_level(level, progress)
     }
 
+    /// What this target can do, as its kind declares.
     pub fn capabilities(&self) -> &Capabilities {
         &self.capabilities
     }

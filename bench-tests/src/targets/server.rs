@@ -312,6 +312,12 @@ impl ServerTarget {
         Ok(ServerTarget { config, session, client, runtime, silent: None })
     }
 
+    /// The settings sent with every statement: the session defaults this server knows,
+    /// and the run's own.
+    pub fn session(&self) -> &Settings {
+        &self.session
+    }
+
     pub fn config(&self) -> &ServerConfig {
         &self.config
     }

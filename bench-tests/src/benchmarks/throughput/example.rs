@@ -107,7 +107,7 @@ fn example(value: f64, count: u64, bound: LevelBound) -> ThroughputBundle {
                 placement: ClientPlacement::OwnNode { node_type: Some("c7g.4xlarge".to_string()) },
                 query_id_prefix: "chbench-3f1c0e2a-r1-c2".to_string(),
                 report: LoadReport {
-                    loaded: count,
+                    loaded: Some(count),
                     executed: count,
                     completed: count,
                     errors: count,
@@ -115,6 +115,7 @@ fn example(value: f64, count: u64, bound: LevelBound) -> ThroughputBundle {
                     rows_per_second: Some(value),
                     // As the generator prints them: finite, to the millisecond.
                     percentiles: vec![Percentile { percent: 50.0, ms: 148.0 }],
+                    first_error: Some("Code: 60. DB::Exception: Unknown table".to_string()),
                 },
                 server_finished: Some(count),
                 server_failed: Some(count),

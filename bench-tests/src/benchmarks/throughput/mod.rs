@@ -40,7 +40,7 @@ pub use self::results::{
 };
 use super::{Benchmark, GuardedSql, Run};
 pub use crate::closed_loop::{CHECK_BLOCKS, Levels, MAX_CLIENTS, client_orders, level_round, runner_check};
-use crate::closed_loop::{NamedQuery, in_cluster_level};
+use crate::closed_loop::{NamedQuery, check_generator_version, in_cluster_level};
 use crate::compare::{BundleAt, CompareOptions, Comparison, side_prices};
 use crate::dataset::{BytesPerRow, Dataset, DiskEstimate, UNMEASURED_BYTES_PER_ROW, check_row_bound};
 use crate::files::{fixture_relative, shown};
@@ -243,10 +243,13 @@ impl Benchmark for ThroughputBenchmark {
     /// `--load-from cluster`, or a client placement, on a target that cannot run clients
     /// beside its engine: one line, before anything runs.
     fn check_target(&self, target: &mut Target) -> Result<()> {
+        let kind = target.info().kind;
         if target.capabilities().in_cluster_load {
+            if self.load_from_on(target) == LoadFrom::Cluster {
+                check_generator_version(&target.info().engine_version)?;
+            }
             return Ok(());
         }
-        let kind = target.info().kind;
         if self.load_from == Some(LoadFrom::Cluster) {
             bail!(
                 "--load-from cluster: target {kind} runs no load beside its engine (a target deployed in a \
@@ -661,6 +664,7 @@ impl ThroughputBenchmark {
             clients,
             &named,
             bound,
+            &Settings::new(),
             &self.client_placement,
             &query_id_prefix(&run.database(), round, clients),
             &mut said,

@@ -38,7 +38,8 @@ fn clients_paragraph(results: &ThroughputResults, target: &TargetInfo) -> String
             "**Clients**: {}, a Kubernetes Job per level and round, from the server's own image, next to the server \
              rather than through the port-forward. QPS is its completed statements over its run's wall time; \
              latency its nearest-rank percentiles of the client's wall time around each statement \
-             (`--client-side-time`), printed to the millisecond, with no maximum (it prints up to 99.99 %); a \
+             (`--client-side-time`; over a reservoir sample of 65,536 statements when more completed), printed to \
+             the millisecond, with no maximum (it prints up to 99.99 %); a \
              level's percentiles across rounds are the median of each round's. Each level's counts are held \
              against the server's `query_log` (below).",
             workload.clients_description()

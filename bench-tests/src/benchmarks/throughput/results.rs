@@ -139,7 +139,8 @@ pub struct Workload {
     /// in the cluster (a bundle from before the choice: local).
     #[serde(default = "local")]
     pub load_from: LoadFrom,
-    /// In the cluster: the node the clients' pod ran on.
+    /// In the cluster: where the clients' pods were asked to run (the node each ran on is
+    /// in its round's `load`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_placement: Option<ClientPlacement>,
 }

@@ -3,8 +3,8 @@
 //! and its objects removed, whether it succeeded, failed or was stopped.
 
 use super::*;
-use chbench::cluster::load::{LoadJobOutput, run_level};
-use chbench::load_generator::{ClientPlacement, LoadBound, LoadLevel, LoadReport};
+use chbench::cluster::load::run_level;
+use chbench::load_generator::{ClientPlacement, LoadBound, LoadLevel, LoadReport, LoadRun};
 use chbench::settings::Settings;
 
 const LOAD_JOB: &str = "/apis/batch/v1/namespaces/chbench/jobs/chbench-load";
@@ -15,8 +15,13 @@ const LOAD_NODE: &str = "ip-10-0-2-51.ap-northeast-2.compute.internal";
 const PODS: &str = "/api/v1/namespaces/chbench/pods";
 const SERVER_IP: &str = "10.0.1.7";
 
+/// The uid the API server gave this level's Job: its pods are found by it.
+const JOB_UID: &str = "8c0f6a4e-1d2b-4e5f-9a7c-3b2d1e0f4a5c";
+
 fn job(status: &str) -> String {
-    format!(r#"{{"apiVersion":"batch/v1","kind":"Job","metadata":{{"name":"chbench-load"}},"status":{status}}}"#)
+    format!(
+        r#"{{"apiVersion":"batch/v1","kind":"Job","metadata":{{"name":"chbench-load","uid":"{JOB_UID}"}},"status":{status}}}"#
+    )
 }
 
 fn load_pods(phase: &str) -> String {
@@ -46,7 +51,7 @@ fn level(placement: ClientPlacement) -> LoadLevel {
 
 fn run(
     level: LoadLevel,
-) -> impl FnOnce(Client) -> std::pin::Pin<Box<dyn Future<Output = anyhow::Result<LoadJobOutput>> + Send>> {
+) -> impl FnOnce(Client) -> std::pin::Pin<Box<dyn Future<Output = anyhow::Result<LoadRun>> + Send>> {
     move |client| {
         Box::pin(async move {
             run_level(&client, "chbench", IMAGE, "bench", &level, Duration::from_millis(1), |_| {}).await
@@ -90,6 +95,10 @@ async fn expect_start(server: &mut ApiServer) -> Value {
     // The password from the Secret, in the environment; never on the command line.
     assert_eq!(container["env"][0]["name"], "CLICKHOUSE_PASSWORD");
     assert_eq!(container["env"][0]["valueFrom"]["secretKeyRef"]["name"], "clickhouse-password");
+    // The server the pod's first SELECT 1 goes to, before the level.
+    assert_eq!(container["env"][1], json!({"name": "CHBENCH_SERVER_HOST", "value": SERVER_IP}));
+    assert_eq!(container["env"][2], json!({"name": "CHBENCH_SERVER_USER", "value": "bench"}));
+    assert_eq!(pod["terminationGracePeriodSeconds"], 1);
     assert!(!job_body.to_string().contains("s3cr3t") && !job_body.to_string().contains("--password"));
     assert_eq!(job_body["spec"]["backoffLimit"], 0);
     // The level's 2 s and 600 s to start.
@@ -115,7 +124,11 @@ fn a_level_runs_as_a_job_on_a_node_of_its_own_type_and_its_report_is_read() {
             applied = expect_start(server).await;
             expect(server, "GET", LOAD_JOB, &job(r#"{"active":1}"#)).await;
             let (query, _) = expect(server, "GET", PODS, &load_pods("Running")).await;
-            assert!(query.contains("labelSelector=batch.kubernetes.io%2Fjob-name%3Dchbench-load"), "{query}");
+            // This Job's pods, by its uid: never an earlier one's of the same name.
+            assert!(
+                query.contains(&format!("labelSelector=batch.kubernetes.io%2Fcontroller-uid%3D{JOB_UID}")),
+                "{query}"
+            );
             expect(server, "GET", LOAD_JOB, &job(r#"{"succeeded":1}"#)).await;
             expect(server, "GET", PODS, &load_pods("Succeeded")).await;
             let query = expect_log(server, &format!("{PODS}/{LOAD_POD}/log"), &fixture_log()).await;
@@ -124,12 +137,18 @@ fn a_level_runs_as_a_job_on_a_node_of_its_own_type_and_its_report_is_read() {
         })
         .unwrap();
     assert_eq!((output.pod.as_str(), output.node.as_deref()), (LOAD_POD, Some(LOAD_NODE)));
+    assert_eq!(output.generator, format!("clickhouse-benchmark ({IMAGE})"));
     assert_eq!(LoadReport::parse(&output.log).unwrap().completed, 1205);
     // A node of its own: never the server's, and of the type asked for.
     let pod = &applied["spec"]["template"]["spec"];
     assert_eq!(pod["nodeSelector"], json!({"node.kubernetes.io/instance-type": "c7g.4xlarge"}));
     let apart = &pod["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0];
-    assert_eq!(apart["labelSelector"]["matchLabels"]["app.kubernetes.io/name"], "clickhouse");
+    assert_eq!(
+        apart["labelSelector"]["matchLabels"],
+        json!({"app.kubernetes.io/name": "clickhouse", "app.kubernetes.io/part-of": "chbench"})
+    );
+    // Any namespace's chbench server: another deployment's node is not the load's either.
+    assert_eq!(apart["namespaceSelector"], json!({}));
     assert_eq!(apart["topologyKey"], "kubernetes.io/hostname");
     assert!(pod["affinity"]["nodeAffinity"].is_null(), "{pod}");
 }
@@ -197,5 +216,45 @@ fn a_server_pod_without_an_ip_is_one_line_and_nothing_is_applied() {
     assert_eq!(
         format!("{error:#}"),
         "pod chbench/clickhouse has no IP or node yet: is it Ready? (`cargo xtask eks status` says)"
+    );
+}
+
+/// A pod the scheduler cannot place says why as the level waits (a node being made for
+/// it, or none that fits), not only at the timeout.
+#[test]
+fn a_load_pod_that_cannot_be_scheduled_says_why_while_it_waits() {
+    let unschedulable = json!({"apiVersion": "v1", "kind": "PodList", "metadata": {}, "items": [{
+        "metadata": {"name": LOAD_POD}, "spec": {"containers": [{"name": "load"}]},
+        "status": {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False",
+            "reason": "Unschedulable",
+            "message": "0/1 nodes are available: 1 node(s) didn't match pod anti-affinity rules."}]}}]})
+    .to_string();
+    let heard = converse(
+        |client| async move {
+            let mut heard = Vec::new();
+            let level = level(ClientPlacement::OwnNode { node_type: None });
+            let ran = run_level(&client, "chbench", IMAGE, "bench", &level, Duration::from_millis(1), |line| {
+                heard.push(line.to_string())
+            })
+            .await;
+            (ran.map(|_| ()), heard)
+        },
+        async |server| {
+            expect_start(server).await;
+            expect(server, "GET", LOAD_JOB, &job(r#"{"active":1}"#)).await;
+            expect(server, "GET", PODS, &unschedulable).await;
+            expect(server, "GET", LOAD_JOB, &job(r#"{"succeeded":1}"#)).await;
+            expect(server, "GET", PODS, &load_pods("Succeeded")).await;
+            expect_log(server, &format!("{PODS}/{LOAD_POD}/log"), &fixture_log()).await;
+            expect_removal(server).await;
+        },
+    );
+    heard.0.unwrap();
+    assert_eq!(
+        heard.1,
+        [format!(
+            "load: pod {LOAD_POD}: Pending (Unschedulable: 0/1 nodes are available: 1 node(s) didn't match pod \
+             anti-affinity rules.)"
+        )]
     );
 }
