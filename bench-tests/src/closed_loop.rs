@@ -221,7 +221,7 @@ pub fn in_cluster_level(
     query_id_prefix: &str,
     progress: &mut dyn FnMut(&str),
     warn: &mut dyn FnMut(&str),
-) -> Result<LevelRound> {
+) -> Result<InClusterLevel> {
     let level = LoadLevel {
         clients,
         bound,
@@ -266,6 +266,7 @@ pub fn in_cluster_level(
     if crate::interrupt::requested() {
         return Err(Interrupted.into());
     }
+    let logged_rows = logged.as_ref().ok().cloned();
     let level = load_round(round, clients, load, queries, logged);
     if let Some(load) = &level.load {
         if let Some(mismatch) = &load.mismatch {
@@ -275,7 +276,27 @@ pub fn in_cluster_level(
             warn(&format!("round {round}, {clients} clients: the server's count is unknown: {unknown}"));
         }
     }
-    Ok(level)
+    Ok(InClusterLevel { level, logged: logged_rows })
+}
+
+/// A level run in the cluster: its record, and what the server's log held of its
+/// statements, for a kind that splits them further (the writes kind's INSERTs among its
+/// mix, its failures by error code); `None` when the log could not be read (the level's
+/// `load.server_unknown` says why).
+#[derive(Debug, Clone)]
+pub struct InClusterLevel {
+    pub level: LevelRound,
+    pub logged: Option<Vec<LoggedQuery>>,
+}
+
+/// The query id prefix of a level's statements run in the cluster: the run's database
+/// (its id and this process's, so that two runs of one id at once differ) in letters,
+/// digits and `-`, the round and the level, so that the server's log finds exactly that
+/// level's.
+pub fn level_query_id_prefix(database: &str, round: u32, clients: u32) -> String {
+    let run: String =
+        database.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' }).collect();
+    format!("{run}-r{round}-c{clients}")
 }
 
 /// Refuses a server whose image's clickhouse-benchmark cannot tag a level's statements for
@@ -292,11 +313,12 @@ pub fn check_generator_version(engine_version: &str) -> Result<()> {
     Ok(())
 }
 
-/// The server's record of a level's statements, by query text: finished, failed, and
-/// the first failure's message.
+/// The server's record of a level's statements, by query text and error code (0 for the
+/// finished): finished, failed, and the first failure's message.
 #[derive(Debug, Clone, PartialEq, serde::Deserialize)]
 pub struct LoggedQuery {
     pub query: String,
+    pub code: i32,
     pub finished: u64,
     pub failed: u64,
     pub first_error: String,
@@ -307,11 +329,11 @@ pub struct LoggedQuery {
 fn server_counts(target: &mut Target, query_id_prefix: &str) -> Result<Vec<LoggedQuery>> {
     target.execute("SYSTEM FLUSH LOGS").context("cannot flush the server's logs")?;
     let sql = format!(
-        "SELECT query, countIf(type = 'QueryFinish') AS finished, \
+        "SELECT query, exception_code AS code, countIf(type = 'QueryFinish') AS finished, \
          countIf(type IN ('ExceptionBeforeStart', 'ExceptionWhileProcessing')) AS failed, \
          anyIf(exception, type != 'QueryFinish') AS first_error \
          FROM system.query_log WHERE event_date >= today() - 1 AND startsWith(query_id, {}) \
-         AND type != 'QueryStart' GROUP BY query",
+         AND type != 'QueryStart' GROUP BY query, exception_code ORDER BY query, exception_code",
         sql_string(&format!("{query_id_prefix}_"))
     );
     target.query_rows(&sql).context("cannot read system.query_log")
@@ -333,12 +355,18 @@ pub fn load_round(
     match logged {
         Ok(rows) => {
             load.cross_check(rows.iter().map(|row| row.finished).sum(), rows.iter().map(|row| row.failed).sum());
+            // By query: a query's rows of every error code together, its first message first.
             for row in rows.iter().filter(|row| row.failed > 0) {
                 let query = queries.iter().find(|query| query.sql.trim() == row.query.trim()).map_or_else(
                     || format!("a statement not of the level: {}", crate::sql::one_line(&row.query)),
                     |query| query.name.to_string(),
                 );
-                errors_by_query.push(QueryErrors { query, count: row.failed, first: row.first_error.clone() });
+                match errors_by_query.iter_mut().find(|errors: &&mut QueryErrors| errors.query == query) {
+                    Some(errors) => errors.count += row.failed,
+                    None => {
+                        errors_by_query.push(QueryErrors { query, count: row.failed, first: row.first_error.clone() })
+                    }
+                }
             }
             // Failures the server never logged (a refused connection, a timeout): the
             // generator's count and its first message.
@@ -672,6 +700,7 @@ mod tests {
     fn logged(query: &str, finished: u64, failed: u64) -> LoggedQuery {
         LoggedQuery {
             query: query.to_string(),
+            code: if failed > 0 { 60 } else { 0 },
             finished,
             failed,
             first_error: if failed > 0 { "Code: 60".to_string() } else { String::new() },

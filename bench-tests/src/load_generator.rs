@@ -48,6 +48,93 @@ impl fmt::Display for LoadFrom {
     }
 }
 
+/// Where a kind's load levels run, as the command line asks (`bench throughput`, `bench
+/// writes`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, clap::Args)]
+pub struct LoadFlags {
+    /// Where the clients run: `cluster`, clickhouse-benchmark from the server's image as a
+    /// Kubernetes Job beside the server (the default on eks), or `local`, this tool's loop
+    /// on this machine (the default elsewhere; on eks its figures include the port-forward)
+    #[arg(long, value_enum)]
+    pub load_from: Option<LoadFrom>,
+    /// With the load in the cluster: the node type (instance type) of the clients' own
+    /// node, e.g. c7g.4xlarge [default: any node without a chbench server]
+    #[arg(long, value_name = "TYPE", conflicts_with = "client_beside_server")]
+    pub client_node_type: Option<String>,
+    /// With the load in the cluster: run the clients on the server's node, sharing its CPU
+    #[arg(long)]
+    pub client_beside_server: bool,
+}
+
+impl LoadFlags {
+    /// Where the load's pods are asked to run.
+    pub fn placement(&self) -> ClientPlacement {
+        match self.client_beside_server {
+            true => ClientPlacement::BesideServer,
+            false => ClientPlacement::OwnNode { node_type: self.client_node_type.clone() },
+        }
+    }
+
+    /// Flags that contradict each other, or a node type that is none, in one line.
+    pub fn check(&self) -> Result<()> {
+        if self.placement_given() && self.load_from == Some(LoadFrom::Local) {
+            bail!(
+                "--client-node-type and --client-beside-server place clients in the cluster, and --load-from local \
+                 runs them here: give one or the other"
+            );
+        }
+        if let Some(node_type) = &self.client_node_type {
+            check_node_type(node_type)?;
+        }
+        Ok(())
+    }
+
+    /// Where the clients run on a target that can run them beside its engine
+    /// (`in_cluster_load`) or cannot.
+    pub fn load_from(&self, in_cluster_load: bool) -> LoadFrom {
+        match (self.load_from, in_cluster_load) {
+            (Some(chosen), _) => chosen,
+            (None, true) => LoadFrom::Cluster,
+            (None, false) => LoadFrom::Local,
+        }
+    }
+
+    /// Asking for the load in a cluster on target `kind`, which cannot run it there: one
+    /// line, before anything runs.
+    pub fn check_target(&self, in_cluster_load: bool, kind: &str) -> Result<()> {
+        if in_cluster_load {
+            return Ok(());
+        }
+        if self.load_from == Some(LoadFrom::Cluster) {
+            bail!(
+                "--load-from cluster: target {kind} runs no load beside its engine (a target deployed in a \
+                 Kubernetes cluster does); leave --load-from out to run the clients here"
+            );
+        }
+        if self.placement_given() {
+            bail!(
+                "--client-node-type and --client-beside-server place clients in a Kubernetes cluster, and target \
+                 {kind} is not in one: leave them out"
+            );
+        }
+        Ok(())
+    }
+
+    fn placement_given(&self) -> bool {
+        self.client_beside_server || self.client_node_type.is_some()
+    }
+}
+
+/// Where a level's clients ran, in words: `this tool's loop on this machine`,
+/// `clickhouse-benchmark in the cluster, on a node of their own`.
+pub fn clients_description(load_from: LoadFrom, placement: Option<&ClientPlacement>) -> String {
+    match (load_from, placement) {
+        (LoadFrom::Local, _) => "this tool's loop on this machine".to_string(),
+        (LoadFrom::Cluster, Some(placement)) => format!("clickhouse-benchmark in the cluster, on {placement}"),
+        (LoadFrom::Cluster, None) => "clickhouse-benchmark in the cluster".to_string(),
+    }
+}
+
 /// The node the load Job's pod runs on.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "on", rename_all = "snake_case")]

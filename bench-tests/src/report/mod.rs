@@ -6,6 +6,8 @@
 
 pub mod charts;
 
+use crate::levels::LevelRound;
+use crate::load_generator::LoadFrom;
 use crate::machine::LoadAverage;
 use crate::markdown::Table;
 use crate::profiles::ProfileRecord;
@@ -33,6 +35,61 @@ pub struct CheckWords<'a> {
     pub many: &'a str,
     /// The unit of their rate (`QPS`, `INSERTs/s`).
     pub rate: &'a str,
+}
+
+/// Where a kind's load clients ran, and what that makes of its figures: clickhouse-benchmark
+/// in the cluster (`clients` says where), or this tool's loop here, through the target's
+/// port-forward (`through_tunnel`) or not. `rate` names the kind's rate (`QPS`,
+/// `INSERTs/s`).
+pub fn clients_paragraph(load_from: LoadFrom, clients: &str, through_tunnel: bool, rate: &str) -> String {
+    match load_from {
+        LoadFrom::Cluster => format!(
+            "**Clients**: {clients}, a Kubernetes Job per level and round, from the server's own image, next to the \
+             server rather than through the port-forward. {rate} is its completed statements over its run's wall \
+             time; latency its nearest-rank percentiles of the client's wall time around each statement \
+             (`--client-side-time`; over a reservoir sample of 65,536 statements when more completed), printed to \
+             the millisecond, with no maximum (it prints up to 99.99 %); a level's percentiles across rounds are \
+             the median of each round's. Each level's counts are held against the server's `query_log` (below)."
+        ),
+        LoadFrom::Local if through_tunnel => format!(
+            "**Clients**: this tool's loop on this machine (`--load-from local`), through the port-forward: {rate} \
+             and latency include the tunnel and this machine's network, not the server alone. Without \
+             `--load-from` the clients run in the cluster, next to the server."
+        ),
+        LoadFrom::Local => "**Clients**: this tool's loop on this machine.".to_string(),
+    }
+}
+
+/// `### Load in the cluster`: each level run there, its Job's pod and node, the
+/// generator's counts against the server's, and whether they agree; empty when no level
+/// ran there.
+pub fn load_section<'a>(rounds: impl IntoIterator<Item = &'a LevelRound>) -> String {
+    let mut table = Table::new(["round", "clients", "pod", "node", "generator", "server's query_log", "check"]);
+    for round in rounds {
+        let Some(load) = &round.load else { continue };
+        let server = match (load.server_finished, load.server_failed) {
+            (Some(finished), Some(failed)) => format!("{finished} finished, {failed} failed"),
+            _ => format!("unknown ({})", load.server_unknown.as_deref().unwrap_or("not read")),
+        };
+        let check = match (&load.mismatch, load.server_finished) {
+            (Some(mismatch), _) => format!("differs: {mismatch}"),
+            (None, Some(_)) => "same".to_string(),
+            (None, None) => "not made".to_string(),
+        };
+        table.row([
+            round.round.to_string(),
+            round.clients.to_string(),
+            load.pod.clone(),
+            load.node.clone().unwrap_or_else(|| "unknown".to_string()),
+            format!("{} completed, {} failed", load.report.completed, load.report.errors),
+            server,
+            check,
+        ]);
+    }
+    if table.is_empty() {
+        return String::new();
+    }
+    format!("### Load in the cluster\n\n{table}\n")
 }
 
 /// The `### Runner check` section of a kind that runs closed loops: both rates, their

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use super::{DONE, KindResults, RunBundle, RunStatus, SCHEMA_VERSION};
 use crate::ab_variants::{AbRun, AbVariant};
 use crate::breakdown::{Bottleneck, TimeBreakdown};
+use crate::load_generator::{ClientPlacement, InClusterLoad, LoadReport, Percentile};
 use crate::machine::{LoadAverage, MachineInfo, SeenProcess};
 use crate::query_runs::{Sample, SampleKind};
 use crate::settings::Settings;
@@ -182,5 +183,34 @@ fn example_baseline(value: f64, count: u64) -> StorageBaseline {
             iops: Some(value),
             latency_us: Latency { mean: Some(value), p50: Some(value), p99: Some(value) },
         },
+    }
+}
+
+/// A level run in the cluster, every field filled: the throughput and writes examples' `load`.
+pub fn example_load(value: f64, count: u64) -> InClusterLoad {
+    InClusterLoad {
+        generator: "clickhouse-benchmark (clickhouse/clickhouse-server:26.3.33.24)".to_string(),
+        pod: "chbench-load-x7k2p".to_string(),
+        node: Some("ip-10-0-1-24.ap-northeast-2.compute.internal".to_string()),
+        placement: ClientPlacement::OwnNode { node_type: Some("c7g.4xlarge".to_string()) },
+        query_id_prefix: "chbench-3f1c0e2a-p7-r1-c2".to_string(),
+        report: LoadReport {
+            loaded: Some(count),
+            executed: count,
+            completed: count,
+            errors: count,
+            qps: Some(value),
+            rows_per_second: Some(value),
+            // As the generator prints them: finite, to the millisecond.
+            percentiles: vec![Percentile { percent: 50.0, ms: 148.0 }],
+            first_error: Some("Code: 60. DB::Exception: Unknown table".to_string()),
+        },
+        server_finished: Some(count),
+        server_failed: Some(count),
+        server_unknown: Some("cannot read system.query_log: Code: 497 (ACCESS_DENIED)".to_string()),
+        mismatch: Some(
+            "clickhouse-benchmark counted 7 completed and 7 failed, the server's query_log 6 finished and 7 failed"
+                .to_string(),
+        ),
     }
 }

@@ -23,6 +23,7 @@ use chbench::stats::{EngineEvents, StatsSource};
 use chbench::targets::embedded::storage_dir_of_process;
 
 use crate::common::{Said, error_line, error_lines, xtask};
+use chbench::load_generator::LoadFrom;
 
 /// The smallest run that still has two levels, a runner check and a report.
 const TINY: [&str; 10] =
@@ -499,6 +500,28 @@ fn a_packs_design_is_filled_with_the_packs_insert() {
     assert_eq!(rise(round, "InsertedRows"), 15);
     // The observer read the pack's table's parts, not the logs table's.
     assert!(round.parts.active_parts_max.is_some_and(|parts| parts >= 1), "{:?}", round.parts);
+}
+
+/// The writers run in a cluster only on a target deployed in one: elsewhere asking for it
+/// is one line before any bundle is made, and a local run says where its clients ran.
+#[test]
+fn writers_in_a_cluster_are_refused_on_a_target_that_is_in_none() {
+    let results = tempfile::tempdir().unwrap();
+    for (flags, said) in [
+        (&["--load-from", "cluster"][..], "--load-from cluster: target embedded runs no load beside its engine"),
+        (&["--client-beside-server"], "place clients in a Kubernetes cluster, and target embedded is not in one"),
+        (&["--load-from", "local", "--client-node-type", "c7g.4xlarge"], "and --load-from local runs them here"),
+    ] {
+        let output = writes(results.path(), "refused", flags).output().unwrap();
+        let line = error_line(&output);
+        assert!(line.contains(said), "{flags:?}: {line}");
+        assert!(!results.path().join("refused").exists());
+    }
+    let bundle = run(results.path(), "here", &TINY);
+    assert_eq!(bundle.benchmark.workload.load_from, LoadFrom::Local);
+    assert!(bundle.benchmark.rounds.iter().all(|round| round.closed_loop.load.is_none()));
+    let report = std::fs::read_to_string(results.path().join("here/report.md")).unwrap();
+    assert!(report.contains("**Clients**: this tool's loop on this machine."), "{report}");
 }
 
 /// A pack whose table is not a MergeTree, or whose INSERT does not take the batch, or

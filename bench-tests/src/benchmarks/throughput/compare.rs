@@ -392,9 +392,7 @@ mod tests {
             rounds: qps.len() as u32,
             seed: 1,
             check_statements: 0,
-            load_from: None,
-            client_placement: crate::load_generator::ClientPlacement::BesideServer,
-            client_placement_given: false,
+            load: crate::load_generator::LoadFlags::default(),
         };
         let mut results = benchmark.new_results();
         let looped = ClosedLoop {

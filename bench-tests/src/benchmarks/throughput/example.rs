@@ -8,10 +8,10 @@ use super::{
     CheckBlock, CheckPath, DatasetBuild, Latency, LevelBound, LevelRound, LevelSummary, QueryErrors, RunnerCheck,
     Spread, StatementRecord, ThroughputBundle, ThroughputResults, ThroughputVariant, Workload, WorkloadQuery,
 };
-use crate::load_generator::{ClientPlacement, InClusterLoad, LoadFrom, LoadReport, Percentile};
+use crate::load_generator::{ClientPlacement, LoadFrom};
 use crate::query_runs::{QueryRuns, Sample, SampleKind};
 use crate::results::RunBundle;
-use crate::results::example::{example_bundle, example_sample, example_stats};
+use crate::results::example::{example_bundle, example_load, example_sample, example_stats};
 use crate::settings::Settings;
 use crate::stats::{QueryStats, StatsSource};
 
@@ -100,32 +100,7 @@ fn example(value: f64, count: u64, bound: LevelBound) -> ThroughputBundle {
             schedule_lag: None,
             scheduled: None,
             statements: vec![statement(None), statement(Some("Code: 60"))],
-            load: Some(InClusterLoad {
-                generator: "clickhouse-benchmark (clickhouse/clickhouse-server:26.3.33.24)".to_string(),
-                pod: "chbench-load-x7k2p".to_string(),
-                node: Some("ip-10-0-1-24.ap-northeast-2.compute.internal".to_string()),
-                placement: ClientPlacement::OwnNode { node_type: Some("c7g.4xlarge".to_string()) },
-                query_id_prefix: "chbench-3f1c0e2a-r1-c2".to_string(),
-                report: LoadReport {
-                    loaded: Some(count),
-                    executed: count,
-                    completed: count,
-                    errors: count,
-                    qps: Some(value),
-                    rows_per_second: Some(value),
-                    // As the generator prints them: finite, to the millisecond.
-                    percentiles: vec![Percentile { percent: 50.0, ms: 148.0 }],
-                    first_error: Some("Code: 60. DB::Exception: Unknown table".to_string()),
-                },
-                server_finished: Some(count),
-                server_failed: Some(count),
-                server_unknown: Some("cannot read system.query_log: Code: 497 (ACCESS_DENIED)".to_string()),
-                mismatch: Some(
-                    "clickhouse-benchmark counted 7 completed and 7 failed, the server's query_log 6 finished and 7 \
-                     failed"
-                        .to_string(),
-                ),
-            }),
+            load: Some(example_load(value, count)),
         }],
         levels: vec![LevelSummary {
             clients,

@@ -7,7 +7,7 @@ use clap::Args;
 
 use super::{DEFAULT_ROUNDS, Levels, ThroughputBenchmark};
 use crate::closed_loop::{parse_duration, parse_iterations};
-use crate::load_generator::{ClientPlacement, LoadFrom};
+use crate::load_generator::LoadFlags;
 use crate::units::parse_count;
 
 #[derive(Debug, Clone, Args)]
@@ -52,18 +52,8 @@ pub struct ThroughputFlags {
     /// tight loop on the engine, in interleaved blocks); 0 skips the check
     #[arg(long, default_value_t = super::CHECK_BLOCK_STATEMENTS)]
     pub check_statements: u64,
-    /// Where the clients run: `cluster`, clickhouse-benchmark from the server's image as a
-    /// Kubernetes Job beside the server (the default on eks), or `local`, this tool's loop
-    /// on this machine (the default elsewhere; on eks its figures include the port-forward)
-    #[arg(long, value_enum)]
-    pub load_from: Option<LoadFrom>,
-    /// With the load in the cluster: the node type (instance type) of the clients' own
-    /// node, e.g. c7g.4xlarge [default: any node without the server]
-    #[arg(long, value_name = "TYPE", conflicts_with = "client_beside_server")]
-    pub client_node_type: Option<String>,
-    /// With the load in the cluster: run the clients on the server's node, sharing its CPU
-    #[arg(long)]
-    pub client_beside_server: bool,
+    #[command(flatten)]
+    pub load: LoadFlags,
 }
 
 impl ThroughputFlags {
@@ -80,12 +70,7 @@ impl ThroughputFlags {
             rounds: self.rounds,
             seed: self.seed,
             check_statements: self.check_statements,
-            load_from: self.load_from,
-            client_placement: match self.client_beside_server {
-                true => ClientPlacement::BesideServer,
-                false => ClientPlacement::OwnNode { node_type: self.client_node_type.clone() },
-            },
-            client_placement_given: self.client_beside_server || self.client_node_type.is_some(),
+            load: self.load.clone(),
         }
     }
 }

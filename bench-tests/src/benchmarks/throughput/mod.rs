@@ -40,7 +40,7 @@ pub use self::results::{
 };
 use super::{Benchmark, GuardedSql, Run};
 pub use crate::closed_loop::{CHECK_BLOCKS, Levels, MAX_CLIENTS, client_orders, level_round, runner_check};
-use crate::closed_loop::{NamedQuery, check_generator_version, in_cluster_level};
+use crate::closed_loop::{NamedQuery, check_generator_version, in_cluster_level, level_query_id_prefix};
 use crate::compare::{BundleAt, CompareOptions, Comparison, side_prices};
 use crate::dataset::{BytesPerRow, Dataset, DiskEstimate, UNMEASURED_BYTES_PER_ROW, check_row_bound};
 use crate::files::{fixture_relative, shown};
@@ -50,7 +50,7 @@ pub use crate::levels::{
     CheckBlock, CheckPath, Latency, LevelBound, LevelRound, LevelSummary, QueryErrors, RunnerCheck, Spread,
     StatementRecord,
 };
-use crate::load_generator::{ClientPlacement, LoadBound, LoadFrom};
+use crate::load_generator::{LoadBound, LoadFlags, LoadFrom};
 use crate::measure::closed_loop_stats;
 use crate::packs::Pack;
 use crate::query_runs::{QueryRuns, Sample, SampleKind};
@@ -122,14 +122,9 @@ pub struct ThroughputBenchmark {
     pub seed: u64,
     /// Statements per block of the runner check; 0 skips it.
     pub check_statements: u64,
-    /// Where the clients run; `None`: in the cluster on a target that can run them there,
-    /// here otherwise.
-    pub load_from: Option<LoadFrom>,
-    /// With the clients in the cluster, their node.
-    pub client_placement: ClientPlacement,
-    /// Whether `client_placement` was asked for (`--client-node-type`,
-    /// `--client-beside-server`) rather than the default.
-    pub client_placement_given: bool,
+    /// Where the clients run (by default in the cluster on a target that can run them
+    /// there, here otherwise), and on which node.
+    pub load: LoadFlags,
 }
 
 /// A query of the run, ready to measure.
@@ -184,15 +179,7 @@ impl Benchmark for ThroughputBenchmark {
             LoopBound::Duration(_) => {}
         }
         check_row_bound(&format!("--rows {}", self.rows), self.rows)?;
-        if self.client_placement_given && self.load_from == Some(LoadFrom::Local) {
-            bail!(
-                "--client-node-type and --client-beside-server place clients in the cluster, and --load-from local \
-                 runs them here: give one or the other"
-            );
-        }
-        if let ClientPlacement::OwnNode { node_type: Some(node_type) } = &self.client_placement {
-            crate::load_generator::check_node_type(node_type)?;
-        }
+        self.load.check()?;
         let pack = Pack::named(&self.pack)?;
         self.design_of(&pack)?;
         self.run_queries(&pack)?;
@@ -243,24 +230,10 @@ impl Benchmark for ThroughputBenchmark {
     /// `--load-from cluster`, or a client placement, on a target that cannot run clients
     /// beside its engine: one line, before anything runs.
     fn check_target(&self, target: &mut Target) -> Result<()> {
-        let kind = target.info().kind;
-        if target.capabilities().in_cluster_load {
-            if self.load_from_on(target) == LoadFrom::Cluster {
-                check_generator_version(&target.info().engine_version)?;
-            }
-            return Ok(());
-        }
-        if self.load_from == Some(LoadFrom::Cluster) {
-            bail!(
-                "--load-from cluster: target {kind} runs no load beside its engine (a target deployed in a \
-                 Kubernetes cluster does); leave --load-from out to run the clients here"
-            );
-        }
-        if self.client_placement_given {
-            bail!(
-                "--client-node-type and --client-beside-server place clients in a Kubernetes cluster, and target \
-                 {kind} is not in one: leave them out"
-            );
+        let in_cluster_load = target.capabilities().in_cluster_load;
+        self.load.check_target(in_cluster_load, &target.info().kind.to_string())?;
+        if self.load.load_from(in_cluster_load) == LoadFrom::Cluster {
+            check_generator_version(&target.info().engine_version)?;
         }
         Ok(())
     }
@@ -293,7 +266,7 @@ impl Benchmark for ThroughputBenchmark {
                 rounds: self.rounds,
                 seed: self.seed,
                 // Known once the target is: see `prepare`.
-                load_from: self.load_from.unwrap_or(LoadFrom::Local),
+                load_from: self.load.load_from.unwrap_or(LoadFrom::Local),
                 client_placement: None,
             },
             dataset: None,
@@ -378,15 +351,6 @@ impl Benchmark for ThroughputBenchmark {
 }
 
 impl ThroughputBenchmark {
-    /// Where the clients run on `target`.
-    fn load_from_on(&self, target: &Target) -> LoadFrom {
-        match (self.load_from, target.capabilities().in_cluster_load) {
-            (Some(chosen), _) => chosen,
-            (None, true) => LoadFrom::Cluster,
-            (None, false) => LoadFrom::Local,
-        }
-    }
-
     fn bound(&self) -> LoopBound {
         match (self.iterations, self.duration) {
             (Some(statements), _) => LoopBound::Statements(statements),
@@ -519,10 +483,9 @@ impl ThroughputBenchmark {
                 run.results().notes.push(note);
             }
         }
-        let load_from = self.load_from_on(run.target);
+        let load_from = self.load.load_from(run.target.capabilities().in_cluster_load);
         run.results().workload.load_from = load_from;
-        run.results().workload.client_placement =
-            (load_from == LoadFrom::Cluster).then(|| self.client_placement.clone());
+        run.results().workload.client_placement = (load_from == LoadFrom::Cluster).then(|| self.load.placement());
         let levels = self.levels.list()?;
         if levels.iter().any(|&clients| clients > 1)
             && run.target.capabilities().concurrent_queries == Concurrency::Serial
@@ -665,11 +628,12 @@ impl ThroughputBenchmark {
             &named,
             bound,
             &Settings::new(),
-            &self.client_placement,
-            &query_id_prefix(&run.database(), round, clients),
+            &self.load.placement(),
+            &level_query_id_prefix(&run.database(), round, clients),
             &mut said,
             &mut |warning| warnings.push(warning.to_string()),
-        )?;
+        )?
+        .level;
         for warning in warnings {
             run.progress.warn(&warning);
         }
@@ -755,14 +719,4 @@ impl ThroughputBenchmark {
         }
         Ok(level)
     }
-}
-
-/// The query id prefix of a level's statements run in the cluster: the run's database
-/// (its id and this process's, so that two runs of one id at once differ) in letters,
-/// digits and `-`, the round and the level, so that the server's log finds exactly that
-/// level's.
-fn query_id_prefix(database: &str, round: u32, clients: u32) -> String {
-    let run: String =
-        database.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' }).collect();
-    format!("{run}-r{round}-c{clients}")
 }

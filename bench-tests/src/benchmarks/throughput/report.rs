@@ -9,10 +9,9 @@ use anyhow::Result;
 
 use super::results::ThroughputResults;
 use crate::levels::{Latency, LevelBound, LevelSummary};
-use crate::load_generator::LoadFrom;
 use crate::markdown::Table;
 use crate::report::charts::{self, Line};
-use crate::report::{CheckWords, runner_check_section};
+use crate::report::{CheckWords, clients_paragraph, load_section, runner_check_section};
 use crate::stats::StatsSource;
 use crate::target_info::TargetInfo;
 use crate::targets::Concurrency;
@@ -28,60 +27,6 @@ fn cpu(us: Option<f64>) -> String {
 
 fn latency_cells(latency: &Latency) -> [String; 4] {
     [ms(latency.p50_ms), ms(latency.p90_ms), ms(latency.p99_ms), ms(latency.max_ms)]
-}
-
-/// Where the clients ran, and what that makes of the figures.
-fn clients_paragraph(results: &ThroughputResults, target: &TargetInfo) -> String {
-    let workload = &results.workload;
-    match workload.load_from {
-        LoadFrom::Cluster => format!(
-            "**Clients**: {}, a Kubernetes Job per level and round, from the server's own image, next to the server \
-             rather than through the port-forward. QPS is its completed statements over its run's wall time; \
-             latency its nearest-rank percentiles of the client's wall time around each statement \
-             (`--client-side-time`; over a reservoir sample of 65,536 statements when more completed), printed to \
-             the millisecond, with no maximum (it prints up to 99.99 %); a \
-             level's percentiles across rounds are the median of each round's. Each level's counts are held \
-             against the server's `query_log` (below).",
-            workload.clients_description()
-        ),
-        LoadFrom::Local if crate::targets::spec(target.kind).capabilities.in_cluster_load => {
-            "**Clients**: this tool's loop on this machine (`--load-from local`), through the port-forward: QPS and \
-             latency include the tunnel and this machine's network, not the server alone. Without `--load-from` \
-             the clients run in the cluster, next to the server."
-                .to_string()
-        }
-        LoadFrom::Local => "**Clients**: this tool's loop on this machine.".to_string(),
-    }
-}
-
-/// Each level run in the cluster: its Job's pod and node, the generator's counts against
-/// the server's, and what differs.
-fn load_section(out: &mut String, results: &ThroughputResults) {
-    let mut table = Table::new(["round", "clients", "pod", "node", "generator", "server's query_log", "check"]);
-    for round in &results.rounds {
-        let Some(load) = &round.load else { continue };
-        let server = match (load.server_finished, load.server_failed) {
-            (Some(finished), Some(failed)) => format!("{finished} finished, {failed} failed"),
-            _ => format!("unknown ({})", load.server_unknown.as_deref().unwrap_or("not read")),
-        };
-        let check = match (&load.mismatch, load.server_finished) {
-            (Some(mismatch), _) => format!("differs: {mismatch}"),
-            (None, Some(_)) => "same".to_string(),
-            (None, None) => "not made".to_string(),
-        };
-        table.row([
-            round.round.to_string(),
-            round.clients.to_string(),
-            load.pod.clone(),
-            load.node.clone().unwrap_or_else(|| "unknown".to_string()),
-            format!("{} completed, {} failed", load.report.completed, load.report.errors),
-            server,
-            check,
-        ]);
-    }
-    if !table.is_empty() {
-        let _ = writeln!(out, "### Load in the cluster\n\n{table}");
-    }
 }
 
 pub fn markdown(results: &ThroughputResults, target: &TargetInfo) -> String {
@@ -132,7 +77,13 @@ pub fn markdown(results: &ThroughputResults, target: &TargetInfo) -> String {
             }
         );
     }
-    let _ = writeln!(out, "{}\n", clients_paragraph(results, target));
+    let workload = &results.workload;
+    let through_tunnel = crate::targets::spec(target.kind).capabilities.in_cluster_load;
+    let _ = writeln!(
+        out,
+        "{}\n",
+        clients_paragraph(workload.load_from, &workload.clients_description(), through_tunnel, "QPS")
+    );
     for note in &results.notes {
         let _ = writeln!(out, "**Note**: {note}.\n");
     }
@@ -192,7 +143,7 @@ pub fn markdown(results: &ThroughputResults, target: &TargetInfo) -> String {
         let _ = writeln!(out, "{rounds}");
     }
 
-    load_section(&mut out, results);
+    out.push_str(&load_section(&results.rounds));
 
     let errors: Vec<String> = results
         .rounds

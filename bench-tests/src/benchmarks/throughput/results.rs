@@ -153,11 +153,7 @@ impl Workload {
     /// Where the clients ran, in words: `this machine`, `clickhouse-benchmark in the
     /// cluster, on a node of their own`.
     pub fn clients_description(&self) -> String {
-        match (&self.load_from, &self.client_placement) {
-            (LoadFrom::Local, _) => "this tool's loop on this machine".to_string(),
-            (LoadFrom::Cluster, Some(placement)) => format!("clickhouse-benchmark in the cluster, on {placement}"),
-            (LoadFrom::Cluster, None) => "clickhouse-benchmark in the cluster".to_string(),
-        }
+        crate::load_generator::clients_description(self.load_from, self.client_placement.as_ref())
     }
 }
 

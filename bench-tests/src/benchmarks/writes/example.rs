@@ -18,8 +18,9 @@ use crate::levels::{
     CheckBlock, CheckPath, Latency, LevelBound, LevelRound, LevelSummary, QueryErrors, RunnerCheck, Spread,
     StatementRecord,
 };
+use crate::load_generator::{ClientPlacement, LoadFrom};
 use crate::query_runs::{QueryRuns, Sample, SampleKind};
-use crate::results::example::{example_bundle, example_sample, example_stats};
+use crate::results::example::{example_bundle, example_load, example_sample, example_stats};
 use crate::settings::Settings;
 use crate::stats::{EngineEvents, QueryStats, StatsSource};
 
@@ -58,7 +59,7 @@ fn known(value: f64, count: u64) -> WritesBundle {
         schedule_lag: Some(latency),
         scheduled: Some(count),
         statements: vec![statement(None), statement(Some(failure))],
-        load: None,
+        load: Some(example_load(value, count)),
     };
     let errors =
         CodeErrors { code: Some(252), name: Some("TOO_MANY_PARTS".to_string()), count, first: failure.to_string() };
@@ -245,6 +246,8 @@ fn workload(count: u64, bound: LevelBound, durability: Durability, rate: Option<
         rate,
         mix: Mix { inserts: clients, updates: clients, deletes: clients, reads: clients },
         async_insert: pack,
+        load_from: if pack { LoadFrom::Cluster } else { LoadFrom::Local },
+        client_placement: pack.then(|| ClientPlacement::OwnNode { node_type: Some("c7g.4xlarge".to_string()) }),
     }
 }
 

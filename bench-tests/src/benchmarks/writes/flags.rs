@@ -80,11 +80,14 @@ pub struct WritesFlags {
     /// The seed of an A/B run's shuffle (default: random); the bundle records it
     #[arg(long, requires = "variants")]
     pub seed: Option<u64>,
+    #[command(flatten)]
+    pub load: crate::load_generator::LoadFlags,
 }
 
 impl WritesFlags {
     pub fn benchmark(&self) -> WritesBenchmark {
         WritesBenchmark {
+            load: self.load.clone(),
             levels: Levels::parse(&self.concurrency),
             batch_rows: self.batch_rows,
             durability: self.durability,

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use anyhow::Result;
+use anyhow::{Context, Result, bail};
 
 use super::decomposition::{EVENTS, SYSTEM_TIME, USER_TIME};
 use super::server::{self, GaugeLook, GaugeMeans};
@@ -17,16 +17,21 @@ use super::{
     CodeErrors, CpuUse, EventsDelta, FORMAT, MIX_SEED, MixStatement, PartsSampled, ThreadsSampled, WritesBenchmark,
     WritesRound, WritesRun, WritesVariant,
 };
-use crate::closed_loop::{client_orders, level_round};
+use crate::closed_loop::{
+    InClusterLevel, NamedQuery, client_orders, in_cluster_level, level_query_id_prefix, level_round,
+};
 use crate::engine_threads::{TaskStates, ThreadStateMeans, own_task_states};
 use crate::fixtures::Statement;
+use crate::levels::LevelRound;
+use crate::load_generator::{LoadBound, LoadFrom};
 use crate::measure::closed_loop_stats;
 use crate::numbers::ratio;
 use crate::query_runs::{QueryRuns, Sample, SampleKind};
 use crate::settings::Settings;
 use crate::sql::sql_string;
 use crate::stats::{StatementTag, StatsSource};
-use crate::targets::{ClosedLoop, EventsSnapshot, ObserverConnection};
+use crate::targets::{ClosedLoop, EventsSnapshot, LoopBound, ObserverConnection};
+use crate::units::plural;
 
 impl WritesBenchmark {
     /// One level of one round: the loop, with the observer and the counters around it.
@@ -65,16 +70,57 @@ impl WritesBenchmark {
             |kind: MixStatement| statements.iter().find(|(statement, _)| *statement == kind).map(|(_, sql)| sql);
         let pass_sql: Vec<&str> = pass.iter().filter_map(|&kind| sql_of(kind)).map(|sql| sql.sql.as_str()).collect();
         let names: Vec<String> = pass.iter().map(|kind| kind.name().to_string()).collect();
-        let orders = client_orders(MIX_SEED, clients, pass.len());
-        let looped = match self.rate {
-            Some(rate) => {
-                run.target.run_open_loop(clients as usize, &pass_sql, &orders, self.bound(), rate, &settings, FORMAT)
+        let ran = if run.results().workload.load_from == LoadFrom::Cluster {
+            let named: Vec<NamedQuery<'_>> =
+                pass.iter().zip(&pass_sql).map(|(kind, sql)| NamedQuery { name: kind.name(), sql }).collect();
+            let bound = match self.bound() {
+                LoopBound::Duration(duration) => LoadBound::Seconds(duration.as_secs_f64()),
+                LoopBound::Statements(statements) => LoadBound::Statements(statements),
+            };
+            // Each configuration of an A/B run's level its own statements.
+            let level_of = format!("{}_{}", run.database(), turn.variant.as_deref().unwrap_or(""));
+            let progress = run.progress;
+            let mut said = |line: &str| progress.note(&format!("round {round}, {}: {line}", plural(clients, "client")));
+            let mut warnings = Vec::new();
+            let ran = in_cluster_level(
+                run.target,
+                round,
+                clients,
+                &named,
+                bound,
+                &settings,
+                &self.load.placement(),
+                &level_query_id_prefix(&level_of, round, clients),
+                &mut said,
+                &mut |warning| warnings.push(warning.to_string()),
+            );
+            for warning in warnings {
+                run.progress.warn(&format!("{}{warning}", turn.prefix()));
             }
-            None => run.target.run_closed_loop(clients as usize, &pass_sql, &orders, self.bound(), &settings, FORMAT),
+            ran.and_then(|ran| {
+                LevelRan::in_cluster(ran, &pass, sql_of(MixStatement::Insert).map(|sql| sql.sql.as_str()))
+            })
+        } else {
+            let orders = client_orders(MIX_SEED, clients, pass.len());
+            let looped = match self.rate {
+                Some(rate) => run.target.run_open_loop(
+                    clients as usize,
+                    &pass_sql,
+                    &orders,
+                    self.bound(),
+                    rate,
+                    &settings,
+                    FORMAT,
+                ),
+                None => {
+                    run.target.run_closed_loop(clients as usize, &pass_sql, &orders, self.bound(), &settings, FORMAT)
+                }
+            };
+            looped.map(|looped| LevelRan::here(looped, &pass, round, clients, &names))
         };
         // The observer stops whatever the loop did.
         let observed = observer.finish();
-        let looped = looped?;
+        let LevelRan { closed_loop, looped, inserts_sent, inserts_completed, errors_by_code, interrupted } = ran?;
         let after = run.target.read_events();
         let events = match (before, after) {
             (Ok(before), Ok(after)) => EventsDelta::Known {
@@ -89,15 +135,7 @@ impl WritesBenchmark {
             },
             (Err(error), _) | (_, Err(error)) => EventsDelta::Unknown { reason: format!("{error:#}") },
         };
-        let wall_seconds = looped.wall.as_secs_f64();
-        let closed_loop = level_round(round, clients, &looped, &names);
-        let inserts: Vec<_> = looped
-            .statements
-            .iter()
-            .filter(|statement| pass.get(statement.query as usize) == Some(&MixStatement::Insert))
-            .collect();
-        let inserts_sent = inserts.len() as u64;
-        let inserts_completed = inserts.iter().filter(|statement| statement.outcome.is_ok()).count() as u64;
+        let wall_seconds = closed_loop.wall_seconds.unwrap_or(0.0);
         let rows_written = inserts_completed.saturating_mul(self.batch_rows);
         let (threads, parts) = match observed {
             Ok(observed) => sampled(&observed.looks, observed.without_connection, in_process),
@@ -109,7 +147,7 @@ impl WritesBenchmark {
         // A stopped level is not summarised: nothing more is asked of the engine for it.
         let stopped = || EventsDelta::Unknown { reason: "the level was stopped".to_string() };
         let inserts_own = match &level_tag {
-            Some(_) if looped.interrupted => stopped(),
+            Some(_) if interrupted => stopped(),
             Some(tag) => server::inserts_own(run.target, tag, inserts_completed, inserts_sent),
             None if keeps_records => EventsDelta::Unknown {
                 reason: "with --async-insert an INSERT's own record holds its wait for the queue, not the flush \
@@ -126,7 +164,7 @@ impl WritesBenchmark {
             std::thread::available_parallelism()
                 .map(|cores| cores.get() as f64)
                 .map_err(|error| format!("this process's available parallelism is unknown: {error}"))
-        } else if looped.interrupted {
+        } else if interrupted {
             Err("the level was stopped".to_string())
         } else {
             server::server_cores(run.target)
@@ -136,7 +174,7 @@ impl WritesBenchmark {
             variant: turn.variant.clone(),
             rows_per_second: (inserts_completed > 0).then(|| ratio(rows_written as f64, wall_seconds)).flatten(),
             rows_written,
-            errors_by_code: errors_by_code(&looped),
+            errors_by_code,
             events,
             inserts_own,
             threads,
@@ -160,7 +198,9 @@ impl WritesBenchmark {
         level: &MeasuredLevel,
         runs_of: &mut BTreeMap<(usize, usize, u32), usize>,
     ) -> Result<()> {
-        for statement in &level.looped.statements {
+        // A level run in the cluster keeps no statement of its own.
+        let Some(looped) = &level.looped else { return Ok(()) };
+        for statement in &looped.statements {
             let Ok(counters) = &statement.outcome else { continue };
             let Some(&kind) = level.pass.get(statement.query as usize) else { continue };
             let Some((kind_index, (_, sql))) =
@@ -204,6 +244,97 @@ impl WritesBenchmark {
     }
 }
 
+/// What a level's clients did, from this tool's loop or from the generator in the cluster:
+/// its record as every closed loop's, the loop itself (here only), its INSERTs sent and
+/// completed among its mix, its failures by error code, and whether a stop ended it.
+struct LevelRan {
+    closed_loop: LevelRound,
+    looped: Option<ClosedLoop>,
+    inserts_sent: u64,
+    inserts_completed: u64,
+    errors_by_code: Vec<CodeErrors>,
+    interrupted: bool,
+}
+
+impl LevelRan {
+    fn here(looped: ClosedLoop, pass: &[MixStatement], round: u32, clients: u32, names: &[String]) -> LevelRan {
+        let inserts: Vec<_> = looped
+            .statements
+            .iter()
+            .filter(|statement| pass.get(statement.query as usize) == Some(&MixStatement::Insert))
+            .collect();
+        LevelRan {
+            closed_loop: level_round(round, clients, &looped, names),
+            inserts_sent: inserts.len() as u64,
+            inserts_completed: inserts.iter().filter(|statement| statement.outcome.is_ok()).count() as u64,
+            errors_by_code: errors_by_code(&looped),
+            interrupted: looped.interrupted,
+            looped: Some(looped),
+        }
+    }
+
+    /// From the generator's report and the server's log: the INSERTs are the log's
+    /// statements of the INSERT's text; failures the log does not hold are the
+    /// generator's, INSERTs when the mix is INSERTs alone. Without the log, a mix of
+    /// INSERTs alone is the generator's counts; another mix cannot be split, and is an
+    /// error saying why.
+    fn in_cluster(ran: InClusterLevel, pass: &[MixStatement], insert_sql: Option<&str>) -> Result<LevelRan> {
+        let InClusterLevel { level, logged } = ran;
+        let inserts_only = pass.iter().all(|&kind| kind == MixStatement::Insert);
+        let load = level.load.as_ref().context("a level run in the cluster without its load")?;
+        let generator_error = load.report.first_error.clone();
+        let (inserts_sent, inserts_completed, errors_by_code) = match logged {
+            Some(rows) => {
+                let is_insert = |query: &str| insert_sql.is_some_and(|insert| insert.trim() == query.trim());
+                let completed: u64 = rows.iter().filter(|row| is_insert(&row.query)).map(|row| row.finished).sum();
+                let failed: u64 = rows.iter().filter(|row| is_insert(&row.query)).map(|row| row.failed).sum();
+                let logged_failures: u64 = rows.iter().map(|row| row.failed).sum();
+                let unlogged = level.errors.saturating_sub(logged_failures);
+                let mut by_code: Vec<CodeErrors> = Vec::new();
+                for row in rows.iter().filter(|row| row.failed > 0) {
+                    let code = u32::try_from(row.code).ok().filter(|code| *code > 0);
+                    let name = error_code(&row.first_error).1;
+                    match by_code.iter_mut().find(|errors| errors.code == code && errors.name == name) {
+                        Some(errors) => errors.count += row.failed,
+                        None => {
+                            by_code.push(CodeErrors { code, name, count: row.failed, first: row.first_error.clone() })
+                        }
+                    }
+                }
+                if unlogged > 0 {
+                    by_code.push(unlogged_by_code(generator_error.as_deref(), unlogged));
+                }
+                let unlogged_inserts = if inserts_only { unlogged } else { 0 };
+                (completed + failed + unlogged_inserts, completed, by_code)
+            }
+            None if inserts_only => {
+                let errors = (level.errors > 0).then(|| unlogged_by_code(generator_error.as_deref(), level.errors));
+                (level.completed + level.errors, level.completed, errors.into_iter().collect())
+            }
+            None => bail!(
+                "the server's query_log could not be read ({}), and without it the mix's INSERTs cannot be told from \
+                 its other statements: run again, or with --mix inserts=1",
+                load.server_unknown.as_deref().unwrap_or("no reason given")
+            ),
+        };
+        Ok(LevelRan {
+            closed_loop: level,
+            looped: None,
+            inserts_sent,
+            inserts_completed,
+            errors_by_code,
+            interrupted: false,
+        })
+    }
+}
+
+/// Failures the server's log does not hold, under the generator's first message.
+fn unlogged_by_code(first: Option<&str>, count: u64) -> CodeErrors {
+    let first = first.unwrap_or("the generator said no message").to_string();
+    let (code, name) = error_code(&first);
+    CodeErrors { code, name, count, first }
+}
+
 /// How often the observer looks at the engine's threads.
 const THREADS_EVERY: Duration = Duration::from_millis(20);
 /// Every how many looks it also reads the table's parts and merges (a query on the
@@ -213,7 +344,8 @@ const PARTS_EVERY_LOOKS: u64 = 10;
 /// statements it ran.
 pub(super) struct MeasuredLevel {
     pub(super) round: WritesRound,
-    pub(super) looped: ClosedLoop,
+    /// `None` for a level run in the cluster, which keeps no statement of its own.
+    pub(super) looped: Option<ClosedLoop>,
     /// The statements of the loop's list, by index: one pass of the mix.
     pub(super) pass: Vec<MixStatement>,
 }
@@ -404,5 +536,90 @@ mod tests {
             (Some(252), Some("TOO_MANY_PARTS".to_string()))
         );
         assert_eq!(error_code("Code: x (ab)"), (None, None));
+    }
+
+    /// A level run in the cluster: a report of 10 completed and 3 failed statements.
+    fn in_cluster(logged: Option<Vec<crate::closed_loop::LoggedQuery>>) -> InClusterLevel {
+        let mut text =
+            "Loaded 2 queries.\nCode: 210. DB::NetException: Connection refused\n\nQueries executed: 13.\n\n\
+                        h:9000, queries: 10, errors: 3, QPS: 5.000, RPS: 50.000.\n\n"
+                .to_string();
+        for percent in crate::load_generator::PRINTED_PERCENTILES {
+            text.push_str(&format!("{percent}%\t\t0.010 sec.\t\n"));
+        }
+        let load = crate::load_generator::InClusterLoad {
+            generator: "clickhouse-benchmark".to_string(),
+            pod: "chbench-load-x".to_string(),
+            node: None,
+            placement: crate::load_generator::ClientPlacement::BesideServer,
+            query_id_prefix: "p".to_string(),
+            report: crate::load_generator::LoadReport::parse(&text).unwrap(),
+            server_finished: None,
+            server_failed: None,
+            server_unknown: logged.is_none().then(|| "cannot read system.query_log".to_string()),
+            mismatch: None,
+        };
+        let level = LevelRound {
+            round: 1,
+            clients: 2,
+            complete: true,
+            wall_seconds: Some(2.0),
+            completed: 10,
+            errors: 3,
+            qps: Some(5.0),
+            rows_per_second: Some(50.0),
+            latency: crate::levels::Latency::default(),
+            unknown: None,
+            runner_cpu_us_per_statement: None,
+            errors_by_query: Vec::new(),
+            schedule_lag: None,
+            scheduled: None,
+            statements: Vec::new(),
+            load: Some(load),
+        };
+        InClusterLevel { level, logged }
+    }
+
+    fn row(query: &str, code: i32, finished: u64, failed: u64) -> crate::closed_loop::LoggedQuery {
+        let first_error = match code {
+            0 => String::new(),
+            code => format!("Code: {code}. DB::Exception: Too many parts (300). (TOO_MANY_PARTS)"),
+        };
+        crate::closed_loop::LoggedQuery { query: query.to_string(), code, finished, failed, first_error }
+    }
+
+    #[test]
+    fn a_level_in_the_cluster_counts_its_inserts_and_failures_from_the_servers_log() {
+        let inserts = [MixStatement::Insert];
+        let logged = vec![row("INSERT 1", 0, 10, 0), row("INSERT 1", 252, 0, 2)];
+        let ran = LevelRan::in_cluster(in_cluster(Some(logged)), &inserts, Some("INSERT 1")).unwrap();
+        // 2 failures logged with their code, 1 the server never saw (a refused connection),
+        // an INSERT all the same: the mix is INSERTs alone.
+        assert_eq!((ran.inserts_sent, ran.inserts_completed, ran.interrupted), (13, 10, false));
+        assert!(ran.looped.is_none());
+        let codes: Vec<(Option<u32>, u64)> =
+            ran.errors_by_code.iter().map(|errors| (errors.code, errors.count)).collect();
+        assert_eq!(codes, [(Some(252), 2), (Some(210), 1)]);
+        assert_eq!(ran.errors_by_code[0].name.as_deref(), Some("TOO_MANY_PARTS"));
+        assert_eq!(ran.errors_by_code[1].first, "Code: 210. DB::NetException: Connection refused");
+
+        // A mix: only the INSERT's rows are INSERTs; a failure the log lacks is no kind's.
+        let mix = [MixStatement::Insert, MixStatement::Read];
+        let logged = vec![row("INSERT 1", 0, 6, 0), row("SELECT 1", 0, 4, 0), row("INSERT 1", 252, 0, 2)];
+        let ran = LevelRan::in_cluster(in_cluster(Some(logged)), &mix, Some("INSERT 1")).unwrap();
+        assert_eq!((ran.inserts_sent, ran.inserts_completed), (8, 6));
+
+        // Without the log: INSERTs alone are the generator's counts; a mix cannot be split.
+        let ran = LevelRan::in_cluster(in_cluster(None), &inserts, Some("INSERT 1")).unwrap();
+        assert_eq!((ran.inserts_sent, ran.inserts_completed), (13, 10));
+        assert_eq!(ran.errors_by_code.len(), 1);
+        assert_eq!((ran.errors_by_code[0].code, ran.errors_by_code[0].count), (Some(210), 3));
+        let error = LevelRan::in_cluster(in_cluster(None), &mix, Some("INSERT 1")).err().unwrap().to_string();
+        assert!(
+            error
+                .starts_with("the server's query_log could not be read (cannot read system.query_log), and without it")
+                && error.ends_with("run again, or with --mix inserts=1"),
+            "{error}"
+        );
     }
 }

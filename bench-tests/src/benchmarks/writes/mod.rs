@@ -49,12 +49,13 @@ pub use self::table::{INSERT_FILE, InlineInsert, PACK_INSERT_FILE, PackTable, SC
 pub use self::variants::DURABILITY_KEY;
 use super::{Benchmark, GuardedSql, Run};
 use crate::ab_variants::{AbRun, check_variants};
-use crate::closed_loop::{CHECK_BLOCKS, Levels, runner_check};
+use crate::closed_loop::{CHECK_BLOCKS, Levels, check_generator_version, runner_check};
 use crate::compare::{BundleAt, CompareOptions, Comparison};
 use crate::dataset::{BytesPerRow, DiskEstimate, UNMEASURED_BYTES_PER_ROW, check_row_bound};
 use crate::fixtures::{Fixture, Params, Statement};
 use crate::interrupt::Interrupted;
 use crate::levels::LevelBound;
+use crate::load_generator::{LoadFlags, LoadFrom};
 use crate::measure::engine_events;
 use crate::report::Section;
 use crate::results::RunBundle;
@@ -113,6 +114,9 @@ impl super::Phase for WritesPhase {
 /// What to run.
 #[derive(Debug, Clone)]
 pub struct WritesBenchmark {
+    /// Where the clients run (by default in the cluster on a target that can run them
+    /// there, here otherwise), and on which node.
+    pub load: LoadFlags,
     pub levels: Levels,
     pub batch_rows: u64,
     pub durability: Durability,
@@ -180,6 +184,7 @@ impl Benchmark for WritesBenchmark {
 
     fn check(&self) -> Result<()> {
         let levels = self.levels.list()?;
+        self.load.check()?;
         if self.batch_rows == 0 {
             bail!("--batch-rows 0: an INSERT needs at least one row; give e.g. --batch-rows 1000");
         }
@@ -298,6 +303,24 @@ impl Benchmark for WritesBenchmark {
     /// UPDATEs needs an engine that has them: each refused in one line (naming the
     /// engine's version for the UPDATE), before the bundle is made.
     fn check_target(&self, target: &mut crate::targets::Target) -> Result<()> {
+        let in_cluster_load = target.capabilities().in_cluster_load;
+        self.load.check_target(in_cluster_load, &target.info().kind.to_string())?;
+        if self.load.load_from(in_cluster_load) == LoadFrom::Cluster {
+            // The generator keeps no schedule of arrivals, and sends the statement's text alone.
+            if self.rate.is_some() {
+                bail!(
+                    "--rate: clickhouse-benchmark, the clients in the cluster, keeps no rate of arrivals; give \
+                     --load-from local to run the open loop here (its figures then include the port-forward)"
+                );
+            }
+            if self.async_insert {
+                bail!(
+                    "--async-insert sends each INSERT's rows inline, which this tool's own loop does; give --load-from \
+                     local (its figures then include the port-forward)"
+                );
+            }
+            check_generator_version(&target.info().engine_version)?;
+        }
         let table = self.table()?;
         if self.batch_rows >= LARGE_BATCH_ROWS {
             crate::say!("chbench: trying the INSERT once in each configuration{}", self.large_batch_note());
@@ -345,6 +368,9 @@ impl Benchmark for WritesBenchmark {
                 },
                 rounds: self.rounds,
                 rate: self.rate,
+                // Known once the target is: see `prepare`.
+                load_from: self.load.load_from.unwrap_or(LoadFrom::Local),
+                client_placement: None,
                 mix: self.mix().unwrap_or_default(),
                 async_insert: self.async_insert,
             },
@@ -625,6 +651,9 @@ impl WritesBenchmark {
                 })?;
             }
         }
+        let load_from = self.load.load_from(run.target.capabilities().in_cluster_load);
+        run.results().workload.load_from = load_from;
+        run.results().workload.client_placement = (load_from == LoadFrom::Cluster).then(|| self.load.placement());
         let levels = self.levels.list()?;
         if levels.iter().any(|&clients| clients > 1)
             && run.target.capabilities().concurrent_queries == Concurrency::Serial
@@ -656,6 +685,14 @@ impl WritesBenchmark {
     fn runner_check(&self, run: &mut WritesRun<'_>) -> Result<()> {
         let statements = self.check_statements;
         if statements == 0 {
+            return Ok(());
+        }
+        if run.results().workload.load_from == LoadFrom::Cluster {
+            let note = "no runner check: it measures this tool's loop, and the clients are clickhouse-benchmark in \
+                        the cluster"
+                .to_string();
+            run.progress.note(&note);
+            run.results().notes.push(note);
             return Ok(());
         }
         let table = self.table()?;

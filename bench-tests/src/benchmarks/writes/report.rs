@@ -14,7 +14,7 @@ use crate::ab_variants::AbRun;
 use crate::levels::LevelBound;
 use crate::markdown::Table;
 use crate::report::charts::{self, Line};
-use crate::report::{CheckWords, runner_check_section};
+use crate::report::{CheckWords, clients_paragraph, load_section, runner_check_section};
 use crate::target_info::TargetInfo;
 use crate::units::{exact, number, per_second, percent, plural};
 
@@ -51,7 +51,7 @@ fn codes(errors: &[CodeErrors]) -> String {
     each.join(", ")
 }
 
-pub fn markdown(results: &WritesResults, _target: &TargetInfo, ab_run: Option<&AbRun>) -> String {
+pub fn markdown(results: &WritesResults, target: &TargetInfo, ab_run: Option<&AbRun>) -> String {
     let workload = &results.workload;
     let unit = workload.mix.rate_unit();
     let mut out = String::new();
@@ -113,6 +113,12 @@ pub fn markdown(results: &WritesResults, _target: &TargetInfo, ab_run: Option<&A
         "{unit} is the completed statements over the level's wall time, rows/s the rows the INSERTs wrote over \
          it. Latency is the client's wall time around each completed statement (nearest-rank percentiles). A \
          failed statement is counted apart, by the engine's error code.\n"
+    );
+    let through_tunnel = crate::targets::spec(target.kind).capabilities.in_cluster_load;
+    let _ = writeln!(
+        out,
+        "{}\n",
+        clients_paragraph(workload.load_from, &workload.clients_description(), through_tunnel, unit)
     );
     if let Some(variants) = variants_line(results) {
         let _ = writeln!(out, "{variants}\n");
@@ -323,6 +329,7 @@ pub fn markdown(results: &WritesResults, _target: &TargetInfo, ab_run: Option<&A
     if !rounds.is_empty() {
         let _ = writeln!(out, "{rounds}");
     }
+    out.push_str(&load_section(results.rounds.iter().map(|round| &round.closed_loop)));
 
     let words = CheckWords { shown: "The INSERT", one: "INSERT", many: "INSERTs", rate: "INSERTs/s" };
     out.push_str(&runner_check_section(results.runner_check.as_ref(), words));

@@ -10,6 +10,7 @@ use super::decomposition::{Decomposition, EventsDelta};
 use super::server::GaugeMeans;
 use crate::engine_threads::ThreadStateMeans;
 use crate::levels::{Latency, LevelBound, LevelRound, LevelSummary, RunnerCheck, Spread};
+use crate::load_generator::{ClientPlacement, LoadFrom};
 use crate::query_runs::QueryRuns;
 use crate::results::{KindResults, RunBundle};
 use crate::stats::{EngineEvents, StatsSource};
@@ -108,6 +109,25 @@ pub struct WritesWorkload {
     /// `--async-insert`: the INSERT's rows sent inline, with `async_insert = 1,
     /// wait_for_async_insert = 1`.
     pub async_insert: bool,
+    /// Where the clients ran: this tool's loop on this machine, or clickhouse-benchmark
+    /// in the cluster (a bundle from before the choice: local).
+    #[serde(default = "local")]
+    pub load_from: LoadFrom,
+    /// In the cluster: where the clients' pods were asked to run (the node each ran on is
+    /// in its round's `closed_loop.load`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_placement: Option<ClientPlacement>,
+}
+
+fn local() -> LoadFrom {
+    LoadFrom::Local
+}
+
+impl WritesWorkload {
+    /// Where the clients ran, in words.
+    pub fn clients_description(&self) -> String {
+        crate::load_generator::clients_description(self.load_from, self.client_placement.as_ref())
+    }
 }
 
 /// Whether an INSERT returns before or after its part is on stable storage.
