@@ -48,8 +48,9 @@ impl fmt::Display for LoadFrom {
     }
 }
 
-/// Where a kind's load levels run, as the command line asks (`bench throughput`, `bench
-/// writes`).
+// Where a kind's load levels run, as the command line asks (`bench throughput`, `bench
+// writes`). A plain comment: clap would take a doc comment here for the description of
+// every command that flattens it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, clap::Args)]
 pub struct LoadFlags {
     /// Where the clients run: `cluster`, clickhouse-benchmark from the server's image as a
@@ -77,10 +78,11 @@ impl LoadFlags {
 
     /// Flags that contradict each other, or a node type that is none, in one line.
     pub fn check(&self) -> Result<()> {
-        if self.placement_given() && self.load_from == Some(LoadFrom::Local) {
+        if let Some(given) = self.placement_given()
+            && self.load_from == Some(LoadFrom::Local)
+        {
             bail!(
-                "--client-node-type and --client-beside-server place clients in the cluster, and --load-from local \
-                 runs them here: give one or the other"
+                "{given} places the clients in the cluster, and --load-from local runs them here: give one or the other"
             );
         }
         if let Some(node_type) = &self.client_node_type {
@@ -111,17 +113,19 @@ impl LoadFlags {
                  Kubernetes cluster does); leave --load-from out to run the clients here"
             );
         }
-        if self.placement_given() {
-            bail!(
-                "--client-node-type and --client-beside-server place clients in a Kubernetes cluster, and target \
-                 {kind} is not in one: leave them out"
-            );
+        if let Some(given) = self.placement_given() {
+            bail!("{given} places the clients in a Kubernetes cluster, and target {kind} is not in one: leave it out");
         }
         Ok(())
     }
 
-    fn placement_given(&self) -> bool {
-        self.client_beside_server || self.client_node_type.is_some()
+    /// The placement flag given, as the command line has it; `None` for the default.
+    fn placement_given(&self) -> Option<&'static str> {
+        match (self.client_beside_server, &self.client_node_type) {
+            (true, _) => Some("--client-beside-server"),
+            (false, Some(_)) => Some("--client-node-type"),
+            (false, None) => None,
+        }
     }
 }
 
@@ -164,7 +168,10 @@ pub fn check_node_type(node_type: &str) -> Result<()> {
         && node_type.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
         && node_type.chars().last().is_some_and(|c| c.is_ascii_alphanumeric());
     if !fine {
-        bail!("--client-node-type {node_type:?} is not a node type (a label value such as c7g.4xlarge)");
+        bail!(
+            "--client-node-type {node_type:?} is not a node type: give 1 to 63 letters, digits, `.`, `-` or `_`, \
+             starting and ending with a letter or digit, as c7g.4xlarge"
+        );
     }
     Ok(())
 }

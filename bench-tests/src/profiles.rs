@@ -67,7 +67,8 @@ impl fmt::Display for ProfileChoice {
     }
 }
 
-/// `--profile`, on the kinds that take it (logs, parts, clickbench).
+// `--profile`, on the kinds that take it (logs, parts, clickbench). A plain comment: clap
+// would take a doc comment here for the description of every command that flattens it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::Args)]
 pub struct ProfileFlag {
     /// Server targets: sample each measured statement's stacks with the query profiler

@@ -57,6 +57,7 @@ fn run(flags: &RunFlags, kind_name: &str, benchmark: &dyn AnyBenchmark) -> Resul
     }
     // After the run's settings are chosen: a kind's check may read them.
     benchmark.check()?;
+    benchmark.check_target_kind(kind)?;
     // An engine in this process writes under target/chbench/: the run must fit there.
     if chbench::targets::spec(kind).capabilities.engine_in_process {
         benchmark.check_storage(&chbench::files::chbench_dir())?;

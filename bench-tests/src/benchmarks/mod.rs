@@ -45,6 +45,7 @@ use crate::results::{
 };
 use crate::settings::Settings;
 use crate::storage_baseline::StorageBaselineRecord;
+use crate::target_info::TargetKind;
 use crate::targets::Target;
 
 /// One phase of a kind: each kind lists its own.
@@ -95,6 +96,12 @@ pub trait Benchmark: Sized + 'static {
     /// capability it lacks), before the bundle is made, so that such a mistake is one line
     /// and leaves nothing behind.
     fn check_target(&self, _target: &mut Target) -> Result<()> {
+        Ok(())
+    }
+    /// Refuses, in one line, what its flags ask of a target of `kind` that the kind's
+    /// declared capabilities already rule out (the clients in a cluster on a target in
+    /// none), before the target opens or a matrix brings anything up; nothing by default.
+    fn check_target_kind(&self, _kind: TargetKind) -> Result<()> {
         Ok(())
     }
     /// The fixture files it runs, relative to `fixtures/`; the bundle keeps a copy.
@@ -365,6 +372,8 @@ pub trait AnyBenchmark {
     fn run_label(&self) -> String;
     /// [`Benchmark::profile`].
     fn profile(&self) -> Option<ProfileChoice>;
+    /// [`Benchmark::check_target_kind`].
+    fn check_target_kind(&self, kind: TargetKind) -> Result<()>;
     /// Creates the bundle at `place`, runs every phase into it, and finishes it and its
     /// report whatever happened. An error is returned only when there is no bundle to keep
     /// what was measured; otherwise the run's own error is in [`RunEnd::outcome`].
@@ -394,6 +403,10 @@ impl<B: Benchmark> AnyBenchmark for B {
 
     fn profile(&self) -> Option<ProfileChoice> {
         Benchmark::profile(self)
+    }
+
+    fn check_target_kind(&self, kind: TargetKind) -> Result<()> {
+        Benchmark::check_target_kind(self, kind)
     }
 
     fn run_label(&self) -> String {

@@ -52,20 +52,27 @@ pub fn clients_paragraph(load_from: LoadFrom, clients: &str, through_tunnel: boo
              the median of each round's. Each level's counts are held against the server's `query_log` (below)."
         ),
         LoadFrom::Local if through_tunnel => format!(
-            "**Clients**: this tool's loop on this machine (`--load-from local`), through the port-forward: {rate} \
-             and latency include the tunnel and this machine's network, not the server alone. Without \
-             `--load-from` the clients run in the cluster, next to the server."
+            "**Clients**: this tool's loop on this machine, through the port-forward (`--load-from local`, or a run \
+             from before the clients could run in the cluster): {rate} and latency include the tunnel and this \
+             machine's network, not the server alone. `--load-from cluster` runs the clients next to the server."
         ),
         LoadFrom::Local => "**Clients**: this tool's loop on this machine.".to_string(),
     }
 }
 
-/// `### Load in the cluster`: each level run there, its Job's pod and node, the
-/// generator's counts against the server's, and whether they agree; empty when no level
-/// ran there.
-pub fn load_section<'a>(rounds: impl IntoIterator<Item = &'a LevelRound>) -> String {
-    let mut table = Table::new(["round", "clients", "pod", "node", "generator", "server's query_log", "check"]);
-    for round in rounds {
+/// `### Load in the cluster`: each level run there (with its A/B variant, when it has
+/// one), its Job's pod and node, the generator's counts against the server's, and whether
+/// they agree; empty when no level ran there.
+pub fn load_section<'a>(rounds: impl IntoIterator<Item = (Option<&'a str>, &'a LevelRound)>) -> String {
+    let rounds: Vec<(Option<&str>, &LevelRound)> =
+        rounds.into_iter().filter(|(_, round)| round.load.is_some()).collect();
+    let with_variants = rounds.iter().any(|(variant, _)| variant.is_some());
+    let mut header = vec!["round", "clients", "pod", "node", "generator", "server's query_log", "check"];
+    if with_variants {
+        header.insert(1, "variant");
+    }
+    let mut table = Table::new(header);
+    for (variant, round) in rounds {
         let Some(load) = &round.load else { continue };
         let server = match (load.server_finished, load.server_failed) {
             (Some(finished), Some(failed)) => format!("{finished} finished, {failed} failed"),
@@ -76,7 +83,7 @@ pub fn load_section<'a>(rounds: impl IntoIterator<Item = &'a LevelRound>) -> Str
             (None, Some(_)) => "same".to_string(),
             (None, None) => "not made".to_string(),
         };
-        table.row([
+        let mut cells = vec![
             round.round.to_string(),
             round.clients.to_string(),
             load.pod.clone(),
@@ -84,7 +91,11 @@ pub fn load_section<'a>(rounds: impl IntoIterator<Item = &'a LevelRound>) -> Str
             format!("{} completed, {} failed", load.report.completed, load.report.errors),
             server,
             check,
-        ]);
+        ];
+        if with_variants {
+            cells.insert(1, variant.unwrap_or("").to_string());
+        }
+        table.row(cells);
     }
     if table.is_empty() {
         return String::new();

@@ -380,6 +380,24 @@ fn a_bad_matrix_command_line_or_file_is_one_line_before_anything_runs() {
         )),
         "{line}"
     );
+    // The clients in a cluster on a target in none: refused at the flags' line too, before
+    // any variant runs.
+    let in_cluster = results.path().join("in_cluster.toml");
+    std::fs::write(
+        &in_cluster,
+        "kind = \"throughput\"\nflags = [\"--load-from\", \"cluster\"]\ntarget = \"embedded\"\n[[variant]]\n\
+         name = \"a\"\n[[variant]]\nname = \"b\"\nsettings = { max_threads = 1 }\n",
+    )
+    .unwrap();
+    let line = error_line(&run_matrix(results.path(), &in_cluster, "in_cluster", &[]));
+    assert!(
+        line.starts_with(&format!(
+            "error: {}:2: flags: --load-from cluster: target embedded runs no load beside its engine",
+            in_cluster.display()
+        )),
+        "{line}"
+    );
+    assert!(!results.path().join("in_cluster").exists());
     let missing = results.path().join("missing.toml");
     let line = error_line(&run_matrix(results.path(), &missing, "x", &[]));
     assert!(line.starts_with(&format!("error: cannot read the matrix file {}", missing.display())), "{line}");

@@ -276,10 +276,13 @@ fn meaningless_levels_and_bounds_are_one_line_before_the_engine_starts() {
         (&["--sql", "/no/such/file.sql"], "/no/such/file.sql"),
         (
             &["--load-from", "local", "--client-beside-server"],
-            "--client-node-type and --client-beside-server place clients in the cluster, and --load-from local runs \
-             them here",
+            "--client-beside-server places the clients in the cluster, and --load-from local runs them here: give one \
+             or the other",
         ),
-        (&["--client-node-type", "c7g/4xlarge"], "--client-node-type \"c7g/4xlarge\" is not a node type"),
+        (
+            &["--client-node-type", "c7g/4xlarge"],
+            "--client-node-type \"c7g/4xlarge\" is not a node type: give 1 to 63 letters, digits",
+        ),
     ] {
         let output = throughput(results.path(), "refused", flags).output().unwrap();
         let line = error_line(&output);
@@ -325,8 +328,8 @@ fn clients_in_a_cluster_are_refused_on_a_target_that_is_in_none() {
         ),
         (
             &["--client-node-type", "c7g.4xlarge"],
-            "--client-node-type and --client-beside-server place clients in a Kubernetes cluster, and target \
-             embedded is not in one: leave them out",
+            "--client-node-type places the clients in a Kubernetes cluster, and target embedded is not in one: leave \
+             it out",
         ),
     ] {
         let output = throughput(results.path(), "refused", flags).output().unwrap();

@@ -63,14 +63,14 @@ fn rise(round: &WritesRound, counter: &str) -> u64 {
 /// level's cancelled INSERT may have written its part before it was cancelled.)
 fn assert_level_recorded(round: &WritesRound, batch_rows: u64) {
     let closed_loop = &round.closed_loop;
-    assert_eq!(round.rows_written, closed_loop.completed * batch_rows, "{closed_loop:?}");
+    assert_eq!(round.rows_written, Some(closed_loop.completed * batch_rows), "{closed_loop:?}");
     let failed = closed_loop.statements.iter().filter(|statement| statement.error.is_some()).count() as u64;
     assert_eq!((closed_loop.completed, closed_loop.errors), (closed_loop.statements.len() as u64 - failed, failed));
     assert!(matches!(round.threads, ThreadsSampled::Known { .. }), "{:?}", round.threads);
     assert!(round.cpu.cores.is_some(), "the embedded engine's cores are this process's");
     if closed_loop.complete {
         assert_eq!(rise(round, "InsertQuery"), closed_loop.completed + closed_loop.errors, "{closed_loop:?}");
-        assert_eq!(rise(round, "InsertedRows"), round.rows_written, "{closed_loop:?}");
+        assert_eq!(Some(rise(round, "InsertedRows")), round.rows_written, "{closed_loop:?}");
     }
 }
 
@@ -409,7 +409,7 @@ fn a_target_that_runs_one_insert_at_a_time_elsewhere_runs_level_1_only_and_says_
     assert_eq!(writes.notes[0], serial);
     assert!(writes.notes[1].starts_with("the engine's threads are not in this process"), "{:?}", writes.notes);
     let round = &writes.rounds[0];
-    assert_eq!((round.closed_loop.statements.len(), round.rows_written), (4, round.closed_loop.completed));
+    assert_eq!((round.closed_loop.statements.len(), round.rows_written), (4, Some(round.closed_loop.completed)));
     assert!(
         matches!(&round.threads, ThreadsSampled::Unknown { reason } if reason.contains("not this process's")),
         "{:?}",
@@ -495,7 +495,7 @@ fn a_packs_design_is_filled_with_the_packs_insert() {
     );
     assert_eq!(workload.statement, "INSERT INTO events SELECT rand64(), now(), number FROM numbers(5)");
     let round = &bundle.benchmark.rounds[0];
-    assert_eq!((round.closed_loop.completed, round.rows_written), (3, 15));
+    assert_eq!((round.closed_loop.completed, round.rows_written), (3, Some(15)));
     // The engine counted these INSERTs' rows: 5 each.
     assert_eq!(rise(round, "InsertedRows"), 15);
     // The observer read the pack's table's parts, not the logs table's.
@@ -509,12 +509,30 @@ fn writers_in_a_cluster_are_refused_on_a_target_that_is_in_none() {
     let results = tempfile::tempdir().unwrap();
     for (flags, said) in [
         (&["--load-from", "cluster"][..], "--load-from cluster: target embedded runs no load beside its engine"),
-        (&["--client-beside-server"], "place clients in a Kubernetes cluster, and target embedded is not in one"),
+        (&["--client-beside-server"], "--client-beside-server places the clients in a Kubernetes cluster"),
         (&["--load-from", "local", "--client-node-type", "c7g.4xlarge"], "and --load-from local runs them here"),
     ] {
         let output = writes(results.path(), "refused", flags).output().unwrap();
         let line = error_line(&output);
         assert!(line.contains(said), "{flags:?}: {line}");
+        assert!(!results.path().join("refused").exists());
+    }
+    // On eks the writers are in the cluster by default, where --rate and --async-insert are
+    // this tool's own loop's: refused from the target's kind alone, before the eks build,
+    // any cluster or any bundle.
+    for (flag, said) in [
+        (&["--rate", "5"][..], "--rate: on target eks the clients are clickhouse-benchmark in the cluster"),
+        (&["--async-insert"], "--async-insert: on target eks the clients are clickhouse-benchmark in the cluster"),
+    ] {
+        let output = xtask()
+            .args(["bench", "writes", "--target", "eks", "--run-id", "refused"])
+            .args(flag)
+            .arg("--results-dir")
+            .arg(results.path())
+            .output()
+            .unwrap();
+        let line = error_line(&output);
+        assert!(line.contains(said) && line.contains("give --load-from local"), "{flag:?}: {line}");
         assert!(!results.path().join("refused").exists());
     }
     let bundle = run(results.path(), "here", &TINY);

@@ -49,7 +49,8 @@ pub struct ThroughputFlags {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Statements per block of the runner check (SELECT 1 through the runner against a
-    /// tight loop on the engine, in interleaved blocks); 0 skips the check
+    /// tight loop on the engine, in interleaved blocks); 0 skips the check, as do clients in
+    /// the cluster (there is no loop of this tool's to check)
     #[arg(long, default_value_t = super::CHECK_BLOCK_STATEMENTS)]
     pub check_statements: u64,
     #[command(flatten)]

@@ -58,6 +58,7 @@ use crate::report::Section;
 use crate::results::RunBundle;
 use crate::settings::Settings;
 use crate::stats::{StatementTag, StatsSource};
+use crate::target_info::TargetKind;
 use crate::targets::{ClosedLoop, Concurrency, LoopBound, Target};
 use crate::units::{number, plural, times};
 
@@ -229,10 +230,15 @@ impl Benchmark for ThroughputBenchmark {
 
     /// `--load-from cluster`, or a client placement, on a target that cannot run clients
     /// beside its engine: one line, before anything runs.
+    fn check_target_kind(&self, kind: TargetKind) -> Result<()> {
+        self.load.check_target(crate::targets::spec(kind).capabilities.in_cluster_load, &kind.to_string())
+    }
+
+    /// Its kind's check, and a server whose clickhouse-benchmark cannot tag a level's
+    /// statements, when the clients run in its cluster.
     fn check_target(&self, target: &mut Target) -> Result<()> {
-        let in_cluster_load = target.capabilities().in_cluster_load;
-        self.load.check_target(in_cluster_load, &target.info().kind.to_string())?;
-        if self.load.load_from(in_cluster_load) == LoadFrom::Cluster {
+        self.check_target_kind(target.info().kind)?;
+        if self.load.load_from(target.capabilities().in_cluster_load) == LoadFrom::Cluster {
             check_generator_version(&target.info().engine_version)?;
         }
         Ok(())

@@ -143,7 +143,7 @@ pub fn markdown(results: &ThroughputResults, target: &TargetInfo) -> String {
         let _ = writeln!(out, "{rounds}");
     }
 
-    out.push_str(&load_section(&results.rounds));
+    out.push_str(&load_section(results.rounds.iter().map(|round| (None, round))));
 
     let errors: Vec<String> = results
         .rounds

@@ -32,7 +32,8 @@ pub struct WritesFlags {
     pub duration: Option<Duration>,
     /// An open loop instead of a closed one: INSERTs per second over all clients, each
     /// scheduled in advance and its latency measured from its scheduled start; the run says
-    /// when the engine could not keep the rate, and the rate it held
+    /// when the engine could not keep the rate, and the rate it held (on eks, with
+    /// --load-from local: clickhouse-benchmark in the cluster keeps no rate)
     #[arg(long, allow_negative_numbers = true)]
     pub rate: Option<f64>,
     /// The statements the clients send, at these shares: INSERT batches, lightweight UPDATEs
@@ -59,12 +60,14 @@ pub struct WritesFlags {
     #[arg(long, default_value_t = DEFAULT_ROUNDS, value_parser = clap::value_parser!(u32).range(1..), allow_negative_numbers = true)]
     pub rounds: u32,
     /// INSERTs per block of the runner check (the INSERT through the runner against a tight
-    /// loop on the engine, in interleaved blocks); 0 skips the check
+    /// loop on the engine, in interleaved blocks); 0 skips the check, as do clients in the
+    /// cluster (there is no loop of this tool's to check)
     #[arg(long, default_value_t = super::CHECK_BLOCK_STATEMENTS, allow_negative_numbers = true)]
     pub check_statements: u64,
     /// Send each INSERT's rows inline (INSERT ... FORMAT Values, one batch the engine made
     /// from the INSERT) with async_insert = 1, wait_for_async_insert = 1: the engine buffers
-    /// them and writes parts in the background; at most 100,000 rows a batch
+    /// them and writes parts in the background; at most 100,000 rows a batch (on eks, with
+    /// --load-from local)
     #[arg(long)]
     pub async_insert: bool,
     /// Stop the run after a level in which an INSERT failed (the levels done are kept);

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 
 use super::decomposition::{EVENTS, SYSTEM_TIME, USER_TIME};
 use super::server::{self, GaugeLook, GaugeMeans};
@@ -77,8 +77,10 @@ impl WritesBenchmark {
                 LoopBound::Duration(duration) => LoadBound::Seconds(duration.as_secs_f64()),
                 LoopBound::Statements(statements) => LoadBound::Statements(statements),
             };
-            // Each configuration of an A/B run's level its own statements.
-            let level_of = format!("{}_{}", run.database(), turn.variant.as_deref().unwrap_or(""));
+            // Each configuration of an A/B run's level its own statements: a nonce, as the
+            // level's log_comment has (two variants' names may differ only in case or `_`).
+            let nonce = uuid::Uuid::new_v4().simple().to_string();
+            let prefix = format!("{}-{}", level_query_id_prefix(&run.database(), round, clients), &nonce[..8]);
             let progress = run.progress;
             let mut said = |line: &str| progress.note(&format!("round {round}, {}: {line}", plural(clients, "client")));
             let mut warnings = Vec::new();
@@ -90,7 +92,7 @@ impl WritesBenchmark {
                 bound,
                 &settings,
                 &self.load.placement(),
-                &level_query_id_prefix(&level_of, round, clients),
+                &prefix,
                 &mut said,
                 &mut |warning| warnings.push(warning.to_string()),
             );
@@ -120,9 +122,18 @@ impl WritesBenchmark {
         };
         // The observer stops whatever the loop did.
         let observed = observer.finish();
-        let LevelRan { closed_loop, looped, inserts_sent, inserts_completed, errors_by_code, interrupted } = ran?;
+        let LevelRan { closed_loop, looped, inserts, errors_by_code, interrupted } = ran?;
+        let in_cluster = closed_loop.load.is_some();
+        // The Job's start (scheduling, the image, the first SELECT 1) and end around the
+        // level are in the window these span, and cannot be told from it.
+        let window = || {
+            "the level ran in a Kubernetes Job, whose start and end around it the engine's counters and gauges \
+             cannot be told from"
+                .to_string()
+        };
         let after = run.target.read_events();
         let events = match (before, after) {
+            _ if in_cluster => EventsDelta::Unknown { reason: window() },
             (Ok(before), Ok(after)) => EventsDelta::Known {
                 engine_wide: true,
                 rises: EVENTS
@@ -135,9 +146,12 @@ impl WritesBenchmark {
             },
             (Err(error), _) | (_, Err(error)) => EventsDelta::Unknown { reason: format!("{error:#}") },
         };
-        let wall_seconds = closed_loop.wall_seconds.unwrap_or(0.0);
-        let rows_written = inserts_completed.saturating_mul(self.batch_rows);
+        let wall_seconds = closed_loop.wall_seconds;
+        let rows_written = inserts.as_ref().ok().map(|(_, completed)| completed.saturating_mul(self.batch_rows));
         let (threads, parts) = match observed {
+            Ok(observed) if in_cluster => {
+                (ThreadsSampled::Unknown { reason: window() }, sampled(&observed.looks, None, in_process).1)
+            }
             Ok(observed) => sampled(&observed.looks, observed.without_connection, in_process),
             Err(error) => (
                 ThreadsSampled::Unknown { reason: format!("{error:#}") },
@@ -146,15 +160,16 @@ impl WritesBenchmark {
         };
         // A stopped level is not summarised: nothing more is asked of the engine for it.
         let stopped = || EventsDelta::Unknown { reason: "the level was stopped".to_string() };
-        let inserts_own = match &level_tag {
-            Some(_) if interrupted => stopped(),
-            Some(tag) => server::inserts_own(run.target, tag, inserts_completed, inserts_sent),
-            None if keeps_records => EventsDelta::Unknown {
+        let inserts_own = match (&level_tag, &inserts) {
+            (Some(_), _) if interrupted => stopped(),
+            (Some(_), Err(why)) => EventsDelta::Unknown { reason: why.clone() },
+            (Some(tag), Ok((sent, completed))) => server::inserts_own(run.target, tag, *completed, *sent),
+            (None, _) if keeps_records => EventsDelta::Unknown {
                 reason: "with --async-insert an INSERT's own record holds its wait for the queue, not the flush \
                          that writes its part"
                     .to_string(),
             },
-            None => EventsDelta::Unknown {
+            (None, _) => EventsDelta::Unknown {
                 reason: "the target keeps no record of each statement while others run (the embedded engine has no \
                          query_log)"
                     .to_string(),
@@ -172,8 +187,12 @@ impl WritesBenchmark {
         let cpu = cpu_use(&events, cores, wall_seconds);
         let round = WritesRound {
             variant: turn.variant.clone(),
-            rows_per_second: (inserts_completed > 0).then(|| ratio(rows_written as f64, wall_seconds)).flatten(),
+            rows_per_second: rows_written
+                .filter(|rows| *rows > 0)
+                .zip(wall_seconds)
+                .and_then(|(rows, wall)| ratio(rows as f64, wall)),
             rows_written,
+            inserts_unknown: inserts.err(),
             errors_by_code,
             events,
             inserts_own,
@@ -250,8 +269,8 @@ impl WritesBenchmark {
 struct LevelRan {
     closed_loop: LevelRound,
     looped: Option<ClosedLoop>,
-    inserts_sent: u64,
-    inserts_completed: u64,
+    /// INSERTs sent and completed, or why they cannot be counted.
+    inserts: Result<(u64, u64), String>,
     errors_by_code: Vec<CodeErrors>,
     interrupted: bool,
 }
@@ -265,66 +284,66 @@ impl LevelRan {
             .collect();
         LevelRan {
             closed_loop: level_round(round, clients, &looped, names),
-            inserts_sent: inserts.len() as u64,
-            inserts_completed: inserts.iter().filter(|statement| statement.outcome.is_ok()).count() as u64,
+            inserts: Ok((
+                inserts.len() as u64,
+                inserts.iter().filter(|statement| statement.outcome.is_ok()).count() as u64,
+            )),
             errors_by_code: errors_by_code(&looped),
             interrupted: looped.interrupted,
             looped: Some(looped),
         }
     }
 
-    /// From the generator's report and the server's log: the INSERTs are the log's
-    /// statements of the INSERT's text; failures the log does not hold are the
-    /// generator's, INSERTs when the mix is INSERTs alone. Without the log, a mix of
-    /// INSERTs alone is the generator's counts; another mix cannot be split, and is an
-    /// error saying why.
+    /// From the generator's report and the server's log. A mix of INSERTs alone is the
+    /// generator's counts. Another mix's INSERTs are the log's statements of the INSERT's
+    /// text, when the log holds every statement the generator finished and failed; when it
+    /// holds fewer (`log_queries` off, a sampled or thresholded log) or cannot be read,
+    /// they are unknown with why, never a count of what the log happened to keep. The
+    /// failures by error code are the log's, and those it does not hold the generator's.
     fn in_cluster(ran: InClusterLevel, pass: &[MixStatement], insert_sql: Option<&str>) -> Result<LevelRan> {
         let InClusterLevel { level, logged } = ran;
         let inserts_only = pass.iter().all(|&kind| kind == MixStatement::Insert);
         let load = level.load.as_ref().context("a level run in the cluster without its load")?;
         let generator_error = load.report.first_error.clone();
-        let (inserts_sent, inserts_completed, errors_by_code) = match logged {
-            Some(rows) => {
-                let is_insert = |query: &str| insert_sql.is_some_and(|insert| insert.trim() == query.trim());
-                let completed: u64 = rows.iter().filter(|row| is_insert(&row.query)).map(|row| row.finished).sum();
-                let failed: u64 = rows.iter().filter(|row| is_insert(&row.query)).map(|row| row.failed).sum();
-                let logged_failures: u64 = rows.iter().map(|row| row.failed).sum();
-                let unlogged = level.errors.saturating_sub(logged_failures);
-                let mut by_code: Vec<CodeErrors> = Vec::new();
-                for row in rows.iter().filter(|row| row.failed > 0) {
-                    let code = u32::try_from(row.code).ok().filter(|code| *code > 0);
-                    let name = error_code(&row.first_error).1;
-                    match by_code.iter_mut().find(|errors| errors.code == code && errors.name == name) {
-                        Some(errors) => errors.count += row.failed,
-                        None => {
-                            by_code.push(CodeErrors { code, name, count: row.failed, first: row.first_error.clone() })
-                        }
-                    }
+        let rows = logged.unwrap_or_default();
+        let logged_failures: u64 = rows.iter().map(|row| row.failed).sum();
+        let mut errors_by_code: Vec<CodeErrors> = Vec::new();
+        for row in rows.iter().filter(|row| row.failed > 0) {
+            let code = u32::try_from(row.code).ok().filter(|code| *code > 0);
+            let name = error_code(&row.first_error).1;
+            match errors_by_code.iter_mut().find(|errors| errors.code == code && errors.name == name) {
+                Some(errors) => errors.count += row.failed,
+                None => {
+                    errors_by_code.push(CodeErrors { code, name, count: row.failed, first: row.first_error.clone() })
                 }
-                if unlogged > 0 {
-                    by_code.push(unlogged_by_code(generator_error.as_deref(), unlogged));
-                }
-                let unlogged_inserts = if inserts_only { unlogged } else { 0 };
-                (completed + failed + unlogged_inserts, completed, by_code)
             }
-            None if inserts_only => {
-                let errors = (level.errors > 0).then(|| unlogged_by_code(generator_error.as_deref(), level.errors));
-                (level.completed + level.errors, level.completed, errors.into_iter().collect())
-            }
-            None => bail!(
-                "the server's query_log could not be read ({}), and without it the mix's INSERTs cannot be told from \
-                 its other statements: run again, or with --mix inserts=1",
-                load.server_unknown.as_deref().unwrap_or("no reason given")
-            ),
+        }
+        let unlogged = level.errors.saturating_sub(logged_failures);
+        if unlogged > 0 {
+            errors_by_code.push(unlogged_by_code(generator_error.as_deref(), unlogged));
+        }
+        let inserts = if inserts_only {
+            Ok((level.completed + level.errors, level.completed))
+        } else if let Some(unknown) = &load.server_unknown {
+            Err(format!(
+                "the server's query_log could not be read ({unknown}), and without it the mix's INSERTs cannot be told \
+                 from its other statements"
+            ))
+        } else if load.mismatch.is_some() || unlogged > 0 {
+            Err(format!(
+                "the server's query_log holds {} finished and {logged_failures} failed statements of the generator's {} \
+                 and {}: the mix's INSERTs cannot be counted from it",
+                load.server_finished.unwrap_or_default(),
+                level.completed,
+                level.errors
+            ))
+        } else {
+            let is_insert = |query: &str| insert_sql.is_some_and(|insert| insert.trim() == query.trim());
+            let completed: u64 = rows.iter().filter(|row| is_insert(&row.query)).map(|row| row.finished).sum();
+            let failed: u64 = rows.iter().filter(|row| is_insert(&row.query)).map(|row| row.failed).sum();
+            Ok((completed + failed, completed))
         };
-        Ok(LevelRan {
-            closed_loop: level,
-            looped: None,
-            inserts_sent,
-            inserts_completed,
-            errors_by_code,
-            interrupted: false,
-        })
+        Ok(LevelRan { closed_loop: level, looped: None, inserts, errors_by_code, interrupted: false })
     }
 }
 
@@ -449,7 +468,7 @@ impl PartsSampled {
 }
 
 /// The CPU the engine's threads used over a level against what `cores` offered in it.
-fn cpu_use(events: &EventsDelta, cores: Result<f64, String>, wall_seconds: f64) -> CpuUse {
+fn cpu_use(events: &EventsDelta, cores: Result<f64, String>, wall_seconds: Option<f64>) -> CpuUse {
     let used_seconds = match events {
         EventsDelta::Known { rises, .. } => {
             let us = rises.get(USER_TIME).zip(rises.get(SYSTEM_TIME)).map(|(user, system)| user + system);
@@ -457,7 +476,7 @@ fn cpu_use(events: &EventsDelta, cores: Result<f64, String>, wall_seconds: f64) 
         }
         EventsDelta::Unknown { .. } => None,
     };
-    let offered_seconds = cores.as_ref().ok().map(|cores| cores * wall_seconds);
+    let offered_seconds = cores.as_ref().ok().zip(wall_seconds).map(|(cores, wall)| cores * wall);
     CpuUse {
         used_seconds,
         cores: cores.as_ref().ok().copied(),
@@ -539,7 +558,7 @@ mod tests {
     }
 
     /// A level run in the cluster: a report of 10 completed and 3 failed statements.
-    fn in_cluster(logged: Option<Vec<crate::closed_loop::LoggedQuery>>) -> InClusterLevel {
+    fn in_cluster(logged: Option<Vec<crate::closed_loop::LoggedQuery>>, mismatch: bool) -> InClusterLevel {
         let mut text =
             "Loaded 2 queries.\nCode: 210. DB::NetException: Connection refused\n\nQueries executed: 13.\n\n\
                         h:9000, queries: 10, errors: 3, QPS: 5.000, RPS: 50.000.\n\n"
@@ -557,7 +576,7 @@ mod tests {
             server_finished: None,
             server_failed: None,
             server_unknown: logged.is_none().then(|| "cannot read system.query_log".to_string()),
-            mismatch: None,
+            mismatch: mismatch.then(|| "clickhouse-benchmark counted 10 completed, the server 9".to_string()),
         };
         let level = LevelRound {
             round: 1,
@@ -592,10 +611,10 @@ mod tests {
     fn a_level_in_the_cluster_counts_its_inserts_and_failures_from_the_servers_log() {
         let inserts = [MixStatement::Insert];
         let logged = vec![row("INSERT 1", 0, 10, 0), row("INSERT 1", 252, 0, 2)];
-        let ran = LevelRan::in_cluster(in_cluster(Some(logged)), &inserts, Some("INSERT 1")).unwrap();
-        // 2 failures logged with their code, 1 the server never saw (a refused connection),
-        // an INSERT all the same: the mix is INSERTs alone.
-        assert_eq!((ran.inserts_sent, ran.inserts_completed, ran.interrupted), (13, 10, false));
+        let ran = LevelRan::in_cluster(in_cluster(Some(logged), false), &inserts, Some("INSERT 1")).unwrap();
+        // INSERTs alone: the generator's 10 completed and 3 failed, 2 of them logged with
+        // their code, 1 the server never saw (a refused connection).
+        assert_eq!((ran.inserts, ran.interrupted), (Ok((13, 10)), false));
         assert!(ran.looped.is_none());
         let codes: Vec<(Option<u32>, u64)> =
             ran.errors_by_code.iter().map(|errors| (errors.code, errors.count)).collect();
@@ -603,23 +622,21 @@ mod tests {
         assert_eq!(ran.errors_by_code[0].name.as_deref(), Some("TOO_MANY_PARTS"));
         assert_eq!(ran.errors_by_code[1].first, "Code: 210. DB::NetException: Connection refused");
 
-        // A mix: only the INSERT's rows are INSERTs; a failure the log lacks is no kind's.
+        // A mix whose every statement the log holds: the INSERT's rows are its INSERTs.
         let mix = [MixStatement::Insert, MixStatement::Read];
-        let logged = vec![row("INSERT 1", 0, 6, 0), row("SELECT 1", 0, 4, 0), row("INSERT 1", 252, 0, 2)];
-        let ran = LevelRan::in_cluster(in_cluster(Some(logged)), &mix, Some("INSERT 1")).unwrap();
-        assert_eq!((ran.inserts_sent, ran.inserts_completed), (8, 6));
-
-        // Without the log: INSERTs alone are the generator's counts; a mix cannot be split.
-        let ran = LevelRan::in_cluster(in_cluster(None), &inserts, Some("INSERT 1")).unwrap();
-        assert_eq!((ran.inserts_sent, ran.inserts_completed), (13, 10));
+        let logged = vec![row("INSERT 1", 0, 6, 0), row("SELECT 1", 0, 4, 0), row("INSERT 1", 252, 0, 3)];
+        let ran = LevelRan::in_cluster(in_cluster(Some(logged), false), &mix, Some("INSERT 1")).unwrap();
+        assert_eq!(ran.inserts, Ok((9, 6)));
+        // A log that holds fewer, or none: unknown with why, never the log's partial count.
+        let logged = vec![row("INSERT 1", 0, 5, 0), row("SELECT 1", 0, 4, 0), row("INSERT 1", 252, 0, 3)];
+        let ran = LevelRan::in_cluster(in_cluster(Some(logged), true), &mix, Some("INSERT 1")).unwrap();
+        assert!(ran.inserts.unwrap_err().contains("the mix's INSERTs cannot be counted from it"));
+        let ran = LevelRan::in_cluster(in_cluster(None, false), &mix, Some("INSERT 1")).unwrap();
+        assert!(ran.inserts.unwrap_err().starts_with("the server's query_log could not be read (cannot read"));
+        // Without the log, INSERTs alone are still the generator's counts.
+        let ran = LevelRan::in_cluster(in_cluster(None, false), &inserts, Some("INSERT 1")).unwrap();
+        assert_eq!(ran.inserts, Ok((13, 10)));
         assert_eq!(ran.errors_by_code.len(), 1);
         assert_eq!((ran.errors_by_code[0].code, ran.errors_by_code[0].count), (Some(210), 3));
-        let error = LevelRan::in_cluster(in_cluster(None), &mix, Some("INSERT 1")).err().unwrap().to_string();
-        assert!(
-            error
-                .starts_with("the server's query_log could not be read (cannot read system.query_log), and without it")
-                && error.ends_with("run again, or with --mix inserts=1"),
-            "{error}"
-        );
     }
 }

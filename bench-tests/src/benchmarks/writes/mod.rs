@@ -302,23 +302,34 @@ impl Benchmark for WritesBenchmark {
     /// The table must be a MergeTree the INSERT writes to, and a mix with lightweight
     /// UPDATEs needs an engine that has them: each refused in one line (naming the
     /// engine's version for the UPDATE), before the bundle is made.
-    fn check_target(&self, target: &mut crate::targets::Target) -> Result<()> {
-        let in_cluster_load = target.capabilities().in_cluster_load;
-        self.load.check_target(in_cluster_load, &target.info().kind.to_string())?;
+    /// The clients in a cluster on a target in none, or there with what only this tool's
+    /// own loop does: the generator keeps no schedule of arrivals (`--rate`), and sends a
+    /// statement's text alone (`--async-insert`'s rows inline).
+    fn check_target_kind(&self, kind: crate::target_info::TargetKind) -> Result<()> {
+        let in_cluster_load = crate::targets::spec(kind).capabilities.in_cluster_load;
+        self.load.check_target(in_cluster_load, &kind.to_string())?;
         if self.load.load_from(in_cluster_load) == LoadFrom::Cluster {
-            // The generator keeps no schedule of arrivals, and sends the statement's text alone.
             if self.rate.is_some() {
                 bail!(
-                    "--rate: clickhouse-benchmark, the clients in the cluster, keeps no rate of arrivals; give \
-                     --load-from local to run the open loop here (its figures then include the port-forward)"
+                    "--rate: on target {kind} the clients are clickhouse-benchmark in the cluster, which keeps no \
+                     rate of arrivals; give --load-from local to run the open loop here (its figures then include \
+                     the port-forward)"
                 );
             }
             if self.async_insert {
                 bail!(
-                    "--async-insert sends each INSERT's rows inline, which this tool's own loop does; give --load-from \
-                     local (its figures then include the port-forward)"
+                    "--async-insert: on target {kind} the clients are clickhouse-benchmark in the cluster, and the \
+                     INSERT's rows inline are this tool's own loop's; give --load-from local (its figures then \
+                     include the port-forward)"
                 );
             }
+        }
+        Ok(())
+    }
+
+    fn check_target(&self, target: &mut crate::targets::Target) -> Result<()> {
+        self.check_target_kind(target.info().kind)?;
+        if self.load.load_from(target.capabilities().in_cluster_load) == LoadFrom::Cluster {
             check_generator_version(&target.info().engine_version)?;
         }
         let table = self.table()?;

@@ -329,7 +329,7 @@ pub fn markdown(results: &WritesResults, target: &TargetInfo, ab_run: Option<&Ab
     if !rounds.is_empty() {
         let _ = writeln!(out, "{rounds}");
     }
-    out.push_str(&load_section(results.rounds.iter().map(|round| &round.closed_loop)));
+    out.push_str(&load_section(results.rounds.iter().map(|round| (round.variant.as_deref(), &round.closed_loop))));
 
     let words = CheckWords { shown: "The INSERT", one: "INSERT", many: "INSERTs", rate: "INSERTs/s" };
     out.push_str(&runner_check_section(results.runner_check.as_ref(), words));

@@ -73,7 +73,11 @@ impl KindResults for WritesResults {
 
     /// Durability is what a comparison of two runs is often there to show.
     fn stated_inputs(&self) -> Vec<(String, String)> {
-        vec![("durability".to_string(), self.workload.durability.name().to_string())]
+        vec![
+            ("durability".to_string(), self.workload.durability.name().to_string()),
+            // Where the clients ran is what a comparison of the tunnel against the cluster shows.
+            ("clients".to_string(), self.workload.clients_description()),
+        ]
     }
 }
 
@@ -166,8 +170,13 @@ pub struct WritesRound {
     pub variant: Option<String>,
     /// Its statements and figures as every closed loop's (`qps`: INSERTs per second).
     pub closed_loop: LevelRound,
-    /// Rows the completed INSERTs wrote (`batch_rows` each).
-    pub rows_written: u64,
+    /// Rows the completed INSERTs wrote (`batch_rows` each); unknown when the INSERTs
+    /// cannot be counted (`inserts_unknown` says why).
+    pub rows_written: Option<u64>,
+    /// Why the level's INSERTs cannot be counted among its mix: in the cluster, a server's
+    /// log that does not hold every statement the generator finished.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inserts_unknown: Option<String>,
     /// `rows_written` per second of the level's wall time; unknown when none completed.
     pub rows_per_second: Option<f64>,
     /// The failed statements by the engine's error code.

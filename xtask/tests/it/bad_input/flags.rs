@@ -410,3 +410,24 @@ fn profile_on_the_embedded_engine_or_a_kind_without_it_is_refused_before_anythin
             .contains("error: --profile \"memory\" is not one of its values: cpu, real, both")
     );
 }
+
+/// Each kind's help opens on what it measures: a group of flags it flattens in
+/// (`--profile`, the load's placement) must not take over its description.
+#[test]
+fn every_kinds_help_opens_on_what_it_measures() {
+    let output = xtask(&["bench", "--help"], &[]);
+    let help = String::from_utf8_lossy(&output.stdout);
+    for (kind, about) in [
+        ("logs", "The ClickHouse on EKS field benchmark"),
+        ("parts", "Planning cost as a table's active parts grow"),
+        ("clickbench", "ClickBench's query set"),
+        ("throughput", "Queries per second at several levels of concurrency"),
+        ("writes", "INSERTs and rows per second at several levels of concurrent writers"),
+    ] {
+        let line = help.lines().find(|line| line.trim_start().starts_with(&format!("{kind} "))).unwrap();
+        assert!(line.contains(about), "{line}");
+        let own = xtask(&["bench", kind, "--help"], &[]);
+        let first = String::from_utf8_lossy(&own.stdout).lines().next().unwrap_or("").to_string();
+        assert!(first.starts_with(about), "bench {kind} --help opens on {first:?}");
+    }
+}
