@@ -29,13 +29,14 @@ pub const NATIVE_PORT: u16 = 9000;
 /// Where the Job's pod finds the queries file (its ConfigMap, mounted).
 pub const QUERIES_PATH: &str = "/etc/chbench-load/queries.tsv";
 
-/// Where a load level's clients run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+/// Where a load level's clients run; a bundle from before the choice ran them here.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
 pub enum LoadFrom {
     /// As a Kubernetes Job beside the server (clickhouse-benchmark from its image).
     Cluster,
     /// On this machine, through the target's connection (a port-forward on a cluster).
+    #[default]
     Local,
 }
 

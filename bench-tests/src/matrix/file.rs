@@ -206,8 +206,8 @@ fn check_flags(places: &Places<'_>, kind: &Kind, flags: &Spanned<Vec<String>>, t
     if let Some(choice) = benchmark.profile() {
         crate::profiling::check_target(choice, target).with_context(|| format!("{}: flags", at()))?;
     }
-    benchmark.check_target_kind(target).with_context(|| format!("{}: flags", at()))?;
-    benchmark.check().with_context(|| format!("{}: flags", at()))
+    benchmark.check().with_context(|| format!("{}: flags", at()))?;
+    benchmark.check_target_kind(target).with_context(|| format!("{}: flags", at()))
 }
 
 /// One `[[variant]]`: its name, and what it changes, checked against the target.

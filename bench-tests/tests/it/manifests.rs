@@ -373,3 +373,67 @@ fn the_load_job_reaches_clickhouses_native_port_only_and_reads_its_password_from
     // A floating tag is refused, as for the server.
     assert!(render_load("team-x", "clickhouse/clickhouse-server:latest", 602).is_err());
 }
+
+/// The load pod's script, as the manifest gives it, run by this machine's `sh` with a
+/// stand-in `clickhouse` on the PATH: it waits for a SELECT 1 through refusals, then runs
+/// the level with its arguments; a refused login ends it at once, saying so.
+#[test]
+fn the_load_pods_script_waits_for_a_select_1_and_stops_at_a_refused_login() {
+    use chbench::cluster::manifests::render_load;
+    let objects = parse(&render_load("chbench", DEFAULT_IMAGE, 602).unwrap()).unwrap();
+    let Some(Object::Job(job)) = objects.iter().find(|object| object.kind() == "Job") else { panic!("no Job") };
+    let pod = job.spec.as_ref().unwrap().template.spec.as_ref().unwrap();
+    let command = pod.containers[0].command.clone().unwrap();
+    assert_eq!(command[..2], ["sh", "-c"]);
+    let folder = tempfile::tempdir().unwrap();
+    let queries = folder.path().join("queries.tsv");
+    std::fs::write(&queries, "SELECT 1\n").unwrap();
+    let script = command[2].replace(chbench::load_generator::QUERIES_PATH, &queries.display().to_string());
+    // Refuses (code 210) while its count is below REFUSALS, or a login (516) always; then
+    // says its arguments and what it read.
+    let stand_in = folder.path().join("clickhouse");
+    std::fs::write(
+        &stand_in,
+        "#!/bin/sh\ncalls=$(($(cat \"$STAND_IN_CALLS\" 2>/dev/null || echo 0) + 1)); echo $calls > \"$STAND_IN_CALLS\"\n\
+         echo \"$*\" >> \"$STAND_IN_CALLS.args\"\n\
+         if [ \"$REFUSE_LOGIN\" = 1 ]; then echo 'Code: 516. DB::Exception: bench: Authentication failed. \
+         (AUTHENTICATION_FAILED)' >&2; exit 4; fi\n\
+         if [ \"$calls\" -le \"$REFUSALS\" ]; then echo 'Code: 210. DB::NetException: Connection refused' >&2; exit 210; fi\n\
+         echo \"ran: $*\"; cat\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&stand_in, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let run = |refusals: &str, refuse_login: &str| {
+        let calls = folder.path().join(format!("calls-{refusals}-{refuse_login}"));
+        let output = std::process::Command::new("sh")
+            .args(["-c", &script, "clickhouse-benchmark", "--concurrency=2", "--timelimit=2"])
+            .env("PATH", format!("{}:{}", folder.path().display(), std::env::var("PATH").unwrap()))
+            .env("CHBENCH_SERVER_HOST", "10.0.1.7")
+            .env("CHBENCH_SERVER_USER", "bench")
+            .env("STAND_IN_CALLS", &calls)
+            .env("REFUSALS", refusals)
+            .env("REFUSE_LOGIN", refuse_login)
+            .output()
+            .unwrap();
+        let count: u32 = std::fs::read_to_string(&calls).unwrap().trim().parse().unwrap();
+        let first = std::fs::read_to_string(format!("{}.args", calls.display())).unwrap();
+        (output, count, first.lines().next().unwrap_or("").to_string())
+    };
+    // Two refusals, the SELECT 1 answered, then the level with its arguments and queries.
+    let (output, calls, probe) = run("2", "0");
+    let said = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(calls, 4);
+    assert_eq!(said.lines().last(), Some("SELECT 1"), "{said}");
+    assert!(said.contains("ran: benchmark --concurrency=2 --timelimit=2\n"), "{said}");
+    // The probe went to the server given, with a second to connect.
+    assert_eq!(
+        probe,
+        "benchmark --host=10.0.1.7 --port=9000 --user=bench --iterations=1 --delay=0 --connect_timeout=1"
+    );
+    // A refused login: once, and said.
+    let (output, calls, _) = run("0", "1");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!((output.status.code(), calls), (Some(1), 1), "{stderr}");
+    assert!(stderr.contains("AUTHENTICATION_FAILED") && stderr.contains("refused this pod's login"), "{stderr}");
+}

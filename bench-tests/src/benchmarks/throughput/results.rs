@@ -142,16 +142,12 @@ pub struct Workload {
     pub seed: u64,
     /// Where the clients ran: this tool's loop on this machine, or clickhouse-benchmark
     /// in the cluster (a bundle from before the choice: local).
-    #[serde(default = "local")]
+    #[serde(default)]
     pub load_from: LoadFrom,
     /// In the cluster: where the clients' pods were asked to run (the node each ran on is
     /// in its round's `load`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_placement: Option<ClientPlacement>,
-}
-
-fn local() -> LoadFrom {
-    LoadFrom::Local
 }
 
 impl Workload {

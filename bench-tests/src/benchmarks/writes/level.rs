@@ -149,9 +149,10 @@ impl WritesBenchmark {
         let wall_seconds = closed_loop.wall_seconds;
         let rows_written = inserts.as_ref().ok().map(|(_, completed)| completed.saturating_mul(self.batch_rows));
         let (threads, parts) = match observed {
-            Ok(observed) if in_cluster => {
-                (ThreadsSampled::Unknown { reason: window() }, sampled(&observed.looks, None, in_process).1)
-            }
+            Ok(observed) if in_cluster => (
+                ThreadsSampled::Unknown { reason: window() },
+                sampled(&observed.looks, observed.without_connection, in_process).1,
+            ),
             Ok(observed) => sampled(&observed.looks, observed.without_connection, in_process),
             Err(error) => (
                 ThreadsSampled::Unknown { reason: format!("{error:#}") },
@@ -329,19 +330,29 @@ impl LevelRan {
                 "the server's query_log could not be read ({unknown}), and without it the mix's INSERTs cannot be told \
                  from its other statements"
             ))
-        } else if load.mismatch.is_some() || unlogged > 0 {
+        } else if load.server_finished != Some(level.completed) {
             Err(format!(
-                "the server's query_log holds {} finished and {logged_failures} failed statements of the generator's {} \
-                 and {}: the mix's INSERTs cannot be counted from it",
+                "the server's query_log holds {} finished statements of the generator's {}: the mix's INSERTs cannot \
+                 be counted from it",
                 load.server_finished.unwrap_or_default(),
-                level.completed,
-                level.errors
+                level.completed
             ))
         } else {
+            // Every finished statement is in the log, so its INSERTs' are exact. The failures
+            // the log lacks (a refused connection) may have been INSERTs: counted as sent,
+            // the most the level can have sent.
             let is_insert = |query: &str| insert_sql.is_some_and(|insert| insert.trim() == query.trim());
             let completed: u64 = rows.iter().filter(|row| is_insert(&row.query)).map(|row| row.finished).sum();
             let failed: u64 = rows.iter().filter(|row| is_insert(&row.query)).map(|row| row.failed).sum();
-            Ok((completed + failed, completed))
+            if completed + failed == 0 && level.completed + logged_failures > 0 {
+                Err(format!(
+                    "none of the {} statements the server's query_log holds of the level is the INSERT as it was sent: \
+                     the mix's INSERTs cannot be told apart",
+                    level.completed + logged_failures
+                ))
+            } else {
+                Ok((completed + failed + unlogged, completed))
+            }
         };
         Ok(LevelRan { closed_loop: level, looped: None, inserts, errors_by_code, interrupted: false })
     }
@@ -573,7 +584,7 @@ mod tests {
             placement: crate::load_generator::ClientPlacement::BesideServer,
             query_id_prefix: "p".to_string(),
             report: crate::load_generator::LoadReport::parse(&text).unwrap(),
-            server_finished: None,
+            server_finished: logged.as_ref().map(|rows| rows.iter().map(|row| row.finished).sum()),
             server_failed: None,
             server_unknown: logged.is_none().then(|| "cannot read system.query_log".to_string()),
             mismatch: mismatch.then(|| "clickhouse-benchmark counted 10 completed, the server 9".to_string()),
@@ -622,15 +633,20 @@ mod tests {
         assert_eq!(ran.errors_by_code[0].name.as_deref(), Some("TOO_MANY_PARTS"));
         assert_eq!(ran.errors_by_code[1].first, "Code: 210. DB::NetException: Connection refused");
 
-        // A mix whose every statement the log holds: the INSERT's rows are its INSERTs.
+        // A mix whose every finished statement the log holds: the INSERT's rows are its
+        // INSERTs, and the failure the log lacks may have been one (counted as sent).
         let mix = [MixStatement::Insert, MixStatement::Read];
-        let logged = vec![row("INSERT 1", 0, 6, 0), row("SELECT 1", 0, 4, 0), row("INSERT 1", 252, 0, 3)];
-        let ran = LevelRan::in_cluster(in_cluster(Some(logged), false), &mix, Some("INSERT 1")).unwrap();
+        let logged = vec![row("INSERT 1", 0, 6, 0), row("SELECT 1", 0, 4, 0), row("INSERT 1", 252, 0, 2)];
+        let ran = LevelRan::in_cluster(in_cluster(Some(logged), true), &mix, Some("INSERT 1")).unwrap();
         assert_eq!(ran.inserts, Ok((9, 6)));
-        // A log that holds fewer, or none: unknown with why, never the log's partial count.
+        // A log that holds fewer finished, or none: unknown with why, never its partial count.
         let logged = vec![row("INSERT 1", 0, 5, 0), row("SELECT 1", 0, 4, 0), row("INSERT 1", 252, 0, 3)];
         let ran = LevelRan::in_cluster(in_cluster(Some(logged), true), &mix, Some("INSERT 1")).unwrap();
-        assert!(ran.inserts.unwrap_err().contains("the mix's INSERTs cannot be counted from it"));
+        assert!(ran.inserts.unwrap_err().contains("holds 9 finished statements of the generator's 10"));
+        // A log whose statements are none of them the INSERT as sent: unknown, never 0.
+        let logged = vec![row("INSERT 2", 0, 6, 0), row("SELECT 1", 0, 4, 0)];
+        let ran = LevelRan::in_cluster(in_cluster(Some(logged), true), &mix, Some("INSERT 1")).unwrap();
+        assert!(ran.inserts.unwrap_err().contains("is the INSERT as it was sent"));
         let ran = LevelRan::in_cluster(in_cluster(None, false), &mix, Some("INSERT 1")).unwrap();
         assert!(ran.inserts.unwrap_err().starts_with("the server's query_log could not be read (cannot read"));
         // Without the log, INSERTs alone are still the generator's counts.

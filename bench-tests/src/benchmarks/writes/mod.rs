@@ -683,7 +683,12 @@ impl WritesBenchmark {
                 .push(format!("the engine's count of I/O wait (OSIOWaitMicroseconds) is unknown: {why}"));
             run.results().os_io_wait_unknown = Some(why);
         }
-        if !run.target.capabilities().engine_in_process {
+        if load_from == LoadFrom::Cluster {
+            let note = "the clients run in the cluster: the engine's counters, thread gauges and CPU over a level \
+                        are unknown, since this process sees the Job's start and end around the level"
+                .to_string();
+            run.results().notes.push(note);
+        } else if !run.target.capabilities().engine_in_process {
             let note = "the engine's threads are not in this process: in place of their states, its own thread \
                         gauges (system.metrics) are sampled"
                 .to_string();

@@ -12,6 +12,7 @@ use super::results::{CodeErrors, ThreadsSampled, WritesLevel, WritesResults, Wri
 use super::server::GaugeMeans;
 use crate::ab_variants::AbRun;
 use crate::levels::LevelBound;
+use crate::load_generator::LoadFrom;
 use crate::markdown::Table;
 use crate::report::charts::{self, Line};
 use crate::report::{CheckWords, clients_paragraph, load_section, runner_check_section};
@@ -264,9 +265,29 @@ pub fn markdown(results: &WritesResults, target: &TargetInfo, ab_run: Option<&Ab
     if !unknown.is_empty() {
         let _ = writeln!(out, "Unknown parts:\n\n{}\n", unknown.join("\n"));
     }
+    let uncounted: Vec<String> = results
+        .rounds
+        .iter()
+        .filter_map(|round| {
+            let why = round.inserts_unknown.as_ref()?;
+            let variant = round.variant.as_ref().map_or(String::new(), |name| format!("{name}, "));
+            Some(format!(
+                "- round {}, {variant}{}: {why}",
+                round.closed_loop.round,
+                plural(round.closed_loop.clients, "client")
+            ))
+        })
+        .collect();
+    if !uncounted.is_empty() {
+        let _ = writeln!(out, "INSERTs and rows written unknown:\n\n{}\n", uncounted.join("\n"));
+    }
 
     let gauges = results.rounds.iter().any(|round| matches!(round.threads, ThreadsSampled::Gauges { .. }));
-    let threads_intro = if gauges {
+    let threads_intro = if workload.load_from == LoadFrom::Cluster {
+        "The clients ran in the cluster: the engine's threads, its gauges and the CPU it used over a level are \
+         unknown, since this process sees the Job's start (scheduling, the image, the first `SELECT 1`) and end \
+         around the level and cannot tell them from it. The CPU its cores offered is theirs over the level."
+    } else if gauges {
         "The engine's threads are not this process's: in place of their states, its gauges, read every 200 ms \
          through each level. \"in I/O\" is the share of its machine's busy threads (running or blocked on I/O, \
          `OSProcessesRunning` and `OSProcessesBlocked`: every process of the machine, not the engine's alone) that \

@@ -115,16 +115,12 @@ pub struct WritesWorkload {
     pub async_insert: bool,
     /// Where the clients ran: this tool's loop on this machine, or clickhouse-benchmark
     /// in the cluster (a bundle from before the choice: local).
-    #[serde(default = "local")]
+    #[serde(default)]
     pub load_from: LoadFrom,
     /// In the cluster: where the clients' pods were asked to run (the node each ran on is
     /// in its round's `closed_loop.load`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_placement: Option<ClientPlacement>,
-}
-
-fn local() -> LoadFrom {
-    LoadFrom::Local
 }
 
 impl WritesWorkload {
