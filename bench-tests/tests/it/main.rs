@@ -14,6 +14,7 @@ mod clickbench;
 mod cluster;
 mod compare;
 mod concurrency;
+mod docs;
 mod embedded_engine;
 mod engine_versions;
 mod layers;
