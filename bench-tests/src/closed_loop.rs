@@ -17,7 +17,8 @@ use rand_chacha::ChaCha8Rng;
 use crate::interrupt::Interrupted;
 use crate::levels::{CheckBlock, CheckPath, Latency, LevelRound, QueryErrors, RunnerCheck, StatementRecord};
 use crate::load_generator::{
-    ClientPlacement, InClusterLoad, LoadBound, LoadLevel, LoadReport, OLDEST_WITH_QUERY_ID_PREFIX, log_tail,
+    ClientPlacement, InClusterLoad, LoadBound, LoadFlags, LoadFrom, LoadLevel, LoadReport, OLDEST_WITH_QUERY_ID_PREFIX,
+    log_tail,
 };
 use crate::numbers::ratio;
 use crate::settings::Settings;
@@ -207,7 +208,8 @@ pub struct NamedQuery<'a> {
 /// figures are the generator's report ([`load_round`]); the server's `query_log` is then
 /// asked how many of the level's statements (by their query id's `query_id_prefix`) it
 /// finished and failed, and a count that differs is said to `warn`, as is a log that
-/// cannot be read (the level keeps the reason). The generator's errors are grouped by
+/// cannot be read (the level keeps the reason). Both `progress` and `warn` hear lines
+/// that name the round and level. The generator's errors are grouped by
 /// query from that log.
 #[allow(clippy::too_many_arguments)]
 pub fn in_cluster_level(
@@ -231,7 +233,8 @@ pub fn in_cluster_level(
         settings: settings.clone(),
         placement: placement.clone(),
     };
-    let ran = target.run_load_level(&level, progress)?;
+    let at = format!("round {round}, {}", crate::units::plural(clients, "client"));
+    let ran = target.run_load_level(&level, &mut |line| progress(&format!("{at}: {line}")))?;
     let report = LoadReport::parse(&ran.log).with_context(|| {
         format!(
             "the log of the load's pod {} (gone now) is not clickhouse-benchmark's whole report, so the level has no \
@@ -270,10 +273,10 @@ pub fn in_cluster_level(
     let level = load_round(round, clients, load, queries, logged);
     if let Some(load) = &level.load {
         if let Some(mismatch) = &load.mismatch {
-            warn(&format!("round {round}, {clients} clients: {mismatch}"));
+            warn(&format!("{at}: {mismatch}"));
         }
         if let Some(unknown) = &load.server_unknown {
-            warn(&format!("round {round}, {clients} clients: the server's count is unknown: {unknown}"));
+            warn(&format!("{at}: the server's count is unknown: {unknown}"));
         }
     }
     Ok(InClusterLevel { level, logged: logged_rows })
@@ -297,6 +300,20 @@ pub fn level_query_id_prefix(database: &str, round: u32, clients: u32) -> String
     let run: String =
         database.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' }).collect();
     format!("{run}-r{round}-c{clients}")
+}
+
+/// Why a kind skips its runner check when its clients are in the cluster, as its notes
+/// and progress say it.
+pub const NO_RUNNER_CHECK_IN_CLUSTER: &str =
+    "no runner check: it measures this tool's loop, and the clients are clickhouse-benchmark in the cluster";
+
+/// With `load`'s clients in `target`'s cluster, refuses a server whose image's
+/// clickhouse-benchmark cannot tag a level's statements ([`check_generator_version`]).
+pub fn check_generator_on(load: &LoadFlags, target: &Target) -> Result<()> {
+    if load.load_from(target.capabilities().in_cluster_load) == LoadFrom::Cluster {
+        check_generator_version(&target.info().engine_version)?;
+    }
+    Ok(())
 }
 
 /// Refuses a server whose image's clickhouse-benchmark cannot tag a level's statements for

@@ -93,6 +93,14 @@ impl LoadFlags {
     }
 
     /// Where the clients run on a target that can run them beside its engine
+    /// (`in_cluster_load`) or cannot, and, in the cluster, where their pods are asked to
+    /// run: what a kind's workload records.
+    pub fn chosen(&self, in_cluster_load: bool) -> (LoadFrom, Option<ClientPlacement>) {
+        let load_from = self.load_from(in_cluster_load);
+        (load_from, (load_from == LoadFrom::Cluster).then(|| self.placement()))
+    }
+
+    /// Where the clients run on a target that can run them beside its engine
     /// (`in_cluster_load`) or cannot.
     pub fn load_from(&self, in_cluster_load: bool) -> LoadFrom {
         match (self.load_from, in_cluster_load) {

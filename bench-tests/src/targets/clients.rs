@@ -12,6 +12,7 @@ use anyhow::{Context, Result, anyhow, bail};
 
 use super::{Backend, ClientOutput, Output, ResultCounters, Target};
 use crate::interrupt::Interrupted;
+use crate::load_generator::LoadBound;
 use crate::settings::Settings;
 use crate::sql::one_line;
 
@@ -363,6 +364,16 @@ pub enum LoopBound {
     /// This many statements in all, taken by the clients from one shared count, as
     /// `clickhouse-benchmark --iterations` takes them.
     Statements(u64),
+}
+
+/// The same bound for a level the load generator runs beside the engine.
+impl From<LoopBound> for LoadBound {
+    fn from(bound: LoopBound) -> LoadBound {
+        match bound {
+            LoopBound::Duration(duration) => LoadBound::Seconds(duration.as_secs_f64()),
+            LoopBound::Statements(statements) => LoadBound::Statements(statements),
+        }
+    }
 }
 
 /// One statement of a closed loop: who ran it, which, when, how long, and how it ended.

@@ -40,7 +40,9 @@ pub use self::results::{
 };
 use super::{Benchmark, GuardedSql, Run};
 pub use crate::closed_loop::{CHECK_BLOCKS, Levels, MAX_CLIENTS, client_orders, level_round, runner_check};
-use crate::closed_loop::{NamedQuery, check_generator_version, in_cluster_level, level_query_id_prefix};
+use crate::closed_loop::{
+    NO_RUNNER_CHECK_IN_CLUSTER, NamedQuery, check_generator_on, in_cluster_level, level_query_id_prefix,
+};
 use crate::compare::{BundleAt, CompareOptions, Comparison, side_prices};
 use crate::dataset::{BytesPerRow, Dataset, DiskEstimate, UNMEASURED_BYTES_PER_ROW, check_row_bound};
 use crate::files::{fixture_relative, shown};
@@ -50,7 +52,7 @@ pub use crate::levels::{
     CheckBlock, CheckPath, Latency, LevelBound, LevelRound, LevelSummary, QueryErrors, RunnerCheck, Spread,
     StatementRecord,
 };
-use crate::load_generator::{LoadBound, LoadFlags, LoadFrom};
+use crate::load_generator::{LoadFlags, LoadFrom};
 use crate::measure::closed_loop_stats;
 use crate::packs::Pack;
 use crate::query_runs::{QueryRuns, Sample, SampleKind};
@@ -238,10 +240,7 @@ impl Benchmark for ThroughputBenchmark {
     /// statements, when the clients run in its cluster.
     fn check_target(&self, target: &mut Target) -> Result<()> {
         self.check_target_kind(target.info().kind)?;
-        if self.load.load_from(target.capabilities().in_cluster_load) == LoadFrom::Cluster {
-            check_generator_version(&target.info().engine_version)?;
-        }
-        Ok(())
+        check_generator_on(&self.load, target)
     }
 
     fn new_results(&self) -> ThroughputResults {
@@ -489,9 +488,9 @@ impl ThroughputBenchmark {
                 run.results().notes.push(note);
             }
         }
-        let load_from = self.load.load_from(run.target.capabilities().in_cluster_load);
+        let (load_from, client_placement) = self.load.chosen(run.target.capabilities().in_cluster_load);
         run.results().workload.load_from = load_from;
-        run.results().workload.client_placement = (load_from == LoadFrom::Cluster).then(|| self.load.placement());
+        run.results().workload.client_placement = client_placement;
         let levels = self.levels.list()?;
         if levels.iter().any(|&clients| clients > 1)
             && run.target.capabilities().concurrent_queries == Concurrency::Serial
@@ -512,11 +511,8 @@ impl ThroughputBenchmark {
             return Ok(());
         }
         if run.results().workload.load_from == LoadFrom::Cluster {
-            let note = "no runner check: it measures this tool's loop, and the clients are clickhouse-benchmark in \
-                        the cluster"
-                .to_string();
-            run.progress.note(&note);
-            run.results().notes.push(note);
+            run.progress.note(NO_RUNNER_CHECK_IN_CLUSTER);
+            run.results().notes.push(NO_RUNNER_CHECK_IN_CLUSTER.to_string());
             return Ok(());
         }
         run.progress.start(
@@ -620,30 +616,20 @@ impl ThroughputBenchmark {
     ) -> Result<LevelRound> {
         let named: Vec<NamedQuery<'_>> =
             queries.iter().map(|query| NamedQuery { name: &query.name, sql: &query.sql }).collect();
-        let bound = match self.bound() {
-            LoopBound::Duration(duration) => LoadBound::Seconds(duration.as_secs_f64()),
-            LoopBound::Statements(statements) => LoadBound::Statements(statements),
-        };
         let progress = run.progress;
-        let mut said = |line: &str| progress.note(&format!("round {round}, {}: {line}", plural(clients, "client")));
-        let mut warnings = Vec::new();
-        let level = in_cluster_level(
+        Ok(in_cluster_level(
             run.target,
             round,
             clients,
             &named,
-            bound,
+            self.bound().into(),
             &Settings::new(),
             &self.load.placement(),
             &level_query_id_prefix(&run.database(), round, clients),
-            &mut said,
-            &mut |warning| warnings.push(warning.to_string()),
+            &mut |line| progress.note(line),
+            &mut |warning| progress.warn(warning),
         )?
-        .level;
-        for warning in warnings {
-            run.progress.warn(&warning);
-        }
-        Ok(level)
+        .level)
     }
 
     /// A level's loop as the bundle keeps it ([`level_round`]), and each completed

@@ -23,15 +23,14 @@ use crate::closed_loop::{
 use crate::engine_threads::{TaskStates, ThreadStateMeans, own_task_states};
 use crate::fixtures::Statement;
 use crate::levels::LevelRound;
-use crate::load_generator::{LoadBound, LoadFrom};
+use crate::load_generator::LoadFrom;
 use crate::measure::closed_loop_stats;
 use crate::numbers::ratio;
 use crate::query_runs::{QueryRuns, Sample, SampleKind};
 use crate::settings::Settings;
 use crate::sql::sql_string;
 use crate::stats::{StatementTag, StatsSource};
-use crate::targets::{ClosedLoop, EventsSnapshot, LoopBound, ObserverConnection};
-use crate::units::plural;
+use crate::targets::{ClosedLoop, EventsSnapshot, ObserverConnection};
 
 impl WritesBenchmark {
     /// One level of one round: the loop, with the observer and the counters around it.
@@ -73,35 +72,24 @@ impl WritesBenchmark {
         let ran = if run.results().workload.load_from == LoadFrom::Cluster {
             let named: Vec<NamedQuery<'_>> =
                 pass.iter().zip(&pass_sql).map(|(kind, sql)| NamedQuery { name: kind.name(), sql }).collect();
-            let bound = match self.bound() {
-                LoopBound::Duration(duration) => LoadBound::Seconds(duration.as_secs_f64()),
-                LoopBound::Statements(statements) => LoadBound::Statements(statements),
-            };
             // Each configuration of an A/B run's level its own statements: a nonce, as the
             // level's log_comment has (two variants' names may differ only in case or `_`).
             let nonce = uuid::Uuid::new_v4().simple().to_string();
             let prefix = format!("{}-{}", level_query_id_prefix(&run.database(), round, clients), &nonce[..8]);
             let progress = run.progress;
-            let mut said = |line: &str| progress.note(&format!("round {round}, {}: {line}", plural(clients, "client")));
-            let mut warnings = Vec::new();
-            let ran = in_cluster_level(
+            in_cluster_level(
                 run.target,
                 round,
                 clients,
                 &named,
-                bound,
+                self.bound().into(),
                 &settings,
                 &self.load.placement(),
                 &prefix,
-                &mut said,
-                &mut |warning| warnings.push(warning.to_string()),
-            );
-            for warning in warnings {
-                run.progress.warn(&format!("{}{warning}", turn.prefix()));
-            }
-            ran.and_then(|ran| {
-                LevelRan::in_cluster(ran, &pass, sql_of(MixStatement::Insert).map(|sql| sql.sql.as_str()))
-            })
+                &mut |line| progress.note(&format!("{}{line}", turn.prefix())),
+                &mut |warning| progress.warn(&format!("{}{warning}", turn.prefix())),
+            )
+            .and_then(|ran| LevelRan::in_cluster(ran, &pass, sql_of(MixStatement::Insert).map(|sql| sql.sql.as_str())))
         } else {
             let orders = client_orders(MIX_SEED, clients, pass.len());
             let looped = match self.rate {

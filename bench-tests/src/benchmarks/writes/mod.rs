@@ -49,7 +49,7 @@ pub use self::table::{INSERT_FILE, InlineInsert, PACK_INSERT_FILE, PackTable, SC
 pub use self::variants::DURABILITY_KEY;
 use super::{Benchmark, GuardedSql, Run};
 use crate::ab_variants::{AbRun, check_variants};
-use crate::closed_loop::{CHECK_BLOCKS, Levels, check_generator_version, runner_check};
+use crate::closed_loop::{CHECK_BLOCKS, Levels, NO_RUNNER_CHECK_IN_CLUSTER, check_generator_on, runner_check};
 use crate::compare::{BundleAt, CompareOptions, Comparison};
 use crate::dataset::{BytesPerRow, DiskEstimate, UNMEASURED_BYTES_PER_ROW, check_row_bound};
 use crate::fixtures::{Fixture, Params, Statement};
@@ -329,9 +329,7 @@ impl Benchmark for WritesBenchmark {
 
     fn check_target(&self, target: &mut crate::targets::Target) -> Result<()> {
         self.check_target_kind(target.info().kind)?;
-        if self.load.load_from(target.capabilities().in_cluster_load) == LoadFrom::Cluster {
-            check_generator_version(&target.info().engine_version)?;
-        }
+        check_generator_on(&self.load, target)?;
         let table = self.table()?;
         if self.batch_rows >= LARGE_BATCH_ROWS {
             crate::say!("chbench: trying the INSERT once in each configuration{}", self.large_batch_note());
@@ -662,9 +660,9 @@ impl WritesBenchmark {
                 })?;
             }
         }
-        let load_from = self.load.load_from(run.target.capabilities().in_cluster_load);
+        let (load_from, client_placement) = self.load.chosen(run.target.capabilities().in_cluster_load);
         run.results().workload.load_from = load_from;
-        run.results().workload.client_placement = (load_from == LoadFrom::Cluster).then(|| self.load.placement());
+        run.results().workload.client_placement = client_placement;
         let levels = self.levels.list()?;
         if levels.iter().any(|&clients| clients > 1)
             && run.target.capabilities().concurrent_queries == Concurrency::Serial
@@ -704,11 +702,8 @@ impl WritesBenchmark {
             return Ok(());
         }
         if run.results().workload.load_from == LoadFrom::Cluster {
-            let note = "no runner check: it measures this tool's loop, and the clients are clickhouse-benchmark in \
-                        the cluster"
-                .to_string();
-            run.progress.note(&note);
-            run.results().notes.push(note);
+            run.progress.note(NO_RUNNER_CHECK_IN_CLUSTER);
+            run.results().notes.push(NO_RUNNER_CHECK_IN_CLUSTER.to_string());
             return Ok(());
         }
         let table = self.table()?;
