@@ -1,7 +1,7 @@
 //! The measurement core: one function runs a measured statement ([`measure`]) and
 //! yields one [`QueryStats`] record, the same type on every target; plus cache control.
 //!
-//! Protocol (README "What a measurement is", docs/embedded-engine.md): every measured
+//! Protocol (docs/targets.md, "What a measurement is"; docs/embedded-engine.md): every measured
 //! statement carries a
 //! `log_comment` ([`StatementTag`]) and is timed on the client as well. On servers the
 //! record comes from the statement's `system.query_log` row; on the embedded engine,

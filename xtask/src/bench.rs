@@ -17,6 +17,7 @@ use anyhow::{Context, Result, bail};
 use chbench::benchmarks::kinds::default_kind;
 use chbench::benchmarks::{AnyBenchmark, BundlePlace};
 use chbench::matrix::{MatrixRun, ProcessBench, SUMMARY_MARKDOWN, read_matrix, run_matrix};
+use chbench::report::html::REPORT_HTML;
 use chbench::results::{ExistingFolder, check_run_id, prepare_results_folder, refuse_a_taken_run_id};
 use chbench::settings::{Settings, choose_run_settings, parse_setting};
 use clap::FromArgMatches;
@@ -108,6 +109,7 @@ fn run(flags: &RunFlags, kind_name: &str, benchmark: &dyn AnyBenchmark) -> Resul
     let report = end.report?;
     // As the progress lines: a reader that went away does not make a finished run fail.
     let _ = writeln!(std::io::stdout(), "report: {}", report.display());
+    let _ = writeln!(std::io::stdout(), "page: {}", report.with_file_name(REPORT_HTML).display());
     // Every phase ran, so the bundle is complete; only what the run made on the target may
     // be left (a stop there still exits with 130).
     end.clean_up.with_context(|| {

@@ -7,6 +7,7 @@ use anyhow::{Context, Result, bail};
 use chbench::benchmarks::kinds::render_report;
 use chbench::interrupt;
 use chbench::matrix::{SUMMARY_JSON, SUMMARY_MARKDOWN};
+use chbench::report::html::REPORT_HTML;
 use chbench::results::{RESULTS_FILE, check_run_id};
 
 use crate::flags::Report;
@@ -18,6 +19,7 @@ impl Report {
         let rendered = interrupt::until_stopped(move || render_report(&dir))?;
         let report = rendered.write()?;
         println!("report: {}", report.display());
+        println!("page: {}", report.with_file_name(REPORT_HTML).display());
         Ok(())
     }
 }

@@ -20,6 +20,7 @@ pub mod clickbench;
 pub mod kinds;
 pub mod logs;
 pub mod parts;
+pub mod raw_samples;
 pub mod throughput;
 pub mod writes;
 
@@ -139,6 +140,12 @@ pub trait Benchmark: Sized + 'static {
     }
     /// Its report section and charts, made from its bundle alone.
     fn report(bundle: &RunBundle<Self::Results>) -> Result<Section>;
+    /// The raw samples behind its report's figures, listed on the report's page: every
+    /// query's runs by default. A kind whose figures are made of other samples (a level's
+    /// rounds) lists those.
+    fn raw_samples(bundle: &RunBundle<Self::Results>) -> Vec<report::html::SampleTable> {
+        raw_samples::of_queries(bundle.benchmark.queries())
+    }
     /// Bundles of its kind with every field they can hold filled, each optional field
     /// present and each named value once, every number `value` or `count` (its folder's
     /// `example.rs`, on [`crate::results::example::example_bundle`]): what every kind of
@@ -515,21 +522,25 @@ fn profile<B: Benchmark>(
     record
 }
 
-/// A bundle's report rendered and not yet written: its charts and `report.md`, so that
-/// the rendering (long on a large bundle) can be abandoned with nothing half-written.
+/// A bundle's report rendered and not yet written: its charts, `report.md` and
+/// `report.html`, so that the rendering (long on a large bundle) can be abandoned with
+/// nothing half-written.
 #[derive(Debug)]
 pub struct RenderedReport {
     dir: PathBuf,
     charts: Vec<(&'static str, String)>,
     markdown: String,
+    html: String,
 }
 
 impl RenderedReport {
-    /// Writes the charts, then `report.md`, each whole; returns the report's path.
+    /// Writes the charts, `report.html`, then `report.md`, each whole; returns the
+    /// Markdown report's path (the page is beside it).
     pub fn write(&self) -> Result<PathBuf> {
         for (name, svg) in &self.charts {
             write_atomically(&self.dir.join(name), svg)?;
         }
+        write_atomically(&self.dir.join(report::html::REPORT_HTML), &self.html)?;
         let path = self.dir.join(report::REPORT_FILE);
         write_atomically(&path, &self.markdown)?;
         Ok(path)
@@ -546,11 +557,10 @@ fn render_report<B: Benchmark>(bundle: &RunBundle<B::Results>, bundle_dir: &Path
     let section = B::report(bundle)?;
     let header = report::header(bundle, phase_label::<B>(&bundle.phase));
     let profiles = report::profiles_section(bundle.profiles.as_ref());
-    Ok(RenderedReport {
-        dir: bundle_dir.to_path_buf(),
-        charts: section.charts,
-        markdown: header + &section.markdown + &profiles,
-    })
+    let markdown = header + &section.markdown + &profiles;
+    let title = format!("{} benchmark, run {}", B::Results::KIND, bundle.run_id);
+    let html = report::html::page(&title, &markdown, &section.charts, &B::raw_samples(bundle));
+    Ok(RenderedReport { dir: bundle_dir.to_path_buf(), charts: section.charts, markdown, html })
 }
 
 /// How messages say a phase the bundle names: the kind's label for it, or the name as it

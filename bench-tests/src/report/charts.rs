@@ -2,6 +2,12 @@
 //! times), stacked shares (where a query's time went), and lines through measured points
 //! on log-log axes (a time against a count). A value that was not measured (`None`) draws
 //! no bar or point and is labelled `unknown`.
+//!
+//! Every measured bar, share and point names its value on hover: plotters' SVG has no
+//! titles, so each gets a transparent twin carrying a `<title>` ([`HoverTarget`]), drawn
+//! over the chart (a browser shows a title as a tooltip; other viewers ignore it).
+
+use std::fmt::Write as _;
 
 use anyhow::{Result, anyhow};
 use plotters::coord::ranged1d::{IntoSegmentedCoord as _, SegmentValue};
@@ -44,6 +50,7 @@ pub fn log_bars(title: &str, unit: &str, series: &[&str], groups: &[Bars]) -> Re
     let x_range = (min / 10.0)..(max * 10.0);
     let height = 80 + ROW * rows.len() as u32;
     let mut svg = String::new();
+    let mut targets = Vec::new();
     {
         let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
         root.fill(&WHITE).map_err(chart_error)?;
@@ -63,11 +70,18 @@ pub fn log_bars(title: &str, unit: &str, series: &[&str], groups: &[Bars]) -> Re
             .x_label_formatter(&|value| compact(*value))
             .draw()
             .map_err(chart_error)?;
-        for (index, (_, series_index, value)) in rows.iter().enumerate() {
+        for (index, (name, series_index, value)) in rows.iter().enumerate() {
             let row = rows.len() - 1 - index;
             let color = COLORS[series_index % COLORS.len()];
             let label = value.map_or("unknown".to_string(), |value| format!("{} {unit}", compact(value)));
             let end = value.filter(|value| *value > 0.0).unwrap_or(x_range.start);
+            if value.is_some() {
+                targets.push(HoverTarget::rect(
+                    chart.backend_coord(&(x_range.start, SegmentValue::Exact(row))),
+                    chart.backend_coord(&(end, SegmentValue::Exact(row + 1))),
+                    format!("{name}: {label}"),
+                ));
+            }
             chart
                 .draw_series(std::iter::once(Rectangle::new(
                     [(x_range.start, SegmentValue::Exact(row)), (end, SegmentValue::Exact(row + 1))],
@@ -84,7 +98,7 @@ pub fn log_bars(title: &str, unit: &str, series: &[&str], groups: &[Bars]) -> Re
         }
         root.present().map_err(chart_error)?;
     }
-    Ok(svg)
+    Ok(with_hover_targets(svg, &targets))
 }
 
 /// Stacked shares of a whole, one row each, e.g. CPU / read wait / other of a query's
@@ -96,6 +110,7 @@ pub fn shares(title: &str, parts: [&str; 3], rows: &[(String, [Option<f64>; 3])]
     }
     let height = 80 + ROW * rows.len() as u32;
     let mut svg = String::new();
+    let mut targets = Vec::new();
     {
         let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
         root.fill(&WHITE).map_err(chart_error)?;
@@ -116,15 +131,25 @@ pub fn shares(title: &str, parts: [&str; 3], rows: &[(String, [Option<f64>; 3])]
             .draw()
             .map_err(chart_error)?;
         for (part, name) in parts.iter().enumerate() {
-            let bars = rows.iter().enumerate().map(|(index, (_, values))| {
+            let corners = |index: usize, values: &[Option<f64>; 3]| {
                 let row = rows.len() - 1 - index;
                 let start: f64 = values[..part].iter().copied().map(within_whole).sum::<f64>().min(1.0);
                 let end = (start + within_whole(values[part])).min(1.0);
-                Rectangle::new(
-                    [(start, SegmentValue::Exact(row)), (end, SegmentValue::Exact(row + 1))],
-                    COLORS[part].filled(),
-                )
-            });
+                [(start, SegmentValue::Exact(row)), (end, SegmentValue::Exact(row + 1))]
+            };
+            for (index, (row_name, values)) in rows.iter().enumerate() {
+                let Some(share) = values[part].filter(|share| share.is_finite()) else { continue };
+                let [from, to] = corners(index, values);
+                targets.push(HoverTarget::rect(
+                    chart.backend_coord(&from),
+                    chart.backend_coord(&to),
+                    format!("{row_name} · {name}: {:.1} %", share * 100.0),
+                ));
+            }
+            let bars = rows
+                .iter()
+                .enumerate()
+                .map(|(index, (_, values))| Rectangle::new(corners(index, values), COLORS[part].filled()));
             chart
                 .draw_series(bars)
                 .map_err(chart_error)?
@@ -134,7 +159,7 @@ pub fn shares(title: &str, parts: [&str; 3], rows: &[(String, [Option<f64>; 3])]
         draw_legend(&mut chart, SeriesLabelPosition::UpperRight)?;
         root.present().map_err(chart_error)?;
     }
-    Ok(svg)
+    Ok(with_hover_targets(svg, &targets))
 }
 
 /// Colours of [`log_log_lines`]: more than [`COLORS`], since a chart holds a line per
@@ -180,6 +205,7 @@ pub fn log_log_lines(title: &str, x_label: &str, y_unit: &str, lines: &[Line]) -
     let x_range = range(measured.iter().map(|point| point.0).collect());
     let y_range = range(measured.iter().map(|point| point.1).collect());
     let mut svg = String::new();
+    let mut targets = Vec::new();
     {
         let root = SVGBackend::with_string(&mut svg, (WIDTH, 460)).into_drawing_area();
         root.fill(&WHITE).map_err(chart_error)?;
@@ -214,6 +240,12 @@ pub fn log_log_lines(title: &str, x_label: &str, y_unit: &str, lines: &[Line]) -
                     .map_err(chart_error)?;
             }
             let points: Vec<(f64, f64)> = line.points.iter().filter_map(drawable).collect();
+            for &(x, y) in &points {
+                targets.push(HoverTarget {
+                    shape: HoverShape::Circle(chart.backend_coord(&(x, y)), 6),
+                    title: format!("{}: {} {x_label}, {} {y_unit}", line.name, compact(x), compact(y)),
+                });
+            }
             let name = if points.is_empty() { format!("{} (unknown)", line.name) } else { line.name.clone() };
             chart
                 .draw_series(points.into_iter().map(|point| Circle::new(point, 3, color.filled())))
@@ -224,7 +256,54 @@ pub fn log_log_lines(title: &str, x_label: &str, y_unit: &str, lines: &[Line]) -
         draw_legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
         root.present().map_err(chart_error)?;
     }
-    Ok(svg)
+    Ok(with_hover_targets(svg, &targets))
+}
+
+/// A measured mark's twin that names its value on hover: its shape in the chart's pixels
+/// and the text of its `<title>`.
+struct HoverTarget {
+    shape: HoverShape,
+    title: String,
+}
+
+enum HoverShape {
+    /// Left, top, width, height.
+    Rect(i32, i32, i32, i32),
+    /// Centre and radius (larger than the drawn point, so that it is easy to reach).
+    Circle((i32, i32), i32),
+}
+
+impl HoverTarget {
+    /// The rectangle between two opposite corners, in either order.
+    fn rect((x0, y0): (i32, i32), (x1, y1): (i32, i32), title: String) -> HoverTarget {
+        // A bar of width 0 (a value at the axis' start) still gets a pixel to hover.
+        let width = (x1 - x0).abs().max(1);
+        HoverTarget { shape: HoverShape::Rect(x0.min(x1), y0.min(y1), width, (y1 - y0).abs()), title }
+    }
+}
+
+/// The SVG with `targets` drawn last, transparent, in a group of class `values` (one
+/// element per measured mark: what a page's test counts).
+fn with_hover_targets(mut svg: String, targets: &[HoverTarget]) -> String {
+    let Some(end) = svg.rfind("</svg>") else { return svg };
+    let mut layer = String::from("<g class=\"values\" fill=\"#000\" fill-opacity=\"0\">\n");
+    for target in targets {
+        let mut title = String::new();
+        // Writing into a String cannot fail.
+        let _ = pulldown_cmark_escape::escape_html_body_text(&mut title, &target.title);
+        let _ = match target.shape {
+            HoverShape::Rect(x, y, width, height) => writeln!(
+                layer,
+                "<rect x=\"{x}\" y=\"{y}\" width=\"{width}\" height=\"{height}\"><title>{title}</title></rect>"
+            ),
+            HoverShape::Circle((x, y), radius) => {
+                writeln!(layer, "<circle cx=\"{x}\" cy=\"{y}\" r=\"{radius}\"><title>{title}</title></circle>")
+            }
+        };
+    }
+    layer.push_str("</g>\n");
+    svg.insert_str(end, &layer);
+    svg
 }
 
 /// The label of each row on a segmented axis, first row at the top (plotters counts rows
@@ -288,6 +367,10 @@ mod tests {
         for label in ["4.0 ms", "2630 ms", "35.0 ms", "unknown", "q1 · direct I/O", "q3 · warm min"] {
             assert!(svg.contains(label), "{label} missing");
         }
+        // The three measured bars name their values on hover; the unknown one has no twin.
+        let values = &svg[svg.find("<g class=\"values\"").unwrap()..];
+        assert_eq!(values.matches("<title>").count(), 3, "{values}");
+        assert!(values.contains("<title>q3 · warm min: 35.0 ms</title>"), "{values}");
     }
 
     #[test]
@@ -295,6 +378,11 @@ mod tests {
         let svg = shares("Share", ["CPU", "read wait", "other"], &[("q1".to_string(), [Some(1.2), Some(0.3), None])])
             .unwrap();
         assert!(svg.contains("CPU") && svg.contains("read wait"), "{svg}");
+        // The two known shares name their values on hover, as measured (not as clamped).
+        assert!(
+            svg.contains("<title>q1 · CPU: 120.0 %</title>") && svg.contains("<title>q1 · read wait: 30.0 %</title>")
+        );
+        assert_eq!(svg.matches("<title>").count(), 2, "{svg}");
     }
 
     #[test]
@@ -311,8 +399,10 @@ mod tests {
             svg.contains("log-log") && svg.contains("q1 · by_day") && svg.contains("q2 · by_day (unknown)"),
             "{svg}"
         );
-        // Two measured points of q1, each a circle; the unknown one draws none.
-        assert_eq!(svg.matches("<circle").count(), 2, "{svg}");
+        // Two measured points of q1, each a circle and its hover twin; the unknown one draws
+        // none.
+        assert_eq!(svg.matches("<circle").count(), 4, "{svg}");
+        assert!(svg.contains("<title>q1 · by_day: 200 active parts, 1.5 ms</title>"), "{svg}");
         assert!(log_log_lines("Duration", "active parts", "ms", &lines[1..]).unwrap().contains("nothing measured"));
     }
 

@@ -5,6 +5,7 @@
 //! for the bundle's kind. Reports depend on results types only, never on a runner.
 
 pub mod charts;
+pub mod html;
 
 use crate::levels::LevelRound;
 use crate::load_generator::LoadFrom;

@@ -280,7 +280,7 @@ impl ServerTarget {
             } else if !Settings::unknown_changes_nothing(name) {
                 bail!(
                     "ClickHouse at {} has no setting {name}, which every session sets: use a server of the supported \
-                     versions (README, \"Choosing a target\")",
+                     versions (docs/targets.md, \"Server versions\")",
                     target.config.display_url()
                 );
             }

@@ -11,8 +11,8 @@ use crate::sql::one_line;
 /// cache. What is newer is left out where the server lacks it, since that changes no
 /// measurement: the query condition cache (25.3; nothing to drop or turn off) and
 /// `use_skip_indexes_on_data_read` (25.9; without it skip indexes apply while planning,
-/// the mode the session pins). The rest it relies on is older (README "Choosing a
-/// target" lists it): `log_comment` and its `system.query_log` column,
+/// the mode the session pins). The rest it relies on is older (docs/targets.md,
+/// "Server versions", lists it): `log_comment` and its `system.query_log` column,
 /// `EXPLAIN indexes = 1, json = 1`, the `ProfileEvents` map column, the query cache.
 pub const OLDEST_SUPPORTED: (u32, u32) = (24, 3);
 

@@ -28,6 +28,7 @@ mod pack_checks;
 mod pack_claims;
 mod pack_guard;
 mod pack_runs;
+mod pages;
 mod profiles;
 mod results_bundle;
 mod server;

@@ -186,20 +186,20 @@ fn the_claims_example_in_the_docs_parses() {
     assert_eq!(file.queries.len(), 1);
 }
 
-/// The README's "Add your own schema" shows a complete pack, file by file: it must be
+/// docs/packs.md's "Add your own schema" shows a complete pack, file by file: it must be
 /// `fixtures/tenants/` exactly (which `cargo nextest run` runs as the `tenants::` tests),
 /// load on its own from a fresh folder, and take at most 25 lines beyond its schemas.
 #[test]
-fn the_readme_example_pack_is_fixtures_tenants_and_complete() {
+fn the_tutorial_pack_is_fixtures_tenants_and_complete() {
     let root = chbench::files::workspace_root();
-    let readme = fs::read_to_string(root.join("README.md")).unwrap();
+    let tutorial = fs::read_to_string(root.join("docs/packs.md")).unwrap();
     let mut shown: Vec<(String, String)> = Vec::new();
-    let lines: Vec<&str> = readme.lines().collect();
+    let lines: Vec<&str> = tutorial.lines().collect();
     for (index, line) in lines.iter().enumerate() {
         let Some(path) = line.strip_prefix("`fixtures/tenants/").and_then(|rest| rest.strip_suffix('`')) else {
             continue;
         };
-        assert!(lines[index + 1].starts_with("```"), "README: no code block after {line}");
+        assert!(lines[index + 1].starts_with("```"), "docs/packs.md: no code block after {line}");
         let body: Vec<&str> = lines[index + 2..].iter().take_while(|body| !body.starts_with("```")).copied().collect();
         shown.push((path.to_string(), format!("{}\n", body.join("\n"))));
     }
@@ -216,16 +216,20 @@ fn the_readme_example_pack_is_fixtures_tenants_and_complete() {
     on_disk.sort();
     let mut shown_paths: Vec<String> = shown.iter().map(|(path, _)| path.clone()).collect();
     shown_paths.sort();
-    assert_eq!(shown_paths, on_disk, "the README must show every file of fixtures/tenants/");
+    assert_eq!(shown_paths, on_disk, "docs/packs.md must show every file of fixtures/tenants/");
     for (path, text) in &shown {
-        assert_eq!(text, &fs::read_to_string(folder.join(path)).unwrap(), "README's {path} differs from the file");
+        assert_eq!(
+            text,
+            &fs::read_to_string(folder.join(path)).unwrap(),
+            "docs/packs.md's {path} differs from the file"
+        );
     }
     let beyond_schemas: usize = shown
         .iter()
         .filter(|(path, _)| !path.starts_with("designs/") && !path.starts_with("broken/"))
         .map(|(_, text)| text.lines().count())
         .sum();
-    assert!(beyond_schemas <= 25, "the README's pack takes {beyond_schemas} lines beyond its schemas");
+    assert!(beyond_schemas <= 25, "docs/packs.md's pack takes {beyond_schemas} lines beyond its schemas");
 
     // Followed literally in a new folder, the files make a pack on their own.
     let copy = tempfile::tempdir().unwrap();

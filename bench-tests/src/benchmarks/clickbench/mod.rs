@@ -55,9 +55,8 @@ use crate::targets::Target;
 use crate::units::{milliseconds, plural, plural_as, seconds};
 
 /// Rows of the shipped table in a default run: the whole run, the table's build included,
-/// well within a minute on two cores even beside other work (measured: 6 s quiet, 19 s
-/// with another process using a core; 5 M rows took 63 s so; README, "The ClickBench
-/// query set").
+/// well within a minute on two cores even beside other work (docs/measurements.md, "The
+/// ClickBench query set").
 pub const DEFAULT_ROWS: u64 = 2_000_000;
 /// The shipped queries, by file in `fixtures/clickbench/queries/`: the source's Q19, Q33
 /// and Q34.

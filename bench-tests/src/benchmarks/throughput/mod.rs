@@ -343,6 +343,11 @@ impl Benchmark for ThroughputBenchmark {
         })
     }
 
+    /// The rounds of each level: what its figures are the medians of.
+    fn raw_samples(bundle: &RunBundle<ThroughputResults>) -> Vec<crate::report::html::SampleTable> {
+        super::raw_samples::of_levels(bundle.benchmark.rounds.iter().map(|round| (None, round)))
+    }
+
     /// Each level's QPS across rounds, tested as every timing is, with its errors and its
     /// cost at that QPS; latency per (query, level) is the comparison every kind has.
     fn comparison_sections(

@@ -464,6 +464,13 @@ impl Benchmark for WritesBenchmark {
         })
     }
 
+    /// The rounds of each level: what its figures are the medians of.
+    fn raw_samples(bundle: &RunBundle<WritesResults>) -> Vec<crate::report::html::SampleTable> {
+        super::raw_samples::of_levels(
+            bundle.benchmark.rounds.iter().map(|round| (round.variant.as_deref(), &round.closed_loop)),
+        )
+    }
+
     /// Each level's rates across rounds, tested as every timing is, with its time split,
     /// I/O wait and CPU side by side; latency per level is the comparison every kind has.
     fn comparison_sections(

@@ -571,7 +571,9 @@ mod tests {
         assert!(
             duration.contains("day_by_date · by_namespace_day") && duration.contains("select_one · by_namespace_day")
         );
-        assert_eq!(duration.matches("<circle").count(), 4, "{duration}");
+        // Four measured points, each drawn and named on hover by a twin.
+        assert_eq!(duration.matches("<circle").count(), 8, "{duration}");
+        assert_eq!(duration.matches("<title>").count(), 4, "{duration}");
     }
 
     #[test]

@@ -1,0 +1,66 @@
+"use strict";
+// Every table sorts by the column whose header is clicked (or given Enter): by the number
+// a cell starts with, its unit scaled (so that 900 ms comes before 1.2 s), else by text;
+// cells with neither (empty, unknown) go last either way. A second click reverses.
+(function () {
+  const scale = {
+    ns: 1e-6, "\u00b5s": 1e-3, us: 1e-3, ms: 1, s: 1e3, min: 6e4, h: 3.6e6,
+    B: 1, KiB: 1024, MiB: 1048576, GiB: 1073741824, TiB: 1099511627776,
+    K: 1e3, M: 1e6, G: 1e9,
+  };
+  function numberOf(text) {
+    const match = text.trim().replace(/^\$/, "").match(/^(-?\d[\d,]*(?:\.\d+)?(?:e[+-]?\d+)?)\s*([A-Za-z\u00b5]*)/);
+    if (!match) return null;
+    const value = parseFloat(match[1].replace(/,/g, ""));
+    return Number.isFinite(value) ? value * (scale[match[2]] || 1) : null;
+  }
+  function sortKey(cell) {
+    const text = cell.textContent.trim();
+    const number = numberOf(text);
+    if (number !== null) return [0, number, ""];
+    if (text === "" || text === "-" || text.startsWith("unknown")) return [2, 0, ""];
+    return [1, 0, text.toLowerCase()];
+  }
+  function compare(a, b) {
+    if (a[0] !== b[0]) return a[0] - b[0];
+    if (a[1] !== b[1]) return a[1] - b[1];
+    return a[2] < b[2] ? -1 : a[2] > b[2] ? 1 : 0;
+  }
+  for (const table of document.querySelectorAll("table")) {
+    if (!table.tHead || table.tBodies.length === 0) continue;
+    const headers = Array.from(table.tHead.rows[0].cells);
+    headers.forEach(function (header, column) {
+      header.classList.add("sortable");
+      header.tabIndex = 0;
+      header.title = "sort by this column";
+      const sort = function () {
+        const ascending = header.getAttribute("aria-sort") !== "ascending";
+        headers.forEach(function (other) { other.removeAttribute("aria-sort"); });
+        header.setAttribute("aria-sort", ascending ? "ascending" : "descending");
+        const body = table.tBodies[0];
+        const rows = Array.from(body.rows).map(function (row, index) {
+          return { row: row, index: index, key: row.cells[column] ? sortKey(row.cells[column]) : [2, 0, ""] };
+        });
+        rows.sort(function (a, b) {
+          // Unknowns last in both directions; ties keep their order.
+          if (a.key[0] === 2 || b.key[0] === 2) return a.key[0] - b.key[0] || a.index - b.index;
+          const order = compare(a.key, b.key);
+          return (ascending ? order : -order) || a.index - b.index;
+        });
+        for (const entry of rows) body.appendChild(entry.row);
+      };
+      header.addEventListener("click", sort);
+      header.addEventListener("keydown", function (event) {
+        if (event.key === "Enter") sort();
+      });
+    });
+  }
+  // A link to a figure's samples opens their list.
+  function openTarget() {
+    const id = decodeURIComponent(location.hash.slice(1));
+    const target = id && document.getElementById(id);
+    if (target && target.tagName === "DETAILS") target.open = true;
+  }
+  window.addEventListener("hashchange", openTarget);
+  openTarget();
+})();

@@ -1,0 +1,163 @@
+//! The HTML pages in a real browser: every kind's example bundles' `report.html`, opened
+//! from disk in headless Chromium, load with no console error, no failed request and no
+//! request at all beyond the page itself; their charts, tables and raw samples are in the
+//! page in the numbers the bundle gives; a table sorts on a click and a figure's link opens
+//! its samples.
+//!
+//! Ignored in a laptop's `cargo nextest run`, which may have no Chromium; `.ci/run`
+//! installs Debian's and runs them (`--run-ignored only -E 'test(/^pages::/)'`).
+//! `CHBENCH_PAGE_SCREENSHOTS=<folder>` keeps a screenshot of each page there.
+
+mod browser;
+
+use std::path::Path;
+
+use chbench::benchmarks::Benchmark;
+use chbench::benchmarks::kinds::{KindVisitor, visit_kinds, write_report};
+use chbench::report::html::REPORT_HTML;
+use chbench::results::{BundleWriter, ExistingFolder, KindResults, RunBundle};
+use serde_json::Value;
+
+use self::browser::Page;
+
+/// What the page shows, read from its DOM.
+const SHOWN: &str = r##"(() => {
+    const figures = Array.from(document.querySelectorAll("figure.chart")).map(figure => ({
+        chart: figure.dataset.chart,
+        values: figure.querySelectorAll("svg .values > *").length,
+        titled: figure.querySelectorAll("svg .values > * > title").length,
+    }));
+    const samples = Array.from(document.querySelectorAll("#raw-samples details")).map(details => ({
+        id: details.id,
+        rows: details.querySelectorAll("tbody tr").length,
+    }));
+    const links = Array.from(document.querySelectorAll("a.samples")).map(link => link.getAttribute("href"));
+    return {
+        figures,
+        samples,
+        links,
+        tables: document.querySelectorAll("table").length,
+        images: document.querySelectorAll("img").length,
+        sortable: document.querySelectorAll("thead th.sortable").length,
+        headers: document.querySelectorAll("thead th").length,
+    };
+})()"##;
+
+#[test]
+#[ignore = "needs Chromium (Debian's chromium, or CHBENCH_CHROMIUM): .ci/run installs it"]
+fn every_kinds_report_page_opens_clean_and_shows_what_its_bundle_holds() {
+    struct Pages;
+    impl KindVisitor for Pages {
+        fn visit<B: Benchmark>(&mut self) {
+            for (index, example) in B::examples(1.5, 7).into_iter().enumerate() {
+                let kind = <B::Results as KindResults>::KIND;
+                check_report_page::<B>(&format!("{kind}-{}", index + 1), example);
+            }
+        }
+    }
+    visit_kinds(&mut Pages);
+}
+
+fn check_report_page<B: Benchmark>(name: &str, example: RunBundle<B::Results>) {
+    let root = tempfile::tempdir().unwrap();
+    // The SQL files an example names need not exist here (a checkout's).
+    let bundle = RunBundle { sql_files: Vec::new(), ..example };
+    let writer = BundleWriter::create(root.path(), bundle.clone(), ExistingFolder::Refuse).unwrap();
+    let dir = writer.dir().to_path_buf();
+    let markdown = std::fs::read_to_string(write_report(&dir).unwrap()).unwrap();
+    let html = dir.join(REPORT_HTML);
+    let mut page = Page::open(&html);
+    let shown = page.evaluate(SHOWN);
+    keep_screenshot(&mut page, name);
+
+    // The charts: each image of the report is drawn inline, its every measured mark named
+    // on hover, as many as its SVG file has.
+    let charts: Vec<&str> =
+        markdown.lines().filter_map(|line| line.strip_prefix("![")?.split_once("](")?.1.strip_suffix(')')).collect();
+    let figures = shown["figures"].as_array().unwrap();
+    assert_eq!(figures.len(), charts.len(), "{name}: charts {charts:?}, page {figures:?}");
+    for (figure, chart) in figures.iter().zip(&charts) {
+        assert_eq!(figure["chart"], *chart, "{name}");
+        let svg = std::fs::read_to_string(dir.join(chart)).unwrap();
+        let marks = svg.matches("<title>").count() as u64;
+        assert_eq!(figure["values"].as_u64(), Some(marks), "{name}: {chart}");
+        assert_eq!(figure["titled"].as_u64(), Some(marks), "{name}: {chart}");
+    }
+    assert_eq!(shown["images"], 0, "{name}: an image the page would ask for");
+
+    // The raw samples: a list per figure, as many rows as the bundle has samples.
+    let expected = B::raw_samples(&bundle);
+    let samples = shown["samples"].as_array().unwrap();
+    assert_eq!(samples.len(), expected.len(), "{name}");
+    for (list, table) in samples.iter().zip(&expected) {
+        assert_eq!(list["rows"].as_u64(), Some(table.rows.len() as u64), "{name}: {}", table.title);
+    }
+    // Every table of the report and every list of samples, each header sortable.
+    let report_tables = markdown.lines().filter(|line| line.starts_with("| ---")).count();
+    assert_eq!(shown["tables"].as_u64(), Some((report_tables + expected.len()) as u64), "{name}");
+    assert_eq!(shown["sortable"], shown["headers"], "{name}");
+
+    // A figure's link names a list that exists, and opens it.
+    let links: Vec<&str> = shown["links"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    let ids: Vec<String> = samples.iter().map(|list| format!("#{}", list["id"].as_str().unwrap())).collect();
+    for link in &links {
+        assert!(ids.iter().any(|id| id == link), "{name}: {link} names no list of samples");
+    }
+    assert!(expected.is_empty() || !links.is_empty(), "{name}: no figure links to its samples");
+    assert!(figures.iter().any(|figure| figure["values"] != 0) || charts.is_empty(), "{name}: {figures:?}");
+    if let Some(first) = links.first() {
+        // The page's own handler of the new address runs first (it was added first).
+        let opened = page.evaluate(&format!(
+            "new Promise(resolve => {{ window.addEventListener('hashchange', () => \
+             resolve(document.querySelector('{first}').open), {{ once: true }}); \
+             document.querySelector('a.samples[href=\"{first}\"]').click(); }})"
+        ));
+        assert_eq!(opened, true, "{name}: {first} did not open its list");
+    }
+
+    // A click on a header sorts its table (unknowns last), and a second reverses it.
+    let sorted = page.evaluate(
+        r#"(() => {
+        const table = Array.from(document.querySelectorAll("table")).find(table => table.tBodies[0].rows.length > 1);
+        if (!table) return "no table of two rows";
+        const header = table.tHead.rows[0].cells[0];
+        const before = table.tBodies[0].rows.length;
+        header.click();
+        const first = header.getAttribute("aria-sort");
+        header.click();
+        return [first, header.getAttribute("aria-sort"), table.tBodies[0].rows.length === before];
+    })()"#,
+    );
+    if sorted != "no table of two rows" {
+        assert_eq!(sorted, serde_json::json!(["ascending", "descending", true]), "{name}");
+    }
+    assert!(page.problems.is_empty(), "{name}: {:#?}", page.problems);
+}
+
+/// Keeps a screenshot of the page where `CHBENCH_PAGE_SCREENSHOTS` says, to be looked at.
+fn keep_screenshot(page: &mut Page, name: &str) {
+    if let Some(folder) = std::env::var_os("CHBENCH_PAGE_SCREENSHOTS") {
+        std::fs::create_dir_all(&folder).unwrap();
+        page.screenshot(&Path::new(&folder).join(format!("{name}.png")));
+    }
+}
+
+/// A page with an error in its script, a missing image and a request to the network is
+/// caught: the test above would see them.
+#[test]
+#[ignore = "needs Chromium (Debian's chromium, or CHBENCH_CHROMIUM): .ci/run installs it"]
+fn a_page_with_a_script_error_or_a_request_is_caught() {
+    let root = tempfile::tempdir().unwrap();
+    let html = root.path().join("broken.html");
+    std::fs::write(
+        &html,
+        "<!DOCTYPE html><html><body><img src=\"missing.svg\"><script>console.error('seen'); undefinedCall();</script>\
+         </body></html>",
+    )
+    .unwrap();
+    let page = Page::open(&html);
+    let problems = page.problems.join("\n");
+    for expected in ["console \"error\"", "exception", "missing.svg"] {
+        assert!(problems.contains(expected), "{expected} not caught in:\n{problems}");
+    }
+}
