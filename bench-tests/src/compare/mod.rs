@@ -191,6 +191,10 @@ pub struct QuerySide {
     pub read_rows: Option<f64>,
     /// Medians of the warm samples' time breakdown; `None` when no sample has one.
     pub breakdown: Option<BreakdownMedians>,
+    /// The timings compared, in ms, in the order they ran: what the comparison's page
+    /// plots. Not in `compare.json`, whose bundles hold every sample.
+    #[serde(skip)]
+    pub samples_ms: Vec<f64>,
 }
 
 /// How many queries got each verdict.
@@ -675,6 +679,7 @@ fn query_side<Variant>(runs: &QueryRuns<Variant>, timings: &[f64], median_ms: Op
         min_ms: known.iter().copied().reduce(f64::min),
         read_rows: median_unsorted(runs.warm_samples().map(|sample| sample.stats.read_rows as f64).collect()),
         breakdown: why::breakdown_medians(runs),
+        samples_ms: timings.to_vec(),
     }
 }
 

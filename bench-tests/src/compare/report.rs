@@ -1,6 +1,8 @@
-//! A [`Compared`] as Markdown (`compare.md`) and a chart of the medians side by side
-//! (`medians.svg`), made from the comparison alone: the sections every kind's comparison
-//! has, with its kind's own where they go ([`super::ComparisonSections`]).
+//! A [`Compared`] as Markdown (`compare.md`), as a page (`compare.html`), and charts: the
+//! medians side by side (`medians.svg`), every sample of both sides (`samples.svg`), and
+//! the kind's own (its levels as curves); made from the comparison alone: the sections
+//! every kind's comparison has, with its kind's own where they go
+//! ([`super::ComparisonSections`]).
 
 use std::fmt::Write as _;
 
@@ -10,23 +12,107 @@ use super::why::short_ratio;
 use super::{Compared, Comparison, PlanChange, QueryComparison, Side};
 use crate::files::write_atomically;
 use crate::markdown::Table;
-use crate::report::charts::{Bars, log_bars};
+use crate::report::charts::{Bars, Line, Strip, log_bars, log_log_lines, strips};
+use crate::report::html::{self, SampleTable};
 use crate::significance::Verdict;
 use crate::units::{milliseconds, number, p_value, percent, plural_as, times};
 
 /// The report's file in a comparison's folder.
 pub const COMPARE_FILE: &str = "compare.md";
-/// The chart the report shows.
+/// The chart of the medians the report shows.
 pub const CHART_FILE: &str = "medians.svg";
+/// The chart of every sample compared.
+pub const SAMPLES_CHART_FILE: &str = "samples.svg";
+/// The chart of a kind's levels on both sides (its rate against the clients).
+pub const LEVELS_CHART_FILE: &str = "levels.svg";
+/// The comparison's page, beside the report.
+pub const COMPARE_HTML: &str = "compare.html";
 /// The comparison as JSON, beside the report.
 pub const JSON_FILE: &str = "compare.json";
 
-/// Writes the comparison's three files into the folder `out`, which exists: compare.json,
-/// the chart and compare.md, each whole, then renamed into place.
+/// Writes the comparison's files into the folder `out`, which exists: compare.json, the
+/// charts, compare.html and compare.md, each whole, then renamed into place.
 pub fn write_files(compared: &Compared, out: &std::path::Path) -> Result<()> {
     write_atomically(&out.join(JSON_FILE), &compared.json()?)?;
-    write_atomically(&out.join(CHART_FILE), &chart(&compared.comparison)?)?;
-    write_atomically(&out.join(COMPARE_FILE), &markdown(compared))
+    let comparison = &compared.comparison;
+    let mut charts = vec![(CHART_FILE, chart(comparison)?), (SAMPLES_CHART_FILE, samples_chart(comparison)?)];
+    charts.extend(compared.sections().charts(comparison)?);
+    for (name, svg) in &charts {
+        write_atomically(&out.join(name), svg)?;
+    }
+    let markdown = markdown(compared);
+    let title =
+        format!("{} benchmark: {} against {}", comparison.kind, comparison.candidate.label, comparison.baseline.label);
+    write_atomically(&out.join(COMPARE_HTML), &html::page(&title, &markdown, &charts, &samples_lists(comparison)))?;
+    write_atomically(&out.join(COMPARE_FILE), &markdown)
+}
+
+/// A level on both sides, as [`level_curves`] draws it: its client count, and A's and
+/// B's rate (`None` where a side did not run it or its rate is unknown).
+pub struct LevelRates {
+    pub clients: u32,
+    pub baseline: Option<f64>,
+    pub candidate: Option<f64>,
+}
+
+/// A kind's levels as two curves, A's and B's: `rate` (its unit, `QPS`) at each client
+/// count, with a gap where a side's rate is unknown.
+pub fn level_curves(comparison: &Comparison, rate: &str, levels: &[LevelRates]) -> Result<String> {
+    let line = |name: String, side: fn(&LevelRates) -> Option<f64>| Line {
+        name,
+        points: levels.iter().map(|level| (f64::from(level.clients), side(level))).collect(),
+    };
+    log_log_lines(
+        &format!("{rate} at each level, median across rounds"),
+        "clients",
+        rate,
+        &[
+            line(format!("A: {}", comparison.baseline.label), |level| level.baseline),
+            line(format!("B: {}", comparison.candidate.label), |level| level.candidate),
+        ],
+    )
+}
+
+/// Every query's samples compared, both sides on one axis, each side's median marked.
+pub fn samples_chart(comparison: &Comparison) -> Result<String> {
+    let rows: Vec<Strip> = comparison
+        .queries
+        .iter()
+        .map(|query| Strip {
+            category: query.query.clone(),
+            samples: vec![query.baseline.samples_ms.clone(), query.candidate.samples_ms.clone()],
+        })
+        .collect();
+    strips(
+        "Every sample compared, median marked",
+        "ms",
+        &[&format!("A: {}", comparison.baseline.label), &format!("B: {}", comparison.candidate.label)],
+        &rows,
+    )
+}
+
+/// The samples each query's verdict was reached on, for the page: linked from the
+/// queries' table.
+fn samples_lists(comparison: &Comparison) -> Vec<SampleTable> {
+    comparison
+        .queries
+        .iter()
+        .map(|query| SampleTable {
+            linked_from: "query".to_string(),
+            key: query.query.clone(),
+            title: query.query.clone(),
+            columns: ["side", "sample", "server, ms"].map(str::to_string).to_vec(),
+            rows: [("A", &query.baseline), ("B", &query.candidate)]
+                .into_iter()
+                .flat_map(|(letter, side)| {
+                    side.samples_ms
+                        .iter()
+                        .enumerate()
+                        .map(move |(index, ms)| vec![letter.to_string(), (index + 1).to_string(), ms.to_string()])
+                })
+                .collect(),
+        })
+        .collect()
 }
 
 /// The medians of every query compared, on both sides.
@@ -96,7 +182,7 @@ pub fn markdown(compared: &Compared) -> String {
             verdict_cell(query),
         ]);
     }
-    let _ = writeln!(out, "## Queries\n\n![medians]({CHART_FILE})\n\n{table}");
+    let _ = writeln!(out, "## Queries\n\n![medians]({CHART_FILE})\n\n![every sample]({SAMPLES_CHART_FILE})\n\n{table}");
     let totals = &comparison.totals;
     let _ = writeln!(
         out,

@@ -45,6 +45,11 @@ pub trait ComparisonSections: fmt::Debug + Send + Sync {
     fn priced_node_types(&self) -> Option<[Option<String>; 2]> {
         None
     }
+    /// Charts of the kind's own figures (file name, SVG), written beside `compare.md`,
+    /// whose sections name them where they show those figures (the levels as curves).
+    fn charts(&self, _comparison: &Comparison) -> Result<Vec<(&'static str, String)>> {
+        Ok(Vec::new())
+    }
     /// What the terminal calls the totals' sum of means.
     fn sum_of_means_name(&self) -> &'static str {
         "sum of means"

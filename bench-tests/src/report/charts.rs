@@ -162,6 +162,101 @@ pub fn shares(title: &str, parts: [&str; 3], rows: &[(String, [Option<f64>; 3])]
     Ok(with_hover_targets(svg, &targets))
 }
 
+/// One row of [`strips`]: a category (a query) and each series' samples.
+pub struct Strip {
+    pub category: String,
+    pub samples: Vec<Vec<f64>>,
+}
+
+/// Every sample of each series as a dot, the series of a category one above the other on
+/// one log axis, each with its median as a bar across its dots: so that two runs' spreads,
+/// and not only their medians, can be seen side by side. A sample that is not a positive
+/// number is not drawn.
+pub fn strips(title: &str, unit: &str, series: &[&str], rows: &[Strip]) -> Result<String> {
+    let positive = |value: &f64| value.is_finite() && *value > 0.0;
+    let measured: Vec<f64> =
+        rows.iter().flat_map(|row| row.samples.iter().flatten().copied().filter(positive)).collect();
+    if measured.is_empty() || series.is_empty() {
+        return Ok(empty("nothing measured"));
+    }
+    let high = measured.iter().copied().fold(0.0, f64::max);
+    let low = measured.iter().copied().fold(high, f64::min);
+    let x_range = (low / 1.6)..(high * 1.6);
+    // Each row is 2 slots a series: series s sits at slot 2s + 1, the row's label at slot
+    // `series.len()`, so that every position is an integer plotters labels.
+    let slots = 2 * series.len() as i32;
+    let total = slots * rows.len() as i32;
+    let height = 80 + ROW * (rows.len() * series.len()) as u32;
+    let mut svg = String::new();
+    let mut targets = Vec::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
+        root.fill(&WHITE).map_err(chart_error)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(format!("{title} ({unit}, log scale)"), ("sans-serif", 16))
+            .margin(8)
+            .x_label_area_size(24)
+            .y_label_area_size(LABELS)
+            .build_cartesian_2d(x_range.log_scale(), 0..total)
+            .map_err(chart_error)?;
+        // Rows top down: row r's slots are counted from the bottom.
+        let base = |row: usize| total - slots * (row as i32 + 1);
+        let names: Vec<(i32, String)> = rows
+            .iter()
+            .enumerate()
+            .map(|(row, strip)| (base(row) + series.len() as i32, strip.category.clone()))
+            .collect();
+        chart
+            .configure_mesh()
+            .disable_y_mesh()
+            .y_labels(total as usize + 1)
+            .y_label_formatter(&|slot| {
+                names.iter().find(|(at, _)| at == slot).map(|(_, name)| name.clone()).unwrap_or_default()
+            })
+            .x_label_formatter(&|value| compact(*value))
+            .draw()
+            .map_err(chart_error)?;
+        for (index, name) in series.iter().enumerate() {
+            let color = COLORS[index % COLORS.len()];
+            let mut dots = Vec::new();
+            for (row, strip) in rows.iter().enumerate() {
+                let y = base(row) + 2 * (series.len() - 1 - index) as i32 + 1;
+                let samples: Vec<f64> =
+                    strip.samples.get(index).into_iter().flatten().copied().filter(positive).collect();
+                for (run, &value) in samples.iter().enumerate() {
+                    dots.push((value, y));
+                    targets.push(HoverTarget {
+                        shape: HoverShape::Circle(chart.backend_coord(&(value, y)), 5),
+                        title: format!(
+                            "{} · {name}: {} {unit} (sample {} of {})",
+                            strip.category,
+                            compact(value),
+                            run + 1,
+                            samples.len()
+                        ),
+                    });
+                }
+                if let Some(median) = crate::numbers::median_unsorted(samples.clone()) {
+                    chart
+                        .draw_series(std::iter::once(PathElement::new(
+                            vec![(median, y - 1), (median, y + 1)],
+                            BLACK.stroke_width(2),
+                        )))
+                        .map_err(chart_error)?;
+                }
+            }
+            chart
+                .draw_series(dots.into_iter().map(|dot| Circle::new(dot, 3, color.mix(0.7).filled())))
+                .map_err(chart_error)?
+                .label(*name)
+                .legend(move |(x, y)| Circle::new((x + 5, y), 4, color.filled()));
+        }
+        draw_legend(&mut chart, SeriesLabelPosition::UpperRight)?;
+        root.present().map_err(chart_error)?;
+    }
+    Ok(with_hover_targets(svg, &targets))
+}
+
 /// Colours of [`log_log_lines`]: more than [`COLORS`], since a chart holds a line per
 /// query and design.
 const LINE_COLORS: [RGBColor; 8] = [
@@ -404,6 +499,21 @@ mod tests {
         assert_eq!(svg.matches("<circle").count(), 4, "{svg}");
         assert!(svg.contains("<title>q1 · by_day: 200 active parts, 1.5 ms</title>"), "{svg}");
         assert!(log_log_lines("Duration", "active parts", "ms", &lines[1..]).unwrap().contains("nothing measured"));
+    }
+
+    #[test]
+    fn strips_mark_every_sample_and_skip_what_is_not_a_time() {
+        let rows = [
+            Strip { category: "q1".to_string(), samples: vec![vec![2.0, 2.5, 3.0], vec![1.0, f64::NAN]] },
+            Strip { category: "q2".to_string(), samples: vec![vec![], vec![40.0]] },
+        ];
+        let svg = strips("Samples", "ms", &["A", "B"], &rows).unwrap();
+        let values = &svg[svg.find("<g class=\"values\"").unwrap()..];
+        assert_eq!(values.matches("<title>").count(), 5, "{values}");
+        assert!(values.contains("<title>q1 · A: 2.5 ms (sample 2 of 3)</title>"), "{values}");
+        assert!(values.contains("<title>q2 · B: 40.0 ms (sample 1 of 1)</title>"), "{values}");
+        assert!(svg.contains("q1\n</text>") && svg.contains("q2\n</text>"), "{svg}");
+        assert!(strips("Samples", "ms", &["A", "B"], &[]).unwrap().contains("nothing measured"));
     }
 
     #[test]

@@ -192,7 +192,7 @@ impl<'m> Iterator for Rewriter<'_, 'm> {
 /// `## Raw samples`: one closed list per figure, opened by its link.
 fn samples_section(samples: &[SampleTable], anchors: &BTreeMap<(&str, &str), String>) -> String {
     let mut html = String::from(
-        "<section id=\"raw-samples\">\n<h2>Raw samples</h2>\n<p>Every sample behind the figures above, as the \
+        "<section id=\"raw-samples\">\n<h2>Raw samples</h2>\n<p>Every sample behind the figures above, as its \
          bundle's <code>results.json</code> holds it; a figure's link opens its list.</p>\n",
     );
     for table in samples {

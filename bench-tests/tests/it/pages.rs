@@ -1,8 +1,8 @@
-//! The HTML pages in a real browser: every kind's example bundles' `report.html`, opened
-//! from disk in headless Chromium, load with no console error, no failed request and no
-//! request at all beyond the page itself; their charts, tables and raw samples are in the
-//! page in the numbers the bundle gives; a table sorts on a click and a figure's link opens
-//! its samples.
+//! The HTML pages in a real browser: every kind's example bundles' `report.html`, and
+//! their comparisons' `compare.html`, opened from disk in headless Chromium, load with no
+//! console error, no failed request and no request at all beyond the page itself; their
+//! charts, tables and raw samples are in the page in the numbers the bundle gives; a table
+//! sorts on a click and a figure's link opens its samples.
 //!
 //! Ignored in a laptop's `cargo nextest run`, which may have no Chromium; `.ci/run`
 //! installs Debian's and runs them (`--run-ignored only -E 'test(/^pages::/)'`).
@@ -13,7 +13,9 @@ mod browser;
 use std::path::Path;
 
 use chbench::benchmarks::Benchmark;
-use chbench::benchmarks::kinds::{KindVisitor, visit_kinds, write_report};
+use chbench::benchmarks::kinds::{self, KindVisitor, visit_kinds, write_report};
+use chbench::compare::CompareOptions;
+use chbench::compare::report::{COMPARE_FILE, COMPARE_HTML, LEVELS_CHART_FILE, SAMPLES_CHART_FILE, write_files};
 use chbench::report::html::REPORT_HTML;
 use chbench::results::{BundleWriter, ExistingFolder, KindResults, RunBundle};
 use serde_json::Value;
@@ -65,10 +67,41 @@ fn check_report_page<B: Benchmark>(name: &str, example: RunBundle<B::Results>) {
     let writer = BundleWriter::create(root.path(), bundle.clone(), ExistingFolder::Refuse).unwrap();
     let dir = writer.dir().to_path_buf();
     let markdown = std::fs::read_to_string(write_report(&dir).unwrap()).unwrap();
-    let html = dir.join(REPORT_HTML);
-    let mut page = Page::open(&html);
+    let expected = B::raw_samples(&bundle);
+    let mut page = Page::open(&dir.join(REPORT_HTML));
+    check_page(name, &mut page, &dir, &markdown, &expected.iter().map(|table| table.rows.len()).collect::<Vec<_>>());
+
+    // The same bundle against itself: the comparison's page, with every sample compared
+    // on its chart, and a kind's levels as curves.
+    let compared = kinds::compare(&[dir.clone(), dir.clone()], &CompareOptions::default()).unwrap();
+    let out = root.path().join("compared");
+    std::fs::create_dir(&out).unwrap();
+    write_files(&compared, &out).unwrap();
+    let markdown = std::fs::read_to_string(out.join(COMPARE_FILE)).unwrap();
+    let queries = &compared.comparison.queries;
+    let lists: Vec<usize> =
+        queries.iter().map(|query| query.baseline.samples_ms.len() + query.candidate.samples_ms.len()).collect();
+    let mut page = Page::open(&out.join(COMPARE_HTML));
+    let shown = check_page(&format!("{name}-compare"), &mut page, &out, &markdown, &lists);
+    let figure =
+        |chart: &str| shown["figures"].as_array().unwrap().iter().find(|figure| figure["chart"] == chart).cloned();
+    let samples = figure(SAMPLES_CHART_FILE).expect("the samples' chart");
+    let positive = queries
+        .iter()
+        .flat_map(|query| query.baseline.samples_ms.iter().chain(&query.candidate.samples_ms))
+        .filter(|ms| ms.is_finite() && **ms > 0.0)
+        .count() as u64;
+    assert_eq!(samples["values"].as_u64(), Some(positive), "{name}: every positive sample a dot");
+    if let Some(levels) = figure(LEVELS_CHART_FILE) {
+        assert_ne!(levels["values"], 0, "{name}: levels drawn as curves");
+    }
+}
+
+/// Checks a page opened from `dir`, where `markdown` is the report it shows and
+/// `sample_rows` the rows of each of its lists of samples; returns what it shows.
+fn check_page(name: &str, page: &mut Page, dir: &Path, markdown: &str, sample_rows: &[usize]) -> Value {
     let shown = page.evaluate(SHOWN);
-    keep_screenshot(&mut page, name);
+    keep_screenshot(page, name);
 
     // The charts: each image of the report is drawn inline, its every measured mark named
     // on hover, as many as its SVG file has.
@@ -86,15 +119,14 @@ fn check_report_page<B: Benchmark>(name: &str, example: RunBundle<B::Results>) {
     assert_eq!(shown["images"], 0, "{name}: an image the page would ask for");
 
     // The raw samples: a list per figure, as many rows as the bundle has samples.
-    let expected = B::raw_samples(&bundle);
     let samples = shown["samples"].as_array().unwrap();
-    assert_eq!(samples.len(), expected.len(), "{name}");
-    for (list, table) in samples.iter().zip(&expected) {
-        assert_eq!(list["rows"].as_u64(), Some(table.rows.len() as u64), "{name}: {}", table.title);
+    assert_eq!(samples.len(), sample_rows.len(), "{name}");
+    for (index, (list, rows)) in samples.iter().zip(sample_rows).enumerate() {
+        assert_eq!(list["rows"].as_u64(), Some(*rows as u64), "{name}: list {index}");
     }
     // Every table of the report and every list of samples, each header sortable.
     let report_tables = markdown.lines().filter(|line| line.starts_with("| ---")).count();
-    assert_eq!(shown["tables"].as_u64(), Some((report_tables + expected.len()) as u64), "{name}");
+    assert_eq!(shown["tables"].as_u64(), Some((report_tables + sample_rows.len()) as u64), "{name}");
     assert_eq!(shown["sortable"], shown["headers"], "{name}");
 
     // A figure's link names a list that exists, and opens it.
@@ -103,7 +135,7 @@ fn check_report_page<B: Benchmark>(name: &str, example: RunBundle<B::Results>) {
     for link in &links {
         assert!(ids.iter().any(|id| id == link), "{name}: {link} names no list of samples");
     }
-    assert!(expected.is_empty() || !links.is_empty(), "{name}: no figure links to its samples");
+    assert!(sample_rows.is_empty() || !links.is_empty(), "{name}: no figure links to its samples");
     assert!(figures.iter().any(|figure| figure["values"] != 0) || charts.is_empty(), "{name}: {figures:?}");
     if let Some(first) = links.first() {
         // The page's own handler of the new address runs first (it was added first).
@@ -132,6 +164,7 @@ fn check_report_page<B: Benchmark>(name: &str, example: RunBundle<B::Results>) {
         assert_eq!(sorted, serde_json::json!(["ascending", "descending", true]), "{name}");
     }
     assert!(page.problems.is_empty(), "{name}: {:#?}", page.problems);
+    shown
 }
 
 /// Keeps a screenshot of the page where `CHBENCH_PAGE_SCREENSHOTS` says, to be looked at.

@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 
 use super::ThroughputResults;
+use crate::compare::report::{LEVELS_CHART_FILE, LevelRates, level_curves};
 use crate::compare::{Comparison, ComparisonSections, SidePrice};
 use crate::levels::{levels_by_verdict, rate_significance, rate_verdict_word};
 use crate::markdown::Table;
@@ -131,7 +132,28 @@ impl ComparisonSections for ThroughputComparison {
     }
 
     fn markdown_before_queries(&self, _comparison: &Comparison) -> String {
-        if self.levels.is_empty() { String::new() } else { format!("{}\n", self.levels_section()) }
+        if self.levels.is_empty() {
+            String::new()
+        } else {
+            format!("{}\n![QPS at each level]({LEVELS_CHART_FILE})\n\n", self.levels_section())
+        }
+    }
+
+    fn charts(&self, comparison: &Comparison) -> anyhow::Result<Vec<(&'static str, String)>> {
+        if self.levels.is_empty() {
+            return Ok(Vec::new());
+        }
+        let median = |side: &Option<LevelSide>| side.as_ref().and_then(|side| side.qps_median);
+        let levels: Vec<LevelRates> = self
+            .levels
+            .iter()
+            .map(|level| LevelRates {
+                clients: level.clients,
+                baseline: median(&level.baseline),
+                candidate: median(&level.candidate),
+            })
+            .collect();
+        Ok(vec![(LEVELS_CHART_FILE, level_curves(comparison, "QPS", &levels)?)])
     }
 
     fn markdown_after_totals(&self, comparison: &Comparison) -> String {

@@ -7,6 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Counted, Decomposition, WritesLevel, WritesResults};
+use crate::compare::report::{LEVELS_CHART_FILE, LevelRates, level_curves};
 use crate::compare::{Comparison, ComparisonSections};
 use crate::levels::{levels_by_verdict, rate_significance, rate_verdict_word};
 use crate::markdown::Table;
@@ -189,7 +190,29 @@ impl ComparisonSections for WritesComparison {
         if self.levels.is_empty() {
             return String::new();
         }
-        format!("{}\n\n{}\n", self.rates_section(), self.split_section())
+        format!(
+            "{}\n\n![{} at each level]({LEVELS_CHART_FILE})\n\n{}\n",
+            self.rates_section(),
+            self.unit,
+            self.split_section()
+        )
+    }
+
+    fn charts(&self, comparison: &Comparison) -> anyhow::Result<Vec<(&'static str, String)>> {
+        if self.levels.is_empty() {
+            return Ok(Vec::new());
+        }
+        let median = |side: &Option<WritesLevel>| side.as_ref().and_then(|level| level.closed_loop.qps.median);
+        let levels: Vec<LevelRates> = self
+            .levels
+            .iter()
+            .map(|level| LevelRates {
+                clients: level.clients,
+                baseline: median(&level.baseline),
+                candidate: median(&level.candidate),
+            })
+            .collect();
+        Ok(vec![(LEVELS_CHART_FILE, level_curves(comparison, &self.unit, &levels)?)])
     }
 
     fn terminal_lines(&self) -> Vec<String> {
