@@ -47,30 +47,30 @@ pub fn write_files(compared: &Compared, out: &std::path::Path) -> Result<()> {
     write_atomically(&out.join(COMPARE_FILE), &markdown)
 }
 
-/// A level on both sides, as [`level_curves`] draws it: its client count, and A's and
-/// B's rate (`None` where a side did not run it or its rate is unknown).
-pub struct LevelRates {
-    pub clients: u32,
-    pub baseline: Option<f64>,
-    pub candidate: Option<f64>,
-}
-
-/// A kind's levels as two curves, A's and B's: `rate` (its unit, `QPS`) at each client
-/// count, with a gap where a side's rate is unknown.
-pub fn level_curves(comparison: &Comparison, rate: &str, levels: &[LevelRates]) -> Result<String> {
-    let line = |name: String, side: fn(&LevelRates) -> Option<f64>| Line {
+/// A kind's levels as two curves, A's and B's, in [`LEVELS_CHART_FILE`]: `rate` (its
+/// unit, `QPS`) at each client count of `levels` (clients, A's level, B's level), as
+/// `rate_of` reads it from a side's level, with a gap where a side did not run the level
+/// or its rate is unknown; no chart without levels.
+pub fn level_curves<Level>(
+    comparison: &Comparison,
+    rate: &str,
+    levels: &[(u32, Option<&Level>, Option<&Level>)],
+    rate_of: fn(&Level) -> Option<f64>,
+) -> Result<Vec<(&'static str, String)>> {
+    if levels.is_empty() {
+        return Ok(Vec::new());
+    }
+    let line = |name: String, side: usize| Line {
         name,
-        points: levels.iter().map(|level| (f64::from(level.clients), side(level))).collect(),
+        points: levels.iter().map(|&(clients, a, b)| (f64::from(clients), [a, b][side].and_then(rate_of))).collect(),
     };
-    log_log_lines(
+    let chart = log_log_lines(
         &format!("{rate} at each level, median across rounds"),
         "clients",
         rate,
-        &[
-            line(format!("A: {}", comparison.baseline.label), |level| level.baseline),
-            line(format!("B: {}", comparison.candidate.label), |level| level.candidate),
-        ],
-    )
+        &[line(format!("A: {}", comparison.baseline.label), 0), line(format!("B: {}", comparison.candidate.label), 1)],
+    )?;
+    Ok(vec![(LEVELS_CHART_FILE, chart)])
 }
 
 /// Every query's samples compared, both sides on one axis, each side's median marked.

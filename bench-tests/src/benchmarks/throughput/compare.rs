@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 
 use super::ThroughputResults;
-use crate::compare::report::{LEVELS_CHART_FILE, LevelRates, level_curves};
+use crate::compare::report::{LEVELS_CHART_FILE, level_curves};
 use crate::compare::{Comparison, ComparisonSections, SidePrice};
 use crate::levels::{levels_by_verdict, rate_significance, rate_verdict_word};
 use crate::markdown::Table;
@@ -140,20 +140,12 @@ impl ComparisonSections for ThroughputComparison {
     }
 
     fn charts(&self, comparison: &Comparison) -> anyhow::Result<Vec<(&'static str, String)>> {
-        if self.levels.is_empty() {
-            return Ok(Vec::new());
-        }
-        let median = |side: &Option<LevelSide>| side.as_ref().and_then(|side| side.qps_median);
-        let levels: Vec<LevelRates> = self
+        let levels: Vec<_> = self
             .levels
             .iter()
-            .map(|level| LevelRates {
-                clients: level.clients,
-                baseline: median(&level.baseline),
-                candidate: median(&level.candidate),
-            })
+            .map(|level| (level.clients, level.baseline.as_ref(), level.candidate.as_ref()))
             .collect();
-        Ok(vec![(LEVELS_CHART_FILE, level_curves(comparison, "QPS", &levels)?)])
+        level_curves(comparison, "QPS", &levels, |side| side.qps_median)
     }
 
     fn markdown_after_totals(&self, comparison: &Comparison) -> String {

@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Counted, Decomposition, WritesLevel, WritesResults};
-use crate::compare::report::{LEVELS_CHART_FILE, LevelRates, level_curves};
+use crate::compare::report::{LEVELS_CHART_FILE, level_curves};
 use crate::compare::{Comparison, ComparisonSections};
 use crate::levels::{levels_by_verdict, rate_significance, rate_verdict_word};
 use crate::markdown::Table;
@@ -199,20 +199,12 @@ impl ComparisonSections for WritesComparison {
     }
 
     fn charts(&self, comparison: &Comparison) -> anyhow::Result<Vec<(&'static str, String)>> {
-        if self.levels.is_empty() {
-            return Ok(Vec::new());
-        }
-        let median = |side: &Option<WritesLevel>| side.as_ref().and_then(|level| level.closed_loop.qps.median);
-        let levels: Vec<LevelRates> = self
+        let levels: Vec<_> = self
             .levels
             .iter()
-            .map(|level| LevelRates {
-                clients: level.clients,
-                baseline: median(&level.baseline),
-                candidate: median(&level.candidate),
-            })
+            .map(|level| (level.clients, level.baseline.as_ref(), level.candidate.as_ref()))
             .collect();
-        Ok(vec![(LEVELS_CHART_FILE, level_curves(comparison, &self.unit, &levels)?)])
+        level_curves(comparison, &self.unit, &levels, |level| level.closed_loop.qps.median)
     }
 
     fn terminal_lines(&self) -> Vec<String> {
