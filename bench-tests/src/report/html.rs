@@ -10,10 +10,11 @@
 //! put inline for its image, a table's first cell linked to its samples) are made on the
 //! parser's events.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt::Write as _;
+use std::ops::Range;
 
-use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
+use pulldown_cmark::{DefaultBrokenLinkCallback, Event, OffsetIter, Options, Parser, Tag, TagEnd};
 use pulldown_cmark_escape::{escape_html, escape_html_body_text};
 
 use crate::units::plural;
@@ -65,16 +66,21 @@ pub fn page(title: &str, markdown: &str, charts: &[(&str, String)], samples: &[S
     page
 }
 
-/// The Markdown parser's events, with a chart inline for its image and a table row's
-/// first cell linked to its samples.
+/// The Markdown parser's events, with a chart inline for its image, a row's first cell
+/// linked to its samples, and raw HTML shown as text: a report's text comes from outside
+/// (query names, answers, error messages), and none of it is markup.
 struct Rewriter<'a, 'm> {
-    parser: Parser<'m>,
+    markdown: &'m str,
+    parser: OffsetIter<'m, DefaultBrokenLinkCallback>,
     charts: &'a [(&'a str, String)],
     anchors: &'a BTreeMap<(&'a str, &'a str), String>,
     /// Events made and not yet handed out.
-    ready: std::collections::VecDeque<Event<'m>>,
-    /// The header of the current table's first column, once read.
-    first_header: Option<String>,
+    ready: VecDeque<Event<'m>>,
+    /// The header of the current table's first column, when its rows link to samples:
+    /// only the first table with that header does, the one the samples are behind.
+    linking: Option<String>,
+    /// The first columns' headers of the tables so far.
+    headers_seen: BTreeSet<String>,
     in_head: bool,
     /// The cell of the current row (0: the first).
     cell: usize,
@@ -87,20 +93,33 @@ impl<'a, 'm> Rewriter<'a, 'm> {
         anchors: &'a BTreeMap<(&'a str, &'a str), String>,
     ) -> Self {
         Rewriter {
-            parser: Parser::new_ext(markdown, Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH),
+            markdown,
+            parser: Parser::new_ext(markdown, Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH)
+                .into_offset_iter(),
             charts,
             anchors,
-            ready: Default::default(),
-            first_header: None,
+            ready: VecDeque::new(),
+            linking: None,
+            headers_seen: BTreeSet::new(),
             in_head: false,
             cell: 0,
         }
     }
 
+    /// The parser's next event, raw HTML made text, and where it is in the Markdown.
+    fn next_parsed(&mut self) -> Option<(Event<'m>, Range<usize>)> {
+        let (event, range) = self.parser.next()?;
+        let event = match event {
+            Event::Html(html) | Event::InlineHtml(html) => Event::Text(html),
+            other => other,
+        };
+        Some((event, range))
+    }
+
     /// The events up to `end`, the end itself included.
     fn until(&mut self, end: TagEnd) -> Vec<Event<'m>> {
         let mut events = Vec::new();
-        for event in self.parser.by_ref() {
+        while let Some((event, _)) = self.next_parsed() {
             let done = event == Event::End(end);
             events.push(event);
             if done {
@@ -122,6 +141,12 @@ fn plain_text(events: &[Event<'_>]) -> String {
         .collect()
 }
 
+/// A table cell's text as the Markdown writes it (`markdown::Table` escapes only `|`):
+/// what a samples list's key is matched against, code spans and all.
+fn cell_source(markdown: &str, range: Range<usize>) -> String {
+    markdown.get(range).unwrap_or_default().trim().trim_matches('|').trim().replace("\\|", "|")
+}
+
 impl<'m> Iterator for Rewriter<'_, 'm> {
     type Item = Event<'m>;
 
@@ -129,23 +154,20 @@ impl<'m> Iterator for Rewriter<'_, 'm> {
         if let Some(event) = self.ready.pop_front() {
             return Some(event);
         }
-        let event = self.parser.next()?;
+        let (event, range) = self.next_parsed()?;
         match &event {
             Event::Start(Tag::Image { dest_url, .. }) => {
                 let Some((name, svg)) = self.charts.iter().find(|(name, _)| *name == dest_url.as_ref()) else {
                     return Some(event);
                 };
                 let alt = plain_text(&self.until(TagEnd::Image));
-                let mut figure = format!("<figure class=\"chart\" data-chart=\"{}\">", attribute(name));
-                figure.push_str(svg_without_prolog(svg));
-                figure.push_str("<figcaption>");
-                escape_text(&mut figure, &alt);
-                figure.push_str("</figcaption></figure>");
-                Some(Event::InlineHtml(figure.into()))
-            }
-            Event::Start(Tag::Table(_)) => {
-                self.first_header = None;
-                Some(event)
+                // Spans, not a figure: the image sits in a paragraph, which holds no figure.
+                let mut chart = format!("<span class=\"chart\" data-chart=\"{}\">", attribute(name));
+                chart.push_str(svg_without_prolog(svg));
+                chart.push_str("<span class=\"caption\">");
+                escape_text(&mut chart, &alt);
+                chart.push_str("</span></span>");
+                Some(Event::InlineHtml(chart.into()))
             }
             Event::Start(Tag::TableHead) => {
                 self.in_head = true;
@@ -166,13 +188,20 @@ impl<'m> Iterator for Rewriter<'_, 'm> {
                 if cell != 0 {
                     return Some(event);
                 }
+                let source = cell_source(self.markdown, range);
                 let mut inner = self.until(TagEnd::TableCell);
-                let text = plain_text(&inner);
                 if self.in_head {
-                    self.first_header = Some(text);
-                } else if let Some(anchor) =
-                    self.first_header.as_deref().and_then(|header| self.anchors.get(&(header, text.as_str())))
-                {
+                    let header = plain_text(&inner);
+                    let first_time = self.headers_seen.insert(header.clone());
+                    self.linking = first_time.then_some(header);
+                } else if let Some(anchor) = self.linking.as_deref().and_then(|header| {
+                    // As written (a name holding a code span or a pipe), or as read (a
+                    // name the report puts in backticks).
+                    let read = plain_text(&inner);
+                    [source.as_str(), read.as_str()]
+                        .into_iter()
+                        .find_map(|key| self.anchors.get(&(header, key)).cloned())
+                }) {
                     let end = inner.pop();
                     let link = format!("<a class=\"samples\" href=\"#{anchor}\" title=\"its raw samples\">");
                     self.ready.push_back(Event::InlineHtml(link.into()));
@@ -196,7 +225,8 @@ fn samples_section(samples: &[SampleTable], anchors: &BTreeMap<(&str, &str), Str
          bundle's <code>results.json</code> holds it; a figure's link opens its list.</p>\n",
     );
     for table in samples {
-        let anchor = &anchors[&(table.linked_from.as_str(), table.key.as_str())];
+        // Every list has its anchor (`page` made one per list).
+        let Some(anchor) = anchors.get(&(table.linked_from.as_str(), table.key.as_str())) else { continue };
         let _ = write!(html, "<details id=\"{anchor}\">\n<summary>");
         escape_text(&mut html, &table.title);
         let _ = write!(html, " ({})</summary>\n<table>\n<thead><tr>", plural(table.rows.len() as u64, "sample"));
@@ -259,7 +289,7 @@ mod tests {
         let charts = [("queries.svg", "<?xml version=\"1.0\"?>\n<svg width=\"10\"><rect/></svg>".to_string())];
         let page = page("logs <r1>", MARKDOWN, &charts, &samples());
         assert!(page.starts_with("<!DOCTYPE html>") && page.contains("<title>logs &lt;r1&gt;</title>"), "{page}");
-        assert!(page.contains("<figure class=\"chart\" data-chart=\"queries.svg\"><svg width=\"10\">"), "{page}");
+        assert!(page.contains("<span class=\"chart\" data-chart=\"queries.svg\"><svg width=\"10\">"), "{page}");
         assert!(!page.contains("<img") && !page.contains("<?xml"), "{page}");
         // The row of q1 under a `query` header links to its list; q2 has none, and a
         // table whose first column is another (`round`) links nothing.
@@ -275,6 +305,30 @@ mod tests {
         assert!(page_once.contains("<img src=\"profiles/q1.svg\" alt=\"flame\""), "{page_once}");
         assert!(!page_once.contains("Raw samples"), "{page_once}");
         assert_eq!(page_once, page("t", "![flame](profiles/q1.svg)\n", &[], &[]));
+    }
+
+    #[test]
+    fn markup_in_a_report_is_shown_as_text_and_a_name_with_code_or_a_pipe_still_links() {
+        let markdown = "Error: x <script>alert(1)</script> and a<b AND c>d\n\n<img src=x onerror=alert(2)>\n\n\
+                        | query | warm |\n| --- | --- |\n| q3 `tick` | 1 ms |\n| a\\|b | 2 ms |\n";
+        let samples: Vec<SampleTable> = ["q3 `tick`", "a|b"]
+            .into_iter()
+            .map(|key| SampleTable { key: key.to_string(), title: key.to_string(), ..samples().remove(0) })
+            .collect();
+        let page = page("t", markdown, &[], &samples);
+        let body = &page[page.find("<main>").unwrap()..page.find("</main>").unwrap()];
+        assert!(!body.contains("<script") && !body.contains("<img"), "{body}");
+        assert!(body.contains("&lt;script&gt;alert(1)&lt;/script&gt;") && body.contains("a&lt;b AND c&gt;d"), "{body}");
+        assert!(body.contains("&lt;img src=x onerror=alert(2)&gt;"), "{body}");
+        assert!(body.contains("href=\"#samples-1\"") && body.contains("href=\"#samples-2\""), "{body}");
+    }
+
+    #[test]
+    fn only_the_first_table_with_the_header_links_to_the_samples() {
+        let markdown =
+            "| query | warm |\n| --- | --- |\n| q1 | 1 ms |\n\n| query | direct I/O |\n| --- | --- |\n| q1 | 9 ms |\n";
+        let page = page("t", markdown, &[], &samples());
+        assert_eq!(page.matches("href=\"#samples-1\"").count(), 1, "{page}");
     }
 
     #[test]

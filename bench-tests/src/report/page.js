@@ -1,15 +1,18 @@
 "use strict";
 // Every table sorts by the column whose header is clicked (or given Enter): by the number
-// a cell starts with, its unit scaled (so that 900 ms comes before 1.2 s), else by text;
-// cells with neither (empty, unknown) go last either way. A second click reverses.
+// a cell starts with, its unit scaled (so that 900 ms comes before 1.2 s), else by text,
+// numbers within it in order (q9 before q10); cells that hold no figure (empty, unknown,
+// none, not run) go last either way. A second click reverses. A column with no header
+// (a table of one figure a row) does not sort.
 (function () {
   const scale = {
     ns: 1e-6, "\u00b5s": 1e-3, us: 1e-3, ms: 1, s: 1e3, min: 6e4, h: 3.6e6,
     B: 1, KiB: 1024, MiB: 1048576, GiB: 1073741824, TiB: 1099511627776,
     K: 1e3, M: 1e6, G: 1e9,
   };
+  const collator = new Intl.Collator("en", { numeric: true });
   function numberOf(text) {
-    const match = text.trim().replace(/^\$/, "").match(/^(-?\d[\d,]*(?:\.\d+)?(?:e[+-]?\d+)?)\s*([A-Za-z\u00b5]*)/);
+    const match = text.trim().replace(/^\$/, "").match(/^([-+]?\d[\d,]*(?:\.\d+)?(?:e[+-]?\d+)?)\s*([A-Za-z\u00b5]*)/);
     if (!match) return null;
     const value = parseFloat(match[1].replace(/,/g, ""));
     return Number.isFinite(value) ? value * (scale[match[2]] || 1) : null;
@@ -18,18 +21,19 @@
     const text = cell.textContent.trim();
     const number = numberOf(text);
     if (number !== null) return [0, number, ""];
-    if (text === "" || text === "-" || text.startsWith("unknown")) return [2, 0, ""];
+    if (/^(|-|unknown.*|none|n\/a|not (run|measured).*)$/i.test(text)) return [2, 0, ""];
     return [1, 0, text.toLowerCase()];
   }
   function compare(a, b) {
     if (a[0] !== b[0]) return a[0] - b[0];
     if (a[1] !== b[1]) return a[1] - b[1];
-    return a[2] < b[2] ? -1 : a[2] > b[2] ? 1 : 0;
+    return collator.compare(a[2], b[2]);
   }
   for (const table of document.querySelectorAll("table")) {
     if (!table.tHead || table.tBodies.length === 0) continue;
     const headers = Array.from(table.tHead.rows[0].cells);
     headers.forEach(function (header, column) {
+      if (header.textContent.trim() === "") return;
       header.classList.add("sortable");
       header.tabIndex = 0;
       header.title = "sort by this column";
@@ -55,11 +59,23 @@
       });
     });
   }
-  // A link to a figure's samples opens their list.
-  function openTarget() {
-    const id = decodeURIComponent(location.hash.slice(1));
+  // A link to a figure's samples opens their list: on the click (the address may not
+  // change, when it already names the list), and on an address that names one.
+  function open(id) {
     const target = id && document.getElementById(id);
     if (target && target.tagName === "DETAILS") target.open = true;
+  }
+  function openTarget() {
+    try {
+      open(decodeURIComponent(location.hash.slice(1)));
+    } catch (error) {
+      // An address that is not percent-encoded names no list.
+    }
+  }
+  for (const link of document.querySelectorAll("a.samples")) {
+    link.addEventListener("click", function () {
+      open(link.getAttribute("href").slice(1));
+    });
   }
   window.addEventListener("hashchange", openTarget);
   openTarget();
