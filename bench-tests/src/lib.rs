@@ -78,5 +78,7 @@ pub mod benchmarks;
 #[cfg(feature = "eks")]
 pub mod collect;
 pub mod packs;
-// Matrix runs: a kind by name, run once per variant (above the registry):
+// Matrix runs: a kind by name, run once per variant (above the registry), and the
+// history of a kind's runs:
+pub mod history;
 pub mod matrix;

@@ -32,6 +32,11 @@ pub enum Command {
     /// and a verdict (faster, slower, unchanged, unstable, untestable), why a query changed,
     /// and totals; writes compare.md, medians.svg and compare.json (docs/compare.md).
     Compare(Compare),
+    /// A kind's runs in the order they started (every bundle of one kind under
+    /// --results-dir, or the runs given): per query each run's median and spread, its
+    /// engine and machine, and compare's verdict against the run before, a break where
+    /// their inputs differ; writes history.md, history.svg and history.html (docs/compare.md).
+    History(History),
     /// Measure one statement and print a summary (`--json`: its full record): the last
     /// statement of each SQL file, or a scenario pack's query on the pack's dataset.
     #[command(
@@ -624,6 +629,22 @@ pub struct Compare {
     pub node_price: Vec<(String, f64)>,
     /// Where compare.md, medians.svg and compare.json go [default: RESULTS_DIR/compare-A-vs-B,
     /// A and B the bundles' folder names; compare-RUN-A-vs-B for one A/B bundle's variants].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct History {
+    /// The runs: run ids under --results-dir, or bundle folders [default: every bundle
+    /// under --results-dir, of --kind when its bundles are of several kinds].
+    #[arg(value_name = "RUN")]
+    pub runs: Vec<String>,
+    /// The benchmark kind whose runs to take from --results-dir (logs, throughput...).
+    #[arg(long, value_name = "K")]
+    pub kind: Option<String>,
+    #[arg(long, default_value = "results")]
+    pub results_dir: PathBuf,
+    /// Where history.md, history.svg and history.html go [default: RESULTS_DIR/history-KIND].
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
 }

@@ -7,6 +7,7 @@ mod compare;
 mod eks;
 mod engine_worker;
 mod flags;
+mod history;
 mod measure;
 mod new_pack;
 mod progress;
@@ -25,6 +26,7 @@ fn main() -> ExitCode {
         flags::Command::Measure(measure) => measure.run(),
         flags::Command::Report(report) => report.run(),
         flags::Command::Compare(compare) => compare.run(),
+        flags::Command::History(history) => history.run(),
         flags::Command::NewPack(new_pack) => new_pack.run(),
         flags::Command::Eks(eks) => eks.run(),
         flags::Command::CleanContainers(clean) => clean.run(),

@@ -372,7 +372,9 @@ fn side_line(side: &Side) -> String {
     line
 }
 
-fn verdict_cell(query: &QueryComparison) -> String {
+/// A query's verdict as the report words it, with its reason: what `history` says of a run
+/// against the one before.
+pub fn verdict_cell(query: &QueryComparison) -> String {
     let significance = &query.significance;
     let word = match significance.verdict {
         Verdict::Faster => "**faster**",

@@ -354,6 +354,135 @@ pub fn log_log_lines(title: &str, x_label: &str, y_unit: &str, lines: &[Line]) -
     Ok(with_hover_targets(svg, &targets))
 }
 
+/// One run's figures on one line of [`runs_over_time`]: its median, the fastest and
+/// slowest sample, and what its hover title adds (the verdict against the run before).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunPoint {
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+    pub note: String,
+}
+
+/// One line of [`runs_over_time`] (a query): a point per run, `None` where the run did
+/// not measure it.
+pub struct RunLine {
+    pub name: String,
+    pub points: Vec<Option<RunPoint>>,
+}
+
+/// Runs in the order they ran (x: `#1`, `#2`...), a line per query through its medians on
+/// a log axis, each point with a bar from its fastest to its slowest sample. A run in
+/// `breaks` (its inputs differ from the run before) starts a new line: nothing is drawn
+/// from the run before it, so a change of inputs never reads as a change of speed. A run
+/// where a line has no point (or not a positive median) breaks it too.
+pub fn runs_over_time(title: &str, unit: &str, runs: &[String], lines: &[RunLine], breaks: &[usize]) -> Result<String> {
+    let positive = |value: f64| value.is_finite() && value > 0.0;
+    let drawable = |point: &Option<RunPoint>| point.clone().filter(|point| positive(point.median));
+    let values: Vec<f64> = lines
+        .iter()
+        .flat_map(|line| line.points.iter().filter_map(drawable))
+        .flat_map(|point| [point.median, point.min, point.max])
+        .filter(|value| positive(*value))
+        .collect();
+    if values.is_empty() || runs.is_empty() {
+        return Ok(empty("nothing measured"));
+    }
+    let low = values.iter().copied().fold(f64::INFINITY, f64::min);
+    let high = values.iter().copied().fold(0.0, f64::max);
+    let margin = if high > low { 1.6 } else { 3.0 };
+    let y_range = (low / margin)..(high * margin);
+    let x_range = -0.5..(runs.len() as f64 - 0.5);
+    // The lines side by side at each run, so that their bars do not hide each other.
+    let spread = 0.2_f64.min(0.4 / lines.len().max(1) as f64);
+    let offset = |index: usize| (index as f64 - (lines.len() as f64 - 1.0) / 2.0) * spread;
+    let mut svg = String::new();
+    let mut targets = Vec::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, 460)).into_drawing_area();
+        root.fill(&WHITE).map_err(chart_error)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(format!("{title} ({unit}, log scale)"), ("sans-serif", 16))
+            .margin(12)
+            .x_label_area_size(36)
+            .y_label_area_size(56)
+            .build_cartesian_2d(x_range, y_range.log_scale())
+            .map_err(chart_error)?;
+        let run_label = |value: &f64| {
+            let index = value.round();
+            match (value - index).abs() < 1e-6 && index >= 0.0 && (index as usize) < runs.len() {
+                true => format!("#{}", index as usize + 1),
+                false => String::new(),
+            }
+        };
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(runs.len())
+            .x_desc("runs in the order they started")
+            .y_desc(unit)
+            .x_label_formatter(&run_label)
+            .y_label_formatter(&|value| compact(*value))
+            .draw()
+            .map_err(chart_error)?;
+        for (index, line) in lines.iter().enumerate() {
+            let color = LINE_COLORS[index % LINE_COLORS.len()];
+            let x = |run: usize| run as f64 + offset(index);
+            // Runs of consecutive drawn points: a break or a missing point ends one.
+            let mut segments: Vec<Vec<(f64, f64)>> = vec![Vec::new()];
+            for (run, point) in line.points.iter().enumerate() {
+                if breaks.contains(&run) {
+                    segments.push(Vec::new());
+                }
+                match (segments.last_mut(), drawable(point)) {
+                    (Some(segment), Some(point)) => segment.push((x(run), point.median)),
+                    _ => segments.push(Vec::new()),
+                }
+            }
+            for segment in segments.iter().filter(|segment| segment.len() > 1) {
+                chart
+                    .draw_series(std::iter::once(PathElement::new(segment.clone(), color.stroke_width(2))))
+                    .map_err(chart_error)?;
+            }
+            let points: Vec<(usize, RunPoint)> =
+                line.points.iter().enumerate().filter_map(|(run, point)| Some((run, drawable(point)?))).collect();
+            for (run, point) in &points {
+                // The spread as a thin bar, where both its ends are times.
+                if positive(point.min) && positive(point.max) {
+                    let (from, to) =
+                        (chart.backend_coord(&(x(*run), point.min)), chart.backend_coord(&(x(*run), point.max)));
+                    root.draw(&Rectangle::new([(from.0 - 1, from.1), (to.0 + 1, to.1)], color.mix(0.6).filled()))
+                        .map_err(chart_error)?;
+                }
+                let run_id = runs.get(*run).map_or("", String::as_str);
+                let mut title = format!(
+                    "{} · {run_id}: median {} {unit} ({}–{} {unit})",
+                    line.name,
+                    compact(point.median),
+                    compact(point.min),
+                    compact(point.max)
+                );
+                if !point.note.is_empty() {
+                    let _ = write!(title, ", {}", point.note);
+                }
+                targets.push(HoverTarget {
+                    shape: HoverShape::Circle(chart.backend_coord(&(x(*run), point.median)), 6),
+                    title,
+                });
+            }
+            let name = if points.is_empty() { format!("{} (unknown)", line.name) } else { line.name.clone() };
+            chart
+                .draw_series(points.iter().map(|(run, point)| Circle::new((x(*run), point.median), 3, color.filled())))
+                .map_err(chart_error)?
+                .label(name)
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 14, y)], color.stroke_width(2)));
+        }
+        draw_legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
+        root.present().map_err(chart_error)?;
+    }
+    Ok(with_hover_targets(svg, &targets))
+}
+
 /// A measured mark's twin that names its value on hover: its shape in the chart's pixels
 /// and the text of its `<title>`.
 struct HoverTarget {
@@ -514,6 +643,46 @@ mod tests {
         assert!(values.contains("<title>q2 · B: 40.0 ms (sample 1 of 1)</title>"), "{values}");
         assert!(svg.contains("q1\n</text>") && svg.contains("q2\n</text>"), "{svg}");
         assert!(strips("Samples", "ms", &["A", "B"], &[]).unwrap().contains("nothing measured"));
+    }
+
+    fn run_point(median: f64, note: &str) -> Option<RunPoint> {
+        Some(RunPoint { median, min: median * 0.8, max: median * 1.25, note: note.to_string() })
+    }
+
+    #[test]
+    fn runs_over_time_mark_every_run_and_draw_no_line_across_a_break() {
+        let runs: Vec<String> = ["r1", "r2", "r3"].map(str::to_string).to_vec();
+        let lines = || {
+            vec![
+                RunLine {
+                    name: "q1".to_string(),
+                    points: vec![run_point(2.5, ""), run_point(2.6, "unchanged"), run_point(5.0, "break")],
+                },
+                RunLine { name: "q2".to_string(), points: vec![run_point(10.0, ""), None, run_point(12.0, "break")] },
+            ]
+        };
+        let joined = runs_over_time("Median", "ms", &runs, &lines(), &[]).unwrap();
+        let broken = runs_over_time("Median", "ms", &runs, &lines(), &[2]).unwrap();
+        // Five measured points, each a circle and its hover twin.
+        for svg in [&joined, &broken] {
+            let values = &svg[svg.find("<g class=\"values\"").unwrap()..];
+            assert_eq!(values.matches("<title>").count(), 5, "{values}");
+            assert_eq!(svg.matches("<circle").count(), 10, "{svg}");
+            assert!(svg.contains("#1") && svg.contains("#3") && svg.contains("log scale"), "{svg}");
+        }
+        assert!(joined.contains("<title>q1 · r2: median 2.6 ms (2.1–3.2 ms), unchanged</title>"), "{joined}");
+        assert!(joined.contains("<title>q1 · r1: median 2.5 ms (2.0–3.1 ms)</title>"), "{joined}");
+        // Without a break q1 is one line through three runs (q2's missing run breaks it);
+        // with the break before run 3, q1's line ends at run 2, and none reaches run 3.
+        let lines_of = |svg: &str| -> Vec<usize> {
+            svg.split("<polyline").skip(1).map(|rest| rest[..rest.find("/>").unwrap()].matches(',').count()).collect()
+        };
+        assert!(lines_of(&joined).contains(&3), "{joined}");
+        assert!(!lines_of(&broken).contains(&3), "{broken}");
+        // Breaks before runs 2 and 3 leave q1 no line at all: one line fewer.
+        let apart = runs_over_time("Median", "ms", &runs, &lines(), &[1, 2]).unwrap();
+        assert_eq!(lines_of(&joined).len(), lines_of(&apart).len() + 1, "{apart}");
+        assert!(runs_over_time("Median", "ms", &runs, &[], &[]).unwrap().contains("nothing measured"));
     }
 
     #[test]

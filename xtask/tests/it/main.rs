@@ -16,6 +16,7 @@ mod eks_build;
 mod engine_fetch;
 mod engine_version;
 mod engine_worker;
+mod history;
 // Only an xtask built without the `eks` feature runs itself again to get it.
 #[cfg(not(feature = "eks"))]
 mod eks_rerun;
