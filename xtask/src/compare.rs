@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Result, bail};
 use chbench::benchmarks::kinds;
-use chbench::compare::report::{COMPARE_FILE, write_files};
+use chbench::compare::report::{COMPARE_FILE, COMPARE_HTML, write_files};
 use chbench::compare::{CompareOptions, Compared, Side};
 use chbench::interrupt;
 use chbench::node_prices::PriceOverrides;
@@ -236,6 +236,7 @@ fn print_summary(compared: &Compared, out: &Path) {
         text.push_str(&format!("{line}\n"));
     }
     text.push_str(&format!("report: {}\n", out.join(COMPARE_FILE).display()));
+    text.push_str(&format!("page: {}\n", out.join(COMPARE_HTML).display()));
     print_ignoring_a_closed_pipe(&text);
 }
 

@@ -63,12 +63,21 @@ pub fn of_queries<Variant: Serialize>(queries: &[QueryRuns<Variant>]) -> Vec<Sam
     tables
 }
 
+/// A round of a level as its kind reports it: its A/B variant, the loop's round, and the
+/// rows a second the kind's report gives for it (rows read for throughput, rows written
+/// for writes).
+pub struct ReportedRound<'a> {
+    pub variant: Option<&'a str>,
+    pub round: &'a LevelRound,
+    pub rows_per_second: Option<f64>,
+}
+
 /// One list per level (a client count, of an A/B variant when it has one), every round of
 /// it, linked from rows whose `clients` cell is the count (`variant: count` in an A/B
 /// run).
-pub fn of_levels<'a>(rounds: impl IntoIterator<Item = (Option<&'a str>, &'a LevelRound)>) -> Vec<SampleTable> {
+pub fn of_levels<'a>(rounds: impl IntoIterator<Item = ReportedRound<'a>>) -> Vec<SampleTable> {
     let mut tables: Vec<SampleTable> = Vec::new();
-    for (variant, round) in rounds {
+    for ReportedRound { variant, round, rows_per_second } in rounds {
         let key = match variant {
             Some(variant) => format!("{variant}: {}", round.clients),
             None => round.clients.to_string(),
@@ -110,7 +119,7 @@ pub fn of_levels<'a>(rounds: impl IntoIterator<Item = (Option<&'a str>, &'a Leve
             round.completed.to_string(),
             round.errors.to_string(),
             known(round.qps),
-            known(round.rows_per_second),
+            known(rows_per_second),
             known(latency.p50_ms),
             known(latency.p90_ms),
             known(latency.p99_ms),

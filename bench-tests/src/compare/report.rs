@@ -73,20 +73,52 @@ pub fn level_curves<Level>(
     Ok(vec![(LEVELS_CHART_FILE, chart)])
 }
 
+/// The most dots a side of a query gets on the samples' chart, and the most rows a query's
+/// list of samples gets on the page: a throughput level's statements can be tens of
+/// thousands, which would make a page of many megabytes. Beyond them, samples at evenly
+/// spaced ranks stand for the rest (the bundles hold every one).
+const MOST_DOTS: usize = 100;
+const MOST_LISTED: usize = 1000;
+
+/// At most `most` of `samples`, at evenly spaced ranks (the fastest and the slowest among
+/// them), sorted; all of them, sorted, when they are no more.
+fn by_rank(samples: &[f64], most: usize) -> Vec<f64> {
+    let mut sorted = samples.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    if sorted.len() <= most || most < 2 {
+        return sorted;
+    }
+    let last = sorted.len() - 1;
+    (0..most).map(|index| sorted[index * last / (most - 1)]).collect()
+}
+
 /// Every query's samples compared, both sides on one axis, each side's median marked.
 pub fn samples_chart(comparison: &Comparison) -> Result<String> {
+    let thinned = comparison
+        .queries
+        .iter()
+        .any(|query| query.baseline.samples_ms.len().max(query.candidate.samples_ms.len()) > MOST_DOTS);
     let rows: Vec<Strip> = comparison
         .queries
         .iter()
         .map(|query| Strip {
             category: query.query.clone(),
-            samples: vec![query.baseline.samples_ms.clone(), query.candidate.samples_ms.clone()],
+            samples: vec![
+                by_rank(&query.baseline.samples_ms, MOST_DOTS),
+                by_rank(&query.candidate.samples_ms, MOST_DOTS),
+            ],
         })
         .collect();
+    let title = if thinned {
+        format!("Samples compared, median marked; at most {MOST_DOTS} a side, at evenly spaced ranks")
+    } else {
+        "Every sample compared, median marked".to_string()
+    };
     strips(
-        "Every sample compared, median marked",
+        &title,
         "ms",
-        &[&format!("A: {}", comparison.baseline.label), &format!("B: {}", comparison.candidate.label)],
+        // A and B alone: the report names the runs, and each dot's title repeats its side.
+        &["A", "B"],
         &rows,
     )
 }
@@ -97,20 +129,50 @@ fn samples_lists(comparison: &Comparison) -> Vec<SampleTable> {
     comparison
         .queries
         .iter()
-        .map(|query| SampleTable {
-            linked_from: "query".to_string(),
-            key: query.query.clone(),
-            title: query.query.clone(),
-            columns: ["side", "sample", "server, ms"].map(str::to_string).to_vec(),
-            rows: [("A", &query.baseline), ("B", &query.candidate)]
-                .into_iter()
-                .flat_map(|(letter, side)| {
-                    side.samples_ms
+        .map(|query| {
+            let (a, b) = (&query.baseline.samples_ms, &query.candidate.samples_ms);
+            let thinned = a.len() + b.len() > MOST_LISTED;
+            let side_rows = |letter: &'static str, samples: &[f64]| -> Vec<Vec<String>> {
+                if thinned {
+                    // Ranks, not the order they ran in, once only some are listed.
+                    let listed = by_rank(samples, MOST_LISTED / 2);
+                    let last = listed.len().saturating_sub(1).max(1);
+                    listed
                         .iter()
                         .enumerate()
-                        .map(move |(index, ms)| vec![letter.to_string(), (index + 1).to_string(), ms.to_string()])
-                })
-                .collect(),
+                        .map(|(index, ms)| {
+                            let rank = 1 + index * (samples.len().saturating_sub(1)) / last;
+                            vec![letter.to_string(), format!("rank {rank} of {}", samples.len()), ms.to_string()]
+                        })
+                        .collect()
+                } else {
+                    samples
+                        .iter()
+                        .enumerate()
+                        .map(|(index, ms)| vec![letter.to_string(), (index + 1).to_string(), ms.to_string()])
+                        .collect()
+                }
+            };
+            let mut rows = side_rows("A", a);
+            rows.extend(side_rows("B", b));
+            let title = if thinned {
+                format!(
+                    "{}: {} of A's {} and B's {} samples, at evenly spaced ranks (the bundles hold every one)",
+                    query.query,
+                    rows.len(),
+                    a.len(),
+                    b.len()
+                )
+            } else {
+                query.query.clone()
+            };
+            SampleTable {
+                linked_from: "query".to_string(),
+                key: query.query.clone(),
+                title,
+                columns: ["side", "sample", "server, ms"].map(str::to_string).to_vec(),
+                rows,
+            }
         })
         .collect()
 }
@@ -388,5 +450,17 @@ pub fn verdict_cell(query: &QueryComparison) -> String {
     match &significance.reason {
         Some(reason) => format!("{word} ({reason})"),
         None => word.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn many_samples_are_thinned_to_evenly_spaced_ranks_with_both_ends() {
+        let samples: Vec<f64> = (0..10_001).rev().map(f64::from).collect();
+        assert_eq!(by_rank(&samples, 5), vec![0.0, 2500.0, 5000.0, 7500.0, 10000.0]);
+        assert_eq!(by_rank(&[3.0, 1.0, 2.0], 5), vec![1.0, 2.0, 3.0]);
     }
 }

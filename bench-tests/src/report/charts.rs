@@ -181,12 +181,17 @@ pub fn strips(title: &str, unit: &str, series: &[&str], rows: &[Strip]) -> Resul
     }
     let high = measured.iter().copied().fold(0.0, f64::max);
     let low = measured.iter().copied().fold(high, f64::min);
-    let x_range = (low / 1.6)..(high * 1.6);
+    // Whole decades, so that the axis is labelled at its powers of ten (a range between two
+    // of them gets labels at a few arbitrary points, or crowded ones).
+    let decade_below = 10f64.powf(low.log10().floor());
+    let decade_above = 10f64.powf(high.log10().ceil()).max(decade_below * 10.0);
+    let x_range = decade_below..decade_above;
     // Each row is 2 slots a series: series s sits at slot 2s + 1, the row's label at slot
-    // `series.len()`, so that every position is an integer plotters labels.
+    // `series.len()`, so that every position is an integer plotters labels. One more row's
+    // slots on top, empty, hold the legend, so that it hides no sample.
     let slots = 2 * series.len() as i32;
     let total = slots * rows.len() as i32;
-    let height = 80 + ROW * (rows.len() * series.len()) as u32;
+    let height = 80 + ROW * ((rows.len() + 1) * series.len()) as u32;
     let mut svg = String::new();
     let mut targets = Vec::new();
     {
@@ -195,9 +200,10 @@ pub fn strips(title: &str, unit: &str, series: &[&str], rows: &[Strip]) -> Resul
         let mut chart = ChartBuilder::on(&root)
             .caption(format!("{title} ({unit}, log scale)"), ("sans-serif", 16))
             .margin(8)
+            .margin_right(32)
             .x_label_area_size(24)
             .y_label_area_size(LABELS)
-            .build_cartesian_2d(x_range.log_scale(), 0..total)
+            .build_cartesian_2d(x_range.log_scale(), 0..total + slots)
             .map_err(chart_error)?;
         // Rows top down: row r's slots are counted from the bottom.
         let base = |row: usize| total - slots * (row as i32 + 1);
@@ -209,7 +215,7 @@ pub fn strips(title: &str, unit: &str, series: &[&str], rows: &[Strip]) -> Resul
         chart
             .configure_mesh()
             .disable_y_mesh()
-            .y_labels(total as usize + 1)
+            .y_labels((total + slots) as usize + 1)
             .y_label_formatter(&|slot| {
                 names.iter().find(|(at, _)| at == slot).map(|(_, name)| name.clone()).unwrap_or_default()
             })

@@ -214,3 +214,33 @@ fn a_table_sorts_by_its_figures_units_scaled_and_unknowns_last() {
     assert_eq!(order(&mut page, 0), serde_json::json!(["q1", "q2", "q3", "q4", "q9", "q10"]));
     assert!(page.problems.is_empty(), "{:#?}", page.problems);
 }
+
+/// A history of three logs bundles, the third of other rows (a break): its page loads clean,
+/// with a point a query a run and a row a query a run.
+#[test]
+#[ignore = "needs Chromium (Debian's chromium, or CHBENCH_CHROMIUM): .ci/run installs it"]
+fn a_history_page_opens_clean_with_a_point_a_query_a_run() {
+    use chbench::benchmarks::logs::LogsBenchmark;
+    use chbench::history::{HISTORY_CHART, HISTORY_HTML, history};
+
+    let root = tempfile::tempdir().unwrap();
+    let example = LogsBenchmark::examples(1.5, 7).remove(0);
+    let mut dirs = Vec::new();
+    for (index, rows) in [1_000u64, 1_000, 2_000].into_iter().enumerate() {
+        let mut bundle = RunBundle { sql_files: Vec::new(), ..example.clone() };
+        bundle.run_id = format!("run-{}", index + 1);
+        bundle.started_at = bundle.started_at + jiff::SignedDuration::from_hours(index as i64);
+        bundle.benchmark.dataset.rows = rows;
+        dirs.push(BundleWriter::create(root.path(), bundle, ExistingFolder::Refuse).unwrap().dir().to_path_buf());
+    }
+    let history = history(&dirs).unwrap();
+    let out = root.path().join("history");
+    std::fs::create_dir(&out).unwrap();
+    let markdown = std::fs::read_to_string(history.write(&out).unwrap()).unwrap();
+    let mut page = Page::open(&out.join(HISTORY_HTML));
+    let shown = check_page("history", &mut page, &out, &markdown, &[]);
+    let chart = shown["figures"].as_array().unwrap().iter().find(|figure| figure["chart"] == HISTORY_CHART).cloned();
+    let queries = history.queries().len() as u64;
+    assert_eq!(chart.expect("the history's chart")["values"].as_u64(), Some(3 * queries));
+    assert!(markdown.contains("break"), "{markdown}");
+}

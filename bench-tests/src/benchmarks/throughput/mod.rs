@@ -345,7 +345,11 @@ impl Benchmark for ThroughputBenchmark {
 
     /// The rounds of each level: what its figures are the medians of.
     fn raw_samples(bundle: &RunBundle<ThroughputResults>) -> Vec<crate::report::html::SampleTable> {
-        super::raw_samples::of_levels(bundle.benchmark.rounds.iter().map(|round| (None, round)))
+        super::raw_samples::of_levels(bundle.benchmark.rounds.iter().map(|round| super::raw_samples::ReportedRound {
+            variant: None,
+            round,
+            rows_per_second: round.rows_per_second,
+        }))
     }
 
     /// Each level's QPS across rounds, tested as every timing is, with its errors and its

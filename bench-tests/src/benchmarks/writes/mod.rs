@@ -466,9 +466,12 @@ impl Benchmark for WritesBenchmark {
 
     /// The rounds of each level: what its figures are the medians of.
     fn raw_samples(bundle: &RunBundle<WritesResults>) -> Vec<crate::report::html::SampleTable> {
-        super::raw_samples::of_levels(
-            bundle.benchmark.rounds.iter().map(|round| (round.variant.as_deref(), &round.closed_loop)),
-        )
+        super::raw_samples::of_levels(bundle.benchmark.rounds.iter().map(|round| super::raw_samples::ReportedRound {
+            variant: round.variant.as_deref(),
+            round: &round.closed_loop,
+            // Rows written, as the writes report gives them, not the loop's rows read.
+            rows_per_second: round.rows_per_second,
+        }))
     }
 
     /// Each level's rates across rounds, tested as every timing is, with its time split,
