@@ -229,7 +229,7 @@ fn a_history_page_opens_clean_with_a_point_a_query_a_run() {
     for (index, rows) in [1_000u64, 1_000, 2_000].into_iter().enumerate() {
         let mut bundle = RunBundle { sql_files: Vec::new(), ..example.clone() };
         bundle.run_id = format!("run-{}", index + 1);
-        bundle.started_at = bundle.started_at + jiff::SignedDuration::from_hours(index as i64);
+        bundle.started_at += jiff::SignedDuration::from_hours(index as i64);
         bundle.benchmark.dataset.rows = rows;
         dirs.push(BundleWriter::create(root.path(), bundle, ExistingFolder::Refuse).unwrap().dir().to_path_buf());
     }
