@@ -4,9 +4,10 @@
 //! and the one before. Two runs asked to do different things (their inputs differ, as
 //! `compare` refuses them) are a break, drawn as one: the line stops and starts again.
 //!
-//! Everything is read through the registry's comparison: a run's figures are its A/A
-//! comparison (the run against itself), and each pair of runs is compared as `compare`
-//! compares them, so that the history says nothing `compare` would not.
+//! Everything is read through the registry's comparison: each pair of runs is compared as
+//! `compare` compares them, so that the history says nothing `compare` would not, and a
+//! run's figures are its side of one of those comparisons (of its A/A comparison, the run
+//! against itself, when it is in none that holds all its queries).
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -126,12 +127,31 @@ pub fn bundles_under(results_dir: &Path, kind: Option<&str>) -> Result<Vec<PathB
     }
 }
 
-/// One run of the history: its figures (its A/A comparison) or why they could not be
-/// read, and how it stands against the run before.
+/// One run of the history: its figures or why they could not be read, and how it stands
+/// against the run before.
 pub struct RunFigures {
     pub run: Run,
-    pub figures: std::result::Result<Comparison, String>,
+    pub figures: std::result::Result<Figures, String>,
     pub against_previous: Against,
+}
+
+/// A run's figures: its side of a comparison it is in.
+pub struct Figures {
+    pub comparison: Comparison,
+    /// Whether the run is the comparison's B (else its A).
+    pub candidate: bool,
+}
+
+impl Figures {
+    fn side(&self) -> &crate::compare::Side {
+        if self.candidate { &self.comparison.candidate } else { &self.comparison.baseline }
+    }
+
+    /// What `query` measured in the run, when it did.
+    fn query(&self, query: &str) -> Option<&QuerySide> {
+        let measured = self.comparison.queries.iter().find(|measured| measured.query == query)?;
+        Some(if self.candidate { &measured.candidate } else { &measured.baseline })
+    }
 }
 
 /// A run against the one before it.
@@ -159,21 +179,42 @@ pub fn history(dirs: &[PathBuf]) -> Result<History> {
     let first_line = |error: anyhow::Error| {
         format!("{error:#}").lines().next().unwrap_or("unknown").split_whitespace().collect::<Vec<_>>().join(" ")
     };
-    let mut figures: Vec<RunFigures> = Vec::new();
-    for run in runs {
-        let own = kinds::compare(&[run.dir.clone(), run.dir.clone()], &options)
-            .map(|compared| compared.comparison)
-            .map_err(first_line);
-        let against_previous = match figures.last() {
+    let against: Vec<Against> = runs
+        .iter()
+        .enumerate()
+        .map(|(index, run)| match index.checked_sub(1).map(|previous| &runs[previous]) {
             None => Against::First,
-            Some(previous) => match kinds::compare(&[previous.run.dir.clone(), run.dir.clone()], &options) {
+            Some(previous) => match kinds::compare(&[previous.dir.clone(), run.dir.clone()], &options) {
                 Ok(compared) => Against::Compared(Box::new(compared.comparison)),
                 Err(error) => Against::Break(first_line(error)),
             },
+        })
+        .collect();
+    // A comparison that holds every query of both runs gives each its figures; a run in
+    // none (breaks on both sides, or queries the other run lacks) is compared with itself.
+    let whole = |against: Option<&Against>| match against {
+        Some(Against::Compared(comparison))
+            if comparison.only_in_baseline.is_empty() && comparison.only_in_candidate.is_empty() =>
+        {
+            Some(comparison.as_ref().clone())
+        }
+        _ => None,
+    };
+    let mut history = Vec::new();
+    for (index, run) in runs.into_iter().enumerate() {
+        let figures = match (whole(against.get(index)), whole(against.get(index + 1))) {
+            (Some(comparison), _) => Ok(Figures { comparison, candidate: true }),
+            (None, Some(comparison)) => Ok(Figures { comparison, candidate: false }),
+            (None, None) => kinds::compare(&[run.dir.clone(), run.dir.clone()], &options)
+                .map(|compared| Figures { comparison: compared.comparison, candidate: false })
+                .map_err(first_line),
         };
-        figures.push(RunFigures { run, figures: own, against_previous });
+        history.push(RunFigures { run, figures, against_previous: Against::First });
     }
-    Ok(History { kind, runs: figures })
+    for (run, against) in history.iter_mut().zip(against) {
+        run.against_previous = against;
+    }
+    Ok(History { kind, runs: history })
 }
 
 impl History {
@@ -181,7 +222,7 @@ impl History {
     pub fn queries(&self) -> Vec<String> {
         let mut queries: Vec<String> = Vec::new();
         for run in &self.runs {
-            for query in run.figures.iter().flat_map(|figures| &figures.queries) {
+            for query in run.figures.iter().flat_map(|figures| &figures.comparison.queries) {
                 if !queries.contains(&query.query) {
                     queries.push(query.query.clone());
                 }
@@ -203,8 +244,7 @@ impl History {
 
     /// What `query` measured in run `index`, when it did.
     fn side(&self, index: usize, query: &str) -> Option<&QuerySide> {
-        let figures = self.runs[index].figures.as_ref().ok()?;
-        figures.queries.iter().find(|measured| measured.query == query).map(|measured| &measured.baseline)
+        self.runs[index].figures.as_ref().ok()?.query(query)
     }
 
     /// Run `index` against the one before, for `query`: the verdict, `break`, or `first`.
@@ -263,9 +303,9 @@ impl History {
         for (index, run) in self.runs.iter().enumerate() {
             let (engine, target, machine) = match &run.figures {
                 Ok(figures) => (
-                    figures.baseline.engine_version.clone(),
-                    figures.baseline.target.clone(),
-                    figures.baseline.machine.clone().unwrap_or_else(|| "not recorded".to_string()),
+                    figures.side().engine_version.clone(),
+                    figures.side().target.clone(),
+                    figures.side().machine.clone().unwrap_or_else(|| "not recorded".to_string()),
                 ),
                 Err(why) => ("unknown".to_string(), "unknown".to_string(), format!("unreadable: {why}")),
             };
