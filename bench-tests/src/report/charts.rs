@@ -397,7 +397,12 @@ pub fn runs_over_time(title: &str, unit: &str, runs: &[String], lines: &[RunLine
     let low = values.iter().copied().fold(f64::INFINITY, f64::min);
     let high = values.iter().copied().fold(0.0, f64::max);
     let margin = if high > low { 1.6 } else { 3.0 };
-    let y_range = (low / margin)..(high * margin);
+    // A band above the points, as tall as the legend, so that the legend hides none: the
+    // chart grows by it and the axis runs on by as much of its log span.
+    const PLOT: f64 = 370.0;
+    let legend = 16.0 * lines.len() as f64 + 16.0;
+    let (bottom, top) = (low / margin, high * margin);
+    let y_range = bottom..top * (top / bottom).powf(legend / PLOT);
     let x_range = -0.5..(runs.len() as f64 - 0.5);
     // The lines side by side at each run, so that their bars do not hide each other.
     let spread = 0.2_f64.min(0.4 / lines.len().max(1) as f64);
@@ -405,7 +410,7 @@ pub fn runs_over_time(title: &str, unit: &str, runs: &[String], lines: &[RunLine
     let mut svg = String::new();
     let mut targets = Vec::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (WIDTH, 460)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, 460 + legend as u32)).into_drawing_area();
         root.fill(&WHITE).map_err(chart_error)?;
         let mut chart = ChartBuilder::on(&root)
             .caption(format!("{title} ({unit}, log scale)"), ("sans-serif", 16))
