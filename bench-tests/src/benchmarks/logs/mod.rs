@@ -293,6 +293,50 @@ impl Benchmark for LogsBenchmark {
             charts: report::charts(&bundle.benchmark)?,
         })
     }
+
+    /// Every query's runs, and the ingest's: the statement through the harness, and the
+    /// calibration's warm-up and runs its harness overhead comes from, linked from the
+    /// ingest table's first row.
+    fn raw_samples(bundle: &RunBundle<LogsResults>) -> Vec<crate::report::html::SampleTable> {
+        let mut lists = super::raw_samples::of_queries(&bundle.benchmark.queries);
+        let Some(ingest) = &bundle.benchmark.ingest else { return lists };
+        let known = |value: Option<f64>| value.map_or_else(|| "unknown".to_string(), |value| value.to_string());
+        let mut rows = Vec::new();
+        if let Some(harness) = &ingest.harness {
+            rows.push(vec![
+                "the ingest, through the harness".to_string(),
+                harness.rows.to_string(),
+                known(harness.timing.seconds),
+                known(harness.timing.rows_per_second),
+            ]);
+        }
+        if let Some(calibration) = &ingest.calibration {
+            let sample = calibration.sample_rows.to_string();
+            let warm_up = &calibration.warm_up;
+            rows.push(vec![
+                "calibration warm-up (not counted)".to_string(),
+                sample.clone(),
+                known(warm_up.seconds),
+                known(warm_up.rows_per_second),
+            ]);
+            for (index, run) in calibration.runs.iter().enumerate() {
+                rows.push(vec![
+                    format!("calibration {}: {}", index + 1, run.path.label()),
+                    sample.clone(),
+                    known(run.timing.seconds),
+                    known(run.timing.rows_per_second),
+                ]);
+            }
+        }
+        lists.push(crate::report::html::SampleTable {
+            linked_from: String::new(),
+            key: "seconds".to_string(),
+            title: "ingest".to_string(),
+            columns: ["run", "rows", "seconds", "rows/s"].map(str::to_string).to_vec(),
+            rows,
+        });
+        lists
+    }
 }
 
 /// What a phase of this benchmark works with.
