@@ -19,11 +19,13 @@ use crate::benchmarks::kinds;
 use crate::compare::report::verdict_cell;
 use crate::compare::{CompareOptions, Comparison, QuerySide};
 use crate::files::write_atomically;
+use crate::machine::MachineInfo;
 use crate::markdown::Table;
 use crate::report::charts::{RunLine, RunPoint, runs_over_time};
 use crate::report::html;
-use crate::results::{RESULTS_FILE, bundle_kind};
-use crate::units::{compact, milliseconds};
+use crate::results::{RESULTS_FILE, RunStatus, bundle_kind};
+use crate::target_info::TargetInfo;
+use crate::units::{compact, human_bytes, milliseconds};
 
 /// The history's report, in its folder.
 pub const HISTORY_FILE: &str = "history.md";
@@ -32,19 +34,31 @@ pub const HISTORY_HTML: &str = "history.html";
 /// The chart of every query's medians across the runs.
 pub const HISTORY_CHART: &str = "history.svg";
 
-/// What is read of a bundle's `results.json` to order it: the rest is the comparison's.
+/// What is read of a bundle's envelope to order it and describe it: the rest is the
+/// comparison's.
 #[derive(Deserialize)]
 struct Head {
     run_id: String,
     started_at: jiff::Timestamp,
+    status: RunStatus,
+    target: TargetInfo,
+    machine: Option<MachineInfo>,
 }
 
-/// A bundle of the history, as ordered.
+/// A bundle of the history, as ordered, and what its envelope says of where it ran.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Run {
     pub dir: PathBuf,
     pub run_id: String,
     pub started_at: jiff::Timestamp,
+    pub status: RunStatus,
+    pub engine_version: String,
+    pub target: String,
+    /// CPU, cores and memory, as a comparison says them; `None` before the first phase.
+    pub machine: Option<String>,
+    /// Whether the machine was quiet (no other chbench process, others under a quarter of
+    /// a core); `None` before the first phase.
+    pub quiet: Option<bool>,
 }
 
 /// The bundles' kind and the bundles in the order they started (ties by run id), or one
@@ -52,6 +66,12 @@ pub struct Run {
 pub fn order_runs(dirs: &[PathBuf]) -> Result<(String, Vec<Run>)> {
     if dirs.is_empty() {
         bail!("no bundle to put in a history: give the runs, or a --results-dir that holds some");
+    }
+    for (index, dir) in dirs.iter().enumerate() {
+        let same = |other: &PathBuf| other.canonicalize().ok() == dir.canonicalize().ok();
+        if dirs[..index].iter().any(same) {
+            bail!("{} is given twice: a history holds each run once", dir.display());
+        }
     }
     let mut kinds: Vec<(String, PathBuf)> = Vec::new();
     let mut runs = Vec::new();
@@ -63,8 +83,24 @@ pub fn order_runs(dirs: &[PathBuf]) -> Result<(String, Vec<Run>)> {
         let path = dir.join(RESULTS_FILE);
         let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
         let head: Head = serde_json::from_str(&text)
-            .with_context(|| format!("{} has no run_id and started_at to order it by", path.display()))?;
-        runs.push(Run { dir: dir.clone(), run_id: head.run_id, started_at: head.started_at });
+            .with_context(|| format!("{} is not a results bundle's envelope", path.display()))?;
+        runs.push(Run {
+            dir: dir.clone(),
+            run_id: head.run_id,
+            started_at: head.started_at,
+            status: head.status,
+            engine_version: head.target.engine_version.clone(),
+            target: head.target.kind.to_string(),
+            machine: head.machine.as_ref().map(|machine| {
+                format!(
+                    "{}, {} logical cores, {}",
+                    machine.cpu_model,
+                    machine.logical_cores,
+                    human_bytes(machine.memory_bytes)
+                )
+            }),
+            quiet: head.machine.as_ref().map(MachineInfo::quiet),
+        });
     }
     if let [(first, first_dir), (second, second_dir), ..] = kinds.as_slice() {
         bail!(
@@ -80,7 +116,15 @@ pub fn order_runs(dirs: &[PathBuf]) -> Result<(String, Vec<Run>)> {
 
 /// The bundles directly under `results_dir` (a folder holding `results.json`), of `kind`
 /// when it is given; refused in one line when they are of several kinds and none is given.
+/// A bundle that does not say its kind (a `results.json` cut short, or not one) is left
+/// out with a line that names it, rather than stopping every history of the folder.
 pub fn bundles_under(results_dir: &Path, kind: Option<&str>) -> Result<Vec<PathBuf>> {
+    if !results_dir.is_dir() {
+        bail!(
+            "no results folder {}: run `cargo xtask bench` first, or give --results-dir or the runs",
+            results_dir.display()
+        );
+    }
     let entries =
         std::fs::read_dir(results_dir).with_context(|| format!("cannot list the runs in {}", results_dir.display()))?;
     let mut found: Vec<(String, PathBuf)> = Vec::new();
@@ -89,7 +133,13 @@ pub fn bundles_under(results_dir: &Path, kind: Option<&str>) -> Result<Vec<PathB
         if !dir.join(RESULTS_FILE).is_file() {
             continue;
         }
-        found.push((bundle_kind(&dir)?, dir));
+        match bundle_kind(&dir) {
+            Ok(bundle) => found.push((bundle, dir)),
+            Err(error) => crate::say!(
+                "chbench: left out of the history: {error:#} (move it out of {}, or give the runs)",
+                results_dir.display()
+            ),
+        }
     }
     found.sort_by(|a, b| a.1.cmp(&b.1));
     let mut kinds: Vec<&str> = Vec::new();
@@ -132,6 +182,8 @@ pub fn bundles_under(results_dir: &Path, kind: Option<&str>) -> Result<Vec<PathB
 pub struct RunFigures {
     pub run: Run,
     pub figures: std::result::Result<Figures, String>,
+    /// The run it was compared with (by index): the last before it that measured a query.
+    pub before: Option<usize>,
     pub against_previous: Against,
 }
 
@@ -143,10 +195,6 @@ pub struct Figures {
 }
 
 impl Figures {
-    fn side(&self) -> &crate::compare::Side {
-        if self.candidate { &self.comparison.candidate } else { &self.comparison.baseline }
-    }
-
     /// What `query` measured in the run, when it did.
     fn query(&self, query: &str) -> Option<&QuerySide> {
         let measured = self.comparison.queries.iter().find(|measured| measured.query == query)?;
@@ -179,40 +227,61 @@ pub fn history(dirs: &[PathBuf]) -> Result<History> {
     let first_line = |error: anyhow::Error| {
         format!("{error:#}").lines().next().unwrap_or("unknown").split_whitespace().collect::<Vec<_>>().join(" ")
     };
-    let against: Vec<Against> = runs
-        .iter()
-        .enumerate()
-        .map(|(index, run)| match index.checked_sub(1).map(|previous| &runs[previous]) {
+    let whole =
+        |comparison: &Comparison| comparison.only_in_baseline.is_empty() && comparison.only_in_candidate.is_empty();
+    let own_figures = |run: &Run| {
+        kinds::compare(&[run.dir.clone(), run.dir.clone()], &options)
+            .map(|compared| Figures { comparison: compared.comparison, candidate: false })
+            .map_err(first_line)
+    };
+    let count = runs.len();
+    let mut against: Vec<(Option<usize>, Against)> = Vec::with_capacity(count);
+    // A comparison that holds every query of both runs gives each its figures: the run as
+    // B of its run before, else as A of its run after; a run in none is compared with
+    // itself (breaks on both sides, or queries the other run lacks).
+    let (mut as_candidate, mut as_baseline): (Vec<Option<Comparison>>, Vec<Option<Comparison>>) =
+        (vec![None; count], vec![None; count]);
+    let mut own: Vec<Option<std::result::Result<Figures, String>>> = (0..count).map(|_| None).collect();
+    // The last run with a query of its own: a run that measured none (stopped before its
+    // queries) is in the history but is nobody's run before.
+    let mut previous: Option<usize> = None;
+    for index in 0..count {
+        let this = match previous {
             None => Against::First,
-            Some(previous) => match kinds::compare(&[previous.dir.clone(), run.dir.clone()], &options) {
-                Ok(compared) => Against::Compared(Box::new(compared.comparison)),
+            Some(before) => match kinds::compare(&[runs[before].dir.clone(), runs[index].dir.clone()], &options) {
+                Ok(compared) => {
+                    if whole(&compared.comparison) {
+                        as_candidate[index] = Some(compared.comparison.clone());
+                        as_baseline[before].get_or_insert_with(|| compared.comparison.clone());
+                    }
+                    Against::Compared(Box::new(compared.comparison))
+                }
                 Err(error) => Against::Break(first_line(error)),
             },
-        })
-        .collect();
-    // A comparison that holds every query of both runs gives each its figures; a run in
-    // none (breaks on both sides, or queries the other run lacks) is compared with itself.
-    let whole = |against: Option<&Against>| match against {
-        Some(Against::Compared(comparison))
-            if comparison.only_in_baseline.is_empty() && comparison.only_in_candidate.is_empty() =>
-        {
-            Some(comparison.as_ref().clone())
-        }
-        _ => None,
-    };
-    let mut history = Vec::new();
-    for (index, run) in runs.into_iter().enumerate() {
-        let figures = match (whole(against.get(index)), whole(against.get(index + 1))) {
-            (Some(comparison), _) => Ok(Figures { comparison, candidate: true }),
-            (None, Some(comparison)) => Ok(Figures { comparison, candidate: false }),
-            (None, None) => kinds::compare(&[run.dir.clone(), run.dir.clone()], &options)
-                .map(|compared| Figures { comparison: compared.comparison, candidate: false })
-                .map_err(first_line),
         };
-        history.push(RunFigures { run, figures, against_previous: Against::First });
+        let has_queries = match &this {
+            Against::Compared(_) => true,
+            _ => {
+                let figures = own_figures(&runs[index]);
+                let measured = figures.is_ok();
+                own[index] = Some(figures);
+                measured
+            }
+        };
+        against.push((previous, this));
+        if has_queries {
+            previous = Some(index);
+        }
     }
-    for (run, against) in history.iter_mut().zip(against) {
-        run.against_previous = against;
+    let mut history = Vec::with_capacity(count);
+    for (index, (run, (before, against_previous))) in runs.into_iter().zip(against).enumerate() {
+        let figures = match (as_candidate[index].take(), as_baseline[index].take(), own[index].take()) {
+            (Some(comparison), _, _) => Ok(Figures { comparison, candidate: true }),
+            (None, Some(comparison), _) => Ok(Figures { comparison, candidate: false }),
+            (None, None, Some(figures)) => figures,
+            (None, None, None) => own_figures(&run),
+        };
+        history.push(RunFigures { run, figures, before, against_previous });
     }
     Ok(History { kind, runs: history })
 }
@@ -299,32 +368,55 @@ impl History {
              is a break: its line starts again rather than reading as a change.\n"
         );
         let _ = writeln!(out, "## Runs\n");
-        let mut runs = Table::new(["#", "run", "started", "engine", "target", "machine", "against the one before"]);
+        let mut runs = Table::new([
+            "#",
+            "run",
+            "started",
+            "status",
+            "engine",
+            "target",
+            "machine",
+            "quiet",
+            "against the run before",
+        ]);
         for (index, run) in self.runs.iter().enumerate() {
-            let (engine, target, machine) = match &run.figures {
-                Ok(figures) => (
-                    figures.side().engine_version.clone(),
-                    figures.side().target.clone(),
-                    figures.side().machine.clone().unwrap_or_else(|| "not recorded".to_string()),
-                ),
-                Err(why) => ("unknown".to_string(), "unknown".to_string(), format!("unreadable: {why}")),
+            let mut against = match (&run.against_previous, run.before) {
+                (Against::First, _) | (_, None) => "first".to_string(),
+                (Against::Break(why), Some(before)) => format!("**break** against #{}: {why}", before + 1),
+                (Against::Compared(comparison), Some(before)) if before + 1 == index => comparison.summary.line(),
+                (Against::Compared(comparison), Some(before)) => {
+                    format!("against #{}: {}", before + 1, comparison.summary.line())
+                }
             };
-            let against = match &run.against_previous {
-                Against::First => "first".to_string(),
-                Against::Break(why) => format!("**break**: {why}"),
-                Against::Compared(comparison) => comparison.summary.line(),
+            if let Err(why) = &run.figures {
+                against.push_str(&format!("; no figures: {why}"));
+            }
+            let quiet = match run.run.quiet {
+                Some(true) => "yes",
+                Some(false) => "**no**",
+                None => "unknown",
             };
             runs.row([
                 format!("#{}", index + 1),
                 run.run.run_id.clone(),
                 run.run.started_at.strftime("%Y-%m-%d %H:%M:%S UTC").to_string(),
-                engine,
-                target,
-                machine,
+                match run.run.status {
+                    RunStatus::Complete => "complete".to_string(),
+                    RunStatus::Incomplete => "**incomplete**".to_string(),
+                },
+                run.run.engine_version.clone(),
+                run.run.target.clone(),
+                run.run.machine.clone().unwrap_or_else(|| "not recorded".to_string()),
+                quiet.to_string(),
                 against,
             ]);
         }
-        let _ = writeln!(out, "{runs}");
+        let _ = writeln!(
+            out,
+            "{runs}\nA break's reason is `cargo xtask compare`'s; `cargo xtask compare --force A B` compares the two \
+             runs anyway. A verdict next to a run whose machine was not quiet may be the machine's rather than the \
+             code's. A run that measured no query (stopped before its queries) is no run's run before.\n"
+        );
         let _ = writeln!(out, "![median per run]({HISTORY_CHART})\n");
         for query in self.queries() {
             let _ = writeln!(out, "## {query}\n");
@@ -376,7 +468,7 @@ fn spread(samples: &[f64]) -> Option<(f64, f64)> {
 mod tests {
     use super::*;
 
-    /// A bundle folder with what ordering reads of it: its kind, run id and start.
+    /// A bundle folder with what ordering reads of it: its kind and envelope.
     fn bundle(root: &Path, run_id: &str, kind: &str, started_at: &str) -> PathBuf {
         let dir = root.join(run_id);
         std::fs::create_dir_all(&dir).unwrap();
@@ -384,6 +476,9 @@ mod tests {
             "schema_version": crate::results::SCHEMA_VERSION,
             "run_id": run_id,
             "started_at": started_at,
+            "status": "complete",
+            "target": { "kind": "embedded", "engine_version": "26.7.2.1", "endpoint": "libchdb.so" },
+            "machine": null,
             "benchmark": { "kind": kind },
         });
         std::fs::write(dir.join(RESULTS_FILE), results.to_string()).unwrap();

@@ -25,12 +25,13 @@ pub enum Command {
     /// Run a benchmark (the logs benchmark unless another kind is named) on the chosen
     /// target, write a results bundle and its report.
     Bench(Box<Bench>),
-    /// Render a results bundle's report (Markdown and SVG charts) again.
+    /// Render a results bundle's report again: report.md, its SVG charts and report.html.
     Report(Report),
     /// Compare two results bundles of one kind (A, the baseline, then B), or the variants
     /// of one A/B bundle (`bench logs --variant ...`): per query the medians, their ratio
     /// and a verdict (faster, slower, unchanged, unstable, untestable), why a query changed,
-    /// and totals; writes compare.md, medians.svg and compare.json (docs/compare.md).
+    /// and totals; writes compare.md, compare.html, its charts and compare.json
+    /// (docs/compare.md).
     Compare(Compare),
     /// A kind's runs in the order they started (every bundle of one kind under
     /// --results-dir, or the runs given): per query each run's median and spread, its

@@ -5,6 +5,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use chbench::benchmarks::kinds::render_report;
+use chbench::compare::report::COMPARE_FILE;
+use chbench::history::HISTORY_FILE;
 use chbench::interrupt;
 use chbench::matrix::{SUMMARY_JSON, SUMMARY_MARKDOWN};
 use chbench::report::html::REPORT_HTML;
@@ -48,7 +50,16 @@ pub fn bundle_dir(run_id: &str, results_dir: &Path) -> Result<PathBuf> {
 /// said as such, with a variant's bundle to give instead, rather than as an unreadable
 /// `results.json`.
 fn refuse_a_matrix_folder(dir: &Path) -> Result<()> {
-    if dir.join(RESULTS_FILE).exists() || !dir.join(SUMMARY_JSON).is_file() {
+    if dir.join(RESULTS_FILE).exists() {
+        return Ok(());
+    }
+    // A comparison's or a history's folder, written beside the bundles it read.
+    for (file, what) in [(COMPARE_FILE, "a comparison's"), (HISTORY_FILE, "a history's")] {
+        if dir.join(file).is_file() {
+            bail!("{} is {what} folder ({file}), not a results bundle: give a run's bundle", dir.display());
+        }
+    }
+    if !dir.join(SUMMARY_JSON).is_file() {
         return Ok(());
     }
     let mut variants: Vec<PathBuf> = std::fs::read_dir(dir)

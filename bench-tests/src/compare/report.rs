@@ -245,13 +245,17 @@ pub fn markdown(compared: &Compared) -> String {
     let totals = &comparison.totals;
     let _ = writeln!(
         out,
-        "Totals over the {} on both sides: sum of means {} (A) against {} (B), B {} (a gain of {}); \
+        "Totals over the {} on both sides: sum of means {} (A) against {} (B), B {} ({}); \
          geometric mean of the per-query ratios B / A: {}.\n",
         plural_as(totals.queries as u64, "query", "queries"),
         milliseconds(Some(totals.baseline_sum_of_means_ms)),
         milliseconds(Some(totals.candidate_sum_of_means_ms)),
         totals.gain.map_or("unknown".to_string(), |gain| format!("{:+.2} %", -100.0 * gain + 0.0)),
-        percent(totals.gain, "unknown"),
+        // A negative gain is a loss, said as one.
+        match totals.gain {
+            Some(gain) if gain < 0.0 => format!("a loss of {}", percent(Some(-gain), "unknown")),
+            gain => format!("a gain of {}", percent(gain, "unknown")),
+        },
         times(totals.geometric_mean_ratio)
     );
     if !totals.left_out.is_empty() {

@@ -10,6 +10,7 @@
 use std::fmt::Write as _;
 
 use anyhow::{Result, anyhow};
+use plotters::coord::combinators::BindKeyPoints as _;
 use plotters::coord::ranged1d::{IntoSegmentedCoord as _, SegmentValue};
 use plotters::prelude::*;
 
@@ -315,7 +316,10 @@ pub fn log_log_lines(title: &str, x_label: &str, y_unit: &str, lines: &[Line]) -
             .margin(12)
             .x_label_area_size(36)
             .y_label_area_size(56)
-            .build_cartesian_2d(x_range.log_scale(), y_range.log_scale())
+            .build_cartesian_2d(
+                x_range.clone().log_scale().with_key_points(log_key_points(&x_range)),
+                y_range.clone().log_scale().with_key_points(log_key_points(&y_range)),
+            )
             .map_err(chart_error)?;
         chart
             .configure_mesh()
@@ -417,7 +421,7 @@ pub fn runs_over_time(title: &str, unit: &str, runs: &[String], lines: &[RunLine
             .margin(12)
             .x_label_area_size(36)
             .y_label_area_size(56)
-            .build_cartesian_2d(x_range, y_range.log_scale())
+            .build_cartesian_2d(x_range, y_range.clone().log_scale().with_key_points(log_key_points(&y_range)))
             .map_err(chart_error)?;
         let run_label = |value: &f64| {
             let index = value.round();
@@ -539,6 +543,42 @@ fn with_hover_targets(mut svg: String, targets: &[HoverTarget]) -> String {
     layer.push_str("</g>\n");
     svg.insert_str(end, &layer);
     svg
+}
+
+/// Where a log axis over `range` is labelled: 1, 2 and 5 times each power of ten within
+/// it, or its ends when none is (plotters labels a log axis at its powers of ten alone,
+/// which leaves an axis within one decade, 180 to 240 QPS, without a number).
+fn log_key_points(range: &std::ops::Range<f64>) -> Vec<f64> {
+    let (low, high) = (range.start, range.end);
+    if !(low.is_finite() && high.is_finite() && low > 0.0 && high > low) {
+        return Vec::new();
+    }
+    let mut points = Vec::new();
+    let mut decade = 10f64.powf(low.log10().floor());
+    while decade <= high {
+        for step in [1.0, 2.0, 5.0] {
+            let point = decade * step;
+            if point >= low && point <= high {
+                points.push(point);
+            }
+        }
+        decade *= 10.0;
+    }
+    if points.len() < 2 {
+        // Two ends, rounded to two significant digits, inside the range.
+        let round = |value: f64, up: bool| {
+            let unit = 10f64.powf(value.log10().floor() - 1.0);
+            if up { (value / unit).ceil() * unit } else { (value / unit).floor() * unit }
+        };
+        points.extend([round(low, true), round(high, false)]);
+        points.sort_by(f64::total_cmp);
+        points.dedup();
+    }
+    // Many decades: powers of ten alone, so that labels do not crowd.
+    if points.len() > 12 {
+        points.retain(|point| (point.log10() - point.log10().round()).abs() < 1e-9);
+    }
+    points
 }
 
 /// The label of each row on a segmented axis, first row at the top (plotters counts rows
@@ -694,6 +734,13 @@ mod tests {
         let apart = runs_over_time("Median", "ms", &runs, &lines(), &[1, 2]).unwrap();
         assert_eq!(lines_of(&joined).len(), lines_of(&apart).len() + 1, "{apart}");
         assert!(runs_over_time("Median", "ms", &runs, &[], &[]).unwrap().contains("nothing measured"));
+    }
+
+    #[test]
+    fn a_log_axis_within_one_decade_still_has_numbers() {
+        assert_eq!(log_key_points(&(114.0..374.0)), vec![120.0, 200.0, 370.0]);
+        assert_eq!(log_key_points(&(0.6..40.0)), vec![1.0, 2.0, 5.0, 10.0, 20.0]);
+        assert!(log_key_points(&(1e-3..1e6)).iter().all(|point| (point.log10() - point.log10().round()).abs() < 1e-9));
     }
 
     #[test]

@@ -9,13 +9,17 @@
     ns: 1e-6, "\u00b5s": 1e-3, us: 1e-3, ms: 1, s: 1e3, min: 6e4, h: 3.6e6,
     B: 1, KiB: 1024, MiB: 1048576, GiB: 1073741824, TiB: 1099511627776,
     K: 1e3, M: 1e6, G: 1e9,
+    "": 1, "%": 1, x: 1,
   };
   const collator = new Intl.Collator("en", { numeric: true });
+  // A figure is a number, a unit this page knows (or none) and then nothing, a space or
+  // what follows a figure ("/ 0.36 s", "/h", "(2 to 3)"); a run id or a date that starts
+  // with digits ("20261207T0200", "2026-12-07") is text.
   function numberOf(text) {
-    const match = text.trim().replace(/^\$/, "").match(/^([-+]?\d[\d,]*(?:\.\d+)?(?:e[+-]?\d+)?)\s*([A-Za-z\u00b5]*)/);
-    if (!match) return null;
+    const match = text.trim().replace(/^\$/, "").match(/^([-+]?\d[\d,]*(?:\.\d+)?(?:e[+-]?\d+)?)\s*([A-Za-z\u00b5%]*)(.*)$/);
+    if (!match || !(match[2] in scale) || !/^($|[\s\/(,;])/.test(match[3])) return null;
     const value = parseFloat(match[1].replace(/,/g, ""));
-    return Number.isFinite(value) ? value * (scale[match[2]] || 1) : null;
+    return Number.isFinite(value) ? value * scale[match[2]] : null;
   }
   function sortKey(cell) {
     const text = cell.textContent.trim();

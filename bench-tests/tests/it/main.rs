@@ -17,6 +17,7 @@ mod concurrency;
 mod docs;
 mod embedded_engine;
 mod engine_versions;
+mod history;
 mod layers;
 mod leftovers;
 mod logs;

@@ -197,8 +197,10 @@ fn a_page_with_a_script_error_or_a_request_is_caught() {
 #[test]
 #[ignore = "needs Chromium (Debian's chromium, or CHBENCH_CHROMIUM): .ci/run installs it"]
 fn a_table_sorts_by_its_figures_units_scaled_and_unknowns_last() {
-    let markdown = "| query | time |\n| --- | --- |\n| q10 | 1.2 s |\n| q9 | unknown |\n| q2 | 900 ms |\n\
-                    | q1 | 35 µs |\n| q3 | none |\n| q4 | 2,500 ms |\n";
+    let markdown = "| query | time | started |\n| --- | --- | --- |\n| q10 | 1.2 s | 2026-12-07 02:00:16 UTC |\n\
+                    | q9 | unknown | 2026-12-06 23:59:59 UTC |\n| q2 | 900 ms | 2026-12-07 10:00:00 UTC |\n\
+                    | q1 | 35 µs | 2026-12-07 02:00:17 UTC |\n| q3 | none | 2026-12-07 02:00:15 UTC |\n\
+                    | q4 | 2,500 ms | 2026-12-07 03:00:00 UTC |\n";
     let root = tempfile::tempdir().unwrap();
     let html = root.path().join("sort.html");
     std::fs::write(&html, chbench::report::html::page("sort", markdown, &[], &[])).unwrap();
@@ -212,6 +214,8 @@ fn a_table_sorts_by_its_figures_units_scaled_and_unknowns_last() {
     assert_eq!(order(&mut page, 1), serde_json::json!(["q1", "q2", "q10", "q4", "q9", "q3"]));
     assert_eq!(order(&mut page, 1), serde_json::json!(["q4", "q10", "q2", "q1", "q9", "q3"]));
     assert_eq!(order(&mut page, 0), serde_json::json!(["q1", "q2", "q3", "q4", "q9", "q10"]));
+    // Dates (and run ids) that start with digits sort as text, in time order.
+    assert_eq!(order(&mut page, 2), serde_json::json!(["q9", "q3", "q10", "q1", "q4", "q2"]));
     assert!(page.problems.is_empty(), "{:#?}", page.problems);
 }
 

@@ -52,7 +52,7 @@ fn history_of_three_runs_gives_a_verdict_then_a_break_where_the_inputs_differ() 
     assert!(runs[0].starts_with("| #1 | h1 |") && runs[0].ends_with("| first |"), "{markdown}");
     assert!(runs[1].starts_with("| #2 | h2 |") && !runs[1].contains("break"), "{markdown}");
     assert!(
-        runs[2].starts_with("| #3 | h3 |") && runs[2].contains("**break**: ") && runs[2].contains("rows"),
+        runs[2].starts_with("| #3 | h3 |") && runs[2].contains("**break** against #2: ") && runs[2].contains("rows"),
         "{markdown}"
     );
     for query in ["q1", "q2", "q3", "q4"] {
@@ -84,6 +84,9 @@ fn history_of_bundles_of_two_kinds_without_a_kind_is_refused_in_one_line() {
             "schema_version": chbench::results::SCHEMA_VERSION,
             "run_id": run_id,
             "started_at": "2026-03-01T10:00:00Z",
+            "status": "complete",
+            "target": { "kind": "embedded", "engine_version": "26.7.2.1", "endpoint": "libchdb.so" },
+            "machine": null,
             "benchmark": { "kind": kind },
         });
         std::fs::write(dir.join("results.json"), bundle.to_string()).unwrap();
