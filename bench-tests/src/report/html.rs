@@ -10,7 +10,7 @@
 //! put inline for its image, a table's first cell linked to its samples) are made on the
 //! parser's events.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::fmt::Write as _;
 use std::ops::Range;
 
@@ -76,11 +76,14 @@ struct Rewriter<'a, 'm> {
     anchors: &'a BTreeMap<(&'a str, &'a str), String>,
     /// Events made and not yet handed out.
     ready: VecDeque<Event<'m>>,
-    /// The header of the current table's first column, when its rows link to samples:
-    /// only the first table with that header does, the one the samples are behind.
-    linking: Option<String>,
-    /// The first columns' headers of the tables so far.
-    headers_seen: BTreeSet<String>,
+    /// The header of the current table's first column.
+    header: Option<String>,
+    /// The current table, counted from 1.
+    table: usize,
+    /// The table each list is linked from: only the first table whose rows name a list
+    /// links to it (the one its samples are behind, not a later table of the same
+    /// queries, a comparison's direct-I/O runs say).
+    linked_from: BTreeMap<String, usize>,
     in_head: bool,
     /// The cell of the current row (0: the first).
     cell: usize,
@@ -99,8 +102,9 @@ impl<'a, 'm> Rewriter<'a, 'm> {
             charts,
             anchors,
             ready: VecDeque::new(),
-            linking: None,
-            headers_seen: BTreeSet::new(),
+            header: None,
+            table: 0,
+            linked_from: BTreeMap::new(),
             in_head: false,
             cell: 0,
         }
@@ -169,6 +173,11 @@ impl<'m> Iterator for Rewriter<'_, 'm> {
                 chart.push_str("</span></span>");
                 Some(Event::InlineHtml(chart.into()))
             }
+            Event::Start(Tag::Table(_)) => {
+                self.table += 1;
+                self.header = None;
+                Some(event)
+            }
             Event::Start(Tag::TableHead) => {
                 self.in_head = true;
                 self.cell = 0;
@@ -190,18 +199,19 @@ impl<'m> Iterator for Rewriter<'_, 'm> {
                 }
                 let source = cell_source(self.markdown, range);
                 let mut inner = self.until(TagEnd::TableCell);
-                if self.in_head {
-                    let header = plain_text(&inner);
-                    let first_time = self.headers_seen.insert(header.clone());
-                    self.linking = first_time.then_some(header);
-                } else if let Some(anchor) = self.linking.as_deref().and_then(|header| {
+                let anchor = self.header.as_deref().and_then(|header| {
                     // As written (a name holding a code span or a pipe), or as read (a
                     // name the report puts in backticks).
                     let read = plain_text(&inner);
                     [source.as_str(), read.as_str()]
                         .into_iter()
                         .find_map(|key| self.anchors.get(&(header, key)).cloned())
-                }) {
+                });
+                let table = self.table;
+                let anchor = anchor.filter(|anchor| *self.linked_from.entry(anchor.clone()).or_insert(table) == table);
+                if self.in_head {
+                    self.header = Some(plain_text(&inner));
+                } else if let Some(anchor) = anchor {
                     let end = inner.pop();
                     let link = format!("<a class=\"samples\" href=\"#{anchor}\" title=\"its raw samples\">");
                     self.ready.push_back(Event::InlineHtml(link.into()));

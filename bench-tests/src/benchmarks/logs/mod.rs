@@ -294,11 +294,21 @@ impl Benchmark for LogsBenchmark {
         })
     }
 
-    /// Every query's runs, and the ingest's: the statement through the harness, and the
-    /// calibration's warm-up and runs its harness overhead comes from, linked from the
-    /// ingest table's first row.
+    /// Every query's runs; Q5's again, from the bloom filter's table; and the ingest's:
+    /// the statement through the harness, and the calibration's warm-up and runs its
+    /// harness overhead comes from, linked from the ingest table's first row.
     fn raw_samples(bundle: &RunBundle<LogsResults>) -> Vec<crate::report::html::SampleTable> {
         let mut lists = super::raw_samples::of_queries(&bundle.benchmark.queries);
+        // The bloom filter's table: Q5's runs without and with the index, from its first row.
+        let q5: Vec<_> = bundle.benchmark.queries.iter().filter(|runs| runs.query == "q5").cloned().collect();
+        if bundle.benchmark.bloom_filter.is_some()
+            && let Some(mut bloom) = super::raw_samples::of_queries(&q5).pop()
+        {
+            bloom.linked_from = String::new();
+            bloom.key = "warm (min)".to_string();
+            bloom.title = "q5 without and with the bloom filter".to_string();
+            lists.push(bloom);
+        }
         let Some(ingest) = &bundle.benchmark.ingest else { return lists };
         let known = |value: Option<f64>| value.map_or_else(|| "unknown".to_string(), |value| value.to_string());
         let mut rows = Vec::new();
