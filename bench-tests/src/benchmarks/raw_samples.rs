@@ -136,7 +136,7 @@ fn milliseconds(us: u64) -> String {
 }
 
 /// A figure as recorded, or `unknown`.
-fn known(value: Option<f64>) -> String {
+pub fn known(value: Option<f64>) -> String {
     value.map_or_else(|| "unknown".to_string(), |value| value.to_string())
 }
 

@@ -299,10 +299,10 @@ impl Benchmark for LogsBenchmark {
     /// harness overhead comes from, linked from the ingest table's first row.
     fn raw_samples(bundle: &RunBundle<LogsResults>) -> Vec<crate::report::html::SampleTable> {
         let mut lists = super::raw_samples::of_queries(&bundle.benchmark.queries);
-        // The bloom filter's table: Q5's runs without and with the index, from its first row.
-        let q5: Vec<_> = bundle.benchmark.queries.iter().filter(|runs| runs.query == "q5").cloned().collect();
+        // The bloom filter's table: Q5's list (its runs without and with the index) again,
+        // from the table's first row.
         if bundle.benchmark.bloom_filter.is_some()
-            && let Some(mut bloom) = super::raw_samples::of_queries(&q5).pop()
+            && let Some(mut bloom) = lists.iter().find(|list| list.key == "q5").cloned()
         {
             bloom.linked_from = String::new();
             bloom.key = "warm (min)".to_string();
@@ -310,7 +310,7 @@ impl Benchmark for LogsBenchmark {
             lists.push(bloom);
         }
         let Some(ingest) = &bundle.benchmark.ingest else { return lists };
-        let known = |value: Option<f64>| value.map_or_else(|| "unknown".to_string(), |value| value.to_string());
+        let known = super::raw_samples::known;
         let mut rows = Vec::new();
         if let Some(harness) = &ingest.harness {
             rows.push(vec![
