@@ -77,6 +77,11 @@ static STORAGE: Mutex<Option<(PathBuf, usize)>> = Mutex::new(None);
 /// storage folder of their connection: what a request to stop cancels.
 static RUNNING: Mutex<BTreeMap<u64, PathBuf>> = Mutex::new(BTreeMap::new());
 static NEXT_STATEMENT: AtomicU64 = AtomicU64::new(0);
+/// How many cancels (`KILL QUERY`) have begun, and how many have ended: a statement that
+/// ends after a cancel began that had not ended when the statement began ran beside it,
+/// and may have been killed ([`Connection::query`]).
+static KILLS_STARTED: AtomicU64 = AtomicU64::new(0);
+static KILLS_ENDED: AtomicU64 = AtomicU64::new(0);
 /// How often a cancel is sent again while the statement it is for still runs: one that
 /// had not reached the engine's process list yet was not found the first time.
 const CANCEL_RETRY: Duration = Duration::from_millis(200);
@@ -251,8 +256,22 @@ impl Connection {
 
     /// Runs one statement and returns its output in `format` (e.g. `TabSeparated`).
     /// A statement running when a stop is requested is cancelled, and this returns
-    /// [`Interrupted`].
+    /// [`Interrupted`]. So does any statement that ran while a cancel was sent, whatever
+    /// the engine answered: a killed statement can end without an error and with only
+    /// some of its rows (a `system.parts` summary came back with none), and a cancel
+    /// kills every statement of the process, including one begun after the request.
     pub fn query(&self, sql: &str, format: &str) -> Result<ChdbOutput> {
+        let kills_ended_before = KILLS_ENDED.load(Ordering::SeqCst);
+        let outcome = self.query_uncancelled(sql, format);
+        if outcome.is_ok() && KILLS_STARTED.load(Ordering::SeqCst) > kills_ended_before {
+            return Err(Interrupted.into());
+        }
+        outcome
+    }
+
+    /// [`Connection::query`] without the check for a cancel it ran beside: for the
+    /// cancel itself.
+    fn query_uncancelled(&self, sql: &str, format: &str) -> Result<ChdbOutput> {
         let api = self.api;
         let _running = RunningStatement::start(&self.storage);
         // SAFETY: the handle is a live connection (closed only in Drop); the pointers and
@@ -439,7 +458,11 @@ fn cancel_running_statements() {
             let killed = canceller.and_then(|connection| {
                 // Every statement of this process but the KILL itself; ASYNC, since SYNC
                 // waits for an end the engine never reports here.
-                connection.query("KILL QUERY WHERE query NOT LIKE 'KILL QUERY%' ASYNC", "TabSeparated")
+                KILLS_STARTED.fetch_add(1, Ordering::SeqCst);
+                let killed =
+                    connection.query_uncancelled("KILL QUERY WHERE query NOT LIKE 'KILL QUERY%' ASYNC", "TabSeparated");
+                KILLS_ENDED.fetch_add(1, Ordering::SeqCst);
+                killed
             });
             if let Err(error) = killed {
                 crate::say!("chbench: cannot cancel the statement in progress ({error:#}); it finishes first");
