@@ -4,10 +4,11 @@
 //!
 //! - `CHBENCH_TARGET` chooses the engine every scenario runs on: `embedded` (the real
 //!   ClickHouse engine in-process, libchdb), `container` (`clickhouse/clickhouse-server`
-//!   in Docker, one container per nextest run, driven through bollard), `url` (a running server: `CHBENCH_URL`, `CHBENCH_USER`,
+//!   in Docker, one container per nextest run, through testcontainers; needs the
+//!   `container` feature), `url` (a running server: `CHBENCH_URL`, `CHBENCH_USER`,
 //!   `CHBENCH_PASSWORD`), `eks` (the pod `cargo xtask eks up` deployed, through a
-//!   port-forward; needs the `eks` feature) or `auto`, the default: `container` when a
-//!   Docker daemon answers, else `embedded`. In the library
+//!   port-forward; needs the `eks` feature) or `auto`, the default: `container` in a
+//!   build with it when a Docker daemon answers, else `embedded`. In the library
 //!   [`target_info::TargetKind::from_env`] is the only code that reads it; `xtask` reads it
 //!   through clap, as `--target`'s default.
 //! - The embedded engine is fetched on first use ([`engine`]); `CHBENCH_LIBCHDB` points

@@ -79,8 +79,8 @@ fn run(flags: &RunFlags, kind_name: &str, benchmark: &dyn AnyBenchmark) -> Resul
     if let Some(folder) = chbench::targets::volume::active_engine_folder() {
         benchmark.check_storage(&folder)?;
     }
-    // The eks target from an xtask built without it: this command runs again, built with it.
-    let mut target = crate::eks::open_target(kind)?;
+    // A target this xtask was built without (eks, container): this command runs again, built with it.
+    let mut target = crate::features::open_target(kind)?;
     let (run_id, existing) = match &flags.run_id {
         Some(run_id) => (run_id.clone(), ExistingFolder::Refuse),
         None => (
@@ -200,8 +200,8 @@ fn matrix(file: &Path, fail_fast: bool, matches: &clap::ArgMatches) -> Result<()
             chbench::cluster::eks_command("down", &last_up.namespace)
         );
     }
-    // The eks target from an xtask built without it: this command runs again, built with it.
-    crate::eks::ensure_the_eks_feature(matrix.target)?;
+    // A target this xtask was built without (eks, container): this command runs again, built with it.
+    crate::features::ensure_the_feature(matrix.target)?;
     prepare_results_folder(&flags.results_dir)?;
     let matrix_id = match &flags.run_id {
         Some(run_id) => {

@@ -1,15 +1,13 @@
 //! `cargo xtask eks up|status|baseline|collect|down`: a ClickHouse deployment on
 //! Kubernetes, and the storage baseline fio measures beside it. The Kubernetes client is
 //! built with the `eks` feature only: an xtask built without it runs itself again as
-//! `cargo run --features eks`, so that the first `eks` command (or the first
-//! `bench --target eks`, see [`open_target`]) compiles the client and a laptop that never
-//! runs one never does.
+//! `cargo run --features eks` ([`crate::features`]), so that the first `eks` command (or
+//! the first `bench --target eks`) compiles the client and a laptop that never runs one
+//! never does.
 
 use anyhow::{Result, anyhow};
 use chbench::cluster::checks::check_values;
 use chbench::cluster::{Values, Variant};
-use chbench::target_info::TargetKind;
-use chbench::targets::{Target, open_target_of_kind};
 
 use crate::flags::{Eks, EksUp};
 
@@ -21,7 +19,8 @@ impl Eks {
         }
         #[cfg(not(feature = "eks"))]
         {
-            rerun_with_the_eks_feature("cargo xtask eks", false).map(|never| match never {})
+            crate::features::rerun_with_the_feature(&chbench::targets::eks::NO_CLIENT, "cargo xtask eks", None)
+                .map(|never| match never {})
         }
         #[cfg(feature = "eks")]
         match self.command {
@@ -68,42 +67,6 @@ fn values(flags: &EksUp) -> Result<Values> {
     };
     check_values(variant, &values)?;
     Ok(values)
-}
-
-/// Opens a target of `kind`; one this xtask was built without the feature for (the `eks`
-/// target's [`MissingFeature`](chbench::targets::MissingFeature)) is opened by this
-/// command run again from an xtask built with it.
-pub fn open_target(kind: TargetKind) -> Result<Target> {
-    or_rerun_with_the_eks_feature(kind, open_target_of_kind(kind))
-}
-
-/// Returns when this xtask can reach a target of `kind`; otherwise (the eks target, built
-/// without the feature) this command runs again from an xtask built with it.
-pub fn ensure_the_eks_feature(kind: TargetKind) -> Result<()> {
-    #[cfg(not(feature = "eks"))]
-    if chbench::targets::spec(kind).missing_feature.is_some_and(|missing| missing.feature == "eks") {
-        return rerun_with_the_eks_feature("target eks", true).map(|never| match never {});
-    }
-    let _ = kind;
-    Ok(())
-}
-
-/// `outcome` of work that opened a target of `kind` (and did nothing before that could
-/// not be done again), or, when the target needs the `eks` feature this xtask was built
-/// without, this command run again from an xtask built with it.
-pub fn or_rerun_with_the_eks_feature<T>(kind: TargetKind, outcome: Result<T>) -> Result<T> {
-    #[cfg(not(feature = "eks"))]
-    if let Err(error) = &outcome
-        && error.chain().any(|cause| {
-            cause.downcast_ref::<chbench::targets::MissingFeature>().is_some_and(|missing| missing.feature == "eks")
-        })
-    {
-        let kind = chbench::targets::resolve_kind(kind);
-        return rerun_with_the_eks_feature(&format!("target {kind}"), true).map(|never| match never {});
-    }
-    #[cfg(feature = "eks")]
-    let _ = kind;
-    outcome
 }
 
 #[cfg(feature = "eks")]
@@ -288,79 +251,4 @@ mod with_client {
         progress(&format!("kept in {namespace}/{}", baseline::RESULT_CONFIG_MAP));
         Ok(())
     }
-}
-
-/// The variables the outer `cargo run` set for this process about the xtask package
-/// (`CARGO_MANIFEST_DIR`, `CARGO_PKG_NAME`, ...). Build scripts track some of them (ring's
-/// `rerun-if-env-changed`), and the inner cargo would see them where a cargo run from a
-/// shell sees none: every `eks` command would rebuild ring, rustls, kube and chbench.
-/// Without them the inner cargo sees what a shell's does, and a second command builds
-/// nothing. `CARGO` stays: it names the cargo to run, and cargo sets it for its children.
-#[cfg(not(feature = "eks"))]
-fn variables_cargo_run_set() -> Vec<std::ffi::OsString> {
-    const SET_FOR_THE_PACKAGE: [&str; 5] =
-        ["CARGO_MANIFEST_DIR", "CARGO_MANIFEST_PATH", "CARGO_CRATE_NAME", "CARGO_BIN_NAME", "CARGO_PRIMARY_PACKAGE"];
-    std::env::vars_os()
-        .map(|(name, _)| name)
-        .filter(|name| {
-            name.to_str().is_some_and(|name| name.starts_with("CARGO_PKG_") || SET_FOR_THE_PACKAGE.contains(&name))
-        })
-        .collect()
-}
-
-/// Runs this command again from an xtask built with the `eks` feature: this process
-/// becomes `cargo run --features eks -- <its arguments>` (`exec`), so that Ctrl-C or
-/// SIGTERM reach cargo and the rebuilt xtask directly and their exit code (130 after
-/// Ctrl-C) is this command's; no parent is left to pass them on. Same folder, arguments
-/// and environment (less what `cargo run` set about xtask), so that relative paths (`--results-dir`, `--out`) and
-/// `CHBENCH_TARGET` mean what they meant. Returns only when cargo cannot be started. Unix
-/// only, as the whole workspace is (chbench's signal handling and hard-linked copies).
-///
-/// `needing` (`cargo xtask eks`, `target eks`) is said first, with the build: the first
-/// such command compiles the Kubernetes client for minutes with nothing else on the
-/// screen (`--quiet`), so the line says what is going on and that it happens once.
-///
-/// For the eks target (`pin_target`), the rebuilt command gets the target this one chose
-/// (`CHBENCH_TARGET=eks`): a deployment taken down during the build does not send it
-/// elsewhere, and the choice is said once, here.
-#[cfg(not(feature = "eks"))]
-fn rerun_with_the_eks_feature(needing: &str, pin_target: bool) -> Result<std::convert::Infallible> {
-    use std::io::Write;
-    use std::os::unix::process::CommandExt;
-
-    use anyhow::Context;
-
-    chbench::say!("{}", building_line(needing));
-    let arguments: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let manifest = chbench::files::workspace_root().join("Cargo.toml");
-    // Nothing of this process runs after exec: what it printed must be out first.
-    let _ = std::io::stdout().flush();
-    let mut command = std::process::Command::new(&cargo);
-    command
-        .args(["run", "--quiet", "--package", "xtask", "--features", "eks", "--bin", "xtask", "--manifest-path"])
-        .arg(&manifest)
-        .arg("--")
-        .args(&arguments);
-    for name in variables_cargo_run_set() {
-        command.env_remove(name);
-    }
-    // The namespace stays as it was chosen (`CHBENCH_NAMESPACE`, or the record, whose
-    // cluster the rebuilt command then checks).
-    if pin_target {
-        command.env(chbench::target_info::TARGET_ENV, "eks");
-    }
-    let error = command.exec();
-    Err(error).with_context(|| {
-        format!("cannot run {} to build xtask with the eks feature", std::path::Path::new(&cargo).display())
-    })
-}
-
-/// The line said before xtask runs itself again with the `eks` feature.
-#[cfg(not(feature = "eks"))]
-fn building_line(needing: &str) -> String {
-    format!(
-        "chbench: {needing} needs the Kubernetes client (the eks feature): running xtask built with it; the first \
-         time, cargo builds it now, a few minutes once, and later commands reuse it"
-    )
 }

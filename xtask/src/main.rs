@@ -6,6 +6,7 @@ mod clean_containers;
 mod compare;
 mod eks;
 mod engine_worker;
+mod features;
 mod flags;
 mod history;
 mod measure;

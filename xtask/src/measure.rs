@@ -74,7 +74,7 @@ impl Measure {
             files.push((file, fixture.name(), statements));
         }
         let _volume = self.volume()?;
-        let mut target = crate::eks::open_target(self.target.target)?;
+        let mut target = crate::features::open_target(self.target.target)?;
         for (file, name, mut statements) in files {
             let Some(last) = statements.pop() else { continue };
             let setup_statements = statements.len();
@@ -115,7 +115,7 @@ impl Measure {
         let _volume = self.volume()?;
         // No skip-index-free second run: that is for a claim that compares the two, and
         // here nothing is claimed.
-        let observation = crate::eks::or_rerun_with_the_eks_feature(
+        let observation = crate::features::or_rerun_with_the_feature(
             self.target.target,
             pack.observe(self.target.target, &query, &design, rows, AlsoMeasure::Nothing),
         )?;

@@ -76,9 +76,10 @@ pub const MISSING_FEATURE: Option<super::MissingFeature> = Some(NO_CLIENT);
 #[cfg(feature = "eks")]
 pub const MISSING_FEATURE: Option<super::MissingFeature> = None;
 
-#[cfg(not(feature = "eks"))]
-const NO_CLIENT: super::MissingFeature = super::MissingFeature {
+/// The eks target's feature, as a build without it names it.
+pub const NO_CLIENT: super::MissingFeature = super::MissingFeature {
     feature: "eks",
+    builds: "the Kubernetes client",
     message: "target eks needs chbench's eks feature: run the tests with `cargo nextest run --features chbench/eks` \
               (`cargo xtask bench --target eks` turns it on itself)",
 };

@@ -66,9 +66,11 @@ pub fn spec(kind: TargetKind) -> TargetSpec {
         TargetKind::Embedded => {
             TargetSpec { capabilities: embedded::CAPABILITIES, open: embedded::open, missing_feature: None }
         }
-        TargetKind::Container => {
-            TargetSpec { capabilities: container::CAPABILITIES, open: container::open, missing_feature: None }
-        }
+        TargetKind::Container => TargetSpec {
+            capabilities: container::CAPABILITIES,
+            open: container::open,
+            missing_feature: container::MISSING_FEATURE,
+        },
         TargetKind::Url => TargetSpec { capabilities: server::CAPABILITIES, open: server::open, missing_feature: None },
         TargetKind::Eks => {
             TargetSpec { capabilities: eks::CAPABILITIES, open: eks::open, missing_feature: eks::MISSING_FEATURE }
@@ -85,6 +87,8 @@ pub fn spec(kind: TargetKind) -> TargetSpec {
 pub struct MissingFeature {
     /// The chbench cargo feature the target needs (xtask has one of the same name).
     pub feature: &'static str,
+    /// What the feature compiles, as the line said before building it names it.
+    pub builds: &'static str,
     pub message: &'static str,
 }
 

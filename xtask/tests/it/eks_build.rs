@@ -1,10 +1,11 @@
-//! What the default build compiles, and switching between it and the `eks` build (what
-//! `cargo xtask eks ...` runs itself as). The default build has no TLS stack (no ring,
-//! aws-lc or rustls: the container target talks to Docker over a local socket); only the
-//! `eks` build's Kubernetes client brings one. The two builds ask for different features
-//! of the crates they share, and cargo keeps each variant side by side in target/, so
-//! once both are built a switch compiles nothing: `cargo xtask eks ...` is itself a switch
-//! each way (the default build of xtask runs the `eks` build).
+//! What the default build compiles, and switching between it and the `eks` and
+//! `container` builds (what `cargo xtask eks ...` and `--target container` run themselves
+//! as). The default build has no TLS stack (no ring, aws-lc or rustls) and no Docker
+//! client; the `eks` build's Kubernetes client and the `container` build's testcontainers
+//! bring them. The builds ask for different features of the crates they share, and cargo
+//! keeps each variant side by side in target/, so once both are built a switch compiles
+//! nothing: such a command is itself a switch each way (the default build of xtask runs
+//! the other).
 
 use std::collections::BTreeSet;
 use std::process::Command;
@@ -34,9 +35,9 @@ fn names(crates: &BTreeSet<(String, String)>) -> BTreeSet<&str> {
     crates.iter().map(|(name, _)| name.as_str()).collect()
 }
 
-/// The TLS stack and what brought it into the default build before: testcontainers
-/// (bollard's buildkit: tonic, rustls; its defaults: ring, reqwest).
-const NOT_IN_THE_DEFAULT_BUILD: [&str; 10] = [
+/// The TLS stack, and the Docker client that brings one (testcontainers: bollard's
+/// buildkit, tonic, reqwest with rustls).
+const NOT_IN_THE_DEFAULT_BUILD: [&str; 11] = [
     "ring",
     "aws-lc-sys",
     "aws-lc-rs",
@@ -47,6 +48,7 @@ const NOT_IN_THE_DEFAULT_BUILD: [&str; 10] = [
     "tonic",
     "testcontainers",
     "testcontainers-modules",
+    "bollard",
 ];
 
 #[test]
@@ -54,18 +56,22 @@ fn the_default_build_compiles_no_tls_stack() {
     let compiled = crates_compiled(&[]);
     let (default, eks) = (names(&compiled), crates_compiled(&["--features", "xtask/eks"]));
     let eks = names(&eks);
-    assert!(default.contains("bollard") && default.contains("chbench"), "cargo tree listed {default:?}");
-    // The query sees a TLS stack where there is one.
+    let container = crates_compiled(&["--features", "xtask/container"]);
+    let container = names(&container);
+    assert!(default.contains("chbench") && default.contains("clickhouse"), "cargo tree listed {default:?}");
+    // The query sees a TLS stack and a Docker client where there are.
     assert!(eks.contains("kube-client") && eks.contains("rustls"), "the eks build: {eks:?}");
+    assert!(container.contains("testcontainers-modules") && container.contains("bollard"), "{container:?}");
     let present: Vec<&str> = NOT_IN_THE_DEFAULT_BUILD.into_iter().filter(|name| default.contains(*name)).collect();
     assert!(
         present.is_empty(),
         "the default build compiles {present:?} again (`cargo tree -p xtask -e normal,build -i <crate>` says \
          through what); keep TLS in the eks feature"
     );
-    // 176 when this was written (273 with testcontainers-modules): a bound, so that a
-    // new dependency's weight is a decision.
-    assert!(compiled.len() <= 200, "the default build compiles {} crates; it was 176", compiled.len());
+    // 180 when this was written (191 with bollard before the container target became a
+    // feature; 285 in the container build): a bound, so that a new dependency's weight is
+    // a decision.
+    assert!(compiled.len() <= 200, "the default build compiles {} crates; it was 180", compiled.len());
 }
 
 /// `cargo xtask eks up --dry-run` (the eks build, no cluster) as a shell runs it: the variables cargo and nextest set for
@@ -139,4 +145,38 @@ fn a_second_eks_command_compiles_nothing() {
     let output = crate::common::xtask().args(["eks", "status"]).env("CARGO", "/nonexistent/cargo").output().unwrap();
     let errors = crate::common::error_lines(&output).join("\n");
     assert!(errors.contains("cannot run /nonexistent/cargo"), "target/debug/xtask is not the default build: {errors}");
+}
+
+/// The first `--target container` command of a default build (here, a bench with no
+/// Docker daemon to reach) says what it builds, then runs from the container build; the
+/// second compiles nothing. Ignored unless the container feature is built anyway (CI's
+/// container step), for the reason the eks test above is.
+#[test]
+#[cfg_attr(
+    not(feature = "container"),
+    ignore = "builds the container feature: run with --features xtask/container, as CI's container step does"
+)]
+fn a_second_container_command_compiles_nothing() {
+    let results = tempfile::tempdir().unwrap();
+    let results = results.path().to_str().unwrap();
+    let building = "chbench: target container needs testcontainers, the Docker client (the container feature): running xtask built \
+         with it";
+    let bench = ["xtask", "bench", "--target", "container", "--rows", "1K", "--results-dir", results];
+    for attempt in ["first", "second"] {
+        let output = cargo_from_a_shell(&bench);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "a bench without Docker succeeded:\n{stderr}");
+        assert!(stderr.contains(building), "the {attempt} run did not say what it builds:\n{stderr}");
+        // Ran from the container build: its own error, the daemon's, not the feature's.
+        assert!(stderr.contains("is a Docker daemon running?"), "the {attempt} run:\n{stderr}");
+        if attempt == "second" {
+            let stale: Vec<&str> =
+                stderr.lines().filter(|line| line.contains("fingerprint dirty") || line.contains("dirty:")).collect();
+            assert!(stale.is_empty(), "the second run rebuilt (cargo's reasons):\n{}", stale.join("\n"));
+            assert!(!stderr.contains("Compiling "), "the second run compiled:\n{stderr}");
+        }
+    }
+    // As the eks test does: the default build's xtask back in target/debug/xtask.
+    let restored = cargo_from_a_shell(&["build", "--quiet", "-p", "xtask"]);
+    assert!(restored.status.success(), "cannot build xtask: {}", String::from_utf8_lossy(&restored.stderr));
 }

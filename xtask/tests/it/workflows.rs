@@ -161,11 +161,44 @@ fn check(command: &ShellCommand) -> Result<bool, String> {
         "xtask" => run_for_help(Path::new(XTASK), &texts[1..])?,
         "nextest" => {
             check_nextest_profiles(args)?;
+            check_features(args)?;
             run_for_help(&cargo, &texts)?;
         }
-        _ => run_for_help(&cargo, &texts)?,
+        _ => {
+            check_features(args)?;
+            run_for_help(&cargo, &texts)?
+        }
     }
     Ok(true)
+}
+
+/// Each feature `args` name (`--features chbench/eks,xtask/eks`, `-F`, `--features=`) is a
+/// feature of the workspace package it names: cargo's `--help` checks none.
+fn check_features(args: &[Word]) -> Result<(), String> {
+    let spaced = args.iter().zip(&args[1..]).filter(|(flag, _)| matches!(&*flag.text, "--features" | "-F"));
+    let joined = args
+        .iter()
+        .filter_map(|word| Some(Word { text: word.text.strip_prefix("--features=")?.into(), ..word.clone() }));
+    for features in spaced.map(|(_, value)| value.clone()).chain(joined) {
+        if features.expanded {
+            return Err("the features come from a variable: they cannot be checked".to_string());
+        }
+        for feature in features.text.split([',', ' ']).filter(|feature| !feature.is_empty()) {
+            let (package, name) = feature.split_once('/').ok_or(format!("feature {feature:?} names no package"))?;
+            let folder = match package {
+                "chbench" => "bench-tests",
+                "xtask" => "xtask",
+                other => return Err(format!("feature {feature:?}: {other} is not a package of the workspace")),
+            };
+            let manifest = std::fs::read_to_string(workspace().join(folder).join("Cargo.toml")).unwrap();
+            let manifest: toml::Table = toml::from_str(&manifest).unwrap();
+            let defined = manifest.get("features").and_then(toml::Value::as_table);
+            if !defined.is_some_and(|features| features.contains_key(name)) {
+                return Err(format!("feature {feature:?} is not in {folder}/Cargo.toml"));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Each profile nextest's `args` name (`--profile NAME`, `-P NAME`, `--profile=NAME`) is
@@ -325,6 +358,12 @@ version=$(cargo xtask clean-containers)
         ("cargo nextest run --profile nope", "nextest profile \"nope\" is not in .config/nextest.toml"),
         ("cargo nextest run --profile=\"$P\"", "the nextest profile comes from a variable"),
         ("cargo nextest run --no-such-flag", "unexpected argument '--no-such-flag'"),
+        (
+            "cargo nextest run --features chbench/containr",
+            "feature \"chbench/containr\" is not in bench-tests/Cargo.toml",
+        ),
+        ("cargo clippy --features=xtask/nope", "feature \"xtask/nope\" is not in xtask/Cargo.toml"),
+        ("cargo nextest run -F container", "feature \"container\" names no package"),
         ("cargo +nightly fmt", "cargo needs its subcommand first"),
         ("cargo no-such-subcommand", "no such command"),
         ("echo ok\ncat <<EOF\ncargo xtask bnch\nEOF", "line 2: a here-document is not read"),

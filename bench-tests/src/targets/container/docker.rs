@@ -1,40 +1,35 @@
-//! The Docker daemon: where it listens (`DOCKER_HOST`, else the usual sockets), whether it
-//! answers, a client for it, and why one behind TLS is refused.
+//! The Docker daemon, before any client: whether this machine looks like it has one (for a
+//! build without the container target to say so), and why one behind TLS is refused.
+//! Finding and talking to it is testcontainers' (the `container` feature).
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
-
-use anyhow::{Result, anyhow, bail};
-use bollard::Docker;
-
-/// Whether a Docker daemon answers a ping (used to resolve `auto`).
-pub fn docker_answers() -> bool {
-    let Ok(runtime) = crate::runtime::blocking_runtime("the container client") else { return false };
-    runtime.block_on(async {
-        match connect_docker() {
-            Ok(docker) => {
-                tokio::time::timeout(Duration::from_secs(3), docker.ping()).await.is_ok_and(|ping| ping.is_ok())
-            }
-            Err(_) => false,
-        }
-    })
-}
 
 /// The system's Docker socket, where a daemon usually listens.
 const SYSTEM_DOCKER_SOCKET: &str = "/var/run/docker.sock";
 
-/// Where the Docker daemon listens: `docker_host` (`DOCKER_HOST`) when set, else the first
-/// socket that `exists` of the system's, rootless Docker's (`$XDG_RUNTIME_DIR/docker.sock`)
-/// and Docker Desktop's (`~/.docker/run`, `~/.docker/desktop`); testcontainers looks in
-/// the same places. None there: the system's, which the error then names.
-pub fn docker_host(
+/// Where this machine's Docker daemon looks to be, when it looks to have one: `DOCKER_HOST`,
+/// else the first socket that exists of the places testcontainers looks.
+pub fn docker_socket_seen() -> Option<String> {
+    let host = std::env::var("DOCKER_HOST").ok();
+    let runtime_dir = std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from);
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    docker_socket(host.as_deref(), runtime_dir.as_deref(), home.as_deref(), Path::exists)
+}
+
+/// `docker_host` (`DOCKER_HOST`) when set (a `unix://` one only if its socket exists),
+/// else the first socket that `exists` of the
+/// system's, rootless Docker's (`$XDG_RUNTIME_DIR`) and Docker Desktop's (`~/.docker/run`,
+/// `~/.docker/desktop`), as testcontainers looks for them; `None` when there is none.
+pub fn docker_socket(
     docker_host: Option<&str>,
     runtime_dir: Option<&Path>,
     home: Option<&Path>,
     exists: impl Fn(&Path) -> bool,
-) -> String {
+) -> Option<String> {
     if let Some(host) = docker_host.map(str::trim).filter(|host| !host.is_empty()) {
-        return host.to_string();
+        // A socket that is not there is no daemon; a network address may be one.
+        let socket_missing = host.strip_prefix("unix://").is_some_and(|socket| !exists(Path::new(socket)));
+        return (!socket_missing).then(|| host.to_string());
     }
     let mut sockets = vec![PathBuf::from(SYSTEM_DOCKER_SOCKET)];
     if let Some(runtime_dir) = runtime_dir {
@@ -43,21 +38,7 @@ pub fn docker_host(
     if let Some(home) = home {
         sockets.extend([home.join(".docker/run/docker.sock"), home.join(".docker/desktop/docker.sock")]);
     }
-    let socket = sockets.into_iter().find(|socket| exists(socket));
-    format!("unix://{}", socket.as_deref().unwrap_or(Path::new(SYSTEM_DOCKER_SOCKET)).display())
-}
-
-/// A Docker client for this machine's daemon ([`docker_host`]); nothing is sent yet.
-fn connect_docker() -> Result<Docker> {
-    let host = std::env::var("DOCKER_HOST").ok();
-    if let Some(refusal) = docker_tls_refusal(host.as_deref(), std::env::var("DOCKER_TLS_VERIFY").ok().as_deref()) {
-        bail!("cannot reach Docker: {refusal}");
-    }
-    let runtime_dir = std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from);
-    let home = std::env::var_os("HOME").map(PathBuf::from);
-    let host = docker_host(host.as_deref(), runtime_dir.as_deref(), home.as_deref(), Path::exists);
-    Docker::connect_with_host(&host)
-        .map_err(|error| anyhow!("cannot reach Docker at {host} (is a Docker daemon running?): {error}"))
+    sockets.into_iter().find(|socket| exists(socket)).map(|socket| format!("unix://{}", socket.display()))
 }
 
 /// Why the Docker daemon that `DOCKER_HOST` and `DOCKER_TLS_VERIFY` name cannot be
@@ -77,15 +58,6 @@ pub fn docker_tls_refusal(host: Option<&str>, tls_verify: Option<&str>) -> Optio
          socket, or forward the remote daemon's socket (`ssh -NL 2375:/var/run/docker.sock <host>`) and set \
          DOCKER_HOST=tcp://127.0.0.1:2375"
     ))
-}
-
-/// A Docker client ([`connect_docker`]), once the daemon has answered.
-pub(super) async fn docker_client() -> Result<Docker> {
-    let unreachable =
-        |error: &dyn std::fmt::Display| anyhow!("cannot reach Docker (is a Docker daemon running?): {error}");
-    let docker = connect_docker()?;
-    docker.ping().await.map_err(|error| unreachable(&error))?;
-    Ok(docker)
 }
 
 #[cfg(test)]
@@ -110,9 +82,15 @@ mod tests {
         let runtime = Path::new("/run/user/1000");
         let home = Path::new("/home/me");
         let only = |socket: &'static str| move |path: &Path| path == Path::new(socket);
-        let host =
-            |set: Option<&str>, exists: &dyn Fn(&Path) -> bool| docker_host(set, Some(runtime), Some(home), exists);
-        assert_eq!(host(Some("tcp://127.0.0.1:2375"), &|_| true), "tcp://127.0.0.1:2375");
+        let host = |set: Option<&str>, exists: &dyn Fn(&Path) -> bool| {
+            docker_socket(set, Some(runtime), Some(home), exists).unwrap_or_default()
+        };
+        assert_eq!(host(Some("tcp://127.0.0.1:2375"), &|_| false), "tcp://127.0.0.1:2375");
+        assert_eq!(host(Some("unix:///run/d.sock"), &only("/run/d.sock")), "unix:///run/d.sock");
+        let all_but = |missing: &'static str| move |path: &Path| path != Path::new(missing);
+        let gone =
+            docker_socket(Some("unix:///nonexistent/docker.sock"), None, None, all_but("/nonexistent/docker.sock"));
+        assert_eq!(gone, None, "a DOCKER_HOST socket that is not there is no daemon");
         assert_eq!(host(Some(" "), &only("/var/run/docker.sock")), "unix:///var/run/docker.sock");
         assert_eq!(host(None, &|_| true), "unix:///var/run/docker.sock", "the system's comes first");
         assert_eq!(host(None, &only("/run/user/1000/docker.sock")), "unix:///run/user/1000/docker.sock");
@@ -120,7 +98,7 @@ mod tests {
             host(None, &only("/home/me/.docker/desktop/docker.sock")),
             "unix:///home/me/.docker/desktop/docker.sock"
         );
-        assert_eq!(host(None, &|_| false), "unix:///var/run/docker.sock", "none exists: the error names the system's");
-        assert_eq!(docker_host(None, None, None, |_| false), "unix:///var/run/docker.sock");
+        assert_eq!(docker_socket(None, Some(runtime), Some(home), |_| false), None, "no Docker here");
+        assert_eq!(docker_socket(None, None, None, |_| false), None);
     }
 }

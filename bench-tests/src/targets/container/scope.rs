@@ -53,6 +53,7 @@ fn process_info(pid: Pid) -> Option<(ProcessIdentity, Option<Pid>)> {
 }
 
 /// This machine's name, for the owner's host label (empty when unknown).
+#[cfg(feature = "container")]
 pub(super) fn host_name() -> String {
     System::host_name().unwrap_or_default()
 }

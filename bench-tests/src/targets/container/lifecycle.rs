@@ -1,0 +1,620 @@
+//! The container's life, through testcontainers (the `container` feature): the request
+//! (testcontainers-modules' ClickHouse image at the pinned tag, the scope's name and
+//! labels, a password, the HTTP port on 127.0.0.1 alone), starting or joining the
+//! container, waiting until it answers, and removing it.
+//!
+//! - **testcontainers does:** finding the daemon (`DOCKER_HOST`, then the usual sockets),
+//!   pulling the image, creating and starting the container, waiting for the module's
+//!   readiness (HTTP 200 on `/`), finding the scope's container again
+//!   (`ReuseDirective::Always`: by name and labels, started again if it had ended), its
+//!   log, and removing it.
+//! - **bollard (re-exported by testcontainers) does what testcontainers exposes nothing
+//!   for:** reading a container's state (exit code, out of memory), the environment it was
+//!   created with (a joining process's password) and the addresses its port is published
+//!   on, pinging the daemon, publishing the port on 127.0.0.1 alone (the
+//!   `HostConfig` testcontainers hands its modifier), and listing chbench's containers by
+//!   label to remove the abandoned ones.
+//!
+//! Images from 25.1 on refuse the `default` user from outside the container unless a
+//! user or password is configured, so the container gets a `bench` user with a random
+//! password. The password exists in memory and in the container's own configuration (its
+//! environment, which Docker keeps); a process that joins the container reads it from
+//! there, so it is never written to a file, printed or recorded. A `ContainerRequest` (and
+//! a `ContainerAsync`, which holds one) prints its variables when formatted with `{:?}`:
+//! neither is ever formatted here.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, anyhow, bail};
+use futures_util::StreamExt;
+use testcontainers::bollard::Docker;
+use testcontainers::bollard::errors::Error as DockerError;
+use testcontainers::bollard::models::{ContainerState, ContainerStateStatusEnum, HostConfig, PortBinding, PortMap};
+use testcontainers::bollard::query_parameters::{ListContainersOptions, LogsOptions, RemoveContainerOptions};
+use testcontainers::core::client::docker_client_instance;
+use testcontainers::runners::AsyncRunner;
+use testcontainers::{ContainerAsync, ContainerRequest, ImageExt, ReuseDirective};
+use testcontainers_modules::clickhouse::{CLICKHOUSE_PORT, ClickHouse};
+
+use super::docker::docker_tls_refusal;
+use super::scope::host_name;
+use super::{CLICKHOUSE_IMAGE, CLICKHOUSE_TAG, ContainerScope, ProcessIdentity, SCOPE_LABEL, is_abandoned};
+use crate::settings::Settings;
+use crate::targets::server::{BENCH_USER, ServerConfig, ServerTarget};
+use crate::targets::{Backend, ClientOpener, ResultCounters};
+
+const PASSWORD_VARIABLE: &str = "CLICKHOUSE_PASSWORD";
+/// Pulling the image on a cold machine takes a while: testcontainers' bound on pulling,
+/// starting and the module's readiness, and ours on the server answering chbench's client.
+const STARTUP_TIMEOUT: Duration = Duration::from_secs(300);
+const POLL_INTERVAL: Duration = Duration::from_millis(500);
+/// How often a start in progress looks for a request to stop.
+const STOP_POLL: Duration = Duration::from_millis(100);
+/// The only address the HTTP port is published on.
+const LOOPBACK: &str = "127.0.0.1";
+/// ClickHouse warns below this many open files, and the official image's docs use it.
+pub const NOFILE: i64 = 262_144;
+
+/// The server's HTTP port inside the container, as Docker names it (`8123/tcp`).
+fn http_port() -> String {
+    CLICKHOUSE_PORT.to_string()
+}
+
+/// What testcontainers is asked to start or find: testcontainers-modules' ClickHouse image
+/// at the pinned tag, named and labelled for `scope` on `host`, with a `bench` user of
+/// `password` (which lets it drop caches and read system tables), its open-file limit, the
+/// HTTP port on 127.0.0.1 alone, and kept when its handle drops (a run's container
+/// outlives the process that made it; a process's own is removed by its last target).
+pub fn container_request(password: &Password, scope: &ContainerScope, host: &str) -> ContainerRequest<ClickHouse> {
+    ClickHouse::default()
+        .with_tag(CLICKHOUSE_TAG)
+        .with_container_name(scope.container_name())
+        .with_labels(scope.labels(host))
+        .with_env_var("CLICKHOUSE_USER", BENCH_USER)
+        .with_env_var(PASSWORD_VARIABLE, password.0.clone())
+        .with_env_var("CLICKHOUSE_DEFAULT_ACCESS_MANAGEMENT", "1")
+        .with_ulimit("nofile", NOFILE, Some(NOFILE))
+        .with_startup_timeout(STARTUP_TIMEOUT)
+        .with_reuse(ReuseDirective::Always)
+        .with_host_config_modifier(publish_on_loopback_alone)
+}
+
+/// testcontainers publishes every exposed port on every address when no port is mapped,
+/// and a mapped one on every address too: the HTTP port goes to 127.0.0.1 alone, on a
+/// port Docker chooses.
+fn publish_on_loopback_alone(host_config: &mut HostConfig) {
+    let loopback = PortBinding { host_ip: Some(LOOPBACK.to_string()), host_port: Some(String::new()) };
+    host_config.publish_all_ports = Some(false);
+    host_config.port_bindings = Some(HashMap::from([(http_port(), Some(vec![loopback]))]));
+}
+
+/// The ClickHouse password of a container. Shown as `<hidden>`; it has no `Display`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Password(String);
+
+impl std::fmt::Debug for Password {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Password(<hidden>)")
+    }
+}
+
+impl Password {
+    /// A new random password, for a container this process creates.
+    pub fn random() -> Password {
+        Password(uuid::Uuid::new_v4().simple().to_string())
+    }
+
+    /// The password a container was created with, from its environment as Docker
+    /// reports it (`NAME=value` entries).
+    pub fn from_container_env(env: &[String]) -> Option<Password> {
+        env.iter()
+            .find_map(|entry| entry.strip_prefix(PASSWORD_VARIABLE)?.strip_prefix('='))
+            .map(|value| Password(value.to_string()))
+    }
+}
+
+/// The port published for the server's HTTP port on 127.0.0.1, from a container's port
+/// map. A binding on any other address is never used.
+pub fn loopback_port(ports: &PortMap) -> Option<u16> {
+    ports
+        .get(&http_port())?
+        .as_ref()?
+        .iter()
+        .filter(|binding| binding.host_ip.as_deref() == Some(LOOPBACK))
+        .find_map(|binding| binding.host_port.as_deref()?.parse().ok())
+}
+
+/// How many of this process's own container's targets are open: the last to close
+/// removes the container. Held while a target opens or closes, so that a container being
+/// removed is never joined.
+static OPEN_OWN_TARGETS: Mutex<usize> = Mutex::new(0);
+
+/// The one runtime of this process's Docker client: testcontainers keeps one client per
+/// process, whose connections belong to the runtime that made them, so every target
+/// drives it from this one.
+fn runtime() -> Result<&'static tokio::runtime::Runtime> {
+    static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    if let Some(runtime) = RUNTIME.get() {
+        return Ok(runtime);
+    }
+    let runtime = crate::runtime::blocking_runtime("the container client")?;
+    Ok(RUNTIME.get_or_init(|| runtime))
+}
+
+pub struct ContainerTarget {
+    server: ServerTarget,
+    /// testcontainers' handle; never formatted (see the module docs).
+    container: Option<ContainerAsync<ClickHouse>>,
+    name: String,
+    /// This process's own container (not a run's), removed by its last target.
+    own: bool,
+}
+
+impl ContainerTarget {
+    /// Joins the container of this process's scope, creating it if there is none, and
+    /// connects to it once it answers. Removes abandoned containers first.
+    pub fn start() -> Result<ContainerTarget> {
+        let scope = ContainerScope::from_env()?;
+        let host = host_name();
+        let name = scope.container_name();
+        let image = format!("{CLICKHOUSE_IMAGE}:{CLICKHOUSE_TAG}");
+        let runtime = runtime()?;
+        let docker = runtime.block_on(docker_client())?;
+        let mut open_own = OPEN_OWN_TARGETS.lock().map_err(|_| anyhow!("the container count is poisoned"))?;
+        for removed in runtime.block_on(remove_abandoned(&docker, &host, Some(&scope.key))).unwrap_or_default() {
+            crate::say!("chbench: removed container {removed}: the process that owned it has ended");
+        }
+        let container = {
+            // One process of the scope at a time creates or finds the container: the
+            // others then find it (Docker would refuse a second of the same name).
+            let _creating = creation_lock(&scope)?;
+            say_if_it_had_ended(runtime, &docker, &name)?;
+            let request = container_request(&Password::random(), &scope, &host);
+            until_stopped(runtime, request.start()).map_err(|error| {
+                let tail = runtime.block_on(state_and_log_tail(&docker, &name));
+                anyhow!("cannot start {image} in container {name}: {error:#}{tail}")
+            })?
+        };
+        let server = wait_until_answers(runtime, &docker, &container, &name)
+            .with_context(|| format!("{image} in container {name} does not answer"))?;
+        if !scope.shared {
+            *open_own += 1;
+        }
+        Ok(ContainerTarget { server, container: Some(container), name, own: !scope.shared })
+    }
+}
+
+/// Runs `start` (testcontainers' start or reuse) to its end, or ends it on a request to
+/// stop: [`crate::interrupt::Interrupted`], the container left for the next open to
+/// remove (its owner, this process, will have ended).
+fn until_stopped<T: Send + 'static>(
+    runtime: &tokio::runtime::Runtime,
+    start: impl std::future::Future<Output = Result<T, testcontainers::TestcontainersError>> + Send + 'static,
+) -> Result<T> {
+    let mut task = runtime.spawn(start);
+    loop {
+        if let Err(stopped) = crate::interrupt::check() {
+            task.abort();
+            return Err(stopped);
+        }
+        match runtime.block_on(tokio::time::timeout(STOP_POLL, &mut task)) {
+            Ok(Ok(outcome)) => return Ok(outcome?),
+            Ok(Err(panicked)) => bail!("the container's start ended abnormally: {panicked}"),
+            Err(_still_starting) => {}
+        }
+    }
+}
+
+/// The lock that serialises creating the scope's container, held until dropped: a file
+/// under target/chbench/containers/, as dataset builds are serialised.
+fn creation_lock(scope: &ContainerScope) -> Result<File> {
+    let folder = crate::files::chbench_dir().join("containers");
+    std::fs::create_dir_all(&folder).with_context(|| format!("cannot create {}", folder.display()))?;
+    let path = folder.join(format!("{}.lock", scope.key));
+    let file = File::create(&path).with_context(|| format!("cannot create {}", path.display()))?;
+    file.lock().with_context(|| format!("cannot lock {}", path.display()))?;
+    Ok(file)
+}
+
+/// Says that the scope's container had ended, when it had, before testcontainers starts
+/// it again; one in a state no start mends (dead, paused) is an error with its log.
+fn say_if_it_had_ended(runtime: &tokio::runtime::Runtime, docker: &Docker, name: &str) -> Result<()> {
+    let Some(state) = runtime.block_on(container_state(docker, name))? else { return Ok(()) };
+    match container_action(state.status, false) {
+        ContainerAction::Start if state.status == Some(ContainerStateStatusEnum::EXITED) => {
+            crate::say!("chbench: container {name} had exited ({}); starting it again", exit_description(&state));
+            Ok(())
+        }
+        ContainerAction::Fail => {
+            let tail = runtime.block_on(state_and_log_tail(docker, name));
+            bail!("container {name} cannot be started again{tail}")
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The state of container `name`, `None` when there is none.
+async fn container_state(docker: &Docker, name: &str) -> Result<Option<ContainerState>> {
+    match docker.inspect_container(name, None).await {
+        Ok(container) => Ok(Some(container.state.unwrap_or_default())),
+        Err(DockerError::DockerResponseServerError { status_code: 404, .. }) => Ok(None),
+        Err(error) => Err(anyhow!("cannot inspect container {name}: {error}")),
+    }
+}
+
+/// What an opening process does about its scope's container, from the state Docker
+/// reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ContainerAction {
+    /// It runs: connect to its loopback port.
+    Connect,
+    /// Start it: it was never started (its creator may have ended before it could), or it
+    /// ended (an OOM kill, `docker stop`) and this open has not started it yet.
+    Start,
+    /// Docker is restarting it: look again.
+    Wait,
+    /// It ended again after this open started it, or it is in a state no start mends
+    /// (dead, paused, being removed): an error with the tail of its log.
+    Fail,
+}
+
+/// The decision for a container in `status`; `started` is whether this open has started
+/// it already, so that one crash is survived and a second is an error rather than a loop.
+pub fn container_action(status: Option<ContainerStateStatusEnum>, started: bool) -> ContainerAction {
+    match status {
+        Some(ContainerStateStatusEnum::RUNNING) => ContainerAction::Connect,
+        Some(ContainerStateStatusEnum::CREATED) => ContainerAction::Start,
+        Some(ContainerStateStatusEnum::EXITED) if !started => ContainerAction::Start,
+        Some(ContainerStateStatusEnum::RESTARTING) => ContainerAction::Wait,
+        _ => ContainerAction::Fail,
+    }
+}
+
+/// How many of a failed container's last log lines its error carries.
+const LOG_TAIL_LINES: usize = 20;
+
+/// The last [`LOG_TAIL_LINES`] non-empty lines of `log`, trimmed and joined with ` | `
+/// (an error is one line), each occurrence of `password` shown as `<hidden>`.
+pub fn log_tail(log: &str, password: &Password) -> String {
+    let lines: Vec<&str> = log.lines().map(str::trim).filter(|line| !line.is_empty()).collect();
+    let tail = lines[lines.len().saturating_sub(LOG_TAIL_LINES)..].join(" | ");
+    if password.0.is_empty() { tail } else { tail.replace(&password.0, "<hidden>") }
+}
+
+/// `; it is <state>; its last log lines: ...` for container `name` (what an error about it
+/// ends with), or nothing when there is no such container.
+async fn state_and_log_tail(docker: &Docker, name: &str) -> String {
+    let Ok(container) = docker.inspect_container(name, None).await else { return String::new() };
+    let state = container.state.unwrap_or_default();
+    let status = match state.status {
+        Some(ContainerStateStatusEnum::EXITED) => format!("exited ({})", exit_description(&state)),
+        Some(status) => status.to_string(),
+        None => "in no known state".to_string(),
+    };
+    let env = container.config.and_then(|config| config.env).unwrap_or_default();
+    let password = Password::from_container_env(&env).unwrap_or(Password(String::new()));
+    format!("; it is {status}; {}", container_log_tail(docker, name, &password).await)
+}
+
+/// The container's last log lines (stdout and stderr, in order) as [`log_tail`] gives
+/// them, or why they cannot be read. bollard's: testcontainers reads the whole log of a
+/// container it holds, each stream apart, and a failed open may hold none.
+async fn container_log_tail(docker: &Docker, name: &str, password: &Password) -> String {
+    let options = LogsOptions { stdout: true, stderr: true, tail: LOG_TAIL_LINES.to_string(), ..Default::default() };
+    let mut log = String::new();
+    let mut chunks = docker.logs(name, Some(options));
+    while let Some(chunk) = chunks.next().await {
+        match chunk {
+            Ok(chunk) => log.push_str(&chunk.to_string()),
+            Err(error) => return format!("cannot read its log ({error}); see `docker logs {name}`"),
+        }
+    }
+    match log_tail(&log, password) {
+        tail if tail.is_empty() => "its log is empty".to_string(),
+        tail => format!("its last log lines: {tail}"),
+    }
+}
+
+/// `exit code 137, out of memory` from an ended container's state.
+fn exit_description(state: &ContainerState) -> String {
+    let code = state.exit_code.map_or_else(|| "exit code unknown".to_string(), |code| format!("exit code {code}"));
+    if state.oom_killed == Some(true) { format!("{code}, killed for lack of memory") } else { code }
+}
+
+/// Connects to the container once its server answers chbench's own client, within
+/// [`STARTUP_TIMEOUT`]: testcontainers has started it (or found it running), and the
+/// module's readiness (HTTP 200) is not a login. A container that ends meanwhile is
+/// started once more through its handle; ending again is an error with its log.
+fn wait_until_answers(
+    runtime: &tokio::runtime::Runtime,
+    docker: &Docker,
+    container: &ContainerAsync<ClickHouse>,
+    name: &str,
+) -> Result<ServerTarget> {
+    let deadline = Instant::now() + STARTUP_TIMEOUT;
+    let mut started = false;
+    loop {
+        crate::interrupt::check()?;
+        let inspected = runtime
+            .block_on(docker.inspect_container(name, None))
+            .with_context(|| format!("cannot inspect container {name}"))?;
+        let state = inspected.state.unwrap_or_default();
+        let env = inspected.config.and_then(|config| config.env).unwrap_or_default();
+        // A container another process created has that process's password.
+        let password = Password::from_container_env(&env)
+            .with_context(|| format!("container {name} has no {PASSWORD_VARIABLE}: not one chbench made"))?;
+        let last_error = match container_action(state.status, started) {
+            ContainerAction::Connect => {
+                let ports = inspected.network_settings.and_then(|settings| settings.ports).unwrap_or_default();
+                let port = loopback_port(&ports)
+                    .with_context(|| format!("container {name} does not publish {} on {LOOPBACK}", http_port()))?;
+                let config = ServerConfig::new(&format!("http://{LOOPBACK}:{port}"), BENCH_USER, &password.0)?;
+                match ServerTarget::connect(config) {
+                    Ok(server) => return Ok(server),
+                    Err(error) => format!("{error:#}"),
+                }
+            }
+            ContainerAction::Start => {
+                if state.status == Some(ContainerStateStatusEnum::EXITED) {
+                    crate::say!(
+                        "chbench: container {name} had exited ({}); starting it again",
+                        exit_description(&state)
+                    );
+                }
+                runtime.block_on(container.start()).with_context(|| format!("cannot start container {name}"))?;
+                started = true;
+                "not started yet".to_string()
+            }
+            ContainerAction::Wait => "being restarted by Docker".to_string(),
+            ContainerAction::Fail => {
+                let tail = runtime.block_on(container_log_tail(docker, name, &password));
+                match state.status {
+                    Some(ContainerStateStatusEnum::EXITED) => bail!(
+                        "container {name} exited again after this process started it ({}); {tail}",
+                        exit_description(&state)
+                    ),
+                    status => {
+                        let status =
+                            status.map_or_else(|| "in no known state".to_string(), |status| status.to_string());
+                        bail!("container {name} is {status}; {tail}")
+                    }
+                }
+            }
+        };
+        if Instant::now() >= deadline {
+            bail!("no answer within {} s: {last_error}", STARTUP_TIMEOUT.as_secs());
+        }
+        std::thread::sleep(POLL_INTERVAL);
+    }
+}
+
+/// A Docker client (testcontainers' own, bollard underneath) once the daemon has answered;
+/// a daemon behind TLS is refused first, since this build's client has no TLS.
+async fn docker_client() -> Result<Docker> {
+    let host = std::env::var("DOCKER_HOST").ok();
+    if let Some(refusal) = docker_tls_refusal(host.as_deref(), std::env::var("DOCKER_TLS_VERIFY").ok().as_deref()) {
+        bail!("cannot reach Docker: {refusal}");
+    }
+    let unreachable = |error: &dyn std::fmt::Display| {
+        // testcontainers' error ends with bollard's, which may end with a newline.
+        anyhow!("cannot reach Docker (is a Docker daemon running?): {}", error.to_string().trim())
+    };
+    let docker = docker_client_instance().await.map_err(|error| unreachable(&error))?;
+    docker.ping().await.map_err(|error| unreachable(&error))?;
+    Ok(docker)
+}
+
+/// Whether a Docker daemon answers a ping within 3 s.
+pub(super) fn docker_answers() -> bool {
+    let Ok(runtime) = runtime() else { return false };
+    runtime.block_on(async {
+        tokio::time::timeout(Duration::from_secs(3), docker_client()).await.is_ok_and(|docker| docker.is_ok())
+    })
+}
+
+/// Removes the containers whose owner has ended on this machine, except the one of scope
+/// `keep` (this process's: its owner may be a test process that spawned this one);
+/// returns their names. testcontainers lists no containers, so this is bollard's.
+async fn remove_abandoned(docker: &Docker, host: &str, keep: Option<&str>) -> Result<Vec<String>> {
+    let options = ListContainersOptions {
+        all: true,
+        filters: Some(HashMap::from([("label".to_string(), vec![SCOPE_LABEL.to_string()])])),
+        ..Default::default()
+    };
+    let containers =
+        docker.list_containers(Some(options)).await.map_err(|error| anyhow!("cannot list containers: {error}"))?;
+    let mut removed = Vec::new();
+    for container in containers {
+        let labels = container.labels.unwrap_or_default();
+        let Some(id) = container.id else { continue };
+        let kept = keep.is_some_and(|keep| labels.get(SCOPE_LABEL).map(String::as_str) == Some(keep));
+        if kept || !is_abandoned(&labels, host, ProcessIdentity::is_running) {
+            continue;
+        }
+        let name = container
+            .names
+            .and_then(|names| names.first().map(|name| name.trim_start_matches('/').to_string()))
+            .unwrap_or_else(|| id.clone());
+        let options = RemoveContainerOptions { force: true, v: true, ..Default::default() };
+        if docker.remove_container(&id, Some(options)).await.is_ok() {
+            removed.push(name);
+        }
+    }
+    Ok(removed)
+}
+
+/// The containers removed by [`super::clean_containers`]: those whose owner has ended on
+/// this machine.
+pub(super) fn remove_abandoned_containers() -> Result<Vec<String>> {
+    runtime()?.block_on(async { remove_abandoned(&docker_client().await?, &host_name(), None).await })
+}
+
+/// Everything goes to the server inside the container.
+impl Backend for ContainerTarget {
+    fn run(&mut self, sql: &str, settings: &Settings, format: &str) -> Result<(String, ResultCounters)> {
+        self.server.run(sql, settings, format)
+    }
+
+    fn use_database(&mut self, name: &str) -> Result<()> {
+        self.server.use_database(name)
+    }
+
+    fn endpoint(&self) -> String {
+        format!("{CLICKHOUSE_IMAGE}:{CLICKHOUSE_TAG} at {}", self.server.config().display_url())
+    }
+
+    /// Clients of the server inside; the container stays this target's.
+    fn client_opener(&self) -> Result<ClientOpener> {
+        self.server.client_opener()
+    }
+}
+
+impl Drop for ContainerTarget {
+    /// This process's own container goes with its last target (testcontainers' `rm`); a
+    /// run's stays for the run's other processes (its handle, marked for reuse, leaves it).
+    fn drop(&mut self) {
+        let Some(container) = self.container.take() else { return };
+        if !self.own {
+            return;
+        }
+        let Ok(mut open_own) = OPEN_OWN_TARGETS.lock() else { return };
+        *open_own = open_own.saturating_sub(1);
+        if *open_own > 0 {
+            return;
+        }
+        // Best effort: a container left behind is removed by the next open, its owner
+        // (this process) having ended by then.
+        let removed = runtime().map(|runtime| runtime.block_on(container.rm()));
+        if !matches!(removed, Ok(Ok(()))) {
+            crate::say!("chbench: cannot remove container {}; the next open of the target removes it", self.name);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RUN_ID: &str = "1f79aa0d-4ec8-4a5c-aa83-5e8dc2f36573";
+    const RUNNER: ProcessIdentity = ProcessIdentity { pid: 4242, started: 1_760_000_000 };
+
+    /// The request's variables as Docker keeps them (`NAME=value`).
+    fn env_of(request: &ContainerRequest<ClickHouse>) -> Vec<String> {
+        request.env_vars().map(|(name, value)| format!("{name}={value}")).collect()
+    }
+
+    #[test]
+    fn the_image_is_pinned_and_the_user_can_log_in_from_outside() {
+        let scope = ContainerScope::process(RUNNER);
+        let request = container_request(&Password("pw".to_string()), &scope, "h");
+        // testcontainers-modules' ClickHouse image, at the tag the README names.
+        assert_eq!(request.descriptor(), "clickhouse/clickhouse-server:26.3.33.24");
+        let env = env_of(&request);
+        assert!(env.contains(&"CLICKHOUSE_USER=bench".to_string()), "{:?}", request.env_vars().count());
+        assert!(env.contains(&"CLICKHOUSE_PASSWORD=pw".to_string()));
+        assert!(env.contains(&"CLICKHOUSE_DEFAULT_ACCESS_MANAGEMENT=1".to_string()));
+        assert_eq!(request.startup_timeout(), Some(STARTUP_TIMEOUT));
+    }
+
+    #[test]
+    fn the_password_never_shows_in_debug_output() {
+        let password = Password("s3cret-pw".to_string());
+        let scope = ContainerScope::nextest_run(RUN_ID, RUNNER).unwrap();
+        for shown in [format!("{password:?}"), format!("{scope:?}"), format!("{:?}", scope.labels("h"))] {
+            assert!(!shown.contains("s3cret-pw"), "{shown}");
+        }
+        // Only the container's environment holds it, which is what joining processes read.
+        let request = container_request(&password, &scope, "h");
+        assert_eq!(Password::from_container_env(&env_of(&request)), Some(password));
+        assert_eq!(Password::from_container_env(&["CLICKHOUSE_PASSWORDS=x".to_string()]), None);
+        assert_ne!(Password::random(), Password::random());
+    }
+
+    #[test]
+    fn without_a_docker_daemon_the_target_says_so_in_one_line() {
+        if docker_answers() {
+            return;
+        }
+        let error = format!("{:#}", ContainerTarget::start().err().expect("no Docker daemon, no container"));
+        assert!(error.contains("is a Docker daemon running?") && !error.contains('\n'), "{error}");
+        let error = format!("{:#}", super::super::clean_containers().unwrap_err());
+        assert!(error.contains("is a Docker daemon running?") && !error.contains('\n'), "{error}");
+    }
+
+    #[test]
+    fn a_run_finds_its_container_by_name_and_labels_and_keeps_it() {
+        let scope = ContainerScope::nextest_run(RUN_ID, RUNNER).unwrap();
+        let request = container_request(&Password::random(), &scope, "h");
+        assert_eq!(request.container_name().as_deref(), Some(format!("chbench-clickhouse-run-{RUN_ID}").as_str()));
+        let labels: HashMap<String, String> = request.labels().clone().into_iter().collect();
+        assert_eq!(labels, scope.labels("h"));
+        // Found again by the run's other processes, and left by a handle that drops.
+        assert_eq!(request.reuse(), ReuseDirective::Always);
+    }
+
+    #[test]
+    fn the_http_port_is_published_on_loopback_alone() {
+        let scope = ContainerScope::process(RUNNER);
+        let request = container_request(&Password::random(), &scope, "h");
+        assert_eq!(request.expose_ports(), [CLICKHOUSE_PORT]);
+        assert!(request.ports().is_none(), "a mapped port would be published on every address");
+        // What testcontainers sets when no port is mapped, then hands the modifier.
+        let mut host_config =
+            HostConfig { publish_all_ports: Some(true), port_bindings: Some(HashMap::new()), ..Default::default() };
+        let modify = request.host_config_modifier().expect("the request modifies the host config");
+        modify(&mut host_config);
+        assert_eq!(host_config.publish_all_ports, Some(false));
+        let bindings = host_config.port_bindings.unwrap();
+        assert_eq!(bindings.len(), 1);
+        let http = bindings["8123/tcp"].clone().unwrap();
+        assert_eq!(http.len(), 1);
+        assert_eq!(http[0].host_ip.as_deref(), Some("127.0.0.1"));
+    }
+
+    #[test]
+    fn a_container_that_ended_is_started_once_then_its_end_is_an_error() {
+        use ContainerStateStatusEnum::*;
+        // Not started yet: its creator may have ended before it could start it.
+        assert_eq!(container_action(Some(CREATED), false), ContainerAction::Start);
+        assert_eq!(container_action(Some(RUNNING), false), ContainerAction::Connect);
+        assert_eq!(container_action(Some(RUNNING), true), ContainerAction::Connect);
+        assert_eq!(container_action(Some(RESTARTING), false), ContainerAction::Wait);
+        // One crash (an OOM kill, `docker stop`) of the run's container: started again,
+        // with its data and password.
+        assert_eq!(container_action(Some(EXITED), false), ContainerAction::Start);
+        // Ended again after this open started it: an error, not a loop of restarts.
+        assert_eq!(container_action(Some(EXITED), true), ContainerAction::Fail);
+        for status in [None, Some(EMPTY), Some(PAUSED), Some(REMOVING), Some(DEAD)] {
+            assert_eq!(container_action(status, false), ContainerAction::Fail, "{status:?}");
+        }
+    }
+
+    #[test]
+    fn a_failed_containers_log_tail_is_one_line_without_the_password() {
+        let password = Password("s3cret-pw".to_string());
+        let log: String = (1..=30).map(|line| format!("line {line}\n\n")).collect();
+        let tail = log_tail(&format!("{log}  Memory limit exceeded: s3cret-pw  \n"), &password);
+        assert!(tail.starts_with("line 12 | line 13 | "), "{tail}");
+        assert!(tail.ends_with("line 30 | Memory limit exceeded: <hidden>"), "{tail}");
+        assert_eq!(tail.split(" | ").count(), LOG_TAIL_LINES);
+        assert!(!tail.contains('\n') && !tail.contains("s3cret-pw"), "{tail}");
+        assert_eq!(log_tail("\n \n", &password), "");
+        let state = ContainerState { exit_code: Some(137), oom_killed: Some(true), ..Default::default() };
+        assert_eq!(exit_description(&state), "exit code 137, killed for lack of memory");
+        assert_eq!(exit_description(&ContainerState::default()), "exit code unknown");
+    }
+
+    #[test]
+    fn only_a_loopback_binding_is_used() {
+        let binding = |ip: &str, port: &str| PortBinding { host_ip: Some(ip.into()), host_port: Some(port.into()) };
+        let ports = |bindings: Vec<PortBinding>| PortMap::from([(http_port(), Some(bindings))]);
+        assert_eq!(loopback_port(&ports(vec![binding("127.0.0.1", "32768")])), Some(32768));
+        assert_eq!(loopback_port(&ports(vec![binding("0.0.0.0", "32768"), binding("::", "32768")])), None);
+        assert_eq!(loopback_port(&ports(vec![binding("0.0.0.0", "1"), binding("127.0.0.1", "2")])), Some(2));
+        assert_eq!(loopback_port(&PortMap::from([(http_port(), None)])), None);
+        assert_eq!(loopback_port(&PortMap::new()), None);
+    }
+}
