@@ -19,7 +19,8 @@ pub const TARGET_ENV: &str = "CHBENCH_TARGET";
 #[value(rename_all = "lowercase")]
 pub enum TargetKind {
     /// The deployment `cargo xtask eks up` brought up, until `eks down`; else `container`
-    /// when a Docker daemon answers; else `embedded`.
+    /// when a Docker daemon answers and the build has the container target; else
+    /// `embedded`.
     Auto,
     /// The real ClickHouse engine in-process (libchdb).
     Embedded,
@@ -60,8 +61,8 @@ impl TargetKind {
 
     /// Resolves `auto`: the deployment `eks up` brought up when one is remembered (the
     /// cluster bills by the hour: `eks up && bench` measures it), else a container when a
-    /// Docker daemon answers (asked only then), else the embedded engine. Other kinds stay
-    /// as they are.
+    /// Docker daemon answers (asked only then; a build without the container target says
+    /// no), else the embedded engine. Other kinds stay as they are.
     pub fn resolve(self, deployment_up: impl FnOnce() -> bool, docker_answers: impl FnOnce() -> bool) -> TargetKind {
         match self {
             TargetKind::Auto if deployment_up() => TargetKind::Eks,

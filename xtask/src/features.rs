@@ -131,3 +131,29 @@ fn building_line(missing: &MissingFeature, needing: &str) -> String {
         missing.builds, missing.feature
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_rebuilt_xtask_keeps_this_builds_features_and_adds_the_missing_one() {
+        let container = chbench::targets::container::NO_CLIENT;
+        let eks = chbench::targets::eks::NO_CLIENT;
+        let has = |feature: &str| BUILT_WITH.iter().any(|(name, built)| *name == feature && *built);
+        for missing in [container, eks] {
+            let features = features_with(&missing);
+            let listed: Vec<&str> = features.split(',').collect();
+            assert!(listed.contains(&missing.feature), "{features}");
+            for (name, _) in BUILT_WITH {
+                assert_eq!(listed.contains(name), has(name) || *name == missing.feature, "{features}");
+            }
+        }
+        let line = building_line(&container, "target container");
+        assert_eq!(
+            line,
+            "chbench: target container needs testcontainers, the Docker client (the container feature): running \
+             xtask built with it; the first time, cargo builds it now, a few minutes once, and later commands reuse it"
+        );
+    }
+}

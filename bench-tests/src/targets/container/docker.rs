@@ -17,9 +17,10 @@ pub fn docker_socket_seen() -> Option<String> {
 }
 
 /// `docker_host` (`DOCKER_HOST`) when set (a `unix://` one only if its socket exists),
-/// else the first socket that `exists` of the
-/// system's, rootless Docker's (`$XDG_RUNTIME_DIR`) and Docker Desktop's (`~/.docker/run`,
-/// `~/.docker/desktop`), as testcontainers looks for them; `None` when there is none.
+/// else the first socket that `exists` of the system's, rootless Docker's (`$XDG_RUNTIME_DIR`)
+/// and Docker Desktop's (`~/.docker/run`, `~/.docker/desktop`); `None` when there is
+/// none. testcontainers looks in the same places but the first rootless one
+/// ([`rootless_socket_unseen`] says what to set for it).
 pub fn docker_socket(
     docker_host: Option<&str>,
     runtime_dir: Option<&Path>,
@@ -41,10 +42,34 @@ pub fn docker_socket(
     sockets.into_iter().find(|socket| exists(socket)).map(|socket| format!("unix://{}", socket.display()))
 }
 
+/// What to set when the only daemon here is rootless Docker's at its default socket,
+/// `$XDG_RUNTIME_DIR/docker.sock`, where testcontainers does not look: `DOCKER_HOST`
+/// naming it. `None` when `DOCKER_HOST` is set, the system's socket `exists`, or that one
+/// does not.
+pub fn rootless_socket_unseen(
+    docker_host: Option<&str>,
+    runtime_dir: Option<&Path>,
+    exists: impl Fn(&Path) -> bool,
+) -> Option<String> {
+    if docker_host.is_some_and(|host| !host.trim().is_empty()) || exists(Path::new(SYSTEM_DOCKER_SOCKET)) {
+        return None;
+    }
+    let socket = runtime_dir?.join("docker.sock");
+    exists(&socket).then(|| {
+        format!(
+            "rootless Docker's socket is {}, where testcontainers does not look: set DOCKER_HOST=unix://{}",
+            socket.display(),
+            socket.display()
+        )
+    })
+}
+
 /// Why the Docker daemon that `DOCKER_HOST` and `DOCKER_TLS_VERIFY` name cannot be
-/// reached, when they ask for TLS: the client is built without a TLS stack (which would
-/// put ring or aws-lc in every build), so it speaks to a local socket or plain `tcp://`.
-/// Only the address's scheme is shown.
+/// reached, when they ask for TLS: testcontainers is built without its TLS features
+/// (`ring`, `aws-lc-rs`), so its Docker client speaks to a local socket or plain `tcp://`
+/// (with them, a TLS daemon without `DOCKER_CERT_PATH` panics in its client). A remote
+/// daemon would not do anyway: the container's port is published on the daemon's own
+/// 127.0.0.1. Only the address's scheme is shown.
 pub fn docker_tls_refusal(host: Option<&str>, tls_verify: Option<&str>) -> Option<String> {
     let https = host.is_some_and(|host| host.trim().to_ascii_lowercase().starts_with("https://"));
     let verify = tls_verify.is_some_and(|value| value.trim() == "1");
@@ -54,9 +79,9 @@ pub fn docker_tls_refusal(host: Option<&str>, tls_verify: Option<&str>) -> Optio
         (false, false) => return None,
     };
     Some(format!(
-        "{asked}, but chbench talks to Docker without TLS: unset DOCKER_HOST and DOCKER_TLS_VERIFY to use the local \
-         socket, or forward the remote daemon's socket (`ssh -NL 2375:/var/run/docker.sock <host>`) and set \
-         DOCKER_HOST=tcp://127.0.0.1:2375"
+        "{asked}, but chbench talks to Docker without TLS: unset DOCKER_HOST and DOCKER_TLS_VERIFY to use this \
+         machine's socket (the container's port is published on the daemon's 127.0.0.1, out of reach from another \
+         machine); for a server elsewhere, use --target url through an SSH tunnel"
     ))
 }
 
@@ -75,6 +100,18 @@ mod tests {
         assert!(!https.contains("docker.example") && !https.contains('\n'), "only the scheme is shown: {https}");
         let verify = docker_tls_refusal(Some("tcp://docker.example:2376"), Some("1")).unwrap();
         assert!(verify.starts_with("DOCKER_TLS_VERIFY=1 is set") && verify.contains("unset DOCKER_HOST"), "{verify}");
+    }
+
+    #[test]
+    fn rootless_dockers_default_socket_is_named_for_docker_host() {
+        let runtime = Path::new("/run/user/1000");
+        let only = |socket: &'static str| move |path: &Path| path == Path::new(socket);
+        let line = rootless_socket_unseen(None, Some(runtime), only("/run/user/1000/docker.sock")).unwrap();
+        assert!(line.ends_with("set DOCKER_HOST=unix:///run/user/1000/docker.sock"), "{line}");
+        assert_eq!(rootless_socket_unseen(Some("unix:///run/user/1000/docker.sock"), Some(runtime), |_| true), None);
+        assert_eq!(rootless_socket_unseen(None, Some(runtime), |_| true), None, "the system's socket is found first");
+        assert_eq!(rootless_socket_unseen(None, Some(runtime), |_| false), None);
+        assert_eq!(rootless_socket_unseen(None, None, |_| true), None);
     }
 
     #[test]

@@ -4,16 +4,22 @@
 //! container, waiting until it answers, and removing it.
 //!
 //! - **testcontainers does:** finding the daemon (`DOCKER_HOST`, then the usual sockets),
-//!   pulling the image, creating and starting the container, waiting for the module's
-//!   readiness (HTTP 200 on `/`), finding the scope's container again
-//!   (`ReuseDirective::Always`: by name and labels, started again if it had ended), its
-//!   log, and removing it.
+//!   pulling the image, creating and starting the container, finding the scope's container
+//!   again (`ReuseDirective::Always`: by name and labels, started again if it had ended),
+//!   and removing it.
 //! - **bollard (re-exported by testcontainers) does what testcontainers exposes nothing
-//!   for:** reading a container's state (exit code, out of memory), the environment it was
-//!   created with (a joining process's password) and the addresses its port is published
-//!   on, pinging the daemon, publishing the port on 127.0.0.1 alone (the
-//!   `HostConfig` testcontainers hands its modifier), and listing chbench's containers by
-//!   label to remove the abandoned ones.
+//!   for:** reading a container's state (exit code, out of memory), labels, the environment
+//!   it was created with (a joining process's password) and the addresses its port is
+//!   published on, pinging the daemon, publishing the port on 127.0.0.1 alone (the
+//!   `HostConfig` testcontainers hands its modifier), the tail of its log, starting it
+//!   again after a crash (testcontainers' `start` on a handle says any failure is one to
+//!   initialise a client), and listing chbench's containers by label to remove the
+//!   abandoned ones.
+//! - **Readiness is chbench's own** ([`wait_until_answers`]), not the module's HTTP 200 on
+//!   `/`: that wait polls for the whole startup timeout without looking at the container,
+//!   so one that crashed while starting held a run for 5 minutes, and it goes through
+//!   `HTTP_PROXY` when one is set (a laptop behind a proxy never saw the server ready).
+//!   Ours logs in as the `bench` user on the loopback port, and fails at a second exit.
 //!
 //! Images from 25.1 on refuse the `default` user from outside the container unless a
 //! user or password is configured, so the container gets a `bench` user with a random
@@ -34,12 +40,13 @@ use testcontainers::bollard::Docker;
 use testcontainers::bollard::errors::Error as DockerError;
 use testcontainers::bollard::models::{ContainerState, ContainerStateStatusEnum, HostConfig, PortBinding, PortMap};
 use testcontainers::bollard::query_parameters::{ListContainersOptions, LogsOptions, RemoveContainerOptions};
+use testcontainers::core::WaitFor;
 use testcontainers::core::client::docker_client_instance;
 use testcontainers::runners::AsyncRunner;
 use testcontainers::{ContainerAsync, ContainerRequest, ImageExt, ReuseDirective};
 use testcontainers_modules::clickhouse::{CLICKHOUSE_PORT, ClickHouse};
 
-use super::docker::docker_tls_refusal;
+use super::docker::{docker_tls_refusal, rootless_socket_unseen};
 use super::scope::host_name;
 use super::{CLICKHOUSE_IMAGE, CLICKHOUSE_TAG, ContainerScope, ProcessIdentity, SCOPE_LABEL, is_abandoned};
 use crate::settings::Settings;
@@ -64,15 +71,21 @@ fn http_port() -> String {
 }
 
 /// What testcontainers is asked to start or find: testcontainers-modules' ClickHouse image
-/// at the pinned tag, named and labelled for `scope` on `host`, with a `bench` user of
-/// `password` (which lets it drop caches and read system tables), its open-file limit, the
-/// HTTP port on 127.0.0.1 alone, and kept when its handle drops (a run's container
-/// outlives the process that made it; a process's own is removed by its last target).
-pub fn container_request(password: &Password, scope: &ContainerScope, host: &str) -> ContainerRequest<ClickHouse> {
+/// at the pinned tag, named `name` with `labels`, with a `bench` user of `password` (which
+/// lets it drop caches and read system tables), its open-file limit, the HTTP port on
+/// 127.0.0.1 alone, readiness left to chbench (see the module docs), and kept when its
+/// handle drops (a run's container outlives the process that made it; a process's own is
+/// removed by its last target).
+pub fn container_request(
+    password: &Password,
+    name: &str,
+    labels: HashMap<String, String>,
+) -> ContainerRequest<ClickHouse> {
     ClickHouse::default()
         .with_tag(CLICKHOUSE_TAG)
-        .with_container_name(scope.container_name())
-        .with_labels(scope.labels(host))
+        .with_ready_conditions(vec![WaitFor::Nothing])
+        .with_container_name(name)
+        .with_labels(labels)
         .with_env_var("CLICKHOUSE_USER", BENCH_USER)
         .with_env_var(PASSWORD_VARIABLE, password.0.clone())
         .with_env_var("CLICKHOUSE_DEFAULT_ACCESS_MANAGEMENT", "1")
@@ -167,18 +180,26 @@ impl ContainerTarget {
         for removed in runtime.block_on(remove_abandoned(&docker, &host, Some(&scope.key))).unwrap_or_default() {
             crate::say!("chbench: removed container {removed}: the process that owned it has ended");
         }
-        let container = {
-            // One process of the scope at a time creates or finds the container: the
-            // others then find it (Docker would refuse a second of the same name).
-            let _creating = creation_lock(&scope)?;
-            say_if_it_had_ended(runtime, &docker, &name)?;
-            let request = container_request(&Password::random(), &scope, &host);
-            until_stopped(runtime, request.start()).map_err(|error| {
+        let (container, started) = {
+            // One process of a run at a time finds or creates the container: the others
+            // then find it (Docker would refuse a second of the same name).
+            let _creating = if scope.shared { Some(creation_lock(&scope)?) } else { None };
+            let existing = runtime.block_on(existing_container(&docker, &name))?;
+            // A found container is asked for with its own labels: testcontainers finds it
+            // by every label, and a process of the run whose parent is not the runner (a
+            // variant a test started) would name another owner.
+            let (labels, started) = match existing {
+                Some(existing) => (existing.labels, existing_state_said(runtime, &docker, &name, &existing.state)?),
+                None => (scope.labels(&host), true),
+            };
+            let request = container_request(&Password::random(), &name, labels);
+            let container = until_stopped(runtime, request.start()).map_err(|error| {
                 let tail = runtime.block_on(state_and_log_tail(&docker, &name));
-                anyhow!("cannot start {image} in container {name}: {error:#}{tail}")
-            })?
+                anyhow!("cannot start {image} in container {name}: {error}{tail}")
+            })?;
+            (container, started)
         };
-        let server = wait_until_answers(runtime, &docker, &container, &name)
+        let server = wait_until_answers(runtime, &docker, &name, started)
             .with_context(|| format!("{image} in container {name} does not answer"))?;
         if !scope.shared {
             *open_own += 1;
@@ -208,40 +229,74 @@ fn until_stopped<T: Send + 'static>(
     }
 }
 
-/// The lock that serialises creating the scope's container, held until dropped: a file
-/// under target/chbench/containers/, as dataset builds are serialised.
+/// The lock that serialises finding or creating a run's container, held until dropped: a
+/// file under target/chbench/containers/, as dataset builds are serialised. Waited for in
+/// steps, so that a stop request ends the wait (another process may be pulling the image).
 fn creation_lock(scope: &ContainerScope) -> Result<File> {
-    let folder = crate::files::chbench_dir().join("containers");
-    std::fs::create_dir_all(&folder).with_context(|| format!("cannot create {}", folder.display()))?;
-    let path = folder.join(format!("{}.lock", scope.key));
+    let path = creation_lock_path(&scope.key);
+    if let Some(folder) = path.parent() {
+        std::fs::create_dir_all(folder).with_context(|| format!("cannot create {}", folder.display()))?;
+    }
     let file = File::create(&path).with_context(|| format!("cannot create {}", path.display()))?;
-    file.lock().with_context(|| format!("cannot lock {}", path.display()))?;
-    Ok(file)
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(file),
+            Err(std::fs::TryLockError::WouldBlock) => {
+                crate::interrupt::check()?;
+                std::thread::sleep(STOP_POLL);
+            }
+            Err(std::fs::TryLockError::Error(error)) => {
+                return Err(error).with_context(|| format!("cannot lock {}", path.display()));
+            }
+        }
+    }
 }
 
-/// Says that the scope's container had ended, when it had, before testcontainers starts
-/// it again; one in a state no start mends (dead, paused) is an error with its log.
-fn say_if_it_had_ended(runtime: &tokio::runtime::Runtime, docker: &Docker, name: &str) -> Result<()> {
-    let Some(state) = runtime.block_on(container_state(docker, name))? else { return Ok(()) };
+/// Where the creation lock of scope `key` is.
+fn creation_lock_path(key: &str) -> std::path::PathBuf {
+    crate::files::chbench_dir().join("containers").join(format!("{key}.lock"))
+}
+
+/// A container of the scope's name, as Docker reports it.
+struct ExistingContainer {
+    state: ContainerState,
+    labels: HashMap<String, String>,
+}
+
+/// Container `name`, `None` when there is none.
+async fn existing_container(docker: &Docker, name: &str) -> Result<Option<ExistingContainer>> {
+    match docker.inspect_container(name, None).await {
+        Ok(container) => Ok(Some(ExistingContainer {
+            state: container.state.unwrap_or_default(),
+            labels: container.config.and_then(|config| config.labels).unwrap_or_default(),
+        })),
+        Err(DockerError::DockerResponseServerError { status_code: 404, .. }) => Ok(None),
+        Err(error) => Err(anyhow!("cannot inspect container {name}: {error}")),
+    }
+}
+
+/// Whether testcontainers will start the existing container `name` (it had ended, or was
+/// never started), said when it had ended; one in a state no start mends (dead, paused)
+/// is an error with its log. So that a crash is survived once per open: a start here, then
+/// an end, is an error.
+fn existing_state_said(
+    runtime: &tokio::runtime::Runtime,
+    docker: &Docker,
+    name: &str,
+    state: &ContainerState,
+) -> Result<bool> {
     match container_action(state.status, false) {
-        ContainerAction::Start if state.status == Some(ContainerStateStatusEnum::EXITED) => {
-            crate::say!("chbench: container {name} had exited ({}); starting it again", exit_description(&state));
-            Ok(())
+        ContainerAction::Connect | ContainerAction::Wait => Ok(false),
+        ContainerAction::Start => {
+            if state.status == Some(ContainerStateStatusEnum::EXITED) {
+                crate::say!("chbench: container {name} had exited ({}); starting it again", exit_description(state));
+            }
+            Ok(true)
         }
         ContainerAction::Fail => {
             let tail = runtime.block_on(state_and_log_tail(docker, name));
             bail!("container {name} cannot be started again{tail}")
         }
-        _ => Ok(()),
-    }
-}
-
-/// The state of container `name`, `None` when there is none.
-async fn container_state(docker: &Docker, name: &str) -> Result<Option<ContainerState>> {
-    match docker.inspect_container(name, None).await {
-        Ok(container) => Ok(Some(container.state.unwrap_or_default())),
-        Err(DockerError::DockerResponseServerError { status_code: 404, .. }) => Ok(None),
-        Err(error) => Err(anyhow!("cannot inspect container {name}: {error}")),
     }
 }
 
@@ -324,18 +379,18 @@ fn exit_description(state: &ContainerState) -> String {
     if state.oom_killed == Some(true) { format!("{code}, killed for lack of memory") } else { code }
 }
 
-/// Connects to the container once its server answers chbench's own client, within
-/// [`STARTUP_TIMEOUT`]: testcontainers has started it (or found it running), and the
-/// module's readiness (HTTP 200) is not a login. A container that ends meanwhile is
-/// started once more through its handle; ending again is an error with its log.
+/// Connects to the container once its server answers chbench's own client (the `bench`
+/// user on the loopback port), within [`STARTUP_TIMEOUT`]. `started`: this open has
+/// started it already (created it, or testcontainers started the one it found), so an
+/// end now is an error with its log; a container found running that ends meanwhile is
+/// started once more.
 fn wait_until_answers(
     runtime: &tokio::runtime::Runtime,
     docker: &Docker,
-    container: &ContainerAsync<ClickHouse>,
     name: &str,
+    mut started: bool,
 ) -> Result<ServerTarget> {
     let deadline = Instant::now() + STARTUP_TIMEOUT;
-    let mut started = false;
     loop {
         crate::interrupt::check()?;
         let inspected = runtime
@@ -364,7 +419,10 @@ fn wait_until_answers(
                         exit_description(&state)
                     );
                 }
-                runtime.block_on(container.start()).with_context(|| format!("cannot start container {name}"))?;
+                // A container already started answers 304, which is not an error.
+                runtime
+                    .block_on(docker.start_container(name, None))
+                    .map_err(|error| anyhow!("cannot start container {name}: {error}"))?;
                 started = true;
                 "not started yet".to_string()
             }
@@ -397,6 +455,10 @@ async fn docker_client() -> Result<Docker> {
     let host = std::env::var("DOCKER_HOST").ok();
     if let Some(refusal) = docker_tls_refusal(host.as_deref(), std::env::var("DOCKER_TLS_VERIFY").ok().as_deref()) {
         bail!("cannot reach Docker: {refusal}");
+    }
+    let runtime_dir = std::env::var_os("XDG_RUNTIME_DIR").map(std::path::PathBuf::from);
+    if let Some(set) = rootless_socket_unseen(host.as_deref(), runtime_dir.as_deref(), std::path::Path::exists) {
+        bail!("cannot reach Docker: {set}");
     }
     let unreachable = |error: &dyn std::fmt::Display| {
         // testcontainers' error ends with bollard's, which may end with a newline.
@@ -441,6 +503,13 @@ async fn remove_abandoned(docker: &Docker, host: &str, keep: Option<&str>) -> Re
         let options = RemoveContainerOptions { force: true, v: true, ..Default::default() };
         if docker.remove_container(&id, Some(options)).await.is_ok() {
             removed.push(name);
+            // Its run's creation lock, if this machine has it (best effort: a file).
+            // A label is any container's to set: only a key of ours names a file.
+            if let Some(scope) = labels.get(SCOPE_LABEL)
+                && scope.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+            {
+                let _ = std::fs::remove_file(creation_lock_path(scope));
+            }
         }
     }
     Ok(removed)
@@ -509,7 +578,7 @@ mod tests {
     #[test]
     fn the_image_is_pinned_and_the_user_can_log_in_from_outside() {
         let scope = ContainerScope::process(RUNNER);
-        let request = container_request(&Password("pw".to_string()), &scope, "h");
+        let request = container_request(&Password("pw".to_string()), &scope.container_name(), scope.labels("h"));
         // testcontainers-modules' ClickHouse image, at the tag the README names.
         assert_eq!(request.descriptor(), "clickhouse/clickhouse-server:26.3.33.24");
         let env = env_of(&request);
@@ -517,6 +586,10 @@ mod tests {
         assert!(env.contains(&"CLICKHOUSE_PASSWORD=pw".to_string()));
         assert!(env.contains(&"CLICKHOUSE_DEFAULT_ACCESS_MANAGEMENT=1".to_string()));
         assert_eq!(request.startup_timeout(), Some(STARTUP_TIMEOUT));
+        // Readiness is chbench's login, not the module's HTTP wait (see the module docs).
+        assert!(matches!(request.ready_conditions()[..], [WaitFor::Nothing]));
+        // The open-file limit (the request has no getter for it; `pw` is no secret here).
+        assert!(format!("{request:?}").contains(&format!("soft: Some({NOFILE}), hard: Some({NOFILE})")));
     }
 
     #[test]
@@ -527,7 +600,7 @@ mod tests {
             assert!(!shown.contains("s3cret-pw"), "{shown}");
         }
         // Only the container's environment holds it, which is what joining processes read.
-        let request = container_request(&password, &scope, "h");
+        let request = container_request(&password, &scope.container_name(), scope.labels("h"));
         assert_eq!(Password::from_container_env(&env_of(&request)), Some(password));
         assert_eq!(Password::from_container_env(&["CLICKHOUSE_PASSWORDS=x".to_string()]), None);
         assert_ne!(Password::random(), Password::random());
@@ -547,7 +620,7 @@ mod tests {
     #[test]
     fn a_run_finds_its_container_by_name_and_labels_and_keeps_it() {
         let scope = ContainerScope::nextest_run(RUN_ID, RUNNER).unwrap();
-        let request = container_request(&Password::random(), &scope, "h");
+        let request = container_request(&Password::random(), &scope.container_name(), scope.labels("h"));
         assert_eq!(request.container_name().as_deref(), Some(format!("chbench-clickhouse-run-{RUN_ID}").as_str()));
         let labels: HashMap<String, String> = request.labels().clone().into_iter().collect();
         assert_eq!(labels, scope.labels("h"));
@@ -558,7 +631,7 @@ mod tests {
     #[test]
     fn the_http_port_is_published_on_loopback_alone() {
         let scope = ContainerScope::process(RUNNER);
-        let request = container_request(&Password::random(), &scope, "h");
+        let request = container_request(&Password::random(), &scope.container_name(), scope.labels("h"));
         assert_eq!(request.expose_ports(), [CLICKHOUSE_PORT]);
         assert!(request.ports().is_none(), "a mapped port would be published on every address");
         // What testcontainers sets when no port is mapped, then hands the modifier.

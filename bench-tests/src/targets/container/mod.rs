@@ -4,10 +4,11 @@
 //!
 //! The Docker client is chbench's `container` feature, off by default as the Kubernetes
 //! client is: a laptop without Docker never compiles testcontainers (bollard's buildkit,
-//! reqwest with rustls: about 60 crates). Without the feature the target's opener says
-//! how to build with it ([`MISSING_FEATURE`]), and `cargo xtask` runs itself again built
-//! with it; `auto` never chooses a target the build lacks, and says so when Docker is
-//! there ([`docker_answers`]).
+//! reqwest with rustls: about a hundred crates). Without the feature the target's opener
+//! says how to build with it ([`MISSING_FEATURE`]), and `cargo xtask` runs itself again
+//! built with it, where a Docker daemon looks to be (none is one line, and no build);
+//! `auto` never chooses a target the build lacks, and says so when Docker is there
+//! ([`docker_answers`]).
 //!
 //! What is decided here, with or without the feature: which processes share a container
 //! and whose end ends its use (`scope`), and why a daemon behind TLS is refused
@@ -37,7 +38,7 @@
 
 use anyhow::Result;
 
-pub use self::docker::{docker_socket_seen, docker_tls_refusal};
+pub use self::docker::{docker_socket_seen, docker_tls_refusal, rootless_socket_unseen};
 #[cfg(feature = "container")]
 pub use self::lifecycle::{ContainerAction, ContainerTarget, Password, container_action, log_tail, loopback_port};
 pub use self::scope::{ContainerScope, ProcessIdentity, is_abandoned, nextest_run_id, pid_runs};
@@ -94,11 +95,19 @@ pub fn open(_storage: &Storage) -> Result<Box<dyn Backend>> {
     Ok(Box::new(ContainerTarget::start()?))
 }
 
-/// Built without the Docker client: says how to build with it.
+/// Built without the Docker client: says how to build with it, where a Docker daemon looks
+/// to be; without one, building it would only end in the same refusal.
 #[cfg(not(feature = "container"))]
 pub fn open(_storage: &Storage) -> Result<Box<dyn Backend>> {
+    if docker_socket_seen().is_none() {
+        anyhow::bail!("{NO_DOCKER}");
+    }
     Err(NO_CLIENT.into())
 }
+
+/// Where no daemon looks to be: one line, before anything is built.
+pub const NO_DOCKER: &str = "cannot reach Docker (is a Docker daemon running?): DOCKER_HOST is not set and no Docker \
+                             socket is here (/var/run/docker.sock, rootless Docker's or Docker Desktop's)";
 
 /// What [`clean_containers`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -133,9 +142,11 @@ pub fn docker_answers() -> bool {
     {
         static SAID: std::sync::Once = std::sync::Once::new();
         if let Some(socket) = docker_socket_seen() {
+            // DOCKER_HOST is named, not shown: it is the user's, and may say more than a path.
+            let place = if std::env::var_os("DOCKER_HOST").is_some() { "DOCKER_HOST".to_string() } else { socket };
             SAID.call_once(|| {
                 crate::say!(
-                    "chbench: Docker is here ({socket}), but this build has no container target: target embedded; \
+                    "chbench: Docker is here ({place}), but this build has no container target: target embedded; \
                      `--target container` (or `cargo nextest run --features chbench/container` for the tests) \
                      builds it"
                 )

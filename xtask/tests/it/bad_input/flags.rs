@@ -292,6 +292,52 @@ fn a_run_id_already_taken_is_refused_before_the_engine_starts() {
     assert_eq!(std::fs::read_to_string(taken.join("results.json")).unwrap(), "{}");
 }
 
+/// In a build without the container target (a laptop's), `--target container` is one line
+/// and no build where no Docker daemon looks to be; where one does, the line says what it
+/// builds, then the command runs again from cargo (here one that cannot start, so nothing
+/// is built); `auto` runs on the embedded engine and says how to get the container.
+#[test]
+fn the_container_target_without_its_feature_is_one_line_and_a_build_only_where_docker_is() {
+    if chbench::targets::container::MISSING_FEATURE.is_none() {
+        return; // built with the container target: its own tests cover it
+    }
+    let no_docker = [("DOCKER_HOST", "unix:///nonexistent/docker.sock"), ("CARGO", "/nonexistent/cargo")];
+    let output = xtask(&["bench", "--target", "container", "--rows", "1K"], &no_docker);
+    assert_eq!(error_line(&output), format!("error: {}", chbench::targets::container::NO_DOCKER));
+    assert!(!String::from_utf8_lossy(&output.stderr).contains("needs testcontainers"), "it would build");
+
+    let docker = [("DOCKER_HOST", "tcp://127.0.0.1:1"), ("CARGO", "/nonexistent/cargo")];
+    let output = xtask(&["bench", "--target", "container", "--rows", "1K"], &docker);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.starts_with(
+            "chbench: target container needs testcontainers, the Docker client (the container feature): running \
+             xtask built with it; the first time, cargo builds it now"
+        ),
+        "{stderr}"
+    );
+    let line = error_line(&output);
+    assert!(
+        line.starts_with("error: cannot run /nonexistent/cargo to build xtask with the container feature"),
+        "{line}"
+    );
+
+    let query = tempfile::tempdir().unwrap();
+    let sql = query.path().join("one.sql");
+    std::fs::write(&sql, "SELECT 1").unwrap();
+    let output = xtask(&["measure", sql.to_str().unwrap()], &[("DOCKER_HOST", "tcp://127.0.0.1:1")]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    // DOCKER_HOST is named, never shown.
+    assert!(
+        stderr
+            .contains("chbench: Docker is here (DOCKER_HOST), but this build has no container target: target embedded")
+            && stderr.contains("chbench: target embedded")
+            && !stderr.contains("127.0.0.1:1"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn clean_containers_without_docker_has_nothing_to_clean() {
     // A socket that does not exist: no daemon answers, as on a machine without Docker.
