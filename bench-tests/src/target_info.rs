@@ -24,7 +24,9 @@ pub enum TargetKind {
     Auto,
     /// The real ClickHouse engine in-process (libchdb).
     Embedded,
-    /// `clickhouse/clickhouse-server` in Docker, one container per nextest run.
+    /// `clickhouse/clickhouse-server` in Docker through testcontainers, one container per
+    /// nextest run or process; its Docker client (the `container` feature) is built on
+    /// first use.
     Container,
     /// Any running server given by `CHBENCH_URL`, `CHBENCH_USER`, `CHBENCH_PASSWORD`.
     Url,

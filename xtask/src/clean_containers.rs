@@ -8,7 +8,8 @@ use chbench::targets::container::{MISSING_FEATURE, SCOPE_LABEL, clean_containers
 
 use crate::flags::CleanContainers;
 
-const NO_DOCKER: &str = "no Docker daemon answers (DOCKER_HOST, or /var/run/docker.sock): no container to remove";
+const NO_DOCKER: &str = "no Docker daemon answers (DOCKER_HOST, or /var/run/docker.sock, rootless Docker's or Docker Desktop's socket): no \
+     container to remove";
 
 impl CleanContainers {
     pub fn run(self) -> Result<()> {

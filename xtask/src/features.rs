@@ -92,6 +92,8 @@ pub fn rerun_with_the_feature(
 
     use anyhow::Context;
 
+    // A build that could only end in a refusal (no Docker at all, say) is not started.
+    (missing.check_before_building)()?;
     chbench::say!("{}", building_line(missing, needing));
     let arguments: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());

@@ -83,12 +83,15 @@ pub fn spec(kind: TargetKind) -> TargetSpec {
 /// A target this build was compiled without (its cargo feature off): the opener's error,
 /// one line saying how to build with it. A command line that can build itself again with
 /// `feature` on (`cargo xtask bench`) looks for it with `anyhow::Error::downcast_ref`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 pub struct MissingFeature {
     /// The chbench cargo feature the target needs (xtask has one of the same name).
     pub feature: &'static str,
     /// What the feature compiles, as the line said before building it names it.
     pub builds: &'static str,
+    /// What must hold before the build is worth its minutes (a Docker daemon that looks to
+    /// be there, say): its error is the command's, and nothing is built.
+    pub check_before_building: fn() -> anyhow::Result<()>,
     pub message: &'static str,
 }
 

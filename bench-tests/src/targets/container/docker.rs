@@ -64,6 +64,40 @@ pub fn rootless_socket_unseen(
     })
 }
 
+/// Why chbench's Docker client cannot use the daemon `DOCKER_HOST` names, when it cannot:
+/// one behind TLS ([`docker_tls_refusal`]), a value testcontainers would read otherwise
+/// than written (spaces around it), a scheme it does not speak, or a `unix://` socket that
+/// does not `exists`. Only the scheme is shown: the value may hold a user and password.
+pub fn docker_host_refusal(
+    host: Option<&str>,
+    tls_verify: Option<&str>,
+    exists: impl Fn(&Path) -> bool,
+) -> Option<String> {
+    if let Some(refusal) = docker_tls_refusal(host, tls_verify) {
+        return Some(refusal);
+    }
+    let host = host?;
+    if host.trim().is_empty() {
+        return None; // as unset
+    }
+    if host.trim() != host {
+        return Some("DOCKER_HOST starts or ends with a space, which testcontainers keeps: remove it".to_string());
+    }
+    let Some((scheme, rest)) = host.split_once("://") else {
+        return Some("DOCKER_HOST has no scheme: give unix:///path/to/docker.sock or tcp://127.0.0.1:2375".to_string());
+    };
+    match scheme.to_ascii_lowercase().as_str() {
+        "unix" if !exists(Path::new(rest)) => {
+            Some(format!("DOCKER_HOST names the socket {rest}, which does not exist: is a Docker daemon running?"))
+        }
+        "unix" | "tcp" | "http" => None,
+        _ => Some(format!(
+            "DOCKER_HOST is a {scheme}:// address, which chbench's Docker client does not speak: give unix:// or \
+             tcp://"
+        )),
+    }
+}
+
 /// Why the Docker daemon that `DOCKER_HOST` and `DOCKER_TLS_VERIFY` name cannot be
 /// reached, when they ask for TLS: testcontainers is built without its TLS features
 /// (`ring`, `aws-lc-rs`), so its Docker client speaks to a local socket or plain `tcp://`
@@ -100,6 +134,22 @@ mod tests {
         assert!(!https.contains("docker.example") && !https.contains('\n'), "only the scheme is shown: {https}");
         let verify = docker_tls_refusal(Some("tcp://docker.example:2376"), Some("1")).unwrap();
         assert!(verify.starts_with("DOCKER_TLS_VERIFY=1 is set") && verify.contains("unset DOCKER_HOST"), "{verify}");
+    }
+
+    #[test]
+    fn a_docker_host_the_client_cannot_use_is_refused_showing_its_scheme_alone() {
+        let refusal = |host: &str| docker_host_refusal(Some(host), None, |path| path == Path::new("/run/d.sock"));
+        assert_eq!(refusal("unix:///run/d.sock"), None);
+        assert_eq!(refusal("tcp://127.0.0.1:2375"), None);
+        assert_eq!(refusal(""), None);
+        assert_eq!(docker_host_refusal(None, None, |_| false), None);
+        let ssh = refusal("ssh://me:hunter2pw@example.invalid").unwrap();
+        assert!(ssh.starts_with("DOCKER_HOST is a ssh:// address") && !ssh.contains("hunter2pw"), "{ssh}");
+        assert!(refusal("/run/d.sock").unwrap().starts_with("DOCKER_HOST has no scheme"));
+        assert!(refusal("unix:///run/d.sock ").unwrap().contains("space"));
+        let gone = refusal("unix:///nonexistent.sock").unwrap();
+        assert!(gone.contains("the socket /nonexistent.sock, which does not exist"), "{gone}");
+        assert!(refusal("https://u:pw@example.invalid").unwrap().starts_with("DOCKER_HOST is an https:// address"));
     }
 
     #[test]

@@ -46,7 +46,7 @@ use testcontainers::runners::AsyncRunner;
 use testcontainers::{ContainerAsync, ContainerRequest, ImageExt, ReuseDirective};
 use testcontainers_modules::clickhouse::{CLICKHOUSE_PORT, ClickHouse};
 
-use super::docker::{docker_tls_refusal, rootless_socket_unseen};
+use super::docker_looks_reachable;
 use super::scope::host_name;
 use super::{CLICKHOUSE_IMAGE, CLICKHOUSE_TAG, ContainerScope, ProcessIdentity, SCOPE_LABEL, is_abandoned};
 use crate::settings::Settings;
@@ -60,6 +60,8 @@ const STARTUP_TIMEOUT: Duration = Duration::from_secs(300);
 const POLL_INTERVAL: Duration = Duration::from_millis(500);
 /// How often a start in progress looks for a request to stop.
 const STOP_POLL: Duration = Duration::from_millis(100);
+/// How long the daemon may take to answer a ping (bollard's own bound is 2 minutes).
+const PING_BOUND: Duration = Duration::from_secs(10);
 /// The only address the HTTP port is published on.
 const LOOPBACK: &str = "127.0.0.1";
 /// ClickHouse warns below this many open files, and the official image's docs use it.
@@ -175,10 +177,21 @@ impl ContainerTarget {
         let name = scope.container_name();
         let image = format!("{CLICKHOUSE_IMAGE}:{CLICKHOUSE_TAG}");
         let runtime = runtime()?;
-        let docker = runtime.block_on(docker_client())?;
+        let docker = until_stopped(runtime, docker_client())?;
         let mut open_own = OPEN_OWN_TARGETS.lock().map_err(|_| anyhow!("the container count is poisoned"))?;
-        for removed in runtime.block_on(remove_abandoned(&docker, &host, Some(&scope.key))).unwrap_or_default() {
-            crate::say!("chbench: removed container {removed}: the process that owned it has ended");
+        let abandoned = {
+            let (docker, host, key) = (docker.clone(), host.clone(), scope.key.clone());
+            until_stopped(runtime, async move { remove_abandoned(&docker, &host, Some(&key)).await })
+        };
+        match abandoned {
+            Ok(removed) => {
+                for name in removed {
+                    crate::say!("chbench: removed container {name}: the process that owned it has ended");
+                }
+            }
+            Err(error) if error.is::<crate::interrupt::Interrupted>() => return Err(error),
+            // Best effort: the clean-up does not stop a run.
+            Err(_) => {}
         }
         let (container, started) = {
             // One process of a run at a time finds or creates the container: the others
@@ -193,7 +206,11 @@ impl ContainerTarget {
                 None => (scope.labels(&host), true),
             };
             let request = container_request(&Password::random(), &name, labels);
-            let container = until_stopped(runtime, request.start()).map_err(|error| {
+            let starting = async move { request.start().await.map_err(anyhow::Error::from) };
+            let container = until_stopped(runtime, starting).map_err(|error| {
+                if error.is::<crate::interrupt::Interrupted>() {
+                    return error;
+                }
                 let tail = runtime.block_on(state_and_log_tail(&docker, &name));
                 anyhow!("cannot start {image} in container {name}: {error}{tail}")
             })?;
@@ -208,22 +225,23 @@ impl ContainerTarget {
     }
 }
 
-/// Runs `start` (testcontainers' start or reuse) to its end, or ends it on a request to
-/// stop: [`crate::interrupt::Interrupted`], the container left for the next open to
-/// remove (its owner, this process, will have ended).
+/// Runs `work` (a ping, testcontainers' start or reuse) to its end, or ends it on a request
+/// to stop: [`crate::interrupt::Interrupted`], a container being made left for the next
+/// open to remove (its owner, this process, will have ended).
 fn until_stopped<T: Send + 'static>(
     runtime: &tokio::runtime::Runtime,
-    start: impl std::future::Future<Output = Result<T, testcontainers::TestcontainersError>> + Send + 'static,
+    work: impl std::future::Future<Output = Result<T>> + Send + 'static,
 ) -> Result<T> {
-    let mut task = runtime.spawn(start);
+    let mut task = runtime.spawn(work);
     loop {
         if let Err(stopped) = crate::interrupt::check() {
             task.abort();
             return Err(stopped);
         }
-        match runtime.block_on(tokio::time::timeout(STOP_POLL, &mut task)) {
-            Ok(Ok(outcome)) => return Ok(outcome?),
-            Ok(Err(panicked)) => bail!("the container's start ended abnormally: {panicked}"),
+        // The timer is made inside the runtime, which it needs.
+        match runtime.block_on(async { tokio::time::timeout(STOP_POLL, &mut task).await }) {
+            Ok(Ok(outcome)) => return outcome,
+            Ok(Err(panicked)) => bail!("the work on the container ended abnormally: {panicked}"),
             Err(_still_starting) => {}
         }
     }
@@ -449,23 +467,28 @@ fn wait_until_answers(
     }
 }
 
-/// A Docker client (testcontainers' own, bollard underneath) once the daemon has answered;
-/// a daemon behind TLS is refused first, since this build's client has no TLS.
+/// A Docker client (testcontainers' own, bollard underneath) once the daemon has answered
+/// a ping within [`PING_BOUND`]; what can be refused before is ([`docker_looks_reachable`]).
+/// `DOCKER_HOST` is never shown: it may hold a user and password.
 async fn docker_client() -> Result<Docker> {
-    let host = std::env::var("DOCKER_HOST").ok();
-    if let Some(refusal) = docker_tls_refusal(host.as_deref(), std::env::var("DOCKER_TLS_VERIFY").ok().as_deref()) {
-        bail!("cannot reach Docker: {refusal}");
-    }
-    let runtime_dir = std::env::var_os("XDG_RUNTIME_DIR").map(std::path::PathBuf::from);
-    if let Some(set) = rootless_socket_unseen(host.as_deref(), runtime_dir.as_deref(), std::path::Path::exists) {
-        bail!("cannot reach Docker: {set}");
-    }
+    docker_looks_reachable()?;
+    let host = std::env::var("DOCKER_HOST").ok().filter(|host| !host.trim().is_empty());
     let unreachable = |error: &dyn std::fmt::Display| {
         // testcontainers' error ends with bollard's, which may end with a newline.
-        anyhow!("cannot reach Docker (is a Docker daemon running?): {}", error.to_string().trim())
+        let mut said = error.to_string().trim().to_string();
+        if let Some(host) = &host {
+            said = said.replace(host.as_str(), "DOCKER_HOST");
+        }
+        anyhow!("cannot reach Docker (is a Docker daemon running?): {said}")
     };
     let docker = docker_client_instance().await.map_err(|error| unreachable(&error))?;
-    docker.ping().await.map_err(|error| unreachable(&error))?;
+    match tokio::time::timeout(PING_BOUND, docker.ping()).await {
+        Ok(answer) => answer.map_err(|error| unreachable(&error))?,
+        Err(_) => {
+            let place = if host.is_some() { "the daemon DOCKER_HOST names" } else { "the daemon" };
+            bail!("cannot reach Docker: {place} did not answer a ping within {} s", PING_BOUND.as_secs())
+        }
+    };
     Ok(docker)
 }
 

@@ -38,7 +38,7 @@
 
 use anyhow::Result;
 
-pub use self::docker::{docker_socket_seen, docker_tls_refusal, rootless_socket_unseen};
+pub use self::docker::{docker_host_refusal, docker_socket_seen, docker_tls_refusal, rootless_socket_unseen};
 #[cfg(feature = "container")]
 pub use self::lifecycle::{ContainerAction, ContainerTarget, Password, container_action, log_tail, loopback_port};
 pub use self::scope::{ContainerScope, ProcessIdentity, is_abandoned, nextest_run_id, pid_runs};
@@ -83,6 +83,7 @@ pub const MISSING_FEATURE: Option<MissingFeature> = None;
 pub const NO_CLIENT: MissingFeature = MissingFeature {
     feature: "container",
     builds: "testcontainers, the Docker client",
+    check_before_building: docker_looks_reachable,
     message: "target container needs chbench's container feature: run the tests with `cargo nextest run --features \
               chbench/container` (`cargo xtask bench --target container` turns it on itself)",
 };
@@ -96,18 +97,35 @@ pub fn open(_storage: &Storage) -> Result<Box<dyn Backend>> {
 }
 
 /// Built without the Docker client: says how to build with it, where a Docker daemon looks
-/// to be; without one, building it would only end in the same refusal.
+/// to be reachable; otherwise building it would only end in the same refusal.
 #[cfg(not(feature = "container"))]
 pub fn open(_storage: &Storage) -> Result<Box<dyn Backend>> {
-    if docker_socket_seen().is_none() {
-        anyhow::bail!("{NO_DOCKER}");
-    }
+    docker_looks_reachable()?;
     Err(NO_CLIENT.into())
 }
 
 /// Where no daemon looks to be: one line, before anything is built.
 pub const NO_DOCKER: &str = "cannot reach Docker (is a Docker daemon running?): DOCKER_HOST is not set and no Docker \
                              socket is here (/var/run/docker.sock, rootless Docker's or Docker Desktop's)";
+
+/// What can be said of Docker before any client: a `DOCKER_HOST` chbench's client cannot
+/// use (TLS, another scheme, a socket that is not there), rootless Docker's socket where
+/// testcontainers does not look, or no daemon at all; each one line, with what to do.
+pub fn docker_looks_reachable() -> Result<()> {
+    let host = std::env::var("DOCKER_HOST").ok();
+    let tls_verify = std::env::var("DOCKER_TLS_VERIFY").ok();
+    if let Some(refusal) = docker_host_refusal(host.as_deref(), tls_verify.as_deref(), std::path::Path::exists) {
+        anyhow::bail!("cannot reach Docker: {refusal}");
+    }
+    let runtime_dir = std::env::var_os("XDG_RUNTIME_DIR").map(std::path::PathBuf::from);
+    if let Some(set) = rootless_socket_unseen(host.as_deref(), runtime_dir.as_deref(), std::path::Path::exists) {
+        anyhow::bail!("cannot reach Docker: {set}");
+    }
+    if docker_socket_seen().is_none() {
+        anyhow::bail!("{NO_DOCKER}");
+    }
+    Ok(())
+}
 
 /// What [`clean_containers`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -142,13 +160,14 @@ pub fn docker_answers() -> bool {
     {
         static SAID: std::sync::Once = std::sync::Once::new();
         if let Some(socket) = docker_socket_seen() {
-            // DOCKER_HOST is named, not shown: it is the user's, and may say more than a path.
-            let place = if std::env::var_os("DOCKER_HOST").is_some() { "DOCKER_HOST".to_string() } else { socket };
+            // DOCKER_HOST is named, not shown: it is the user's, and may hold a password.
+            let from_variable = std::env::var("DOCKER_HOST").is_ok_and(|host| !host.trim().is_empty());
+            let place = if from_variable { "DOCKER_HOST".to_string() } else { socket };
             SAID.call_once(|| {
                 crate::say!(
-                    "chbench: Docker is here ({place}), but this build has no container target: target embedded; \
-                     `--target container` (or `cargo nextest run --features chbench/container` for the tests) \
-                     builds it"
+                    "chbench: Docker looks to be here ({place}), but this build has no container target: target \
+                     embedded; `--target container` (or `cargo nextest run --features chbench/container` for the \
+                     tests) builds it"
                 )
             });
         }

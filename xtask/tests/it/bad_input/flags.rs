@@ -301,10 +301,22 @@ fn the_container_target_without_its_feature_is_one_line_and_a_build_only_where_d
     if chbench::targets::container::MISSING_FEATURE.is_none() {
         return; // built with the container target: its own tests cover it
     }
-    let no_docker = [("DOCKER_HOST", "unix:///nonexistent/docker.sock"), ("CARGO", "/nonexistent/cargo")];
-    let output = xtask(&["bench", "--target", "container", "--rows", "1K"], &no_docker);
-    assert_eq!(error_line(&output), format!("error: {}", chbench::targets::container::NO_DOCKER));
-    assert!(!String::from_utf8_lossy(&output.stderr).contains("needs testcontainers"), "it would build");
+    let bench_with = |env: &[(&str, &str)]| {
+        let env: Vec<(&str, &str)> = env.iter().copied().chain([("CARGO", "/nonexistent/cargo")]).collect();
+        let output = xtask(&["bench", "--target", "container", "--rows", "1K"], &env);
+        assert!(!String::from_utf8_lossy(&output.stderr).contains("needs testcontainers"), "it would build");
+        error_line(&output)
+    };
+    assert_eq!(
+        bench_with(&[("DOCKER_HOST", "unix:///nonexistent/docker.sock")]),
+        "error: cannot reach Docker: DOCKER_HOST names the socket /nonexistent/docker.sock, which does not exist: is \
+         a Docker daemon running?"
+    );
+    // What the client would refuse is refused before it is built, showing the scheme alone.
+    let ssh = bench_with(&[("DOCKER_HOST", "ssh://me:hunter2pw@example.invalid")]);
+    assert!(ssh.starts_with("error: cannot reach Docker: DOCKER_HOST is a ssh:// address") && !ssh.contains("hunter2"));
+    let tls = bench_with(&[("DOCKER_HOST", "tcp://127.0.0.1:1"), ("DOCKER_TLS_VERIFY", "1")]);
+    assert!(tls.starts_with("error: cannot reach Docker: DOCKER_TLS_VERIFY=1 is set"), "{tls}");
 
     let docker = [("DOCKER_HOST", "tcp://127.0.0.1:1"), ("CARGO", "/nonexistent/cargo")];
     let output = xtask(&["bench", "--target", "container", "--rows", "1K"], &docker);
@@ -330,9 +342,9 @@ fn the_container_target_without_its_feature_is_one_line_and_a_build_only_where_d
     let stderr = String::from_utf8_lossy(&output.stderr);
     // DOCKER_HOST is named, never shown.
     assert!(
-        stderr
-            .contains("chbench: Docker is here (DOCKER_HOST), but this build has no container target: target embedded")
-            && stderr.contains("chbench: target embedded")
+        stderr.contains(
+            "chbench: Docker looks to be here (DOCKER_HOST), but this build has no container target: target embedded"
+        ) && stderr.contains("chbench: target embedded")
             && !stderr.contains("127.0.0.1:1"),
         "{stderr}"
     );
