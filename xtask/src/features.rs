@@ -20,11 +20,10 @@ pub fn open_target(kind: TargetKind) -> Result<Target> {
 /// Returns when this xtask can reach a target of `kind`; otherwise this command runs
 /// again from an xtask built with the feature the target needs.
 pub fn ensure_the_feature(kind: TargetKind) -> Result<()> {
-    if let Some(missing) = chbench::targets::spec(kind).missing_feature {
-        let kind = chbench::targets::resolve_kind(kind);
-        return rerun_with_the_feature(&missing, &format!("target {kind}"), Some(kind)).map(|never| match never {});
+    match chbench::targets::spec(kind).missing_feature {
+        Some(missing) => rerun_for_the_target(&missing, kind).map(|never| match never {}),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// `outcome` of work that opened a target of `kind` (and did nothing before that could
@@ -34,10 +33,16 @@ pub fn or_rerun_with_the_feature<T>(kind: TargetKind, outcome: Result<T>) -> Res
     if let Err(error) = &outcome
         && let Some(missing) = error.chain().find_map(|cause| cause.downcast_ref::<MissingFeature>())
     {
-        let kind = chbench::targets::resolve_kind(kind);
-        return rerun_with_the_feature(missing, &format!("target {kind}"), Some(kind)).map(|never| match never {});
+        return rerun_for_the_target(missing, kind).map(|never| match never {});
     }
     outcome
+}
+
+/// [`rerun_with_the_feature`] for a target of `kind` (`auto` resolved: the rerun gets the
+/// kind chosen here).
+fn rerun_for_the_target(missing: &MissingFeature, kind: TargetKind) -> Result<std::convert::Infallible> {
+    let kind = chbench::targets::resolve_kind(kind);
+    rerun_with_the_feature(missing, &format!("target {kind}"), Some(kind))
 }
 
 /// The variables the outer `cargo run` set for this process about the xtask package

@@ -132,14 +132,7 @@ fn a_stop_request_cancels_the_running_ingest_and_the_engine_answers_after() {
     let mut target = embedded();
     target.use_fresh_database("engine_cancel").unwrap();
     target.execute("CREATE TABLE t (k UInt64) ENGINE = MergeTree ORDER BY k").unwrap();
-    let requester = std::thread::spawn(|| {
-        // As soon as the statement is on its way; one not yet in the engine's process
-        // list when the first KILL comes is killed by a later one.
-        while chbench::targets::chdb::running_statements() == 0 {
-            std::thread::yield_now();
-        }
-        chbench::interrupt::request_stop();
-    });
+    let requester = stop_once_a_statement_runs();
     let error = target.execute("INSERT INTO t SELECT number FROM numbers_mt(1000000000000)").unwrap_err();
     requester.join().unwrap();
     assert!(error.is::<chbench::interrupt::Interrupted>(), "{error:#}");
@@ -150,6 +143,18 @@ fn a_stop_request_cancels_the_running_ingest_and_the_engine_answers_after() {
     assert!(rows < 1_000_000_000_000, "{rows} rows: the ingest ran to its end");
 }
 
+/// A thread that requests a stop, as Ctrl-C does, as soon as a statement is on its way
+/// (one not yet in the engine's process list when the first KILL comes is killed by a
+/// later one).
+fn stop_once_a_statement_runs() -> std::thread::JoinHandle<()> {
+    std::thread::spawn(|| {
+        while chbench::targets::chdb::running_statements() == 0 {
+            std::thread::yield_now();
+        }
+        chbench::interrupt::request_stop();
+    })
+}
+
 /// A statement running when a stop is requested ends `Interrupted` even when the engine
 /// lets it run to its end (`sleep` does not look for a cancel), and the connection
 /// answers the next statement. (What this guards, a killed statement answered without an
@@ -158,12 +163,7 @@ fn a_stop_request_cancels_the_running_ingest_and_the_engine_answers_after() {
 #[test]
 fn a_statement_answered_after_a_stop_request_is_interrupted_not_its_answer() {
     let mut target = embedded();
-    let requester = std::thread::spawn(|| {
-        while chbench::targets::chdb::running_statements() == 0 {
-            std::thread::yield_now();
-        }
-        chbench::interrupt::request_stop();
-    });
+    let requester = stop_once_a_statement_runs();
     let error = target.query_text("SELECT sleep(1)").unwrap_err();
     requester.join().unwrap();
     assert!(error.is::<chbench::interrupt::Interrupted>(), "{error:#}");

@@ -172,14 +172,19 @@ fn check(command: &ShellCommand) -> Result<bool, String> {
     Ok(true)
 }
 
+/// The values `args` give flag `long` (`--flag VALUE`, `--flag=VALUE`) or `short` (`-F VALUE`).
+fn flag_values(args: &[Word], long: &str, short: &str) -> Vec<Word> {
+    let spaced = args.iter().zip(&args[1..]).filter(|(flag, _)| flag.text == long || flag.text == short);
+    let prefix = format!("{long}=");
+    let joined =
+        args.iter().filter_map(|word| Some(Word { text: word.text.strip_prefix(&prefix)?.into(), ..word.clone() }));
+    spaced.map(|(_, value)| value.clone()).chain(joined).collect()
+}
+
 /// Each feature `args` name (`--features chbench/eks,xtask/eks`, `-F`, `--features=`) is a
 /// feature of the workspace package it names: cargo's `--help` checks none.
 fn check_features(args: &[Word]) -> Result<(), String> {
-    let spaced = args.iter().zip(&args[1..]).filter(|(flag, _)| matches!(&*flag.text, "--features" | "-F"));
-    let joined = args
-        .iter()
-        .filter_map(|word| Some(Word { text: word.text.strip_prefix("--features=")?.into(), ..word.clone() }));
-    for features in spaced.map(|(_, value)| value.clone()).chain(joined) {
+    for features in flag_values(args, "--features", "-F") {
         if features.expanded {
             return Err("the features come from a variable: they cannot be checked".to_string());
         }
@@ -210,11 +215,7 @@ fn check_nextest_profiles(args: &[Word]) -> Result<(), String> {
     let mut known: Vec<String> = defined.into_iter().flatten().chain(["default".to_string()]).collect();
     known.sort();
     known.dedup();
-    let spaced = args.iter().zip(&args[1..]).filter(|(flag, _)| matches!(&*flag.text, "--profile" | "-P"));
-    let joined = args
-        .iter()
-        .filter_map(|word| Some(Word { text: word.text.strip_prefix("--profile=")?.into(), ..word.clone() }));
-    for profile in spaced.map(|(_, value)| value.clone()).chain(joined) {
+    for profile in flag_values(args, "--profile", "-P") {
         if profile.expanded {
             return Err("the nextest profile comes from a variable: it cannot be checked".to_string());
         } else if !known.contains(&profile.text) {

@@ -1,6 +1,7 @@
 //! The Docker daemon, before any client: whether this machine looks like it has one (for a
-//! build without the container target to say so), and why one behind TLS is refused.
-//! Finding and talking to it is testcontainers' (the `container` feature).
+//! build without the container target to say so), and why one `DOCKER_HOST` names cannot
+//! be used (TLS, another scheme, a socket that is not there) or rootless Docker's socket
+//! needs naming. Finding and talking to it is testcontainers' (the `container` feature).
 
 use std::path::{Path, PathBuf};
 

@@ -306,9 +306,7 @@ fn existing_state_said(
     match container_action(state.status, false) {
         ContainerAction::Connect | ContainerAction::Wait => Ok(false),
         ContainerAction::Start => {
-            if state.status == Some(ContainerStateStatusEnum::EXITED) {
-                crate::say!("chbench: container {name} had exited ({}); starting it again", exit_description(state));
-            }
+            say_if_it_had_exited(name, state);
             Ok(true)
         }
         ContainerAction::Fail => {
@@ -361,12 +359,7 @@ pub fn log_tail(log: &str, password: &Password) -> String {
 /// ends with), or nothing when there is no such container.
 async fn state_and_log_tail(docker: &Docker, name: &str) -> String {
     let Ok(container) = docker.inspect_container(name, None).await else { return String::new() };
-    let state = container.state.unwrap_or_default();
-    let status = match state.status {
-        Some(ContainerStateStatusEnum::EXITED) => format!("exited ({})", exit_description(&state)),
-        Some(status) => status.to_string(),
-        None => "in no known state".to_string(),
-    };
+    let status = state_description(&container.state.unwrap_or_default());
     let env = container.config.and_then(|config| config.env).unwrap_or_default();
     let password = Password::from_container_env(&env).unwrap_or(Password(String::new()));
     format!("; it is {status}; {}", container_log_tail(docker, name, &password).await)
@@ -388,6 +381,23 @@ async fn container_log_tail(docker: &Docker, name: &str, password: &Password) ->
     match log_tail(&log, password) {
         tail if tail.is_empty() => "its log is empty".to_string(),
         tail => format!("its last log lines: {tail}"),
+    }
+}
+
+/// A container's state as a message says it: `exited (exit code 137, killed for lack of
+/// memory)`, `paused`, or `in no known state`.
+fn state_description(state: &ContainerState) -> String {
+    match state.status {
+        Some(ContainerStateStatusEnum::EXITED) => format!("exited ({})", exit_description(state)),
+        Some(status) => status.to_string(),
+        None => "in no known state".to_string(),
+    }
+}
+
+/// Says that container `name` had exited, when it had, before it is started again.
+fn say_if_it_had_exited(name: &str, state: &ContainerState) {
+    if state.status == Some(ContainerStateStatusEnum::EXITED) {
+        crate::say!("chbench: container {name} had exited ({}); starting it again", exit_description(state));
     }
 }
 
@@ -431,12 +441,7 @@ fn wait_until_answers(
                 }
             }
             ContainerAction::Start => {
-                if state.status == Some(ContainerStateStatusEnum::EXITED) {
-                    crate::say!(
-                        "chbench: container {name} had exited ({}); starting it again",
-                        exit_description(&state)
-                    );
-                }
+                say_if_it_had_exited(name, &state);
                 // A container already started answers 304, which is not an error.
                 runtime
                     .block_on(docker.start_container(name, None))
@@ -447,17 +452,13 @@ fn wait_until_answers(
             ContainerAction::Wait => "being restarted by Docker".to_string(),
             ContainerAction::Fail => {
                 let tail = runtime.block_on(container_log_tail(docker, name, &password));
-                match state.status {
-                    Some(ContainerStateStatusEnum::EXITED) => bail!(
+                if state.status == Some(ContainerStateStatusEnum::EXITED) {
+                    bail!(
                         "container {name} exited again after this process started it ({}); {tail}",
                         exit_description(&state)
-                    ),
-                    status => {
-                        let status =
-                            status.map_or_else(|| "in no known state".to_string(), |status| status.to_string());
-                        bail!("container {name} is {status}; {tail}")
-                    }
+                    );
                 }
+                bail!("container {name} is {}; {tail}", state_description(&state))
             }
         };
         if Instant::now() >= deadline {
@@ -701,6 +702,11 @@ mod tests {
         let state = ContainerState { exit_code: Some(137), oom_killed: Some(true), ..Default::default() };
         assert_eq!(exit_description(&state), "exit code 137, killed for lack of memory");
         assert_eq!(exit_description(&ContainerState::default()), "exit code unknown");
+        let exited = ContainerState { status: Some(ContainerStateStatusEnum::EXITED), ..state };
+        assert_eq!(state_description(&exited), "exited (exit code 137, killed for lack of memory)");
+        let paused = ContainerState { status: Some(ContainerStateStatusEnum::PAUSED), ..Default::default() };
+        assert_eq!(state_description(&paused), "paused");
+        assert_eq!(state_description(&ContainerState::default()), "in no known state");
     }
 
     #[test]

@@ -38,7 +38,8 @@
 
 use anyhow::Result;
 
-pub use self::docker::{docker_host_refusal, docker_socket_seen, docker_tls_refusal, rootless_socket_unseen};
+pub use self::docker::docker_socket_seen;
+use self::docker::{docker_host_refusal, rootless_socket_unseen};
 #[cfg(feature = "container")]
 pub use self::lifecycle::{ContainerAction, ContainerTarget, Password, container_action, log_tail, loopback_port};
 pub use self::scope::{ContainerScope, ProcessIdentity, is_abandoned, nextest_run_id, pid_runs};
